@@ -1,0 +1,109 @@
+"""Nabla: a lazy tensor core that compiles to Modular's MAX engine.
+
+Operations return promise tensors at once (shape and dtype known); everything pending is
+computed as one graph when a value is needed, and a graph of the same structure is compiled
+only once.
+
+Example:
+    >>> import nabla as nb
+    >>> x = nb.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    >>> loss = (x @ x).relu().sum()
+    >>> loss.backward()
+    >>> x.grad.shape
+    (2, 2)
+"""
+
+from . import core, ops, transforms
+from .core.common import (
+    PyTreeDef,
+    enable_grad,
+    get_executor,
+    is_grad_enabled,
+    no_grad,
+    register_pytree_node,
+    set_eager_max_graph,
+    set_executor,
+    set_grad_enabled,
+    tree_flatten,
+    tree_leaves,
+    tree_map,
+    tree_structure,
+    tree_unflatten,
+)
+from .core.common.dtypes import (
+    SUPPORTED_DTYPES,
+    bfloat16,
+    float16,
+    float32,
+    float64,
+    int32,
+    int64,
+    promote_types,
+)
+from .core.common.dtypes import bool_ as bool_
+from .core.graph import GRAPH, CacheInfo, RecompileError, cache_info, no_recompile
+from .core.tensor import Device, Tensor
+from .ops import *  # noqa: F403
+from .ops import __all__ as _ops_all
+from .transforms import grad, jvp, value_and_grad, vjp
+
+__version__ = "0.1.0"
+
+
+def evaluate(*tensors: Tensor) -> None:
+    """Compute the given tensors (and everything else pending) as one graph."""
+    GRAPH.evaluate([t._impl for t in tensors])
+
+
+def clear_cache() -> None:
+    """Drop every compiled model held in memory (MAX's disk cache is untouched)."""
+    GRAPH.clear_cache()
+
+
+def reset_cache_info() -> None:
+    """Zero the counters reported by `cache_info()`."""
+    GRAPH.reset_counters()
+
+
+__all__ = [
+    "SUPPORTED_DTYPES",
+    "CacheInfo",
+    "Device",
+    "PyTreeDef",
+    "RecompileError",
+    "Tensor",
+    "bfloat16",
+    "bool_",
+    "cache_info",
+    "clear_cache",
+    "core",
+    "enable_grad",
+    "evaluate",
+    "float16",
+    "float32",
+    "float64",
+    "get_executor",
+    "grad",
+    "int32",
+    "int64",
+    "is_grad_enabled",
+    "jvp",
+    "no_grad",
+    "no_recompile",
+    "ops",
+    "promote_types",
+    "register_pytree_node",
+    "reset_cache_info",
+    "set_eager_max_graph",
+    "set_executor",
+    "set_grad_enabled",
+    "transforms",
+    "tree_flatten",
+    "tree_leaves",
+    "tree_map",
+    "tree_structure",
+    "tree_unflatten",
+    "value_and_grad",
+    "vjp",
+    *_ops_all,
+]

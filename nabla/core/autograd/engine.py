@@ -1,0 +1,158 @@
+"""The one trace-based VJP engine behind both `Tensor.backward()` and `nabla.grad`.
+
+backward_on_trace(outputs, cotangents, wrt):
+  1. walk the recorded OpNodes from `outputs` back through tensors that require grad,
+     keeping only nodes that depend on a `wrt` tensor (or, without `wrt`, on any leaf)
+  2. visit them in reverse topological order: sum each output's cotangent contributions,
+     call `op.vjp_rule`, hand the input cotangents on
+  3. return the cotangent of every `wrt` tensor (or of every leaf reached)
+
+Cotangents are promise tensors like any other, so forward and backward evaluate as one graph.
+VJP rules are written with ops, so with grad recording on they are themselves differentiable.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..common.context import set_grad_enabled
+from ..tensor.dispatch import OPS
+from ..tensor.impl import TensorImpl
+from ..tensor.tensor import Tensor
+
+RELEASED_MESSAGE = (
+    "Trying to backward through the graph a second time (or directly access saved tensors after "
+    "they have already been freed). Specify retain_graph=True if you need to backward through the "
+    "graph a second time."
+)
+
+
+def _topo_nodes(outputs: list[TensorImpl], wrt_ids: set[int] | None) -> list[Any]:
+    """OpNodes on a path from a differentiable leaf (or `wrt`) to `outputs`, inputs first."""
+    relevant: dict[int, bool] = {}  # id(impl) -> depends on a wrt/leaf
+    order: list[Any] = []
+    seen_nodes: set[int] = set()
+    stack: list[tuple[TensorImpl, bool]] = [(o, False) for o in outputs]
+    while stack:
+        impl, expanded = stack.pop()
+        key = id(impl)
+        if key in relevant and not expanded:
+            continue
+        node = impl.output_refs
+        is_target = wrt_ids is not None and key in wrt_ids
+        if is_target or impl.is_leaf or not impl.requires_grad:
+            relevant[key] = is_target or (wrt_ids is None and impl.requires_grad and impl.is_leaf)
+            continue
+        if not expanded:
+            stack.append((impl, True))
+            stack.extend((a, False) for a in node.args if id(a) not in relevant)
+            continue
+        rel = any(relevant.get(id(a), False) for a in node.args)
+        for out in node.outputs():
+            if out is not None:
+                relevant[id(out)] = rel
+        relevant[key] = rel
+        if rel and id(node) not in seen_nodes:
+            seen_nodes.add(id(node))
+            order.append(node)
+    return order
+
+
+def backward_on_trace(
+    outputs: list[TensorImpl],
+    cotangents: list[Tensor],
+    wrt: list[TensorImpl] | None = None,
+    *,
+    retain_graph: bool = True,
+    create_graph: bool = True,
+) -> dict[int, tuple[TensorImpl, Tensor]]:
+    """Reverse-mode AD over the recorded trace.
+
+    Args:
+        outputs: impls to differentiate.
+        cotangents: one seed per output, of the output's shape.
+        wrt: impls to differentiate with respect to; None means every leaf that requires grad.
+        retain_graph: False marks the visited nodes as consumed (PyTorch's `backward` default).
+        create_graph: record the backward computation itself, for higher-order derivatives.
+
+    Returns:
+        `{id(impl): (impl, cotangent)}` for each `wrt` impl (or leaf) the outputs depend on.
+    """
+    wrt_ids = None if wrt is None else {id(w) for w in wrt}
+    nodes = _topo_nodes(outputs, wrt_ids)
+    for node in nodes:
+        if node.released:
+            raise RuntimeError(RELEASED_MESSAGE)
+    grads: dict[int, Tensor] = {}
+    holders: dict[int, TensorImpl] = {}
+    for impl, cot in zip(outputs, cotangents, strict=True):
+        _accumulate(grads, holders, impl, cot)
+
+    with set_grad_enabled(create_graph):
+        for node in reversed(nodes):
+            outs = node.outputs()
+            out_cots = [grads.get(id(o)) if o is not None else None for o in outs]
+            if all(c is None for c in out_cots):
+                continue
+            out_tensors = [Tensor(o) if o is not None else None for o in outs]
+            out_cots = [
+                c if c is not None else OPS.zeros_like(_aval_tensor(node, i, out_tensors[i]))
+                for i, c in enumerate(out_cots)
+            ]
+            primals = [Tensor(a) for a in node.args]
+            in_cots = node.op.vjp_rule(primals, out_cots, out_tensors, **node.adapted_kwargs)
+            for arg, cot in zip(node.args, in_cots, strict=True):
+                if cot is not None and arg.requires_grad:
+                    _accumulate(grads, holders, arg, cot)
+            if not retain_graph:
+                node.released = True
+
+    result_ids = wrt_ids if wrt_ids is not None else {k for k, i in holders.items() if i.is_leaf}
+    return {k: (holders[k], grads[k]) for k in result_ids if k in grads}
+
+
+def _aval_tensor(node: Any, index: int, tensor: Tensor | None) -> Tensor:
+    if tensor is not None:
+        return tensor
+    shape, dtype = node.out_avals[index]
+    return OPS.full(shape, 0, dtype)
+
+
+def _accumulate(grads: dict[int, Tensor], holders: dict[int, TensorImpl], impl: TensorImpl, cot: Tensor) -> None:
+    key = id(impl)
+    if tuple(cot.shape) != impl.logical_shape:
+        raise RuntimeError(
+            f"internal error: cotangent of shape {cot.shape} for a tensor of shape {impl.logical_shape}"
+        )
+    if cot.dtype != impl.dtype:
+        cot = OPS.cast(cot, impl.dtype)
+    holders[key] = impl
+    grads[key] = cot if key not in grads else OPS.add(grads[key], cot)
+
+
+def tensor_backward(
+    tensor: Tensor, gradient: Tensor | None = None, *, retain_graph: bool = False, create_graph: bool = False
+) -> None:
+    """`Tensor.backward`: accumulate gradients into `.grad` of the leaves that require grad."""
+    impl = tensor._impl
+    if not impl.requires_grad:
+        raise RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
+    if gradient is None:
+        if tensor.numel() != 1:
+            raise RuntimeError(
+                f"grad can be implicitly created only for scalar outputs; this tensor has shape {tensor.shape}: "
+                "pass gradient= of the same shape"
+            )
+        gradient = OPS.ones_like(tensor)
+    elif not isinstance(gradient, Tensor):
+        gradient = OPS.tensor(gradient, tensor.dtype)
+    if tuple(gradient.shape) != tuple(tensor.shape):
+        raise RuntimeError(f"backward: gradient has shape {gradient.shape}, tensor has shape {tensor.shape}")
+    grads = backward_on_trace([impl], [gradient], None, retain_graph=retain_graph, create_graph=create_graph)
+    for leaf, g in grads.values():
+        facade = leaf.facade() if leaf.facade is not None else None
+        if facade is None:
+            continue
+        g = g if create_graph else OPS.detach(g)
+        facade._grad = g if facade._grad is None else OPS.add(facade._grad, g)
+

@@ -1,0 +1,63 @@
+"""Process-wide settings read from the environment once, with setters for tests and users.
+
+| variable                   | meaning                                                      |
+|----------------------------|--------------------------------------------------------------|
+| NABLA_EXECUTOR             | `max` (default) or `numpy`: which executor evaluates graphs  |
+| NABLA_EAGER_MAX_GRAPH      | `1`: build MAX graph nodes at op time (a debugging aid)      |
+| NABLA_VERIFY_EAGER_SHAPES  | `1`: with eager graphs, check inferred shapes against MAX's  |
+| NABLA_CACHE_DIR            | where MAX keeps compiled kernels (passed on as MODULAR_CACHE_DIR) |
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+EXECUTORS = ("max", "numpy")
+
+
+def _flag(name: str) -> bool:
+    return os.environ.get(name, "0").strip().lower() in ("1", "true", "yes", "on")
+
+
+@dataclass
+class Config:
+    executor: str
+    eager_max_graph: bool
+    verify_eager_shapes: bool
+    cache_dir: str | None
+
+
+def _from_env() -> Config:
+    executor = os.environ.get("NABLA_EXECUTOR", "max").strip().lower() or "max"
+    if executor not in EXECUTORS:
+        raise ValueError(f"NABLA_EXECUTOR must be one of {EXECUTORS}, got {executor!r}")
+    return Config(
+        executor=executor,
+        eager_max_graph=_flag("NABLA_EAGER_MAX_GRAPH"),
+        verify_eager_shapes=_flag("NABLA_VERIFY_EAGER_SHAPES"),
+        cache_dir=os.environ.get("NABLA_CACHE_DIR") or None,
+    )
+
+
+CONFIG = _from_env()
+if CONFIG.cache_dir:
+    # MAX reads its cache location from the environment when it first compiles.
+    os.environ["MODULAR_CACHE_DIR"] = CONFIG.cache_dir
+
+
+def set_executor(name: str) -> None:
+    """Select the executor for subsequent evaluations: `"max"` or `"numpy"`."""
+    if name not in EXECUTORS:
+        raise ValueError(f"executor must be one of {EXECUTORS}, got {name!r}")
+    CONFIG.executor = name
+
+
+def get_executor() -> str:
+    return CONFIG.executor
+
+
+def set_eager_max_graph(enabled: bool, *, verify_shapes: bool | None = None) -> None:
+    CONFIG.eager_max_graph = bool(enabled)
+    if verify_shapes is not None:
+        CONFIG.verify_eager_shapes = bool(verify_shapes)

@@ -1,0 +1,62 @@
+"""Thread-local autodiff modes: `no_grad`, `enable_grad`, `set_grad_enabled`."""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable
+from typing import Any
+
+
+class _State(threading.local):
+    def __init__(self) -> None:
+        self.grad_enabled = True
+
+
+_STATE = _State()
+
+
+def is_grad_enabled() -> bool:
+    return _STATE.grad_enabled
+
+
+class set_grad_enabled:
+    """Context manager (and decorator) that turns gradient recording on or off."""
+
+    def __init__(self, mode: bool) -> None:
+        self._mode = bool(mode)
+        self._prev: list[bool] = []
+
+    def __enter__(self) -> None:
+        self._prev.append(_STATE.grad_enabled)
+        _STATE.grad_enabled = self._mode
+
+    def __exit__(self, *exc: object) -> None:
+        _STATE.grad_enabled = self._prev.pop()
+
+    def __call__(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with set_grad_enabled(self._mode):
+                return fn(*args, **kwargs)
+
+        return wrapper
+
+
+class no_grad(set_grad_enabled):
+    """Disable gradient recording, like `torch.no_grad()`.
+
+    Example:
+        >>> with nabla.no_grad():
+        ...     y = x * 2   # y.requires_grad is False
+    """
+
+    def __init__(self) -> None:
+        super().__init__(False)
+
+
+class enable_grad(set_grad_enabled):
+    """Re-enable gradient recording inside a `no_grad` block."""
+
+    def __init__(self) -> None:
+        super().__init__(True)

@@ -1,0 +1,148 @@
+"""The dtypes Nabla supports and the one promotion table that governs mixed-dtype ops.
+
+Nabla uses MAX's `DType` directly so no conversion sits between our tensors and MAX graphs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from max.dtype import DType
+
+bool_ = DType.bool
+int32 = DType.int32
+int64 = DType.int64
+uint64 = DType.uint64
+float16 = DType.float16
+bfloat16 = DType.bfloat16
+float32 = DType.float32
+float64 = DType.float64
+
+SUPPORTED_DTYPES: tuple[DType, ...] = (bool_, int32, int64, float16, bfloat16, float32, float64)
+# uint64 is internal: RNG seeds are uint64 graph inputs.
+_INTERNAL_DTYPES = (uint64,)
+
+# Promotion ranks: a category (bool < integer < float) then a width. The result of mixing
+# two dtypes is the larger in this order, except that float16 and bfloat16 promote to
+# float32 together (as in PyTorch and JAX).
+_RANK = {
+    bool_: (0, 1),
+    int32: (1, 32),
+    int64: (1, 64),
+    uint64: (1, 65),
+    float16: (2, 16),
+    bfloat16: (2, 17),
+    float32: (2, 32),
+    float64: (2, 64),
+}
+
+_NUMPY_TO_DTYPE = {
+    np.dtype(np.bool_): bool_,
+    np.dtype(np.int32): int32,
+    np.dtype(np.int64): int64,
+    np.dtype(np.uint64): uint64,
+    np.dtype(np.float16): float16,
+    np.dtype(np.float32): float32,
+    np.dtype(np.float64): float64,
+}
+
+_NAMES = {
+    "bool": bool_,
+    "int32": int32,
+    "int64": int64,
+    "float16": float16,
+    "half": float16,
+    "bfloat16": bfloat16,
+    "float32": float32,
+    "float": float32,
+    "float64": float64,
+    "double": float64,
+}
+
+DEFAULT_FLOAT = float32
+DEFAULT_INT = int64
+
+
+def _supported_list() -> str:
+    return ", ".join(d.name for d in SUPPORTED_DTYPES)
+
+
+def as_dtype(dtype: object, *, arg: str = "dtype") -> DType:
+    """Normalise a user-supplied dtype (DType, NumPy dtype, Python type, or name)."""
+    if isinstance(dtype, DType):
+        if dtype in SUPPORTED_DTYPES or dtype in _INTERNAL_DTYPES:
+            return dtype
+    elif isinstance(dtype, str) and dtype in _NAMES:
+        return _NAMES[dtype]
+    elif dtype is float:
+        return DEFAULT_FLOAT
+    elif dtype is int:
+        return DEFAULT_INT
+    elif dtype is bool:
+        return bool_
+    else:
+        try:
+            np_dtype = np.dtype(dtype)  # type: ignore[call-overload]
+        except TypeError:
+            np_dtype = None
+        if np_dtype is not None and np_dtype in _NUMPY_TO_DTYPE:
+            return _NUMPY_TO_DTYPE[np_dtype]
+    raise TypeError(f"{arg}: unsupported dtype {dtype!r}; supported dtypes are {_supported_list()}")
+
+
+def from_numpy_dtype(np_dtype: np.dtype, *, arg: str = "data") -> DType:
+    """Map a NumPy dtype to ours; float64 data keeps float64 (NumPy semantics)."""
+    if np_dtype in _NUMPY_TO_DTYPE:
+        return _NUMPY_TO_DTYPE[np_dtype]
+    if np_dtype.kind in "iu":
+        return int64
+    raise TypeError(
+        f"{arg}: unsupported NumPy dtype {np_dtype}; supported dtypes are {_supported_list()}"
+    )
+
+
+def to_numpy_dtype(dtype: DType) -> np.dtype:
+    """NumPy storage dtype. bfloat16 has no NumPy dtype, so the NumPy path computes it in float32."""
+    if dtype == bfloat16:
+        return np.dtype(np.float32)
+    return np.dtype(dtype.to_numpy())
+
+
+def is_float(dtype: DType) -> bool:
+    return _RANK[dtype][0] == 2
+
+
+def is_integer(dtype: DType) -> bool:
+    return _RANK[dtype][0] == 1
+
+
+def promote_types(a: DType, b: DType) -> DType:
+    """The one promotion table: category first (bool < int < float), then width."""
+    if a == b:
+        return a
+    if {a, b} == {float16, bfloat16}:
+        return float32
+    return a if _RANK[a] >= _RANK[b] else b
+
+
+def scalar_result_dtype(tensor_dtype: DType, scalar: object) -> DType:
+    """Python scalars are weakly typed: they adopt the tensor's dtype within its category.
+
+    `int_tensor * 2.5` becomes float32 (the default float); `f16_tensor * 2` stays float16.
+    """
+    if isinstance(scalar, bool):
+        return tensor_dtype
+    if isinstance(scalar, int):
+        return tensor_dtype if tensor_dtype != bool_ else DEFAULT_INT
+    if isinstance(scalar, float):
+        return tensor_dtype if is_float(tensor_dtype) else DEFAULT_FLOAT
+    raise TypeError(f"unsupported scalar operand {scalar!r} of type {type(scalar).__name__}")
+
+
+def python_scalar_dtype(value: object) -> DType:
+    if isinstance(value, bool):
+        return bool_
+    if isinstance(value, int):
+        return DEFAULT_INT
+    if isinstance(value, float):
+        return DEFAULT_FLOAT
+    raise TypeError(f"unsupported scalar {value!r} of type {type(value).__name__}")

@@ -1,0 +1,110 @@
+"""Minimal JAX-compatible pytrees: tuples, lists, dicts, None and registered node types."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from typing import Any
+
+_REGISTRY: dict[type, tuple[Callable, Callable]] = {}
+
+
+def register_pytree_node(
+    cls: type,
+    flatten: Callable[[Any], tuple[list[Any], Hashable]],
+    unflatten: Callable[[Hashable, list[Any]], Any],
+) -> None:
+    """Register `cls` so tree utilities recurse into it.
+
+    Args:
+        cls: the container type.
+        flatten: `obj -> (children, aux_data)`; aux_data must be hashable.
+        unflatten: `(aux_data, children) -> obj`.
+    """
+    _REGISTRY[cls] = (flatten, unflatten)
+
+
+@dataclass(frozen=True)
+class PyTreeDef:
+    kind: Any  # None for a leaf, else the node type
+    aux: Any
+    children: tuple[PyTreeDef, ...]
+
+    @property
+    def num_leaves(self) -> int:
+        if self.kind is None:
+            return 1
+        return sum(c.num_leaves for c in self.children)
+
+
+_LEAF = PyTreeDef(None, None, ())
+
+
+def _children(node: Any) -> tuple[type, Hashable, list[Any]] | None:
+    t = type(node)
+    if t is tuple or t is list:
+        return t, len(node), list(node)
+    if t is dict:
+        keys = tuple(sorted(node, key=repr))
+        return dict, keys, [node[k] for k in keys]
+    if node is None:
+        return type(None), None, []
+    if t in _REGISTRY:
+        children, aux = _REGISTRY[t][0](node)
+        return t, aux, list(children)
+    if isinstance(node, tuple) and hasattr(node, "_fields"):  # namedtuple
+        return t, None, list(node)
+    return None
+
+
+def tree_flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> tuple[list[Any], PyTreeDef]:
+    leaves: list[Any] = []
+
+    def rec(node: Any) -> PyTreeDef:
+        if is_leaf is not None and is_leaf(node):
+            leaves.append(node)
+            return _LEAF
+        info = _children(node)
+        if info is None:
+            leaves.append(node)
+            return _LEAF
+        kind, aux, kids = info
+        return PyTreeDef(kind, aux, tuple(rec(k) for k in kids))
+
+    return leaves, rec(tree)
+
+
+def tree_unflatten(treedef: PyTreeDef, leaves: list[Any]) -> Any:
+    it = iter(leaves)
+
+    def rec(td: PyTreeDef) -> Any:
+        if td.kind is None:
+            return next(it)
+        kids = [rec(c) for c in td.children]
+        if td.kind is tuple:
+            return tuple(kids)
+        if td.kind is list:
+            return kids
+        if td.kind is dict:
+            return dict(zip(td.aux, kids, strict=True))
+        if td.kind is type(None):
+            return None
+        if td.kind in _REGISTRY:
+            return _REGISTRY[td.kind][1](td.aux, kids)
+        return td.kind(*kids)  # namedtuple
+
+    return rec(treedef)
+
+
+def tree_leaves(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> list[Any]:
+    return tree_flatten(tree, is_leaf)[0]
+
+
+def tree_structure(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> PyTreeDef:
+    return tree_flatten(tree, is_leaf)[1]
+
+
+def tree_map(fn: Callable[..., Any], tree: Any, *rest: Any, is_leaf: Callable[[Any], bool] | None = None) -> Any:
+    leaves, treedef = tree_flatten(tree, is_leaf)
+    others = [tree_flatten(r, is_leaf)[0] for r in rest]
+    return tree_unflatten(treedef, [fn(*xs) for xs in zip(leaves, *others, strict=True)])

@@ -1,0 +1,136 @@
+"""Two executors behind one interface: MAX (compiled, the default) and NumPy (the reference).
+
+An executor turns a Program into something runnable once (`prepare`, a compile for MAX) and
+then runs it on input storages (`run`). The engine owns caching; executors own nothing but
+their session.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+from max.driver import CPU, Buffer
+from max.dtype import DType
+from max.engine import InferenceSession
+from max.graph import DeviceRef, Graph, Module, TensorType
+
+from ..common.dtypes import to_numpy_dtype
+from .program import Program
+
+
+def storage_to_numpy(data: Any) -> np.ndarray:
+    if isinstance(data, np.ndarray):
+        return data
+    if isinstance(data, Buffer):
+        if data.dtype == DType.bfloat16:
+            raise TypeError("bfloat16 buffers cannot be viewed as NumPy arrays; cast to float32 first")
+        if not data.is_host:
+            data = data.to(CPU())
+        return data.to_numpy()
+    raise TypeError(f"internal error: unknown storage {type(data).__name__}")
+
+
+def storage_to_buffer(data: Any) -> Buffer:
+    if isinstance(data, Buffer):
+        return data
+    return Buffer.from_numpy(np.asarray(data, order="C"))
+
+
+class Executor:
+    name: str = "?"
+    compiles = False  # whether prepare() invokes a compiler
+
+    def prepare(self, program: Program) -> Any:
+        raise NotImplementedError
+
+    def run(self, prepared: Any, inputs: list) -> list:
+        raise NotImplementedError
+
+
+class NumpyExecutor(Executor):
+    """Replays a Program with each op's NumPy kernel. The semantics reference for tests."""
+
+    name = "numpy"
+
+    def prepare(self, program: Program) -> Program:
+        return program
+
+    def run(self, program: Program, inputs: list) -> list:
+        env: list[Any] = [None] * program.num_slots
+        for slot, data in zip(program.input_slots, inputs, strict=True):
+            env[slot] = storage_to_numpy(data)
+        last_use = program.last_use
+        for i, step in enumerate(program.steps):
+            result = step.op.numpy_kernel(*[env[a] for a in step.args], **step.kwargs)
+            results = result if isinstance(result, tuple | list) else (result,)
+            for slot, value, (shape, dtype) in zip(step.outs, results, step.out_avals, strict=True):
+                arr = np.asarray(value, dtype=to_numpy_dtype(dtype))
+                if arr.shape != shape:
+                    raise RuntimeError(
+                        f"internal error: {step.op.name} NumPy kernel produced shape {arr.shape}, "
+                        f"shape inference said {shape}"
+                    )
+                env[slot] = arr
+            for a in step.args:  # free intermediates after their last reader
+                if last_use.get(a) == i:
+                    env[a] = None
+        return [env[s] for s in program.output_slots]
+
+
+class MaxExecutor(Executor):
+    """Builds a MAX graph from a Program inside a `max.graph.Module` and compiles it.
+
+    Compiling a Module (rather than `session.load(graph)`) lets MAX's disk cache answer a
+    repeated structure in milliseconds.
+    """
+
+    name = "max"
+    compiles = True
+
+    def __init__(self) -> None:
+        self._session = None
+        self._lock = threading.Lock()
+        self._graph_counter = 0
+
+    @property
+    def session(self) -> Any:
+        if self._session is None:
+            self._session = InferenceSession(devices=[CPU()])
+        return self._session
+
+    def build_module(self, program: Program) -> Any:
+        device = DeviceRef.CPU()
+        module = Module()
+        types = [TensorType(dtype, shape, device=device) for dtype, shape in program.input_types]
+        self._graph_counter += 1
+        with Graph(f"nabla_{self._graph_counter}", input_types=types, module=module) as graph:
+            env: list[Any] = [None] * program.num_slots
+            for slot, value in zip(program.input_slots, graph.inputs, strict=True):
+                env[slot] = value.tensor
+            for step in program.steps:
+                result = step.op.kernel(*[env[a] for a in step.args], **step.kwargs)
+                results = result if isinstance(result, tuple | list) else (result,)
+                for slot, value in zip(step.outs, results, strict=True):
+                    env[slot] = value
+            graph.output(*[env[s] for s in program.output_slots])
+        return module
+
+    def prepare(self, program: Program) -> Any:
+        module = self.build_module(program)
+        with self._lock:
+            compiled = self.session.compile(module)
+            models = self.session.init_all(compiled)
+        return next(iter(models.values()))
+
+    def run(self, model: Any, inputs: list) -> list:
+        return model.execute(*[storage_to_buffer(d) for d in inputs])
+
+
+_EXECUTORS: dict[str, Executor] = {"numpy": NumpyExecutor(), "max": MaxExecutor()}
+
+
+def get_executor_impl(name: str) -> Executor:
+    return _EXECUTORS[name]
+

@@ -1,0 +1,80 @@
+"""OpNode: the record of one op call, shared by all of its outputs."""
+
+from __future__ import annotations
+
+import math
+import weakref
+from typing import Any
+
+from max.dtype import DType
+
+
+def freeze(value: Any) -> Any:
+    """A hashable, exact key for an op's static arguments.
+
+    Floats key by `repr` so that NaN matches itself and -0.0 differs from 0.0.
+    """
+    if isinstance(value, bool | int | str | DType) or value is None:
+        return value
+    if isinstance(value, float):
+        return ("f", repr(value)) if (math.isnan(value) or value == 0.0) else value
+    if isinstance(value, tuple | list):
+        return tuple(freeze(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, freeze(v)) for k, v in value.items()))
+    if hasattr(value, "item") and getattr(value, "ndim", None) == 0:  # NumPy scalars
+        return freeze(value.item())
+    if hasattr(value, "structural_key"):
+        return value.structural_key()
+    raise TypeError(f"static op argument {value!r} of type {type(value).__name__} is not hashable")
+
+
+class OpNode:
+    """One recorded op application.
+
+    Attributes:
+        op: the Operation instance.
+        args: input TensorImpls, in the order the op's kernels receive them.
+        kwargs: the original (logical) keyword arguments the user passed.
+        adapted_kwargs: kwargs translated to physical axes; the kernels receive these.
+        struct_key: `(op name, frozen adapted kwargs)`: this node's part of a cache key.
+        released: set when `backward()` consumed the node without `retain_graph`.
+    """
+
+    __slots__ = (
+        "op",
+        "args",
+        "kwargs",
+        "adapted_kwargs",
+        "struct_key",
+        "_refs",
+        "out_avals",
+        "released",
+        "__weakref__",
+    )
+
+    def __init__(self, op: Any, args: tuple, kwargs: dict, adapted_kwargs: dict, struct_key: tuple) -> None:
+        self.op = op
+        self.args = args
+        self.kwargs = kwargs
+        self.adapted_kwargs = adapted_kwargs
+        self.struct_key = struct_key
+        self._refs: tuple[weakref.ref, ...] = ()
+        self.out_avals: tuple = ()
+        self.released = False
+
+    def set_outputs(self, impls: list) -> None:
+        # Weak: outputs own their node, not the other way round, so dropped outputs are freed.
+        self._refs = tuple(weakref.ref(i) for i in impls)
+        self.out_avals = tuple((i.physical_shape, i.dtype) for i in impls)
+
+    @property
+    def num_outputs(self) -> int:
+        return len(self._refs)
+
+    def outputs(self) -> list:
+        """Live output impls (None for outputs that were garbage collected)."""
+        return [r() for r in self._refs]
+
+    def __repr__(self) -> str:
+        return f"OpNode({self.op.name}, nargs={len(self.args)}, nout={len(self._refs)})"

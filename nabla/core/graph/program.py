@@ -1,0 +1,155 @@
+"""Program: a topologically ordered, slot-indexed copy of an evaluation's op DAG.
+
+Both executors consume Programs. Collecting one from the live trace is also how an
+evaluation computes its cache key, so a cache hit costs one walk and no compiler object.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Step:
+    op: Any
+    kwargs: dict  # adapted (physical) kwargs; kernels receive these
+    args: tuple[int, ...]  # slots read
+    outs: tuple[int, ...]  # slots written, one per op output
+    out_avals: tuple  # ((physical shape, dtype), ...) as inferred at op-call time
+
+
+@dataclass
+class Program:
+    steps: list[Step]
+    input_slots: list[int]
+    input_types: list[tuple[Any, tuple[int, ...]]]  # (dtype, physical shape)
+    output_slots: list[int]
+    num_slots: int
+    # slot -> index of the last step that reads it; lets executors free intermediates early.
+    last_use: dict[int, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for i, step in enumerate(self.steps):
+            for s in step.args:
+                self.last_use[s] = i
+        for s in self.output_slots:
+            self.last_use[s] = len(self.steps)
+
+
+@dataclass
+class Collected:
+    """The result of walking the trace from a set of targets."""
+
+    key: tuple
+    inputs: list  # realized TensorImpls, in program input order
+    targets: list  # TensorImpls to store results into, in program output order
+    nodes: list  # OpNodes in topological order
+    node_out_slots: list[tuple[int, ...]]
+    node_arg_slots: list[tuple[int, ...]]
+    input_slots: list[int]
+    output_slots: list[int]
+    num_slots: int
+
+    def to_program(self) -> Program:
+        steps = [
+            Step(node.op, node.adapted_kwargs, args, outs, node.out_avals)
+            for node, args, outs in zip(self.nodes, self.node_arg_slots, self.node_out_slots, strict=True)
+        ]
+        input_types = [(impl.dtype, impl.physical_shape) for impl in self.inputs]
+        return Program(steps, self.input_slots, input_types, self.output_slots, self.num_slots)
+
+
+def collect(targets: list) -> Collected:
+    """Walk unrealized impls back to realized inputs, assigning slots in DFS post-order.
+
+    The key records each node's structural key and the slots it reads, each input's dtype
+    and shape, and the target slots: two evaluations share a key exactly when they compute
+    the same thing from inputs of the same types.
+    """
+    slot_of: dict[int, int] = {}  # id(realized impl) -> slot
+    node_slots: dict[int, tuple[int, ...]] = {}  # id(OpNode) -> output slots
+    inputs: list = []
+    input_slots: list[int] = []
+    key_inputs: list = []
+    key_nodes: list = []
+    nodes: list = []
+    node_out_slots: list[tuple[int, ...]] = []
+    node_arg_slots: list[tuple[int, ...]] = []
+    next_slot = 0
+
+    def slot_for(impl: Any) -> int:
+        if impl.output_refs is None or impl.is_realized:
+            return slot_of[id(impl)]
+        return node_slots[id(impl.output_refs)][impl.output_index]
+
+    for target in targets:
+        stack: list[tuple[Any, bool]] = [(target, False)]
+        while stack:
+            impl, expanded = stack.pop()
+            if impl.is_realized or impl.output_refs is None:
+                if id(impl) not in slot_of:
+                    if not impl.is_realized:
+                        raise RuntimeError("internal error: an unrealized tensor has no recorded op")
+                    slot_of[id(impl)] = next_slot
+                    inputs.append(impl)
+                    input_slots.append(next_slot)
+                    key_inputs.append((next_slot, impl.dtype, impl.physical_shape, impl.sharding_key))
+                    next_slot += 1
+                continue
+            node = impl.output_refs
+            if id(node) in node_slots:
+                continue
+            if not expanded:
+                stack.append((impl, True))
+                for arg in reversed(node.args):
+                    stack.append((arg, False))
+                continue
+            args = tuple(slot_for(a) for a in node.args)
+            outs = tuple(range(next_slot, next_slot + node.num_outputs))
+            next_slot += node.num_outputs
+            node_slots[id(node)] = outs
+            nodes.append(node)
+            node_out_slots.append(outs)
+            node_arg_slots.append(args)
+            key_nodes.append((node.struct_key, args))
+
+    output_slots = [slot_for(t) for t in targets]
+    key = (tuple(key_nodes), tuple(key_inputs), tuple(output_slots))
+    return Collected(
+        key, inputs, list(targets), nodes, node_out_slots, node_arg_slots, input_slots, output_slots, next_slot
+    )
+
+
+def describe_key_difference(new: tuple, old: tuple) -> str:
+    """Say, in words, the first way a new cache key differs from a cached one."""
+    new_nodes, new_inputs, new_outs = new
+    old_nodes, old_inputs, old_outs = old
+    for i, (a, b) in enumerate(zip(new_inputs, old_inputs, strict=False)):
+        if a[1:] != b[1:]:
+            parts = []
+            if a[1] != b[1]:
+                parts.append(f"dtype {b[1].name} -> {a[1].name}")
+            if a[2] != b[2]:
+                parts.append(f"shape {b[2]} -> {a[2]}")
+            if a[3] != b[3]:
+                parts.append(f"sharding {b[3]} -> {a[3]}")
+            return f"input {i}: " + ", ".join(parts)
+    if len(new_inputs) != len(old_inputs):
+        return f"number of inputs {len(old_inputs)} -> {len(new_inputs)}"
+    for i, (a, b) in enumerate(zip(new_nodes, old_nodes, strict=False)):
+        if a != b:
+            (na, ka), (nb, kb) = a[0], b[0]
+            if na != nb:
+                return f"op {i}: {nb} -> {na}"
+            if ka != kb:
+                return f"op {i} ({na}): arguments {dict(kb)} -> {dict(ka)}"
+            return f"op {i} ({na}): reads different values"
+    if len(new_nodes) != len(old_nodes):
+        return f"number of ops {len(old_nodes)} -> {len(new_nodes)}"
+    if len(new_outs) != len(old_outs):
+        return (
+            f"number of tensors to compute {len(old_outs)} -> {len(new_outs)} "
+            "(an unevaluated tensor that is still referenced joins the evaluation)"
+        )
+    return "outputs differ"

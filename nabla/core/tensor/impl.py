@@ -1,0 +1,110 @@
+"""TensorImpl: all state of a tensor. `Tensor` is a thin facade over it.
+
+A TensorImpl is either a *promise* (no data yet; `output_refs` holds the OpNode that will
+compute it, and its shape/dtype are already known) or *realized* (`data` holds a NumPy array
+or a MAX Buffer). Shapes are physical: `batch_dims` leading vmap dimensions come first.
+"""
+
+from __future__ import annotations
+
+import itertools
+import weakref
+from dataclasses import dataclass
+from typing import Any
+
+from max.dtype import DType
+
+_SEQ = itertools.count()
+
+
+@dataclass(frozen=True)
+class Device:
+    """Where a tensor lives. Only the host CPU is used by this version."""
+
+    kind: str = "cpu"
+    index: int = 0
+
+    def __repr__(self) -> str:
+        return f"{self.kind}:{self.index}"
+
+    def __str__(self) -> str:
+        return repr(self)
+
+
+CPU_DEVICE = Device("cpu", 0)
+
+
+class TensorImpl:
+    __slots__ = (
+        "seq",
+        "data",
+        "physical_shape",
+        "dtype",
+        "device",
+        "batch_dims",
+        "sharding",
+        "output_refs",
+        "output_index",
+        "requires_grad",
+        "tangent",
+        "graph_values",
+        "graph_values_epoch",
+        "facade",
+        "__weakref__",
+    )
+
+    def __init__(
+        self,
+        physical_shape: tuple[int, ...],
+        dtype: DType,
+        *,
+        data: Any = None,
+        device: Device = CPU_DEVICE,
+        batch_dims: int = 0,
+        requires_grad: bool = False,
+    ) -> None:
+        self.seq = next(_SEQ)  # creation order: evaluation targets are sorted by it
+        self.data = data
+        self.physical_shape = tuple(physical_shape)
+        self.dtype = dtype
+        self.device = device
+        self.batch_dims = batch_dims
+        self.sharding = None  # ShardingSpec slot; filled in by the sharding layer
+        self.output_refs = None  # OpNode for promises (and for realized tensors autograd needs)
+        self.output_index = 0
+        self.requires_grad = requires_grad
+        self.tangent: TensorImpl | None = None  # forward-mode tangent (JVP)
+        self.graph_values: list = []  # MAX values in the eager graph (NABLA_EAGER_MAX_GRAPH)
+        self.graph_values_epoch = -1  # -1 marks a promise without eager graph values
+        self.facade: weakref.ref | None = None  # the leaf Tensor whose .grad backward fills
+
+    @property
+    def is_realized(self) -> bool:
+        return self.data is not None
+
+    @property
+    def is_leaf(self) -> bool:
+        """An autodiff leaf: not produced by a differentiable op (its recipe may still exist)."""
+        node = self.output_refs
+        return node is None or not node.op.differentiable
+
+    @property
+    def logical_shape(self) -> tuple[int, ...]:
+        return self.physical_shape[self.batch_dims :]
+
+    @property
+    def sharding_key(self) -> Any:
+        return None if self.sharding is None else self.sharding.structural_key()
+
+    def set_realized(self, data: Any) -> None:
+        self.data = data
+        self.graph_values = []
+        self.graph_values_epoch = -1
+        if not self.requires_grad or self.is_leaf:
+            # Autodiff may still walk through the recipe of a non-leaf that requires grad
+            # (and must be able to say it was released); any other recipe is garbage now.
+            self.output_refs = None
+
+    def __repr__(self) -> str:
+        state = "realized" if self.is_realized else "promise"
+        return f"TensorImpl({state}, shape={self.physical_shape}, dtype={self.dtype.name})"

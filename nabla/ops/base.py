@@ -1,0 +1,146 @@
+"""Operation: the base class of every op, and the `__call__` pipeline they all share.
+
+An op class keeps its pieces side by side (as JAX's lax.py does):
+    abstract_eval   shape/dtype inference on physical shapes; raises on bad input; no MAX
+    kernel          the MAX lowering (max.graph ops on TensorValues)
+    numpy_kernel    the NumPy reference implementation
+    vjp_rule        reverse-mode rule, written with nabla ops (so it is itself differentiable)
+    jvp_rule        forward-mode rule
+    sharding_rule   factor notation for SPMD propagation (slot; filled in with sharding)
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from ..core.common import dtypes as _dt
+from ..core.common.config import CONFIG
+from ..core.graph.opnode import OpNode, freeze
+from ..core.tensor.dispatch import OPS
+from ..core.tensor.impl import CPU_DEVICE, TensorImpl
+from ..core.tensor.tensor import Tensor, grad_enabled_for
+
+AVal = tuple[tuple[int, ...], Any]  # (physical shape, dtype)
+
+
+class _JvpState(threading.local):
+    def __init__(self) -> None:
+        self.in_rule = False
+
+
+_JVP = _JvpState()
+
+
+class Operation:
+    """Base class. Subclasses set `name` and implement the pieces listed in the module doc."""
+
+    name: str = "?"
+    differentiable = True  # False: outputs never require grad (comparisons, argmax, detach)
+    host_constant = False  # True: input-free creation op, cheap to compute on the host
+    sharding_rule: str | None = None  # e.g. "m k, k n -> m n"; consumed by the sharding layer
+
+    # -- the pipeline -----------------------------------------------------------------------
+    def __call__(self, *args: Tensor, **kwargs: Any) -> Any:
+        impls = [a._impl for a in args]
+        # 1. metadata: vmap depth, autodiff recording, forward-mode tangents
+        batch_dims = max((i.batch_dims for i in impls), default=0)
+        traced = self.differentiable and grad_enabled_for(impls)
+        has_tangent = not _JVP.in_rule and any(i.tangent is not None for i in impls)
+        # 2. adapt logical kwargs to physical ones (axes shift by batch_dims)
+        adapted = self.adapt_kwargs(impls, kwargs, batch_dims)
+        # 4. (before hashing so that bad input fails first) physical shapes; never builds MAX nodes
+        try:
+            avals = self.compute_physical_shape(impls, adapted)
+        except (ValueError, TypeError) as err:
+            raise type(err)(str(err)) from None  # keep the user's frame closest to the error
+        # 3. structural key for the model cache
+        struct_key = (self.name, freeze(adapted))
+        # 6. package promise tensors
+        outs = [
+            TensorImpl(
+                shape,
+                dtype,
+                batch_dims=batch_dims,
+                requires_grad=traced and _dt.is_float(dtype),
+                device=self.output_device(impls),
+            )
+            for shape, dtype in avals
+        ]
+        # 7. the OpNode shared by all outputs (original kwargs kept for replay and autodiff)
+        node = OpNode(self, tuple(impls), kwargs, adapted, struct_key)
+        node.set_outputs(outs)
+        for index, out in enumerate(outs):
+            out.output_refs = node
+            out.output_index = index
+        # 5. optional eager MAX graph building (debugging / shape oracle)
+        if CONFIG.eager_max_graph:
+            GRAPH_EAGER.build(node, outs)
+        tensors = [Tensor(o) for o in outs]
+        # 8. auto-reduction of partial sums (sharding layer; a no-op on unsharded tensors)
+        tensors = self.apply_auto_reduction(tensors)
+        # 9. forward-mode tangents
+        if has_tangent:
+            _apply_jvp(self, list(args), tensors, adapted)
+        return tensors[0] if len(tensors) == 1 and not self.always_tuple else tuple(tensors)
+
+    always_tuple = False  # multi-output ops that may return a single tensor still return a tuple
+
+    # -- overridable pieces -------------------------------------------------------------
+    def adapt_kwargs(self, impls: list[TensorImpl], kwargs: dict, batch_dims: int) -> dict:
+        return kwargs
+
+    def compute_physical_shape(self, impls: list[TensorImpl], kwargs: dict) -> list[AVal]:
+        result = self.abstract_eval(*[(i.physical_shape, i.dtype) for i in impls], **kwargs)
+        return result if isinstance(result, list) else [result]
+
+    def abstract_eval(self, *avals: AVal, **kwargs: Any) -> AVal | list[AVal]:
+        """One AVal for a single-output op, a list of AVals for a multi-output op."""
+        raise NotImplementedError(f"{type(self).__name__} must implement abstract_eval")
+
+    def output_device(self, impls: list[TensorImpl]) -> Any:
+        return impls[0].device if impls else CPU_DEVICE
+
+    def kernel(self, *values: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(f"{self.name}: no MAX lowering")
+
+    def numpy_kernel(self, *arrays: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(f"{self.name}: no NumPy kernel")
+
+    def vjp_rule(self, primals: list[Tensor], cotangents: list[Tensor], outputs: list[Tensor], **kwargs: Any) -> list:
+        raise NotImplementedError(f"{self.name} is not differentiable (no vjp_rule)")
+
+    def jvp_rule(self, primals: list[Tensor], tangents: list[Tensor], outputs: list[Tensor], **kwargs: Any) -> list:
+        raise NotImplementedError(f"{self.name} has no jvp_rule")
+
+    def apply_auto_reduction(self, outputs: list[Tensor]) -> list[Tensor]:
+        return outputs
+
+    def __repr__(self) -> str:
+        return f"<op {self.name}>"
+
+
+def _apply_jvp(op: Operation, primals: list[Tensor], outputs: list[Tensor], kwargs: dict) -> None:
+    tangents = [Tensor(p._impl.tangent) if p._impl.tangent is not None else OPS.zeros_like(p) for p in primals]
+    _JVP.in_rule = True
+    try:
+        out_tangents = op.jvp_rule(primals, tangents, outputs, **kwargs)
+    finally:
+        _JVP.in_rule = False
+    for out, tangent in zip(outputs, out_tangents, strict=True):
+        if tangent is not None:
+            out._impl.tangent = tangent._impl
+
+
+class _EagerGraph:
+    """NABLA_EAGER_MAX_GRAPH=1: build each op's MAX nodes when it is called (a shape oracle).
+
+    Realized inputs enter the epoch's graph as typed placeholders; evaluation still compiles
+    the replayed program, so the model cache works the same in both modes.
+    """
+
+    def build(self, node: OpNode, outs: list[TensorImpl]) -> None:
+        raise NotImplementedError
+
+
+GRAPH_EAGER = _EagerGraph()

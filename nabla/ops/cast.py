@@ -1,0 +1,48 @@
+"""cast / astype: dtype conversion."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from max.graph import ops
+
+from ..core.common import dtypes as _dt
+from ..core.tensor.dispatch import register
+from ..core.tensor.tensor import Tensor
+from .base import AVal, Operation
+
+
+class CastOp(Operation):
+    name = "cast"
+
+    def abstract_eval(self, x: AVal, *, dtype: Any) -> AVal:
+        return x[0], dtype
+
+    def kernel(self, x: Any, *, dtype: Any) -> Any:
+        return ops.cast(x, dtype)
+
+    def numpy_kernel(self, x: np.ndarray, *, dtype: Any) -> np.ndarray:
+        return x.astype(_dt.to_numpy_dtype(dtype))
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list, **kwargs: Any) -> list:
+        (x,) = primals
+        return [cast(cotangents[0], x.dtype) if _dt.is_float(x.dtype) else None]
+
+    def jvp_rule(self, primals: list, tangents: list, outputs: list, *, dtype: Any) -> list:
+        return [cast(tangents[0], dtype) if _dt.is_float(dtype) else None]
+
+
+_cast = CastOp()
+
+
+@register()
+def cast(x: Tensor, dtype: Any) -> Tensor:
+    """Convert `x` to `dtype` (a no-op when it already has it)."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"cast: x must be a Tensor, got {type(x).__name__}")
+    dt = _dt.as_dtype(dtype)
+    return x if dt == x.dtype else _cast(x, dtype=dt)
+
+
+astype = cast

@@ -1,0 +1,275 @@
+"""Shape ops: reshape, permute/transpose, broadcast_to, squeeze, unsqueeze, identity, detach.
+
+`broadcast_to`'s VJP is the one place where cotangents of broadcast operands are summed back
+to their shapes: binary ops broadcast explicitly through it, so no other rule handles it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from max.graph import ops
+
+from ..core.tensor.dispatch import register
+from ..core.tensor.impl import TensorImpl
+from ..core.tensor.tensor import Tensor
+from . import reduction as _red
+from .base import AVal, Operation
+
+
+def normalize_axis(axis: int, rank: int, op: str, arg: str = "dim") -> int:
+    if not isinstance(axis, int | np.integer) or isinstance(axis, bool):
+        raise TypeError(f"{op}: {arg} must be an int, got {axis!r}")
+    if not -rank <= axis < max(rank, 1):
+        raise ValueError(f"{op}: {arg}={axis} is out of range for a tensor of rank {rank}")
+    return int(axis) % max(rank, 1)
+
+
+def _physical_axes(axes: tuple[int, ...], batch_dims: int) -> tuple[int, ...]:
+    return tuple(a + batch_dims for a in axes)
+
+
+# -- reshape -----------------------------------------------------------------------------------
+class ReshapeOp(Operation):
+    name = "reshape"
+
+    def adapt_kwargs(self, impls: list[TensorImpl], kwargs: dict, batch_dims: int) -> dict:
+        (x,) = impls
+        shape = _resolve_shape(kwargs["shape"], x.logical_shape)
+        return {"shape": x.physical_shape[:batch_dims] + shape}
+
+    def abstract_eval(self, x: AVal, *, shape: tuple) -> AVal:
+        return shape, x[1]
+
+    def kernel(self, x: Any, *, shape: tuple) -> Any:
+        return ops.reshape(x, shape)
+
+    def numpy_kernel(self, x: np.ndarray, *, shape: tuple) -> np.ndarray:
+        return x.reshape(shape)
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list, **kw: Any) -> list:
+        return [reshape(cotangents[0], primals[0].shape)]
+
+    def jvp_rule(self, primals: list, tangents: list, outputs: list, **kw: Any) -> list:
+        return [reshape(tangents[0], outputs[0].shape)]
+
+
+def _resolve_shape(shape: Any, old: tuple[int, ...]) -> tuple[int, ...]:
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    size = int(np.prod(old, dtype=np.int64))
+    if sum(1 for s in shape if s == -1) > 1:
+        raise ValueError(f"reshape: only one dimension can be -1, got {shape}")
+    known = int(np.prod([s for s in shape if s != -1], dtype=np.int64))
+    if -1 in shape:
+        if known == 0 or size % known:
+            raise ValueError(f"reshape: cannot reshape a tensor of shape {old} into {shape}")
+        shape = tuple(size // known if s == -1 else s for s in shape)
+    if int(np.prod(shape, dtype=np.int64)) != size or any(s < 0 for s in shape):
+        raise ValueError(f"reshape: cannot reshape a tensor of shape {old} ({size} elements) into {shape}")
+    return tuple(int(s) for s in shape)
+
+
+_reshape = ReshapeOp()
+
+
+@register()
+def reshape(x: Tensor, shape: Any) -> Tensor:
+    """Return `x` with a new shape of the same size (one dimension may be -1)."""
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    if tuple(shape) == x.shape:
+        return x
+    return _reshape(x, shape=shape)
+
+
+view = reshape
+
+
+def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    """Merge dimensions `start_dim..end_dim` into one."""
+    if x.ndim == 0:
+        return reshape(x, (1,))
+    s = normalize_axis(start_dim, x.ndim, "flatten", "start_dim")
+    e = normalize_axis(end_dim, x.ndim, "flatten", "end_dim")
+    return reshape(x, x.shape[:s] + (-1,) + x.shape[e + 1 :])
+
+
+# -- permute / transpose -----------------------------------------------------------------------
+class PermuteOp(Operation):
+    name = "permute"
+
+    def adapt_kwargs(self, impls: list[TensorImpl], kwargs: dict, batch_dims: int) -> dict:
+        rank = len(impls[0].logical_shape)
+        dims = tuple(normalize_axis(d, rank, "permute", "dims") for d in kwargs["dims"])
+        if sorted(dims) != list(range(rank)):
+            raise ValueError(f"permute: dims {kwargs['dims']} is not a permutation of {rank} dimensions")
+        return {"dims": tuple(range(batch_dims)) + _physical_axes(dims, batch_dims)}
+
+    def abstract_eval(self, x: AVal, *, dims: tuple) -> AVal:
+        return tuple(x[0][d] for d in dims), x[1]
+
+    def kernel(self, x: Any, *, dims: tuple) -> Any:
+        return ops.permute(x, list(dims))
+
+    def numpy_kernel(self, x: np.ndarray, *, dims: tuple) -> np.ndarray:
+        return np.transpose(x, dims)
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, dims: tuple) -> list:
+        inverse = tuple(int(i) for i in np.argsort(dims))
+        return [_permute(cotangents[0], dims=inverse)]
+
+    def jvp_rule(self, primals: list, tangents: list, outputs: list, *, dims: tuple) -> list:
+        return [_permute(tangents[0], dims=dims)]
+
+
+_permute = PermuteOp()
+
+
+@register()
+def permute(x: Tensor, dims: Any) -> Tensor:
+    """Reorder dimensions: `permute(x, (2, 0, 1))`."""
+    dims = tuple(dims)
+    if len(dims) != x.ndim:
+        raise ValueError(f"permute: dims {dims} has {len(dims)} entries, tensor has rank {x.ndim}")
+    if dims == tuple(range(x.ndim)):
+        return x
+    return _permute(x, dims=dims)
+
+
+@register()
+def transpose(x: Tensor, dim0: int = -2, dim1: int = -1) -> Tensor:
+    """Swap two dimensions (PyTorch's `transpose(dim0, dim1)`)."""
+    if x.ndim < 2 and (dim0, dim1) == (-2, -1):
+        return x
+    a = normalize_axis(dim0, x.ndim, "transpose", "dim0")
+    b = normalize_axis(dim1, x.ndim, "transpose", "dim1")
+    dims = list(range(x.ndim))
+    dims[a], dims[b] = dims[b], dims[a]
+    return permute(x, dims)
+
+
+swapaxes = transpose
+
+
+# -- broadcast_to ------------------------------------------------------------------------------
+def broadcast_shapes(*shapes: tuple[int, ...], op: str = "broadcast") -> tuple[int, ...]:
+    """NumPy broadcasting of shapes, with an error that names the op and every shape."""
+    rank = max((len(s) for s in shapes), default=0)
+    out = []
+    for i in range(rank):
+        dims = {s[i - rank + len(s)] for s in shapes if i - rank + len(s) >= 0}
+        dims.discard(1)
+        if len(dims) > 1:
+            shown = ", ".join(str(tuple(s)) for s in shapes)
+            raise ValueError(f"{op}: shapes {shown} cannot be broadcast together")
+        out.append(dims.pop() if dims else 1)
+    return tuple(out)
+
+
+class BroadcastToOp(Operation):
+    name = "broadcast_to"
+
+    def adapt_kwargs(self, impls: list[TensorImpl], kwargs: dict, batch_dims: int) -> dict:
+        (x,) = impls
+        shape = tuple(int(s) for s in kwargs["shape"])
+        old = x.logical_shape
+        if len(shape) < len(old) or broadcast_shapes(old, shape, op="broadcast_to") != shape:
+            raise ValueError(f"broadcast_to: cannot broadcast a tensor of shape {old} to {shape}")
+        return {"shape": x.physical_shape[:batch_dims] + shape}
+
+    def abstract_eval(self, x: AVal, *, shape: tuple) -> AVal:
+        return shape, x[1]
+
+    def kernel(self, x: Any, *, shape: tuple) -> Any:
+        return ops.broadcast_to(x, shape)
+
+    def numpy_kernel(self, x: np.ndarray, *, shape: tuple) -> np.ndarray:
+        return np.broadcast_to(x, shape)
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, shape: tuple) -> list:
+        return [sum_to_shape(cotangents[0], primals[0].shape)]
+
+    def jvp_rule(self, primals: list, tangents: list, outputs: list, *, shape: tuple) -> list:
+        return [broadcast_to(tangents[0], outputs[0].shape)]
+
+
+_broadcast_to = BroadcastToOp()
+
+
+@register()
+def broadcast_to(x: Tensor, shape: Any) -> Tensor:
+    """Broadcast `x` to `shape` with NumPy rules."""
+    shape = tuple(shape)
+    if x.shape == shape:
+        return x
+    return _broadcast_to(x, shape=shape)
+
+
+def sum_to_shape(x: Tensor, shape: tuple[int, ...]) -> Tensor:
+    """Sum a broadcast cotangent back to `shape`: the inverse of broadcasting, in one place."""
+    if x.shape == tuple(shape):
+        return x
+    lead = x.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape) if s == 1 and x.shape[lead + i] != 1)
+    return reshape(_red.sum(x, axes, keepdims=False), shape) if axes else reshape(x, shape)
+
+
+# -- squeeze / unsqueeze -----------------------------------------------------------------------
+@register()
+def squeeze(x: Tensor, dim: Any = None) -> Tensor:
+    """Remove size-1 dimensions (all, or those in `dim`)."""
+    if dim is None:
+        axes = [i for i, s in enumerate(x.shape) if s == 1]
+    else:
+        dims = (dim,) if isinstance(dim, int) else tuple(dim)
+        axes = [normalize_axis(d, x.ndim, "squeeze") for d in dims]
+        # PyTorch semantics: a listed dimension whose size is not 1 is left alone.
+        axes = [a for a in axes if x.shape[a] == 1]
+    return reshape(x, tuple(s for i, s in enumerate(x.shape) if i not in axes))
+
+
+@register()
+def unsqueeze(x: Tensor, dim: int) -> Tensor:
+    """Insert a size-1 dimension at `dim` (negative counts from the end of the result)."""
+    d = normalize_axis(dim, x.ndim + 1, "unsqueeze")
+    return reshape(x, x.shape[:d] + (1,) + x.shape[d:])
+
+
+expand_dims = unsqueeze
+
+
+# -- identity / detach -------------------------------------------------------------------------
+class IdentityOp(Operation):
+    name = "identity"
+
+    def abstract_eval(self, x: AVal) -> AVal:
+        return x
+
+    def kernel(self, x: Any) -> Any:
+        return x
+
+    def numpy_kernel(self, x: np.ndarray) -> np.ndarray:
+        return x
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list, **kw: Any) -> list:
+        return [cotangents[0]]
+
+    def jvp_rule(self, primals: list, tangents: list, outputs: list, **kw: Any) -> list:
+        return [tangents[0]]
+
+
+class DetachOp(IdentityOp):
+    name = "detach"
+    differentiable = False
+
+
+identity = register("identity")(IdentityOp())
+_detach = DetachOp()
+
+
+@register()
+def detach(x: Tensor) -> Tensor:
+    """A tensor with `x`'s value, cut from autodiff. Shares data once `x` is realized."""
+    if x._impl.is_realized:
+        return Tensor(TensorImpl(x._impl.physical_shape, x.dtype, data=x._impl.data, batch_dims=x._impl.batch_dims))
+    return _detach(x)

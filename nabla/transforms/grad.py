@@ -1,0 +1,151 @@
+"""grad, value_and_grad, vjp and jvp: functional entry points to the same autodiff engine
+that `Tensor.backward()` uses."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..core.autograd.engine import backward_on_trace
+from ..core.common import dtypes as _dt
+from ..core.common.context import enable_grad
+from ..core.common.pytree import tree_flatten, tree_unflatten
+from ..core.tensor.tensor import Tensor
+from ..ops.creation import tensor, zeros_like
+from ..ops.view import detach, identity
+
+
+def _wrt_leaf(x: Any, where: str) -> Tensor:
+    """A fresh traced alias of `x`: gradients stop here, so closures over `x` stay constants
+    (no perturbation confusion in nested grads) while an outer trace still reaches `x`."""
+    if not isinstance(x, Tensor):
+        x = tensor(x)
+    if not _dt.is_float(x.dtype):
+        raise TypeError(f"{where}: can only differentiate with respect to floating-point inputs, got dtype {x.dtype.name}")
+    with enable_grad():
+        w = identity(x)
+    w._impl.requires_grad = True
+    return w
+
+
+def _argnums_tuple(argnums: int | Sequence[int], nargs: int, where: str) -> tuple[int, ...]:
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    for n in nums:
+        if not -nargs <= n < nargs:
+            raise ValueError(f"{where}: argnums {argnums} out of range for {nargs} positional arguments")
+    return tuple(n % nargs for n in nums)
+
+
+def vjp(fn: Callable, *primals: Any, has_aux: bool = False) -> tuple:
+    """Run `fn(*primals)` and return `(output, vjp_fn)` (plus `aux` with `has_aux=True`).
+
+    `vjp_fn(cotangent)` returns one cotangent per primal, with the primals' pytree structure.
+
+    Example:
+        >>> y, f_vjp = nabla.vjp(nabla.sin, x)
+        >>> (dx,) = f_vjp(nabla.ones_like(y))
+    """
+    leaves, treedef = tree_flatten(primals)
+    # Inside an outer grad (or with inputs that require grad) keep the result differentiable.
+    nested = any(isinstance(x, Tensor) and x.requires_grad for x in leaves)
+    wrt = [_wrt_leaf(x, "vjp") for x in leaves]
+    with enable_grad():
+        result = fn(*tree_unflatten(treedef, wrt))
+    aux = None
+    if has_aux:
+        if not (isinstance(result, tuple) and len(result) == 2):
+            raise TypeError("vjp: with has_aux=True, fn must return a pair (output, aux)")
+        result, aux = result
+    out_leaves, out_def = tree_flatten(result)
+    for o in out_leaves:
+        if not isinstance(o, Tensor):
+            raise TypeError(f"vjp: fn must return Tensors, got {type(o).__name__}")
+
+    def vjp_fn(cotangent: Any) -> tuple:
+        cot_leaves, cot_def = tree_flatten(cotangent)
+        if cot_def != out_def:
+            raise ValueError(f"vjp_fn: cotangent structure {cot_def} does not match output structure {out_def}")
+        cots = []
+        for i, (o, c) in enumerate(zip(out_leaves, cot_leaves, strict=True)):
+            c = c if isinstance(c, Tensor) else tensor(c, o.dtype)
+            if c.shape != o.shape:
+                raise ValueError(f"vjp_fn: cotangent {i} has shape {c.shape}, output has shape {o.shape}")
+            cots.append(c)
+        grads = backward_on_trace([o._impl for o in out_leaves], cots, [w._impl for w in wrt])
+        res = [grads[id(w._impl)][1] if id(w._impl) in grads else zeros_like(w) for w in wrt]
+        if not nested:  # top level: results are plain values, as with torch.func / JAX
+            res = [detach(r) for r in res]
+        return tree_unflatten(treedef, res)
+
+    return (result, vjp_fn, aux) if has_aux else (result, vjp_fn)
+
+
+def value_and_grad(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
+    """Return a function computing `(fn(*args), gradient)`; with `has_aux`, `((value, aux), gradient)`.
+
+    Args:
+        fn: a function returning a scalar Tensor (or `(scalar, aux)` with `has_aux=True`).
+        argnums: which positional argument(s) to differentiate; a tuple gives a tuple of grads.
+        has_aux: fn returns a pair whose second element is passed through.
+    """
+
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        nums = _argnums_tuple(argnums, len(args), "grad")
+
+        def partial(*diff_args: Any) -> Any:
+            full = list(args)
+            for n, a in zip(nums, diff_args, strict=True):
+                full[n] = a
+            return fn(*full, **kwargs)
+
+        out = vjp(partial, *[args[n] for n in nums], has_aux=has_aux)
+        value, pullback = out[0], out[1]
+        if not isinstance(value, Tensor) or value.numel() != 1:
+            shape = value.shape if isinstance(value, Tensor) else type(value).__name__
+            raise TypeError(f"grad: fn must return a scalar Tensor, got {shape}; use vjp or jacrev for non-scalar outputs")
+        grads = pullback(tensor(1.0, value.dtype).reshape(value.shape))
+        grads = grads[0] if isinstance(argnums, int) else tuple(grads)
+        return ((value, out[2]) if has_aux else value), grads
+
+    return wrapped
+
+
+def grad(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
+    """Return a function computing the gradient of scalar-valued `fn` (JAX's `grad`).
+
+    Example:
+        >>> df = nabla.grad(lambda x: (x * x).sum())
+        >>> df(nabla.tensor([1.0, 2.0])).numpy()
+        array([2., 4.], dtype=float32)
+    """
+    vg = value_and_grad(fn, argnums, has_aux)
+
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        (value, grads) = vg(*args, **kwargs)
+        return (grads, value[1]) if has_aux else grads
+
+    return wrapped
+
+
+def jvp(fn: Callable, primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[Any, Any]:
+    """Forward mode: `(fn(*primals), J @ tangents)`, with tangents pushed through each op's jvp_rule."""
+    p_leaves, p_def = tree_flatten(tuple(primals))
+    t_leaves, t_def = tree_flatten(tuple(tangents))
+    if p_def != t_def:
+        raise ValueError(f"jvp: tangents structure {t_def} does not match primals structure {p_def}")
+    inputs = []
+    for i, (p, t) in enumerate(zip(p_leaves, t_leaves, strict=True)):
+        p = p if isinstance(p, Tensor) else tensor(p)
+        t = t if isinstance(t, Tensor) else tensor(t, p.dtype)
+        if p.shape != t.shape or p.dtype != t.dtype:
+            raise ValueError(
+                f"jvp: tangent {i} has shape {t.shape} and dtype {t.dtype.name}, "
+                f"primal has shape {p.shape} and dtype {p.dtype.name}"
+            )
+        x = identity(p)
+        x._impl.tangent = t._impl
+        inputs.append(x)
+    out = fn(*tree_unflatten(p_def, inputs))
+    o_leaves, o_def = tree_flatten(out)
+    tans = [Tensor(o._impl.tangent) if o._impl.tangent is not None else zeros_like(o) for o in o_leaves]
+    return out, tree_unflatten(o_def, tans)
