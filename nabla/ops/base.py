@@ -14,8 +14,11 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from max.graph import DeviceRef, Graph, Module, Weight
+
 from ..core.common import dtypes as _dt
 from ..core.common.config import CONFIG
+from ..core.graph.engine import GRAPH
 from ..core.graph.opnode import OpNode, freeze
 from ..core.tensor.dispatch import OPS
 from ..core.tensor.impl import CPU_DEVICE, TensorImpl
@@ -133,14 +136,60 @@ def _apply_jvp(op: Operation, primals: list[Tensor], outputs: list[Tensor], kwar
 
 
 class _EagerGraph:
-    """NABLA_EAGER_MAX_GRAPH=1: build each op's MAX nodes when it is called (a shape oracle).
+    """NABLA_EAGER_MAX_GRAPH=1: build each op's MAX nodes when the op is called.
 
-    Realized inputs enter the epoch's graph as typed placeholders; evaluation still compiles
-    the replayed program, so the model cache works the same in both modes.
+    Each graph epoch has one MAX graph. Realized inputs enter it as typed weights; a promise
+    from an earlier epoch is rehydrated by replaying its OpNode. With
+    NABLA_VERIFY_EAGER_SHAPES=1 every op's inferred shape and dtype are checked against what
+    MAX infers. Evaluation still compiles the replayed program, so the model cache behaves
+    identically in both modes; the eager graph is a shape oracle and a debugging aid.
     """
 
+    def __init__(self) -> None:
+        self.graph: Graph | None = None
+        self.epoch = -1
+        self._inputs = 0
+
+    def _current(self) -> Graph:
+        if self.graph is None or self.epoch != GRAPH.epoch:
+            self.epoch = GRAPH.epoch
+            self.graph = Graph(f"nabla_eager_{self.epoch}", input_types=[], module=Module())
+            self._inputs = 0
+        return self.graph
+
+    def value_of(self, impl: TensorImpl) -> Any:
+        if impl.graph_values_epoch == self.epoch and impl.graph_values:
+            return impl.graph_values[0]
+        if impl.is_realized or impl.output_refs is None:
+            weight = Weight(f"input{self._inputs}", impl.dtype, impl.physical_shape, DeviceRef.CPU())
+            self._inputs += 1
+            impl.graph_values = [self._current().add_weight(weight)]
+            impl.graph_values_epoch = self.epoch
+            return impl.graph_values[0]
+        node = impl.output_refs
+        self._emit(node, node.outputs())
+        return impl.graph_values[0]
+
     def build(self, node: OpNode, outs: list[TensorImpl]) -> None:
-        raise NotImplementedError
+        with self._current():
+            self._emit(node, outs)
+
+    def _emit(self, node: OpNode, outs: list) -> None:
+        values = [self.value_of(a) for a in node.args]
+        result = node.op.kernel(*values, **node.adapted_kwargs)
+        results = result if isinstance(result, tuple | list) else (result,)
+        for out, value in zip(outs, results, strict=True):
+            if out is None:
+                continue
+            if CONFIG.verify_eager_shapes:
+                shape = tuple(int(d) for d in value.shape)
+                if shape != out.physical_shape or value.dtype != out.dtype:
+                    raise RuntimeError(
+                        f"{node.op.name}: shape inference says {out.physical_shape} {out.dtype.name}, "
+                        f"MAX built {shape} {value.dtype.name}"
+                    )
+            out.graph_values = [value]
+            out.graph_values_epoch = self.epoch
 
 
 GRAPH_EAGER = _EagerGraph()

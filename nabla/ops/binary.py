@@ -223,7 +223,11 @@ def _comparison(name: str, max_fn: Any, np_fn: Any, swap: bool = False) -> Compa
     def numpy_kernel(self: Any, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         return np_fn(x, y)
 
-    cls = type(f"{name.title().replace('_', '')}Op", (ComparisonOperation,), {"name": name, "kernel": kernel, "numpy_kernel": numpy_kernel})
+    cls = type(
+        f"{name.title().replace('_', '')}Op",
+        (ComparisonOperation,),
+        {"name": name, "kernel": kernel, "numpy_kernel": numpy_kernel},
+    )
     return cls()
 
 

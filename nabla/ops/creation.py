@@ -131,7 +131,9 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, *, requires_grad: bool 
         fill_value = bool(fill_value)
     else:
         fill_value = int(fill_value)
-    out = _full(shape=_shape_arg((shape,) if isinstance(shape, int) else tuple(shape), "full"), value=fill_value, dtype=dt)
+    out = _full(
+        shape=_shape_arg((shape,) if isinstance(shape, int) else tuple(shape), "full"), value=fill_value, dtype=dt
+    )
     return out.requires_grad_() if requires_grad else out
 
 
@@ -219,7 +221,9 @@ class _SeedGenerator:
     def next_seed(self) -> int:
         with self._lock:
             self._counter += 1
-            mixed = np.random.SeedSequence([self._seed & 0xFFFFFFFFFFFFFFFF, self._counter]).generate_state(2, np.uint32)
+            mixed = np.random.SeedSequence([self._seed & 0xFFFFFFFFFFFFFFFF, self._counter]).generate_state(
+                2, np.uint32
+            )
             return (int(mixed[0]) << 32) | int(mixed[1])
 
 
@@ -252,7 +256,9 @@ class RandomOp(Operation):
             return ops.random.uniform(like, range=(a, b))
         return ops.random.gaussian(like, mean=a, std=b)
 
-    def numpy_kernel(self, seed: np.ndarray, *, distribution: str, shape: tuple, dtype: Any, a: float, b: float) -> np.ndarray:
+    def numpy_kernel(
+        self, seed: np.ndarray, *, distribution: str, shape: tuple, dtype: Any, a: float, b: float
+    ) -> np.ndarray:
         rng = np.random.default_rng(int(seed[0]))
         if distribution == "uniform":
             return rng.uniform(a, b, size=shape)
@@ -268,11 +274,15 @@ class RandomOp(Operation):
 _random = RandomOp()
 
 
-def _random_tensor(distribution: str, shape: tuple, a: float, b: float, dtype: Any, requires_grad: bool, op: str) -> Tensor:
+def _random_tensor(
+    distribution: str, shape: tuple, a: float, b: float, dtype: Any, requires_grad: bool, op: str
+) -> Tensor:
     dt = _dt.as_dtype(dtype) if dtype is not None else _dt.float32
     if not _dt.is_float(dt):
         raise TypeError(f"{op}: dtype must be a floating dtype, got {dt.name}")
-    out = _random(_seed_tensor(), distribution=distribution, shape=_shape_arg(shape, op), dtype=dt, a=float(a), b=float(b))
+    out = _random(
+        _seed_tensor(), distribution=distribution, shape=_shape_arg(shape, op), dtype=dt, a=float(a), b=float(b)
+    )
     return out.requires_grad_() if requires_grad else out
 
 
@@ -288,14 +298,18 @@ def randn(*shape: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor
 
 def uniform(shape: Any = (), low: float = 0.0, high: float = 1.0, *, dtype: Any = None) -> Tensor:
     """Uniform samples in [low, high)."""
-    return _random_tensor("uniform", (shape,) if isinstance(shape, int) else tuple(shape), low, high, dtype, False, "uniform")
+    return _random_tensor(
+        "uniform", (shape,) if isinstance(shape, int) else tuple(shape), low, high, dtype, False, "uniform"
+    )
 
 
 def normal(shape: Any = (), mean: float = 0.0, std: float = 1.0, *, dtype: Any = None) -> Tensor:
     """Normal samples with the given mean and standard deviation."""
     if std < 0:
         raise ValueError(f"normal: std must be non-negative, got {std}")
-    return _random_tensor("normal", (shape,) if isinstance(shape, int) else tuple(shape), mean, std, dtype, False, "normal")
+    return _random_tensor(
+        "normal", (shape,) if isinstance(shape, int) else tuple(shape), mean, std, dtype, False, "normal"
+    )
 
 
 def rand_like(x: Tensor) -> Tensor:

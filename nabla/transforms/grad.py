@@ -21,7 +21,9 @@ def _wrt_leaf(x: Any, where: str) -> Tensor:
     if not isinstance(x, Tensor):
         x = tensor(x)
     if not _dt.is_float(x.dtype):
-        raise TypeError(f"{where}: can only differentiate with respect to floating-point inputs, got dtype {x.dtype.name}")
+        raise TypeError(
+            f"{where}: can only differentiate with respect to floating-point inputs, got dtype {x.dtype.name}"
+        )
     with enable_grad():
         w = identity(x)
     w._impl.requires_grad = True
@@ -102,7 +104,9 @@ def value_and_grad(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool
         value, pullback = out[0], out[1]
         if not isinstance(value, Tensor) or value.numel() != 1:
             shape = value.shape if isinstance(value, Tensor) else type(value).__name__
-            raise TypeError(f"grad: fn must return a scalar Tensor, got {shape}; use vjp or jacrev for non-scalar outputs")
+            raise TypeError(
+                f"grad: fn must return a scalar Tensor, got {shape}; use vjp or jacrev for non-scalar outputs"
+            )
         grads = pullback(tensor(1.0, value.dtype).reshape(value.shape))
         grads = grads[0] if isinstance(argnums, int) else tuple(grads)
         return ((value, out[2]) if has_aux else value), grads

@@ -107,7 +107,9 @@ def backward_on_trace(
             if not retain_graph:
                 node.released = True
 
-    result_ids = wrt_ids if wrt_ids is not None else {k for k, i in holders.items() if i.is_leaf}
+    # Deterministic order (wrt order, else first-reached order): it decides the creation
+    # order of the ops that consume these gradients, and so the cache key.
+    result_ids = [id(w) for w in wrt] if wrt is not None else [k for k, i in holders.items() if i.is_leaf]
     return {k: (holders[k], grads[k]) for k in result_ids if k in grads}
 
 
@@ -121,9 +123,7 @@ def _aval_tensor(node: Any, index: int, tensor: Tensor | None) -> Tensor:
 def _accumulate(grads: dict[int, Tensor], holders: dict[int, TensorImpl], impl: TensorImpl, cot: Tensor) -> None:
     key = id(impl)
     if tuple(cot.shape) != impl.logical_shape:
-        raise RuntimeError(
-            f"internal error: cotangent of shape {cot.shape} for a tensor of shape {impl.logical_shape}"
-        )
+        raise RuntimeError(f"internal error: cotangent of shape {cot.shape} for a tensor of shape {impl.logical_shape}")
     if cot.dtype != impl.dtype:
         cot = OPS.cast(cot, impl.dtype)
     holders[key] = impl
@@ -155,4 +155,3 @@ def tensor_backward(
             continue
         g = g if create_graph else OPS.detach(g)
         facade._grad = g if facade._grad is None else OPS.add(facade._grad, g)
-

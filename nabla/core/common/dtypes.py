@@ -95,9 +95,7 @@ def from_numpy_dtype(np_dtype: np.dtype, *, arg: str = "data") -> DType:
         return _NUMPY_TO_DTYPE[np_dtype]
     if np_dtype.kind in "iu":
         return int64
-    raise TypeError(
-        f"{arg}: unsupported NumPy dtype {np_dtype}; supported dtypes are {_supported_list()}"
-    )
+    raise TypeError(f"{arg}: unsupported NumPy dtype {np_dtype}; supported dtypes are {_supported_list()}")
 
 
 def to_numpy_dtype(dtype: DType) -> np.dtype:

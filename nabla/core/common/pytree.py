@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,43 +57,45 @@ def _children(node: Any) -> tuple[type, Hashable, list[Any]] | None:
     return None
 
 
+def _flatten(node: Any, leaves: list[Any], is_leaf: Callable[[Any], bool] | None) -> PyTreeDef:
+    if is_leaf is not None and is_leaf(node):
+        leaves.append(node)
+        return _LEAF
+    info = _children(node)
+    if info is None:
+        leaves.append(node)
+        return _LEAF
+    kind, aux, kids = info
+    return PyTreeDef(kind, aux, tuple(_flatten(k, leaves, is_leaf) for k in kids))
+
+
+# Module-level recursion (not nested closures): a recursive closure is a reference cycle,
+# and a cycle holding tensors keeps them alive, and pending, until the garbage collector runs.
 def tree_flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> tuple[list[Any], PyTreeDef]:
     leaves: list[Any] = []
+    treedef = _flatten(tree, leaves, is_leaf)
+    return leaves, treedef
 
-    def rec(node: Any) -> PyTreeDef:
-        if is_leaf is not None and is_leaf(node):
-            leaves.append(node)
-            return _LEAF
-        info = _children(node)
-        if info is None:
-            leaves.append(node)
-            return _LEAF
-        kind, aux, kids = info
-        return PyTreeDef(kind, aux, tuple(rec(k) for k in kids))
 
-    return leaves, rec(tree)
+def _unflatten(td: PyTreeDef, it: Iterator[Any]) -> Any:
+    if td.kind is None:
+        return next(it)
+    kids = [_unflatten(c, it) for c in td.children]
+    if td.kind is tuple:
+        return tuple(kids)
+    if td.kind is list:
+        return kids
+    if td.kind is dict:
+        return dict(zip(td.aux, kids, strict=True))
+    if td.kind is type(None):
+        return None
+    if td.kind in _REGISTRY:
+        return _REGISTRY[td.kind][1](td.aux, kids)
+    return td.kind(*kids)  # namedtuple
 
 
 def tree_unflatten(treedef: PyTreeDef, leaves: list[Any]) -> Any:
-    it = iter(leaves)
-
-    def rec(td: PyTreeDef) -> Any:
-        if td.kind is None:
-            return next(it)
-        kids = [rec(c) for c in td.children]
-        if td.kind is tuple:
-            return tuple(kids)
-        if td.kind is list:
-            return kids
-        if td.kind is dict:
-            return dict(zip(td.aux, kids, strict=True))
-        if td.kind is type(None):
-            return None
-        if td.kind in _REGISTRY:
-            return _REGISTRY[td.kind][1](td.aux, kids)
-        return td.kind(*kids)  # namedtuple
-
-    return rec(treedef)
+    return _unflatten(treedef, iter(leaves))
 
 
 def tree_leaves(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> list[Any]:

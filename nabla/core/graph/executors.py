@@ -133,4 +133,3 @@ _EXECUTORS: dict[str, Executor] = {"numpy": NumpyExecutor(), "max": MaxExecutor(
 
 def get_executor_impl(name: str) -> Executor:
     return _EXECUTORS[name]
-

@@ -13,9 +13,7 @@ from typing import Any
 
 class _OpTable:
     def __getattr__(self, name: str) -> Any:
-        raise AttributeError(
-            f"op {name!r} is not registered: import nabla (not only nabla.core) before using tensors"
-        )
+        raise AttributeError(f"op {name!r} is not registered: import nabla (not only nabla.core) before using tensors")
 
 
 OPS: Any = _OpTable()

@@ -109,9 +109,7 @@ class Tensor:
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
         """Mark a leaf tensor as requiring gradients (in place, returns self)."""
         if not self._impl.is_leaf and not requires_grad and self._impl.requires_grad:
-            raise RuntimeError(
-                "you can only change requires_grad flags of leaf variables; use detach() for a non-leaf"
-            )
+            raise RuntimeError("you can only change requires_grad flags of leaf variables; use detach() for a non-leaf")
         if not self._impl.is_leaf:
             return self
         self._impl.requires_grad = bool(requires_grad)
@@ -310,10 +308,14 @@ class Tensor:
             return OPS.minimum(self, dim)
         return OPS.min(self, axis, keep)
 
-    def argmax(self, dim: Any = None, keepdim: bool = False, *, axis: Any = None, keepdims: bool | None = None) -> Tensor:
+    def argmax(
+        self, dim: Any = None, keepdim: bool = False, *, axis: Any = None, keepdims: bool | None = None
+    ) -> Tensor:
         return OPS.argmax(self, _axis_arg(dim, axis, "argmax"), keepdims if keepdims is not None else keepdim)
 
-    def argmin(self, dim: Any = None, keepdim: bool = False, *, axis: Any = None, keepdims: bool | None = None) -> Tensor:
+    def argmin(
+        self, dim: Any = None, keepdim: bool = False, *, axis: Any = None, keepdims: bool | None = None
+    ) -> Tensor:
         return OPS.argmin(self, _axis_arg(dim, axis, "argmin"), keepdims if keepdims is not None else keepdim)
 
     # -- shape methods -------------------------------------------------------------------

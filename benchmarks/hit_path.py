@@ -1,0 +1,64 @@
+"""Cost of a cache hit beyond the model's own execution (target: under 0.2 ms).
+
+Prints one JSON line per measurement. The graph is small on purpose (a few elementwise ops on
+a 64x64 tensor) so the model's own run is tiny and the engine's overhead dominates.
+
+Run: .venv/bin/python benchmarks/hit_path.py
+"""
+
+import json
+import time
+
+import numpy as np
+
+import nabla as nb
+from nabla.core.graph import GRAPH, storage_to_buffer
+from nabla.core.graph.program import collect
+
+
+def step(x: nb.Tensor) -> nb.Tensor:
+    return ((x * 2.0 + 1.0).tanh() * x).relu()
+
+
+def main(iters: int = 2000) -> None:
+    rng = np.random.default_rng(0)
+    data = [rng.normal(size=(64, 64)).astype(np.float32) for _ in range(8)]
+    step(nb.tensor(data[0])).numpy()  # warm-up: the one compile
+    assert nb.cache_info().compiles == 1
+
+    # 1) op dispatch: recording the lazy ops (no evaluation)
+    t0 = time.perf_counter()
+    outs = [step(nb.tensor(data[k % 8])) for k in range(iters)]
+    dispatch = (time.perf_counter() - t0) / iters
+    del outs
+
+    # 2) evaluate() on a cache hit, end to end (collect, key, lookup, run, store)
+    pending = [step(nb.tensor(data[k % 8])) for k in range(iters)]
+    t0 = time.perf_counter()
+    for y in pending:
+        GRAPH.evaluate([y._impl])
+    evaluate = (time.perf_counter() - t0) / iters
+
+    # 3) the model's own execution on the same inputs
+    y = step(nb.tensor(data[0]))
+    model = GRAPH._caches["max"][collect([y._impl]).key]
+    buffers = [storage_to_buffer(d) for d in data]
+    t0 = time.perf_counter()
+    for k in range(iters):
+        model.execute(buffers[k % 8])
+    execute = (time.perf_counter() - t0) / iters
+
+    info = nb.cache_info()
+    for name, value in (
+        ("op_dispatch_per_step_ms", dispatch * 1e3),
+        ("evaluate_hit_ms", evaluate * 1e3),
+        ("model_execute_ms", execute * 1e3),
+        ("hit_overhead_ms", (evaluate - execute) * 1e3),
+    ):
+        print(json.dumps({"benchmark": "hit_path", "metric": name, "value": round(value, 4), "ops_per_step": 6}))
+    print(json.dumps({"benchmark": "hit_path", "metric": "compiles", "value": info.compiles, "hits": info.hits}))
+    assert info.compiles == 1, "the hit path compiled again"
+
+
+if __name__ == "__main__":
+    main()
