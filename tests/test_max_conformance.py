@@ -134,4 +134,3 @@ def test_max_matches_numpy_and_compiles_once(monkeypatch):
         for name in want:
             assert got[name].dtype == want[name].dtype, name
             np.testing.assert_allclose(got[name], want[name], rtol=2e-5, atol=2e-5, err_msg=name)
-

@@ -47,6 +47,9 @@ def where(condition: Any, x: Any, y: Any) -> Tensor:
     """Elementwise `x if condition else y`, broadcasting all three."""
     if not isinstance(condition, Tensor):
         raise TypeError(f"where: condition must be a Tensor, got {type(condition).__name__}")
+    if not isinstance(x, Tensor) and not isinstance(y, Tensor):
+        # Two Python scalars: type them together, as torch.where does.
+        x = full((), x, _dt.promote_types(_dt.python_scalar_dtype(x), _dt.python_scalar_dtype(y)))
     x, y = _bin.binary_operands("where", x, y)
     shape = broadcast_shapes(condition.shape, x.shape, op="where")
     cond = broadcast_to(cast(condition, _dt.bool_), shape)

@@ -61,7 +61,10 @@ def tensor(data: Any, dtype: Any = None, *, requires_grad: bool = False, device:
         out = data.detach()
         out = cast(out, dtype) if dtype is not None else out
         return Tensor.from_numpy(np.array(out.numpy()), dtype=out.dtype, requires_grad=requires_grad)
-    array = np.array(data)
+    try:
+        array = np.array(data)
+    except ValueError:
+        raise TypeError(f"tensor: cannot build a tensor from ragged nested sequences: {data!r:.80}") from None
     if dtype is None:
         if array.dtype == np.float64 and not isinstance(data, np.ndarray | np.generic):
             dtype = _dt.float32  # Python floats: PyTorch's default dtype

@@ -71,7 +71,12 @@ def matmul(x: Any, y: Any) -> Tensor:
             f"matmul: contracting dimensions differ: x has shape {x.shape[1:] if x_vec else x.shape} "
             f"(last dim {x.shape[-1]}), y has shape {y.shape[:-1] if y_vec else y.shape} (dim -2 is {y.shape[-2]})"
         )
-    batch = broadcast_shapes(x.shape[:-2], y.shape[:-2], op="matmul")
+    try:
+        batch = broadcast_shapes(x.shape[:-2], y.shape[:-2], op="matmul")
+    except ValueError:
+        raise ValueError(
+            f"matmul: batch dimensions of x {x.shape} and y {y.shape} cannot be broadcast together"
+        ) from None
     x = broadcast_to(x, batch + x.shape[-2:])
     y = broadcast_to(y, batch + y.shape[-2:])
     out = _matmul(x, y)

@@ -22,7 +22,14 @@ from .cast import cast
 def _axes_arg(axis: Any, rank: int, op: str) -> tuple[int, ...]:
     if axis is None:
         return tuple(range(rank))
+    if isinstance(axis, float) or (isinstance(axis, tuple | list) and any(isinstance(a, float) for a in axis)):
+        raise TypeError(f"{op}: dim must be an int or a tuple of ints, got {axis!r}")
     axes = (axis,) if isinstance(axis, int | np.integer) else tuple(axis)
+    if rank == 0:  # PyTorch: a 0-d tensor accepts dim 0 or -1 and reduces nothing
+        for a in axes:
+            if a not in (0, -1):
+                raise ValueError(f"{op}: dim={a} is out of range for a tensor of rank 0")
+        return ()
     norm = tuple(sorted({_view.normalize_axis(a, rank, op, "dim") for a in axes}))
     if len(norm) != len(axes):
         raise ValueError(f"{op}: dim {axis} names an axis twice")
@@ -194,6 +201,9 @@ amax, amin = max, min
 
 def _arg(op: _ArgOp, x: Tensor, axis: Any, keepdims: bool) -> Tensor:
     _check(x, op.name)
+    if x.ndim == 0:
+        _axes_arg(axis, 0, op.name)
+        return _view.reshape(_arg(op, _view.reshape(x, (1,)), 0, False), ())
     if axis is None:
         from_flat = _view.reshape(x, (-1,))
         out = op(from_flat, axes=(0,), keepdims=False)

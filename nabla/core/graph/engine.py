@@ -126,8 +126,20 @@ class ComputeGraph:
         if not cache:
             return f"no_recompile: this evaluation would {what}; nothing is cached yet"
 
+        def ops_of(k: tuple) -> list:
+            return [node[0][0] for node in k[0]]
+
+        new_ops = ops_of(key)
+
         def similarity(old: tuple) -> tuple:
-            return (len(old[0]) == len(key[0]), -abs(len(old[0]) - len(key[0])), old[0] == key[0])
+            # Same op sequence first (shape arguments differ when only shapes changed), then
+            # the longest common prefix of ops, then the closest number of ops.
+            old_ops = ops_of(old)
+            prefix = next(
+                (i for i, (a, b) in enumerate(zip(old_ops, new_ops, strict=False)) if a != b),
+                min(len(old_ops), len(new_ops)),
+            )
+            return (old_ops == new_ops, prefix, -abs(len(old_ops) - len(new_ops)))
 
         closest = max(cache, key=similarity)
         return (

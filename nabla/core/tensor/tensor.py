@@ -112,6 +112,10 @@ class Tensor:
             raise RuntimeError("you can only change requires_grad flags of leaf variables; use detach() for a non-leaf")
         if not self._impl.is_leaf:
             return self
+        if requires_grad and not _dt.is_float(self.dtype):
+            raise RuntimeError(
+                f"only tensors of floating point dtype can require gradients, got dtype {self.dtype.name}"
+            )
         self._impl.requires_grad = bool(requires_grad)
         self._impl.facade = weakref.ref(self) if requires_grad else None
         return self

@@ -1,0 +1,39 @@
+"""Shared test setup.
+
+Every test runs on the NumPy executor (no MAX compile, which costs 10-50 s) unless its module
+sets `USES_MAX = True`, in which case the executor is "max" for that module's tests. The
+previous executor is restored after each test either way.
+"""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+
+import nabla
+
+
+def _realize_leftovers() -> None:
+    """Compute (on the NumPy executor) promise tensors a test left alive, e.g. in the frames of
+    a caught exception's traceback: a pending tensor joins the next evaluation, so a leftover
+    would change a later test's cache key and counters."""
+    if not nabla.GRAPH.pending_impls():
+        return
+    gc.collect()
+    pending = nabla.GRAPH.pending_impls()
+    if pending:
+        nabla.GRAPH.evaluate(pending)
+
+
+@pytest.fixture(autouse=True)
+def _executor_for_test(request: pytest.FixtureRequest):
+    previous = nabla.get_executor()
+    uses_max = bool(getattr(request.module, "USES_MAX", False))
+    nabla.set_executor("max" if uses_max else "numpy")
+    try:
+        yield
+        if not uses_max:
+            _realize_leftovers()
+    finally:
+        nabla.set_executor(previous)

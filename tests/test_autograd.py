@@ -1,0 +1,716 @@
+"""Reverse and forward mode against central finite differences (float64), and the autograd API."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+import nabla as nb
+
+try:
+    import torch
+except ImportError:
+    torch = None
+
+RNG = np.random.default_rng(2024)
+EPS = 1e-6
+RTOL = 1e-6
+ATOL = 1e-8
+
+
+def _r(*shape: int, low: float = -1.5, high: float = 1.5) -> np.ndarray:
+    return RNG.uniform(low, high, size=shape)
+
+
+def _away_from_zero(*shape: int) -> np.ndarray:
+    return RNG.uniform(0.3, 1.5, size=shape) * RNG.choice([-1.0, 1.0], size=shape)
+
+
+def _t(a: np.ndarray) -> nb.Tensor:
+    t = nb.tensor(np.asarray(a, dtype=np.float64))
+    assert t.dtype == nb.float64
+    return t
+
+
+def _scalar(fn: Callable, arrays: list[np.ndarray]) -> float:
+    out = fn(*[_t(a) for a in arrays])
+    assert out.shape == (), f"test function must return a scalar, got {out.shape}"
+    return float(out.item())
+
+
+def numeric_grads(fn: Callable, arrays: list[np.ndarray], eps: float = EPS) -> list[np.ndarray]:
+    """Central finite differences of scalar `fn` with respect to every argument."""
+    arrays = [np.array(a, dtype=np.float64) for a in arrays]
+    grads = []
+    for i, a in enumerate(arrays):
+        g = np.zeros_like(a)
+        for idx in np.ndindex(a.shape):
+            plus = [b.copy() for b in arrays]
+            minus = [b.copy() for b in arrays]
+            plus[i][idx] += eps
+            minus[i][idx] -= eps
+            g[idx] = (_scalar(fn, plus) - _scalar(fn, minus)) / (2 * eps)
+        grads.append(g)
+    return grads
+
+
+def check_grads(fn: Callable, arrays: list[np.ndarray], rtol: float = RTOL, atol: float = ATOL) -> None:
+    tensors = [_t(a) for a in arrays]
+    analytic = nb.grad(fn, argnums=tuple(range(len(arrays))))(*tensors)
+    assert isinstance(analytic, tuple) and len(analytic) == len(arrays)
+    numeric = numeric_grads(fn, arrays)
+    for k, (g, n, a) in enumerate(zip(analytic, numeric, arrays, strict=True)):
+        assert g.shape == np.shape(a), f"grad {k}: shape {g.shape}, input shape {np.shape(a)}"
+        assert g.dtype == nb.float64
+        np.testing.assert_allclose(g.numpy(), n, rtol=rtol, atol=atol, err_msg=f"gradient {k}")
+
+
+def _weights(shape: tuple) -> nb.Tensor:
+    """Fixed random cotangent so that the whole Jacobian is exercised, not only its column sums."""
+    return _t(np.random.default_rng(len(shape) * 1000 + int(np.prod(shape))).uniform(0.5, 1.5, size=shape))
+
+
+def _wsum(y: nb.Tensor) -> nb.Tensor:
+    return (y * _weights(y.shape)).sum()
+
+
+# =============================================================================================
+# finite differences, op by op
+# =============================================================================================
+BINARY_CASES = {
+    "add": lambda a, b: a + b,
+    "sub": lambda a, b: a - b,
+    "mul": lambda a, b: a * b,
+    "div": lambda a, b: a / b,
+    "pow": lambda a, b: a**b,
+    "maximum": nb.maximum,
+    "minimum": nb.minimum,
+}
+BROADCAST_PAIRS = [((3, 1), (1, 4)), ((4,), (2, 3, 4)), ((2, 3, 4), (4,)), ((2, 3), ()), ((), (3,)), ((2, 3), (2, 3))]
+
+
+@pytest.mark.parametrize("name", list(BINARY_CASES))
+@pytest.mark.parametrize("sx, sy", BROADCAST_PAIRS)
+def test_binary_grad_with_broadcasting(name, sx, sy):
+    op = BINARY_CASES[name]
+    if name == "pow":
+        x, y = RNG.uniform(0.5, 2.0, size=sx), _r(*sy)
+    elif name == "div":
+        x, y = _r(*sx), _away_from_zero(*sy)
+    else:
+        x, y = _r(*sx), _r(*sy)  # continuous values: no ties for maximum/minimum
+    check_grads(lambda a, b: _wsum(op(a, b)), [x, y])
+
+
+@pytest.mark.parametrize("name", ["add", "sub", "mul", "div", "pow"])
+def test_binary_grad_with_python_scalar(name):
+    op = BINARY_CASES[name]
+    x = RNG.uniform(0.5, 2.0, size=(3,))
+    check_grads(lambda a: _wsum(op(a, 1.7)), [x])
+    check_grads(lambda a: _wsum(op(1.7, a)), [x])
+
+
+UNARY_CASES = {
+    "neg": (lambda a: -a, lambda s: _r(*s)),
+    "exp": (nb.exp, lambda s: _r(*s)),
+    "log": (nb.log, lambda s: RNG.uniform(0.2, 3.0, size=s)),
+    "sqrt": (nb.sqrt, lambda s: RNG.uniform(0.2, 3.0, size=s)),
+    "tanh": (nb.tanh, lambda s: _r(*s)),
+    "relu": (nb.relu, lambda s: _away_from_zero(*s)),
+    "sigmoid": (nb.sigmoid, lambda s: _r(*s, low=-4, high=4)),
+}
+
+
+@pytest.mark.parametrize("name", list(UNARY_CASES))
+@pytest.mark.parametrize("shape", [(), (5,), (2, 3)])
+def test_unary_grad(name, shape):
+    fn, gen = UNARY_CASES[name]
+    check_grads(lambda a: _wsum(fn(a)), [gen(shape)])
+
+
+def test_relu_grad_at_zero_is_zero():
+    g = nb.grad(lambda a: nb.relu(a).sum())(_t([-1.0, 0.0, 2.0]))
+    np.testing.assert_array_equal(g.numpy(), [0.0, 0.0, 1.0])
+
+
+def test_pow_grad_wrt_base_and_exponent():
+    x = np.array([0.5, 1.5, 2.0, 3.0])
+    y = np.array([2.0, -1.0, 0.5, 3.0])
+    gx, gy = nb.grad(lambda a, b: (a**b).sum(), argnums=(0, 1))(_t(x), _t(y))
+    np.testing.assert_allclose(gx.numpy(), y * x ** (y - 1), rtol=1e-12)
+    np.testing.assert_allclose(gy.numpy(), x**y * np.log(x), rtol=1e-12)
+    check_grads(lambda a, b: (a**b).sum(), [x, y])
+    if torch is not None:
+        tx = torch.tensor(x, requires_grad=True)
+        ty = torch.tensor(y, requires_grad=True)
+        (tx**ty).sum().backward()
+        np.testing.assert_allclose(gx.numpy(), tx.grad.numpy(), rtol=1e-12)
+        np.testing.assert_allclose(gy.numpy(), ty.grad.numpy(), rtol=1e-12)
+
+
+def test_pow_grad_at_zero_base():
+    # d/dy 0**y is defined as 0 (PyTorch); d/dx x**2 at 0 is 0
+    gx, gy = nb.grad(lambda a, b: (a**b).sum(), argnums=(0, 1))(_t([0.0]), _t([2.0]))
+    np.testing.assert_array_equal(gx.numpy(), [0.0])
+    np.testing.assert_array_equal(gy.numpy(), [0.0])
+
+
+MATMUL_SHAPES = [
+    ((3, 4), (4, 2)),
+    ((4,), (4, 3)),
+    ((3, 4), (4,)),
+    ((4,), (4,)),
+    ((2, 3, 4), (4, 5)),
+    ((2, 3, 4), (2, 4, 5)),
+    ((2, 1, 3, 4), (5, 4, 2)),
+    ((4,), (2, 4, 3)),
+]
+
+
+@pytest.mark.parametrize("sx, sy", MATMUL_SHAPES)
+def test_matmul_grad(sx, sy):
+    check_grads(lambda a, b: _wsum(a @ b), [_r(*sx), _r(*sy)])
+
+
+REDUCE_AXES = [None, 0, -1, (0, 2), (1,)]
+
+
+@pytest.mark.parametrize("name", ["sum", "mean", "max", "min"])
+@pytest.mark.parametrize("axis", REDUCE_AXES)
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_reduction_grad(name, axis, keepdims):
+    fn = getattr(nb, name)
+    check_grads(lambda a: _wsum(fn(a, axis, keepdims)), [_r(2, 3, 4)])
+
+
+def test_max_grad_ties_split_evenly():
+    x = np.array([1.0, 3.0, 3.0, 2.0])
+    g = nb.grad(lambda a: a.max())(_t(x))
+    np.testing.assert_array_equal(g.numpy(), [0.0, 0.5, 0.5, 0.0])
+    x2 = np.array([[1.0, 3.0, 3.0], [2.0, 2.0, 2.0]])
+    g2 = nb.grad(lambda a: (a.max(axis=1) * _t([1.0, 3.0])).sum())(_t(x2))
+    np.testing.assert_allclose(g2.numpy(), [[0.0, 0.5, 0.5], [1.0, 1.0, 1.0]], rtol=1e-15)
+    g3 = nb.grad(lambda a: a.min(axis=0).sum())(_t([[0.0, 5.0], [0.0, 1.0]]))
+    np.testing.assert_array_equal(g3.numpy(), [[0.5, 0.0], [0.5, 1.0]])
+    # Tensor.max(dim).values differentiates the same way
+    g4 = nb.grad(lambda a: a.max(dim=1).values.sum())(_t(x2))
+    np.testing.assert_allclose(g4.numpy(), [[0.0, 0.5, 0.5], [1 / 3, 1 / 3, 1 / 3]], rtol=1e-15)
+    if torch is not None:
+        t = torch.tensor(x, requires_grad=True)
+        torch.amax(t, dim=0).backward()
+        np.testing.assert_array_equal(g.numpy(), t.grad.numpy())
+
+
+def test_maximum_minimum_ties_split_evenly():
+    a, b = _t([1.0, 3.0, 2.0]), _t([2.0, 3.0, 1.0])
+    ga, gb = nb.grad(lambda x, y: nb.maximum(x, y).sum(), argnums=(0, 1))(a, b)
+    np.testing.assert_array_equal(ga.numpy(), [0.0, 0.5, 1.0])
+    np.testing.assert_array_equal(gb.numpy(), [1.0, 0.5, 0.0])
+    ga, gb = nb.grad(lambda x, y: nb.minimum(x, y).sum(), argnums=(0, 1))(a, b)
+    np.testing.assert_array_equal(ga.numpy(), [1.0, 0.5, 0.0])
+    np.testing.assert_array_equal(gb.numpy(), [0.0, 0.5, 1.0])
+
+
+SHAPE_FUNCS = {
+    "reshape": lambda a: a.reshape(4, 6),
+    "reshape_-1": lambda a: a.reshape(-1, 3),
+    "transpose": lambda a: a.transpose(0, 2),
+    "permute": lambda a: a.permute(2, 0, 1),
+    "T": lambda a: a.T,
+    "broadcast_to": lambda a: nb.broadcast_to(a.reshape(2, 1, 3, 4), (2, 5, 3, 4)),
+    "squeeze": lambda a: a.reshape(2, 1, 12).squeeze(),
+    "unsqueeze": lambda a: a.unsqueeze(1),
+    "flatten": lambda a: a.flatten(),
+    "expand": lambda a: a.reshape(1, 2, 3, 4).expand(3, 2, 3, 4),
+    "identity": nb.identity,
+    "clone": lambda a: a.clone(),
+}
+
+
+@pytest.mark.parametrize("name", list(SHAPE_FUNCS))
+def test_shape_op_grad(name):
+    fn = SHAPE_FUNCS[name]
+    check_grads(lambda a: _wsum(fn(a)), [_r(2, 3, 4)])
+
+
+def test_where_grad():
+    x = _r(3, 4)
+    y = _r(4)
+    cond = _t(_r(3, 1)) > 0
+
+    def f(a, b):
+        return _wsum(nb.where(cond, a * a, b))
+
+    check_grads(f, [x, y])
+    ga, gb = nb.grad(f, argnums=(0, 1))(_t(x), _t(y))
+    w = _weights((3, 4)).numpy()
+    c = cond.numpy()
+    np.testing.assert_allclose(ga.numpy(), np.where(c, 2 * x * w, 0.0), rtol=1e-12)
+    np.testing.assert_allclose(gb.numpy(), np.where(c, 0.0, w).sum(axis=0), rtol=1e-12)
+    # with a scalar branch
+    check_grads(lambda a: _wsum(nb.where(a > 0, a, 0.0)), [_away_from_zero(5)])
+
+
+def test_cast_grad():
+    x = np.array([0.5, -1.25, 2.0])
+    g = nb.grad(lambda a: (a.astype(nb.float32) ** 2).sum())(_t(x))
+    assert g.dtype == nb.float64  # cotangent cast back to the input's dtype
+    np.testing.assert_allclose(g.numpy(), 2 * x, rtol=1e-6)
+    g32 = nb.grad(lambda a: (a.astype(nb.float64) * 3.0).sum())(nb.tensor([1.0, 2.0]))
+    assert g32.dtype == nb.float32
+    np.testing.assert_array_equal(g32.numpy(), [3.0, 3.0])
+    check_grads(lambda a: _wsum(a.astype(nb.float64)), [_r(4)])
+    # an integer cast blocks the gradient
+    gi = nb.grad(lambda a: a.astype(nb.int64).astype(nb.float32).sum() + a.sum())(nb.tensor([1.5, 2.5]))
+    np.testing.assert_array_equal(gi.numpy(), [1.0, 1.0])
+
+
+def test_composite_function_grad():
+    def f(w, b, x):
+        h = nb.tanh(x @ w + b)
+        return (nb.sigmoid(h).mean(axis=0) ** 2).sum() + nb.log(nb.exp(h).sum())
+
+    check_grads(f, [_r(3, 4), _r(4), _r(5, 3)])
+
+
+def test_argmax_and_comparisons_are_not_differentiable():
+    x = nb.tensor([1.0, 3.0, 2.0], requires_grad=True)
+    assert x.argmax().requires_grad is False
+    assert (x > 1).requires_grad is False
+    g = nb.grad(lambda a: (a * a.argmax().astype(nb.float32)).sum())(nb.tensor([1.0, 3.0]))
+    np.testing.assert_array_equal(g.numpy(), [1.0, 1.0])
+
+
+# =============================================================================================
+# backward() and the functional API share one engine
+# =============================================================================================
+FUNCS = [
+    lambda a: (a * a).sum(),
+    lambda a: nb.tanh(a @ a.T).mean(),
+    lambda a: (nb.exp(a).max(axis=1) * a.sum(axis=1)).sum(),
+    lambda a: nb.where(a > 0, a**3, -a).sum() / 3.0,
+]
+
+
+@pytest.mark.parametrize("i", range(len(FUNCS)))
+def test_backward_equals_grad(i):
+    fn = FUNCS[i]
+    x = _r(3, 3)
+    leaf = _t(x).requires_grad_()
+    fn(leaf).backward()
+    g = nb.grad(fn)(_t(x))
+    assert leaf.grad is not None
+    assert leaf.grad.shape == (3, 3)
+    np.testing.assert_array_equal(leaf.grad.numpy(), g.numpy())
+    np.testing.assert_allclose(g.numpy(), numeric_grads(fn, [x])[0], rtol=RTOL, atol=ATOL)
+
+
+def test_backward_two_leaves_and_shared_use():
+    a = nb.tensor([1.0, 2.0], requires_grad=True)
+    b = nb.tensor([3.0, 4.0], requires_grad=True)
+    ((a * b) + a).sum().backward()
+    np.testing.assert_array_equal(a.grad.numpy(), [4.0, 5.0])
+    np.testing.assert_array_equal(b.grad.numpy(), [1.0, 2.0])
+    assert a.grad.requires_grad is False
+
+
+def test_grad_accumulates_with_retain_graph():
+    a = nb.tensor([1.0, 2.0], requires_grad=True)
+    loss = (a * a).sum()
+    loss.backward(retain_graph=True)
+    np.testing.assert_array_equal(a.grad.numpy(), [2.0, 4.0])
+    loss.backward()
+    np.testing.assert_array_equal(a.grad.numpy(), [4.0, 8.0])
+
+
+def test_grad_accumulates_across_graphs():
+    a = nb.tensor([1.0, 2.0], requires_grad=True)
+    (a * 3).sum().backward()
+    (a * a).sum().backward()
+    np.testing.assert_array_equal(a.grad.numpy(), [5.0, 7.0])
+    a.grad = None
+    (a * 2).sum().backward()
+    np.testing.assert_array_equal(a.grad.numpy(), [2.0, 2.0])
+
+
+def test_backward_twice_without_retain_graph_raises():
+    a = nb.tensor([1.0, 2.0], requires_grad=True)
+    loss = (a * a).sum()
+    loss.backward()
+    with pytest.raises(RuntimeError, match="second time"):
+        loss.backward()
+
+
+def test_backward_twice_after_evaluation_raises():
+    a = nb.tensor([1.0, 2.0], requires_grad=True)
+    loss = (a * a).sum()
+    loss.backward()
+    assert loss.item() == 5.0
+    np.testing.assert_array_equal(a.grad.numpy(), [2.0, 4.0])
+    with pytest.raises(RuntimeError, match="second time"):
+        loss.backward()
+
+
+def test_backward_on_non_scalar_without_gradient_raises():
+    a = nb.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="scalar"):
+        (a * a).backward()
+
+
+def test_backward_on_tensor_not_requiring_grad_raises():
+    with pytest.raises(RuntimeError):
+        nb.tensor([1.0, 2.0]).sum().backward()
+    a = nb.tensor([1.0], requires_grad=True)
+    with nb.no_grad():
+        y = (a * a).sum()
+    with pytest.raises(RuntimeError):
+        y.backward()
+
+
+def test_backward_with_explicit_gradient():
+    a = nb.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = a * a
+    y.backward(gradient=nb.tensor([1.0, 10.0, 100.0]))
+    np.testing.assert_array_equal(a.grad.numpy(), [2.0, 40.0, 600.0])
+    b = nb.tensor([[1.0, 2.0]], requires_grad=True)
+    (b * 3).backward(nb.tensor([[2.0, 5.0]]))
+    np.testing.assert_array_equal(b.grad.numpy(), [[6.0, 15.0]])
+
+
+def test_backward_gradient_of_wrong_shape_raises():
+    a = nb.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"\(3,\)"):
+        (a * 2).backward(gradient=nb.ones(3))
+
+
+def test_backward_through_realized_intermediate():
+    a = nb.tensor([1.0, 2.0], requires_grad=True)
+    y = a * a
+    np.testing.assert_array_equal(y.numpy(), [1.0, 4.0])
+    (y * 3).sum().backward()
+    np.testing.assert_array_equal(a.grad.numpy(), [6.0, 12.0])
+
+
+def test_backward_to_created_leaf():
+    w = nb.ones(3, requires_grad=True)
+    assert w.is_leaf and w.requires_grad
+    (w * nb.tensor([1.0, 2.0, 3.0])).sum().backward()
+    np.testing.assert_array_equal(w.grad.numpy(), [1.0, 2.0, 3.0])
+
+
+def test_no_grad():
+    a = nb.tensor([1.0, 2.0], requires_grad=True)
+    assert nb.is_grad_enabled()
+    with nb.no_grad():
+        assert not nb.is_grad_enabled()
+        b = a * 2
+        with nb.enable_grad():
+            c = a * 2
+    assert nb.is_grad_enabled()
+    assert b.requires_grad is False
+    assert c.requires_grad is True
+    assert (a * 2).requires_grad is True
+    np.testing.assert_array_equal(b.numpy(), [2.0, 4.0])
+
+    @nb.no_grad()
+    def doubled(t):
+        return t * 2
+
+    assert doubled(a).requires_grad is False
+    with nb.set_grad_enabled(False):
+        assert (a + 1).requires_grad is False
+
+
+def test_detach():
+    a = nb.tensor([1.0, 2.0], requires_grad=True)
+    d = a.detach()
+    assert d.requires_grad is False
+    np.testing.assert_array_equal(d.numpy(), [1.0, 2.0])
+    p = (a * 3).detach()
+    assert p.requires_grad is False
+    np.testing.assert_array_equal(p.numpy(), [3.0, 6.0])
+    (a * a.detach()).sum().backward()
+    np.testing.assert_array_equal(a.grad.numpy(), [1.0, 2.0])
+    assert nb.detach(a).requires_grad is False
+
+
+def test_requires_grad_():
+    a = nb.tensor([1.0, 2.0])
+    assert a.requires_grad is False
+    assert a.requires_grad_() is a
+    assert a.requires_grad is True and a.is_leaf
+    y = a * a
+    assert y.requires_grad and not y.is_leaf
+    y.sum().backward()
+    np.testing.assert_array_equal(a.grad.numpy(), [2.0, 4.0])
+    a.requires_grad_(False)
+    assert a.requires_grad is False
+    with pytest.raises(RuntimeError):
+        (nb.tensor([1.0], requires_grad=True) * 2).requires_grad_(False)
+    b = nb.tensor([1.0])
+    b.requires_grad = True
+    assert b.requires_grad
+
+
+def test_grad_setter_checks_shape():
+    a = nb.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(RuntimeError):
+        a.grad = nb.ones(3)
+    a.grad = nb.ones(2)
+    np.testing.assert_array_equal(a.grad.numpy(), [1.0, 1.0])
+
+
+# =============================================================================================
+# higher order
+# =============================================================================================
+def test_second_and_third_derivative_of_cube():
+    x = np.array([-1.5, 0.5, 2.0])
+
+    def f(a):
+        return (a**3).sum()
+
+    def d1(a):
+        return nb.grad(f)(a).sum()
+
+    def d2(a):
+        return nb.grad(d1)(a).sum()
+
+    g1 = nb.grad(f)(_t(x))
+    g2 = nb.grad(d1)(_t(x))
+    g3 = nb.grad(d2)(_t(x))
+    np.testing.assert_allclose(g1.numpy(), 3 * x**2, rtol=1e-12)
+    np.testing.assert_allclose(g2.numpy(), 6 * x, rtol=1e-12)
+    np.testing.assert_allclose(g3.numpy(), [6.0, 6.0, 6.0], rtol=1e-12)
+    s = nb.grad(nb.grad(nb.grad(lambda a: a**3)))(_t(2.0))
+    assert s.item() == pytest.approx(6.0)
+    assert nb.grad(nb.grad(lambda a: a**3))(_t(2.0)).item() == pytest.approx(12.0)
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda a: nb.tanh(a).sum(),
+        lambda a: (nb.sigmoid(a) * nb.exp(a)).sum(),
+        lambda a: (a @ a.T).max() + (a / (a * a + 1.0)).sum(),
+        lambda a: nb.sqrt(a * a + 1.0).mean(),
+    ],
+)
+def test_hessian_diagonal_against_finite_differences(fn):
+    x = _r(2, 2)
+
+    def first_sum_weighted(a):
+        return _wsum(nb.grad(fn)(a))
+
+    analytic = nb.grad(first_sum_weighted)(_t(x)).numpy()
+    numeric = numeric_grads(first_sum_weighted, [x])[0]
+    np.testing.assert_allclose(analytic, numeric, rtol=1e-5, atol=1e-7)
+
+
+def test_create_graph_backward():
+    a = nb.tensor([1.0, 2.0], dtype=nb.float64, requires_grad=True)
+    (a**3).sum().backward(create_graph=True)
+    g = a.grad
+    np.testing.assert_array_equal(g.numpy(), [3.0, 12.0])
+    a.grad = None
+    g.sum().backward()
+    np.testing.assert_array_equal(a.grad.numpy(), [6.0, 12.0])
+
+
+def test_no_perturbation_confusion():
+    # d/dx [ d/dy (x*y) at y=x ] = d/dx x = 1
+    out = nb.grad(lambda x: nb.grad(lambda y: (x * y).sum())(x))(_t(3.0))
+    assert out.item() == pytest.approx(1.0)
+    # JAX's classic: d/dx [ x * d/dy (x + y) ] = 1
+    out2 = nb.grad(lambda x: x * nb.grad(lambda y: x + y)(x))(_t(2.5))
+    assert out2.item() == pytest.approx(1.0)
+    v = nb.grad(lambda x: nb.grad(lambda y: (x * y).sum())(x).sum())(_t([1.0, 2.0, 3.0]))
+    np.testing.assert_allclose(v.numpy(), [1.0, 1.0, 1.0])
+
+
+# =============================================================================================
+# grad / value_and_grad / vjp / jvp
+# =============================================================================================
+def test_grad_argnums():
+    x, y = _t([1.0, 2.0]), _t([3.0, 4.0])
+
+    def f(a, b):
+        return (a * a * b).sum()
+
+    np.testing.assert_array_equal(nb.grad(f)(x, y).numpy(), [6.0, 16.0])
+    np.testing.assert_array_equal(nb.grad(f, argnums=1)(x, y).numpy(), [1.0, 4.0])
+    np.testing.assert_array_equal(nb.grad(f, argnums=-1)(x, y).numpy(), [1.0, 4.0])
+    gx, gy = nb.grad(f, argnums=(0, 1))(x, y)
+    np.testing.assert_array_equal(gx.numpy(), [6.0, 16.0])
+    np.testing.assert_array_equal(gy.numpy(), [1.0, 4.0])
+    (only,) = nb.grad(f, argnums=(1,))(x, y)
+    np.testing.assert_array_equal(only.numpy(), [1.0, 4.0])
+
+
+def test_grad_of_unused_argument_is_zero():
+    ga, gb = nb.grad(lambda a, b: (a * a).sum(), argnums=(0, 1))(_t([1.0, 2.0]), _t([3.0]))
+    np.testing.assert_array_equal(ga.numpy(), [2.0, 4.0])
+    assert gb.shape == (1,)
+    np.testing.assert_array_equal(gb.numpy(), [0.0])
+
+
+def test_grad_results_do_not_require_grad_at_top_level():
+    g = nb.grad(lambda a: (a * a).sum())(nb.tensor([1.0, 2.0]))
+    assert g.requires_grad is False
+    with nb.no_grad():
+        g2 = nb.grad(lambda a: (a * a).sum())(nb.tensor([1.0, 2.0]))
+    np.testing.assert_array_equal(g2.numpy(), [2.0, 4.0])
+
+
+def test_value_and_grad_with_argnums_and_aux():
+    x, y = _t([1.0, 2.0]), _t([3.0, 4.0])
+
+    def f(a, b):
+        return (a * b).sum(), {"double": a * 2, "note": "aux"}
+
+    (value, aux), (gx, gy) = nb.value_and_grad(f, argnums=(0, 1), has_aux=True)(x, y)
+    assert value.item() == 11.0
+    np.testing.assert_array_equal(aux["double"].numpy(), [2.0, 4.0])
+    assert aux["note"] == "aux"
+    np.testing.assert_array_equal(gx.numpy(), [3.0, 4.0])
+    np.testing.assert_array_equal(gy.numpy(), [1.0, 2.0])
+
+    value2, g2 = nb.value_and_grad(lambda a: (a**2).sum())(x)
+    assert value2.item() == 5.0
+    np.testing.assert_array_equal(g2.numpy(), [2.0, 4.0])
+
+    g3, aux3 = nb.grad(lambda a: ((a * a).sum(), a + 1), has_aux=True)(x)
+    np.testing.assert_array_equal(g3.numpy(), [2.0, 4.0])
+    np.testing.assert_array_equal(aux3.numpy(), [2.0, 3.0])
+
+
+def test_vjp_with_dict_input():
+    u, v = _r(3), _r(3)
+
+    def f(d):
+        return d["u"] * d["v"] + nb.exp(d["u"])
+
+    out, pullback = nb.vjp(f, {"u": _t(u), "v": _t(v)})
+    np.testing.assert_allclose(out.numpy(), u * v + np.exp(u), rtol=1e-12)
+    ct = np.array([1.0, 2.0, 3.0])
+    (grads,) = pullback(_t(ct))
+    assert set(grads) == {"u", "v"}
+    np.testing.assert_allclose(grads["u"].numpy(), ct * (v + np.exp(u)), rtol=1e-12)
+    np.testing.assert_allclose(grads["v"].numpy(), ct * u, rtol=1e-12)
+
+
+def test_vjp_with_tuple_input_and_multiple_outputs():
+    a, b = _r(2, 3), _r(3)
+
+    def f(pair, scale):
+        x, y = pair
+        return x * y * scale, (x + y).sum()
+
+    outs, pullback = nb.vjp(f, (_t(a), _t(b)), _t(2.0))
+    assert isinstance(outs, tuple) and outs[0].shape == (2, 3) and outs[1].shape == ()
+    (ga, gb), gs = pullback((nb.ones(2, 3, dtype=nb.float64), _t(1.0)))
+    np.testing.assert_allclose(ga.numpy(), 2 * np.broadcast_to(b, (2, 3)) + 1, rtol=1e-12)
+    np.testing.assert_allclose(gb.numpy(), 2 * a.sum(axis=0) + 2, rtol=1e-12)
+    np.testing.assert_allclose(gs.numpy(), (a * b).sum(), rtol=1e-12)
+
+
+def test_vjp_has_aux():
+    out, pullback, aux = nb.vjp(lambda a: (a * 2, "aux"), _t([1.0, 2.0]), has_aux=True)
+    assert aux == "aux"
+    (g,) = pullback(_t([1.0, 1.0]))
+    np.testing.assert_array_equal(g.numpy(), [2.0, 2.0])
+
+
+def _jvp_fd(fn, primals, tangents, eps=EPS):
+    plus = fn(*[_t(p + eps * t) for p, t in zip(primals, tangents, strict=True)]).numpy()
+    minus = fn(*[_t(p - eps * t) for p, t in zip(primals, tangents, strict=True)]).numpy()
+    return (plus - minus) / (2 * eps)
+
+
+JVP_FUNCS = [
+    (lambda a: nb.tanh(a) * a, [(3, 2)]),
+    (lambda a, b: a @ b + nb.exp(b).sum(), [(2, 3), (3, 4)]),
+    (lambda a, b: (a / (b * b + 1.0)) ** 2, [(3, 1), (1, 4)]),
+    (lambda a: nb.sigmoid(a).max(axis=1) + nb.sqrt(a * a + 1.0).mean(axis=1), [(3, 4)]),
+    (lambda a, b: nb.where(a > 0, a * b, nb.maximum(a, b)).sum(axis=0, keepdims=True), [(2, 3), (3,)]),
+    (lambda a, b: a**b + a.T.reshape(-1).reshape(2, 2), [(2, 2), (2, 2)]),
+]
+
+
+@pytest.mark.parametrize("i", range(len(JVP_FUNCS)))
+def test_jvp_against_finite_differences(i):
+    fn, shapes = JVP_FUNCS[i]
+    primals = [RNG.uniform(0.3, 1.5, size=s) for s in shapes]
+    tangents = [_r(*s) for s in shapes]
+    out, tan = nb.jvp(fn, tuple(_t(p) for p in primals), tuple(_t(t) for t in tangents))
+    expected_out = fn(*[_t(p) for p in primals]).numpy()
+    np.testing.assert_allclose(out.numpy(), expected_out, rtol=1e-12)
+    assert tan.shape == out.shape
+    np.testing.assert_allclose(tan.numpy(), _jvp_fd(fn, primals, tangents), rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("i", range(len(JVP_FUNCS)))
+def test_jvp_vjp_consistency(i):
+    # <J v, u> == <v, J^T u>
+    fn, shapes = JVP_FUNCS[i]
+    primals = [_t(RNG.uniform(0.3, 1.5, size=s)) for s in shapes]
+    vs = [_r(*s) for s in shapes]
+    out, jv = nb.jvp(fn, tuple(primals), tuple(_t(v) for v in vs))
+    u = _r(*out.shape)
+    _, pullback = nb.vjp(fn, *primals)
+    jtu = pullback(_t(u))
+    lhs = float(np.sum(jv.numpy() * u))
+    rhs = float(sum(np.sum(v * g.numpy()) for v, g in zip(vs, jtu, strict=True)))
+    assert lhs == pytest.approx(rhs, rel=1e-10, abs=1e-12)
+
+
+def test_jvp_with_pytree_and_simple_values():
+    d = {"a": _t([1.0, 2.0]), "b": _t([3.0, 4.0])}
+    td = {"a": _t([1.0, 0.0]), "b": _t([0.0, 1.0])}
+    out, tan = nb.jvp(lambda p: p["a"] * p["b"], (d,), (td,))
+    np.testing.assert_array_equal(out.numpy(), [3.0, 8.0])
+    np.testing.assert_array_equal(tan.numpy(), [3.0, 2.0])
+    out2, tan2 = nb.jvp(
+        lambda a: a.max(axis=0), (nb.tensor([[1.0, 3.0], [3.0, 2.0]]),), (nb.tensor([[1.0, 2.0], [3.0, 4.0]]),)
+    )
+    np.testing.assert_array_equal(out2.numpy(), [3.0, 3.0])
+    np.testing.assert_array_equal(tan2.numpy(), [3.0, 2.0])
+
+
+def test_forward_over_reverse_hvp():
+    x = _t([1.0, 2.0])
+    _, hv = nb.jvp(nb.grad(lambda a: (a**3).sum()), (x,), (_t([1.0, 0.0]),))
+    np.testing.assert_allclose(hv.numpy(), [6.0, 0.0], rtol=1e-12)
+    g = nb.grad(lambda a: nb.jvp(lambda b: (b**3).sum(), (a,), (nb.ones_like(a),))[1])(x)
+    np.testing.assert_allclose(g.numpy(), [6.0, 12.0], rtol=1e-12)
+
+
+def test_grad_of_non_scalar_function_raises_type_error():
+    with pytest.raises(TypeError, match=r"\(2,\)"):
+        nb.grad(lambda a: a * a)(nb.tensor([1.0, 2.0]))
+    with pytest.raises(TypeError, match=r"\(2, 3\)"):
+        nb.value_and_grad(lambda a: a + 1)(nb.ones(2, 3))
+
+
+def test_jvp_tangent_with_wrong_shape_raises_value_error():
+    with pytest.raises(ValueError) as info:
+        nb.jvp(lambda a: a * a, (nb.tensor([1.0, 2.0]),), (nb.tensor([1.0, 1.0, 1.0]),))
+    assert "(3,)" in str(info.value)
+    assert "(2,)" in str(info.value)
+
+
+def test_vjp_cotangent_with_wrong_shape_raises():
+    _, pullback = nb.vjp(lambda a: a * 2, nb.tensor([1.0, 2.0]))
+    with pytest.raises(ValueError, match=r"\(3,\)"):
+        pullback(nb.tensor([1.0, 2.0, 3.0]))
+
+
+def test_grad_with_respect_to_int_raises():
+    with pytest.raises(TypeError, match="int64"):
+        nb.grad(lambda a: (a * a).sum())(nb.tensor([1, 2]))
+
+
+def test_grad_bad_argnums_raises():
+    with pytest.raises(ValueError, match="argnums"):
+        nb.grad(lambda a: a.sum(), argnums=3)(nb.tensor([1.0]))
