@@ -41,6 +41,7 @@ class Operation:
     name: str = "?"
     differentiable = True  # False: outputs never require grad (comparisons, argmax, detach)
     host_constant = False  # True: input-free creation op, cheap to compute on the host
+    always_tuple = False  # multi-output ops that may return a single tensor still return a tuple
     sharding_rule: str | None = None  # e.g. "m k, k n -> m n"; consumed by the sharding layer
 
     # -- the pipeline -----------------------------------------------------------------------
@@ -86,8 +87,6 @@ class Operation:
         if has_tangent:
             _apply_jvp(self, list(args), tensors, adapted)
         return tensors[0] if len(tensors) == 1 and not self.always_tuple else tuple(tensors)
-
-    always_tuple = False  # multi-output ops that may return a single tensor still return a tuple
 
     # -- overridable pieces -------------------------------------------------------------
     def adapt_kwargs(self, impls: list[TensorImpl], kwargs: dict, batch_dims: int) -> dict:
