@@ -1,136 +1,50 @@
 """The op library: one module per op family, each op's forward, MAX lowering, NumPy kernel,
-VJP and JVP side by side."""
+VJP and JVP side by side. Each module lists its public functions in `__all__`; this package
+re-exports them all."""
 
-from . import base, binary, control_flow, creation, linalg, reduction, unary, view
+import sys
+
+from . import (
+    base,
+    binary,
+    cast,
+    control_flow,
+    conv,
+    creation,
+    custom,
+    indexing,
+    linalg,
+    reduction,
+    sorting,
+    unary,
+    view,
+)
 from .base import Operation
-from .binary import (
-    add,
-    div,
-    eq,
-    equal,
-    ge,
-    greater,
-    greater_equal,
-    gt,
-    le,
-    less,
-    less_equal,
-    lt,
-    maximum,
-    minimum,
-    mul,
-    ne,
-    not_equal,
-    pow,
-    sub,
-)
-from .cast import astype, cast
-from .control_flow import where
-from .creation import (
-    arange,
-    asarray,
-    from_numpy,
-    full,
-    full_like,
-    manual_seed,
-    normal,
-    ones,
-    ones_like,
-    rand,
-    rand_like,
-    randn,
-    randn_like,
-    tensor,
-    uniform,
-    zeros,
-    zeros_like,
-)
-from .linalg import matmul
-from .reduction import amax, amin, argmax, argmin, max, mean, min, sum
-from .unary import exp, log, neg, negative, relu, sigmoid, sqrt, tanh
-from .view import (
-    broadcast_shapes,
-    broadcast_to,
-    detach,
-    expand_dims,
-    flatten,
-    identity,
-    permute,
-    reshape,
-    squeeze,
-    swapaxes,
-    transpose,
-    unsqueeze,
-)
+from .binary import *  # noqa: F403
+from .cast import *  # noqa: F403
+from .control_flow import *  # noqa: F403
+from .conv import *  # noqa: F403
+from .creation import *  # noqa: F403
+from .custom import *  # noqa: F403
+from .indexing import *  # noqa: F403
+from .linalg import *  # noqa: F403
+from .reduction import *  # noqa: F403
+from .sorting import *  # noqa: F403
+from .unary import *  # noqa: F403
+from .view import *  # noqa: F403
 
-__all__ = [
-    "Operation",
-    "add",
-    "amax",
-    "amin",
-    "arange",
-    "argmax",
-    "argmin",
-    "asarray",
-    "astype",
-    "broadcast_shapes",
-    "broadcast_to",
+FAMILIES = (
+    "binary",
     "cast",
-    "detach",
-    "div",
-    "eq",
-    "equal",
-    "exp",
-    "expand_dims",
-    "flatten",
-    "from_numpy",
-    "full",
-    "full_like",
-    "ge",
-    "greater",
-    "greater_equal",
-    "gt",
-    "identity",
-    "le",
-    "less",
-    "less_equal",
-    "log",
-    "lt",
-    "manual_seed",
-    "matmul",
-    "max",
-    "maximum",
-    "mean",
-    "min",
-    "minimum",
-    "mul",
-    "ne",
-    "neg",
-    "negative",
-    "normal",
-    "not_equal",
-    "ones",
-    "ones_like",
-    "permute",
-    "pow",
-    "rand",
-    "rand_like",
-    "randn",
-    "randn_like",
-    "relu",
-    "reshape",
-    "sigmoid",
-    "sqrt",
-    "squeeze",
-    "sub",
-    "sum",
-    "swapaxes",
-    "tanh",
-    "tensor",
-    "transpose",
-    "uniform",
-    "unsqueeze",
-    "where",
-    "zeros",
-    "zeros_like",
-]
+    "control_flow",
+    "conv",
+    "creation",
+    "custom",
+    "indexing",
+    "linalg",
+    "reduction",
+    "sorting",
+    "unary",
+    "view",
+)
+__all__ = ["Operation", *sorted({name for f in FAMILIES for name in sys.modules[f"{__name__}.{f}"].__all__})]

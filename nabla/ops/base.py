@@ -11,7 +11,10 @@ An op class keeps its pieces side by side (as JAX's lax.py does):
 
 from __future__ import annotations
 
+import functools
+import inspect
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from max.graph import DeviceRef, Graph, Module, Weight
@@ -20,11 +23,44 @@ from ..core.common import dtypes as _dt
 from ..core.common.config import CONFIG
 from ..core.graph.engine import GRAPH
 from ..core.graph.opnode import OpNode, freeze
-from ..core.tensor.dispatch import OPS
+from ..core.tensor.dispatch import OPS, register
 from ..core.tensor.impl import CPU_DEVICE, TensorImpl
 from ..core.tensor.tensor import Tensor, grad_enabled_for
 
 AVal = tuple[tuple[int, ...], Any]  # (physical shape, dtype)
+
+
+_TORCH_NAMES = {"dim": "axis", "keepdim": "keepdims", "input": "x"}
+
+
+def torch_names(fn: Callable) -> Callable:
+    """Let a NumPy-style function (`axis=`, `keepdims=`, `x=`) also take PyTorch's keyword
+    names (`dim=`, `keepdim=`, `input=`), so `nabla.sum(x, dim=1)` works as in torch."""
+    params = inspect.signature(fn).parameters
+    aliases = {a: b for a, b in _TORCH_NAMES.items() if b in params and a not in params}
+    if not aliases:
+        return fn
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        for alias in aliases.keys() & kwargs.keys():
+            name = aliases[alias]
+            if name in kwargs:
+                raise TypeError(f"{fn.__name__}: pass either {alias}= or {name}=, not both")
+            kwargs[name] = kwargs.pop(alias)
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
+def public(name: str | None = None) -> Callable[[Callable], Callable]:
+    """Decorator for an op family's public functions: PyTorch keyword aliases, and registration
+    in the dispatch table so Tensor methods reach the function as `OPS.<name>`."""
+
+    def deco(fn: Callable) -> Callable:
+        return register(name or fn.__name__)(torch_names(fn))
+
+    return deco
 
 
 class _JvpState(threading.local):

@@ -23,6 +23,30 @@ from .cast import cast
 from .creation import full, tensor
 from .view import broadcast_shapes, broadcast_to
 
+__all__ = [
+    "add",
+    "div",
+    "eq",
+    "equal",
+    "ge",
+    "greater",
+    "greater_equal",
+    "gt",
+    "le",
+    "less",
+    "less_equal",
+    "logical_and",
+    "logical_or",
+    "lt",
+    "maximum",
+    "minimum",
+    "mul",
+    "ne",
+    "not_equal",
+    "pow",
+    "sub",
+]
+
 Operand = Tensor | int | float | bool
 
 

@@ -12,6 +12,8 @@ from ..core.tensor.dispatch import register
 from ..core.tensor.tensor import Tensor
 from .base import AVal, Operation
 
+__all__ = ["astype", "cast"]
+
 
 class CastOp(Operation):
     name = "cast"

@@ -16,6 +16,8 @@ from .cast import cast
 from .creation import full
 from .view import broadcast_shapes, broadcast_to
 
+__all__ = ["where"]
+
 
 class WhereOp(Operation):
     name = "where"

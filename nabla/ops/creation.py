@@ -22,6 +22,26 @@ from ..core.tensor.tensor import Tensor
 from .base import AVal, Operation
 from .cast import cast
 
+__all__ = [
+    "arange",
+    "asarray",
+    "from_numpy",
+    "full",
+    "full_like",
+    "manual_seed",
+    "normal",
+    "ones",
+    "ones_like",
+    "rand",
+    "rand_like",
+    "randn",
+    "randn_like",
+    "tensor",
+    "uniform",
+    "zeros",
+    "zeros_like",
+]
+
 
 def _shape_arg(shape: Any, op: str) -> tuple[int, ...]:
     if len(shape) == 1 and isinstance(shape[0], tuple | list):

@@ -16,6 +16,8 @@ from .cast import cast
 from .creation import tensor
 from .view import broadcast_shapes, broadcast_to, reshape, transpose
 
+__all__ = ["matmul"]
+
 
 class MatmulOp(Operation):
     """`x @ y` for operands of rank >= 2 with identical batch dimensions."""

@@ -15,8 +15,10 @@ from ..core.tensor.impl import TensorImpl
 from ..core.tensor.tensor import Tensor
 from . import binary as _bin
 from . import view as _view
-from .base import AVal, Operation
+from .base import AVal, Operation, public
 from .cast import cast
+
+__all__ = ["amax", "amin", "argmax", "argmin", "max", "mean", "min", "sum"]
 
 
 def _axes_arg(axis: Any, rank: int, op: str) -> tuple[int, ...]:
@@ -162,7 +164,7 @@ def _check(x: Any, op: str) -> None:
         raise TypeError(f"{op}: x must be a Tensor, got {type(x).__name__}")
 
 
-@register()
+@public()
 def sum(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:  # noqa: A001
     """Sum over `axis` (int, tuple, or None for all). Bool and int sums are int64, as in PyTorch."""
     _check(x, "sum")
@@ -171,7 +173,7 @@ def sum(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:  # noqa:
     return _sum(x, axes=_axes_arg(axis, x.ndim, "sum"), keepdims=bool(keepdims))
 
 
-@register()
+@public()
 def mean(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
     """Arithmetic mean over `axis`; integer inputs give float32."""
     _check(x, "mean")
@@ -182,14 +184,14 @@ def mean(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
     return _bin.div(sum(x, axes, keepdims), float(count) if count else float("nan"))
 
 
-@register()
+@public()
 def max(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:  # noqa: A001
     """Maximum over `axis` (values only; see `Tensor.max(dim)` for values and indices)."""
     _check(x, "max")
     return _max(x, axes=_axes_arg(axis, x.ndim, "max"), keepdims=bool(keepdims))
 
 
-@register()
+@public()
 def min(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:  # noqa: A001
     """Minimum over `axis` (values only)."""
     _check(x, "min")
@@ -213,13 +215,13 @@ def _arg(op: _ArgOp, x: Tensor, axis: Any, keepdims: bool) -> Tensor:
     return op(x, axes=_axes_arg(axis, x.ndim, op.name), keepdims=bool(keepdims))
 
 
-@register()
+@public()
 def argmax(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
     """Index of the maximum along `axis` (over the flattened tensor when None)."""
     return _arg(_argmax, x, axis, keepdims)
 
 
-@register()
+@public()
 def argmin(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
     """Index of the minimum along `axis` (over the flattened tensor when None)."""
     return _arg(_argmin, x, axis, keepdims)

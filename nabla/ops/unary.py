@@ -17,6 +17,8 @@ from ..core.tensor.tensor import Tensor
 from . import binary as _bin
 from .base import AVal, Operation
 
+__all__ = ["exp", "log", "neg", "negative", "relu", "sigmoid", "sqrt", "tanh"]
+
 
 class UnaryOperation(Operation):
     """One tensor in, one tensor of the same shape and dtype out."""

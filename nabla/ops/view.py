@@ -17,6 +17,22 @@ from ..core.tensor.tensor import Tensor
 from . import reduction as _red
 from .base import AVal, Operation
 
+__all__ = [
+    "broadcast_shapes",
+    "broadcast_to",
+    "detach",
+    "expand_dims",
+    "flatten",
+    "identity",
+    "permute",
+    "reshape",
+    "squeeze",
+    "swapaxes",
+    "transpose",
+    "unsqueeze",
+    "view",
+]
+
 
 def normalize_axis(axis: int, rank: int, op: str, arg: str = "dim") -> int:
     if not isinstance(axis, int | np.integer) or isinstance(axis, bool):
@@ -85,6 +101,7 @@ def reshape(x: Tensor, shape: Any) -> Tensor:
 view = reshape
 
 
+@register()
 def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     """Merge dimensions `start_dim..end_dim` into one."""
     if x.ndim == 0:

@@ -262,6 +262,98 @@ class Tensor:
     def __ge__(self, other: Any) -> Tensor:
         return OPS.greater_equal(self, other)
 
+    def __floordiv__(self, other: Any) -> Tensor:
+        return OPS.floor_divide(self, other)
+
+    def __rfloordiv__(self, other: Any) -> Tensor:
+        return OPS.floor_divide(other, self)
+
+    def __mod__(self, other: Any) -> Tensor:
+        return OPS.remainder(self, other)
+
+    def __rmod__(self, other: Any) -> Tensor:
+        return OPS.remainder(other, self)
+
+    def __abs__(self) -> Tensor:
+        return OPS.abs(self)
+
+    def __and__(self, other: Any) -> Tensor:
+        return OPS.bitwise_and(self, other)
+
+    def __rand__(self, other: Any) -> Tensor:
+        return OPS.bitwise_and(other, self)
+
+    def __or__(self, other: Any) -> Tensor:
+        return OPS.bitwise_or(self, other)
+
+    def __ror__(self, other: Any) -> Tensor:
+        return OPS.bitwise_or(other, self)
+
+    def __xor__(self, other: Any) -> Tensor:
+        return OPS.bitwise_xor(self, other)
+
+    def __rxor__(self, other: Any) -> Tensor:
+        return OPS.bitwise_xor(other, self)
+
+    def __invert__(self) -> Tensor:
+        return OPS.bitwise_not(self)
+
+    # -- indexing (x[idx] reads; x[idx] = v is recorded as a functional update) -----------
+    def __getitem__(self, index: Any) -> Tensor:
+        return OPS.getitem(self, index)
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        self._replace_impl(OPS.setitem(self, index, value), "__setitem__")
+
+    @property
+    def at(self) -> Any:
+        """JAX-style functional updates: `x.at[idx].set(v)`, `.add(v)`, `.multiply(v)`, `.get()`."""
+        return OPS.at(self)
+
+    def _replace_impl(self, new: Tensor, what: str) -> Tensor:
+        """In-place ops are functional updates: this facade now points at the new value."""
+        if self._impl.is_leaf and self._impl.requires_grad and is_grad_enabled():
+            raise RuntimeError(f"{what}: a leaf tensor that requires grad is used in an in-place operation")
+        if new.shape != self.shape:
+            raise RuntimeError(f"{what}: result shape {new.shape} does not match the tensor's shape {self.shape}")
+        if new.dtype != self.dtype:
+            new = OPS.cast(new, self.dtype)
+        self._impl = new._impl
+        if not new._impl.is_realized:
+            GRAPH.add_unrealized(self)
+        if self._impl.requires_grad:
+            self._impl.facade = weakref.ref(self)
+        return self
+
+    # -- in-place arithmetic (functional updates under the hood, PyTorch names) ----------
+    def add_(self, other: Any, *, alpha: Any = 1) -> Tensor:
+        return self._replace_impl(OPS.add(self, other if alpha == 1 else OPS.mul(other, alpha)), "add_")
+
+    def sub_(self, other: Any, *, alpha: Any = 1) -> Tensor:
+        return self._replace_impl(OPS.sub(self, other if alpha == 1 else OPS.mul(other, alpha)), "sub_")
+
+    def mul_(self, other: Any) -> Tensor:
+        return self._replace_impl(OPS.mul(self, other), "mul_")
+
+    def div_(self, other: Any) -> Tensor:
+        return self._replace_impl(OPS.div(self, other), "div_")
+
+    def zero_(self) -> Tensor:
+        return self._replace_impl(OPS.zeros_like(self), "zero_")
+
+    def fill_(self, value: Any) -> Tensor:
+        return self._replace_impl(OPS.full(self.shape, value, self.dtype), "fill_")
+
+    def copy_(self, src: Any) -> Tensor:
+        src = src if isinstance(src, Tensor) else OPS.tensor(src, self.dtype)
+        return self._replace_impl(OPS.broadcast_to(OPS.cast(src, self.dtype), self.shape), "copy_")
+
+    def clamp_(self, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
+        return self._replace_impl(OPS.clamp(self, min, max), "clamp_")
+
+    def masked_fill_(self, mask: Tensor, value: Any) -> Tensor:
+        return self._replace_impl(OPS.masked_fill(self, mask, value), "masked_fill_")
+
     # -- elementwise methods -------------------------------------------------------------
     def exp(self) -> Tensor:
         return OPS.exp(self)
@@ -286,6 +378,131 @@ class Tensor:
 
     def matmul(self, other: Any) -> Tensor:
         return OPS.matmul(self, other)
+
+    def abs(self) -> Tensor:
+        return OPS.abs(self)
+
+    def sign(self) -> Tensor:
+        return OPS.sign(self)
+
+    def expm1(self) -> Tensor:
+        return OPS.expm1(self)
+
+    def log1p(self) -> Tensor:
+        return OPS.log1p(self)
+
+    def log2(self) -> Tensor:
+        return OPS.log2(self)
+
+    def rsqrt(self) -> Tensor:
+        return OPS.rsqrt(self)
+
+    def square(self) -> Tensor:
+        return OPS.square(self)
+
+    def reciprocal(self) -> Tensor:
+        return OPS.reciprocal(self)
+
+    def sin(self) -> Tensor:
+        return OPS.sin(self)
+
+    def cos(self) -> Tensor:
+        return OPS.cos(self)
+
+    def tan(self) -> Tensor:
+        return OPS.tan(self)
+
+    def sinh(self) -> Tensor:
+        return OPS.sinh(self)
+
+    def cosh(self) -> Tensor:
+        return OPS.cosh(self)
+
+    def asin(self) -> Tensor:
+        return OPS.asin(self)
+
+    def acos(self) -> Tensor:
+        return OPS.acos(self)
+
+    def atan(self) -> Tensor:
+        return OPS.atan(self)
+
+    def erf(self) -> Tensor:
+        return OPS.erf(self)
+
+    def floor(self) -> Tensor:
+        return OPS.floor(self)
+
+    def ceil(self) -> Tensor:
+        return OPS.ceil(self)
+
+    def trunc(self) -> Tensor:
+        return OPS.trunc(self)
+
+    def isnan(self) -> Tensor:
+        return OPS.isnan(self)
+
+    def isinf(self) -> Tensor:
+        return OPS.isinf(self)
+
+    def isfinite(self) -> Tensor:
+        return OPS.isfinite(self)
+
+    def logical_not(self) -> Tensor:
+        return OPS.logical_not(self)
+
+    def neg(self) -> Tensor:
+        return OPS.neg(self)
+
+    def gelu(self) -> Tensor:
+        return OPS.gelu(self)
+
+    def silu(self) -> Tensor:
+        return OPS.silu(self)
+
+    def softplus(self) -> Tensor:
+        return OPS.softplus(self)
+
+    def round(self, decimals: int = 0) -> Tensor:
+        return OPS.round(self, decimals)
+
+    def clamp(self, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
+        return OPS.clamp(self, min, max)
+
+    clip = clamp
+
+    def nan_to_num(self, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Tensor:
+        return OPS.nan_to_num(self, nan, posinf, neginf)
+
+    def masked_fill(self, mask: Tensor, value: Any) -> Tensor:
+        return OPS.masked_fill(self, mask, value)
+
+    def logical_and(self, other: Any) -> Tensor:
+        return OPS.logical_and(self, other)
+
+    def logical_or(self, other: Any) -> Tensor:
+        return OPS.logical_or(self, other)
+
+    def logical_xor(self, other: Any) -> Tensor:
+        return OPS.logical_xor(self, other)
+
+    def maximum(self, other: Any) -> Tensor:
+        return OPS.maximum(self, other)
+
+    def minimum(self, other: Any) -> Tensor:
+        return OPS.minimum(self, other)
+
+    def remainder(self, other: Any) -> Tensor:
+        return OPS.remainder(self, other)
+
+    def atan2(self, other: Any) -> Tensor:
+        return OPS.atan2(self, other)
+
+    def dot(self, other: Any) -> Tensor:
+        return OPS.dot(self, other)
+
+    def outer(self, other: Any) -> Tensor:
+        return OPS.outer(self, other)
 
     # -- reductions (dim=/keepdim= as in PyTorch, axis=/keepdims= as in NumPy) -----------
     def sum(self, dim: Any = None, keepdim: bool = False, *, axis: Any = None, keepdims: bool | None = None) -> Tensor:
@@ -322,6 +539,52 @@ class Tensor:
     ) -> Tensor:
         return OPS.argmin(self, _axis_arg(dim, axis, "argmin"), keepdims if keepdims is not None else keepdim)
 
+    def prod(self, dim: Any = None, keepdim: bool = False, *, axis: Any = None, keepdims: bool | None = None) -> Tensor:
+        return OPS.prod(self, _axis_arg(dim, axis, "prod"), keepdims if keepdims is not None else keepdim)
+
+    def var(
+        self, dim: Any = None, *, correction: float = 1, keepdim: bool = False, unbiased: bool | None = None
+    ) -> Tensor:
+        return OPS.var(self, dim, correction=_correction(correction, unbiased), keepdims=keepdim)
+
+    def std(
+        self, dim: Any = None, *, correction: float = 1, keepdim: bool = False, unbiased: bool | None = None
+    ) -> Tensor:
+        return OPS.std(self, dim, correction=_correction(correction, unbiased), keepdims=keepdim)
+
+    def logsumexp(self, dim: Any, keepdim: bool = False) -> Tensor:
+        return OPS.logsumexp(self, dim, keepdim)
+
+    def any(self, dim: Any = None, keepdim: bool = False) -> Tensor:
+        return OPS.any(self, dim, keepdim)
+
+    def all(self, dim: Any = None, keepdim: bool = False) -> Tensor:
+        return OPS.all(self, dim, keepdim)
+
+    def norm(self, p: Any = "fro", dim: Any = None, keepdim: bool = False) -> Tensor:
+        return OPS.norm(self, p, dim, keepdim)
+
+    def cumsum(self, dim: int) -> Tensor:
+        return OPS.cumsum(self, dim)
+
+    def cumprod(self, dim: int) -> Tensor:
+        return OPS.cumprod(self, dim)
+
+    def softmax(self, dim: int) -> Tensor:
+        return OPS.softmax(self, dim)
+
+    def log_softmax(self, dim: int) -> Tensor:
+        return OPS.log_softmax(self, dim)
+
+    def topk(self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> Any:  # noqa: A002
+        return OPS.topk(self, k, dim, largest, sorted)
+
+    def sort(self, dim: int = -1, descending: bool = False) -> Any:
+        return OPS.sort(self, dim, descending)
+
+    def argsort(self, dim: int = -1, descending: bool = False) -> Tensor:
+        return OPS.argsort(self, dim, descending)
+
     # -- shape methods -------------------------------------------------------------------
     def reshape(self, *shape: Any) -> Tensor:
         return OPS.reshape(self, shape[0] if len(shape) == 1 and isinstance(shape[0], tuple | list) else shape)
@@ -329,8 +592,8 @@ class Tensor:
     def view(self, *shape: Any) -> Tensor:
         return self.reshape(*shape)
 
-    def flatten(self) -> Tensor:
-        return OPS.reshape(self, (-1,))
+    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+        return OPS.flatten(self, start_dim, end_dim)
 
     def transpose(self, dim0: int = -2, dim1: int = -1) -> Tensor:
         return OPS.transpose(self, dim0, dim1)
@@ -362,6 +625,63 @@ class Tensor:
 
     def expand_as(self, other: Tensor) -> Tensor:
         return OPS.broadcast_to(self, other.shape)
+
+    def flip(self, *dims: Any) -> Tensor:
+        return OPS.flip(self, dims[0] if len(dims) == 1 and isinstance(dims[0], tuple | list) else dims)
+
+    def roll(self, shifts: Any, dims: Any = None) -> Tensor:
+        return OPS.roll(self, shifts, dims)
+
+    def repeat(self, *sizes: Any) -> Tensor:
+        """PyTorch's `repeat`: tile the tensor `sizes` times along each dimension."""
+        return OPS.tile(self, sizes[0] if len(sizes) == 1 and isinstance(sizes[0], tuple | list) else sizes)
+
+    def tile(self, *reps: Any) -> Tensor:
+        return OPS.tile(self, reps[0] if len(reps) == 1 and isinstance(reps[0], tuple | list) else reps)
+
+    def repeat_interleave(self, repeats: Any, dim: int | None = None) -> Tensor:
+        return OPS.repeat_interleave(self, repeats, dim)
+
+    def split(self, split_size: Any, dim: int = 0) -> tuple:
+        return OPS.split(self, split_size, dim)
+
+    def chunk(self, chunks: int, dim: int = 0) -> tuple:
+        return OPS.chunk(self, chunks, dim)
+
+    def unbind(self, dim: int = 0) -> tuple:
+        return OPS.unbind(self, dim)
+
+    def tril(self, diagonal: int = 0) -> Tensor:
+        return OPS.tril(self, diagonal)
+
+    def triu(self, diagonal: int = 0) -> Tensor:
+        return OPS.triu(self, diagonal)
+
+    def diagonal(self, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+        return OPS.diagonal(self, offset, dim1, dim2)
+
+    def moveaxis(self, source: Any, destination: Any) -> Tensor:
+        return OPS.moveaxis(self, source, destination)
+
+    movedim = moveaxis
+
+    def swapaxes(self, axis0: int, axis1: int) -> Tensor:
+        return OPS.transpose(self, axis0, axis1)
+
+    def unflatten(self, dim: int, sizes: Any) -> Tensor:
+        return OPS.unflatten(self, dim, sizes)
+
+    def index_select(self, dim: int, index: Tensor) -> Tensor:
+        return OPS.index_select(self, dim, index)
+
+    def gather(self, dim: int, index: Tensor) -> Tensor:
+        return OPS.gather(self, dim, index)
+
+    def scatter(self, dim: int, index: Tensor, src: Any) -> Tensor:
+        return OPS.scatter(self, dim, index, src)
+
+    def scatter_add(self, dim: int, index: Tensor, src: Tensor) -> Tensor:
+        return OPS.scatter_add(self, dim, index, src)
 
     # -- dtype / device ------------------------------------------------------------------
     def astype(self, dtype: Any) -> Tensor:
@@ -399,6 +719,11 @@ class Tensor:
 
     def clone(self) -> Tensor:
         return OPS.identity(self)
+
+
+def _correction(correction: float, unbiased: bool | None) -> float:
+    """PyTorch's older `unbiased=` flag maps onto `correction` (1 or 0)."""
+    return correction if unbiased is None else (1 if unbiased else 0)
 
 
 def grad_enabled_for(impls: list[TensorImpl]) -> bool:

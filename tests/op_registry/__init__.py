@@ -1,0 +1,39 @@
+"""The op conformance registry: every public op of `nabla.ops`, with sample inputs.
+
+One module per op family adds its entries to `REGISTRY` (a list of `OpSpec`). `NOT_OPS`
+lists public names that are not ops (data constructors, helpers) and so have no entry.
+"""
+
+from __future__ import annotations
+
+from . import (
+    binary,
+    cast,
+    control_flow,
+    conv,
+    creation,
+    custom,
+    indexing,
+    linalg,
+    reduction,
+    sorting,
+    unary,
+    view,
+)
+from .spec import OpSpec, Sample
+
+FAMILY_MODULES = (binary, cast, control_flow, conv, creation, custom, indexing, linalg, reduction, sorting, unary, view)
+REGISTRY: list[OpSpec] = [spec for module in FAMILY_MODULES for spec in module.SPECS]
+
+# Public names of nabla.ops that are not ops: data constructors and pure helpers.
+NOT_OPS = {"Operation", "tensor", "asarray", "from_numpy", "manual_seed", "broadcast_shapes"}
+
+# MAX conformance: families compiled together, one graph (one compile) per group.
+MAX_GROUPS = {
+    "elementwise": ("unary", "binary", "cast"),
+    "reductions": ("reduction", "sorting", "linalg"),
+    "shapes": ("view", "indexing", "creation"),
+    "nn": ("conv", "control_flow", "custom"),
+}
+
+__all__ = ["FAMILY_MODULES", "MAX_GROUPS", "NOT_OPS", "REGISTRY", "OpSpec", "Sample"]
