@@ -351,7 +351,7 @@ def test_binary_broadcasting(name, sx, sy):
         _close(operator(nb.tensor(x), nb.tensor(y)), expected, rtol=1e-5)
     if torch is not None:
         tv = getattr(torch, {"sub": "sub", "div": "div", "pow": "pow"}.get(name, name))(
-            torch.from_numpy(x), torch.from_numpy(y)
+            torch.from_numpy(np.asarray(x)), torch.from_numpy(np.asarray(y))
         )
         np.testing.assert_allclose(out.numpy(), tv.numpy(), rtol=1e-5, atol=1e-6)
 

@@ -350,3 +350,33 @@ def test_data_tensors_are_realized_and_promises_become_realized():
     assert not p.is_realized
     assert p.realize() is p
     assert p.is_realized
+
+
+class TestInPlaceUpdates:
+    """In-place methods are functional updates that rebind the facade (PyTorch names)."""
+
+    def test_repeated_in_place_updates_on_one_tensor(self):
+        x = nb.zeros(3)
+        x.add_(1.0)
+        x.add_(1.0)
+        x[0] = 5.0
+        x[1] = 7.0
+        x.mul_(2.0).sub_(1.0)
+        np.testing.assert_array_equal(x.numpy(), [9.0, 13.0, 3.0])
+
+    def test_in_place_on_leaf_requiring_grad_raises(self):
+        w = nb.ones(2, requires_grad=True)
+        with pytest.raises(RuntimeError, match="leaf tensor that requires grad"):
+            w.add_(1.0)
+        with nb.no_grad():
+            w.add_(1.0)  # allowed, as in torch (optimizer updates)
+        np.testing.assert_array_equal(w.numpy(), [2.0, 2.0])
+
+    def test_in_place_keeps_dtype_and_checks_shape(self):
+        x = nb.zeros(2, 2, dtype=nb.int32)
+        x.fill_(3)
+        assert x.dtype == nb.int32
+        with pytest.raises(ValueError, match=r"shapes \(3, 3\), \(2, 2\) cannot be broadcast"):
+            x.copy_(nb.ones(3, 3))
+        x.zero_()
+        np.testing.assert_array_equal(x.numpy(), np.zeros((2, 2), np.int32))

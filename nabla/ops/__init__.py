@@ -15,6 +15,7 @@ from . import (
     indexing,
     linalg,
     reduction,
+    shape,
     sorting,
     unary,
     view,
@@ -29,6 +30,7 @@ from .custom import *  # noqa: F403
 from .indexing import *  # noqa: F403
 from .linalg import *  # noqa: F403
 from .reduction import *  # noqa: F403
+from .shape import *  # noqa: F403
 from .sorting import *  # noqa: F403
 from .unary import *  # noqa: F403
 from .view import *  # noqa: F403
@@ -43,6 +45,7 @@ FAMILIES = (
     "indexing",
     "linalg",
     "reduction",
+    "shape",
     "sorting",
     "unary",
     "view",

@@ -1,33 +1,47 @@
-"""Elementwise binary ops: add sub mul div pow maximum minimum, and the comparisons.
+"""Elementwise binary ops: arithmetic (add sub mul div pow maximum minimum floor_divide remainder
+fmod atan2), comparisons, logical and bitwise ops.
 
 `binary_operands` is the single place where operands meet: Python scalars become weakly
 typed constants, dtypes are promoted with the one table in `dtypes`, and shapes are broadcast
 through `broadcast_to` (whose VJP sums cotangents back). The op classes below therefore only
 ever see operands of one shape and one dtype.
+
+MAX has no atan2 and its `mod` does not document a sign convention, so `atan2`, `remainder`
+and `fmod` lower to short formulas over MAX elementwise ops. The formulas are written once
+against a small namespace of elementwise functions (`_MaxLib`, `_NumpyLib`), so the exact
+MAX formula can be tested on NumPy without compiling.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
+from max.dtype import DType
 from max.graph import ops
 
 from ..core.common import dtypes as _dt
-from ..core.tensor.dispatch import register
 from ..core.tensor.tensor import Tensor
 from . import control_flow as _cf
 from . import unary as _un
-from .base import AVal, Operation
+from .base import AVal, Operation, public
 from .cast import cast
 from .creation import full, tensor
 from .view import broadcast_shapes, broadcast_to
 
 __all__ = [
     "add",
+    "atan2",
+    "bitwise_and",
+    "bitwise_not",
+    "bitwise_or",
+    "bitwise_xor",
     "div",
     "eq",
     "equal",
+    "floor_divide",
+    "fmod",
     "ge",
     "greater",
     "greater_equal",
@@ -37,6 +51,7 @@ __all__ = [
     "less_equal",
     "logical_and",
     "logical_or",
+    "logical_xor",
     "lt",
     "maximum",
     "minimum",
@@ -44,6 +59,7 @@ __all__ = [
     "ne",
     "not_equal",
     "pow",
+    "remainder",
     "sub",
 ]
 
@@ -76,6 +92,11 @@ def binary_operands(op: str, *operands: Any, float_result: bool = False) -> tupl
     return tuple(out)
 
 
+def _no_bool(op: str, x: Tensor, hint: str = "") -> None:
+    if x.dtype == _dt.bool_:
+        raise TypeError(f"{op}: not supported for bool tensors{hint}")
+
+
 class BinaryOperation(Operation):
     """Two operands of one shape and dtype in, one tensor out."""
 
@@ -85,12 +106,116 @@ class BinaryOperation(Operation):
         return x[0], self.result_dtype or x[1]
 
 
+def _zeros(like: Tensor) -> Tensor:
+    return broadcast_to(full((), 0, like.dtype), like.shape)
+
+
+# -- elementwise formulas shared by the MAX lowering and its NumPy twin --------------------------
+class _MaxLib:
+    """The elementwise functions the formulas below use, on MAX graph values."""
+
+    abs = staticmethod(ops.abs)
+    add = staticmethod(ops.add)
+    sub = staticmethod(ops.sub)
+    mul = staticmethod(ops.mul)
+    div = staticmethod(ops.div)
+    maximum = staticmethod(ops.max)
+    minimum = staticmethod(ops.min)
+    mod = staticmethod(ops.mod)
+    equal = staticmethod(ops.equal)
+    not_equal = staticmethod(ops.not_equal)
+    greater = staticmethod(ops.greater)
+    logical_and = staticmethod(ops.logical_and)
+    logical_or = staticmethod(ops.logical_or)
+    logical_xor = staticmethod(ops.logical_xor)
+    where = staticmethod(ops.where)
+    is_nan = staticmethod(ops.is_nan)
+
+    @staticmethod
+    def less(x: Any, y: Any) -> Any:
+        return ops.greater(y, x)
+
+
+class _NumpyLib:
+    """NumPy twin of `_MaxLib` (tests run the MAX formulas on NumPy with it)."""
+
+    abs = staticmethod(np.abs)
+    add = staticmethod(np.add)
+    sub = staticmethod(np.subtract)
+    mul = staticmethod(np.multiply)
+    div = staticmethod(np.divide)
+    maximum = staticmethod(np.maximum)
+    minimum = staticmethod(np.minimum)
+    mod = staticmethod(np.fmod)  # either sign convention works: the formulas normalise it
+    equal = staticmethod(np.equal)
+    not_equal = staticmethod(np.not_equal)
+    greater = staticmethod(np.greater)
+    less = staticmethod(np.less)
+    logical_and = staticmethod(np.logical_and)
+    logical_or = staticmethod(np.logical_or)
+    logical_xor = staticmethod(np.logical_xor)
+    where = staticmethod(np.where)
+    is_nan = staticmethod(np.isnan)
+
+
+def _mod_with_sign_of(lib: Any, x: Any, y: Any, sign_of_divisor: bool) -> Any:
+    """`lib.mod(x, y)` moved onto the sign convention asked for, whichever convention `lib.mod` has.
+
+    remainder (Python/PyTorch): a nonzero result has the sign of the divisor `y`.
+    fmod (C): a nonzero result has the sign of the dividend `x`.
+    """
+    r = lib.mod(x, y)
+    ref = y if sign_of_divisor else x
+    wrong = lib.logical_and(lib.not_equal(r, 0), lib.logical_xor(lib.less(r, 0), lib.less(ref, 0)))
+    return lib.where(wrong, lib.add(r, y) if sign_of_divisor else lib.sub(r, y), r)
+
+
+# Cephes atan: a rational approximation on [0, 0.66], with atan(a) = pi/4 + atan((a-1)/(a+1)) above.
+_ATAN_P = (-8.750608600031904122785e-1, -1.615753718733365076637e1, -7.500855792314704667340e1,
+           -1.228866684490136173410e2, -6.485021904942025371773e1)  # fmt: skip
+_ATAN_Q = (2.485846490142306297962e1, 1.650270098316988542046e2, 4.328810604912902668951e2,
+           4.853903996359136964868e2, 1.945506571482613964425e2)  # fmt: skip
+
+
+def _atan_unit(lib: Any, a: Any) -> Any:
+    """atan(a) for a in [0, 1] (nan passes through)."""
+    big = lib.greater(a, 0.66)
+    t = lib.where(big, lib.div(lib.sub(a, 1.0), lib.add(a, 1.0)), a)
+    z = lib.mul(t, t)
+    p = _ATAN_P[0]
+    for c in _ATAN_P[1:]:
+        p = lib.add(lib.mul(p, z), c)
+    q = lib.add(z, _ATAN_Q[0])
+    for c in _ATAN_Q[1:]:
+        q = lib.add(lib.mul(q, z), c)
+    r = lib.add(t, lib.mul(t, lib.div(lib.mul(z, p), q)))
+    return lib.where(big, lib.add(r, math.pi / 4), r)
+
+
+def _sign_bit(lib: Any, x: Any) -> Any:
+    """x < 0, counting -0.0 as negative (1 / -0.0 is -inf)."""
+    return lib.logical_or(lib.less(x, 0.0), lib.logical_and(lib.equal(x, 0.0), lib.less(lib.div(1.0, x), 0.0)))
+
+
+def _atan2_formula(lib: Any, y: Any, x: Any) -> Any:
+    """The angle of the point (x, y), in [-pi, pi], with C's signed-zero and infinity cases."""
+    ax, ay = lib.abs(x), lib.abs(y)
+    hi, lo = lib.maximum(ax, ay), lib.minimum(ax, ay)
+    ratio = lib.div(lo, lib.where(lib.equal(hi, 0.0), 1.0, hi))
+    ratio = lib.where(lib.equal(lo, math.inf), 1.0, ratio)  # both infinite: the diagonal
+    theta = _atan_unit(lib, ratio)
+    theta = lib.where(lib.greater(ay, ax), lib.sub(math.pi / 2, theta), theta)
+    theta = lib.where(_sign_bit(lib, x), lib.sub(math.pi, theta), theta)
+    theta = lib.where(_sign_bit(lib, y), lib.mul(theta, -1.0), theta)
+    return lib.where(lib.logical_or(lib.is_nan(x), lib.is_nan(y)), lib.add(x, y), theta)
+
+
 # -- arithmetic --------------------------------------------------------------------------------
 class AddOp(BinaryOperation):
     name = "add"
 
     def kernel(self, x: Any, y: Any) -> Any:
-        return ops.add(x, y)
+        return ops.logical_or(x, y) if x.dtype == DType.bool else ops.add(x, y)
 
     def numpy_kernel(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         return x + y
@@ -122,7 +247,7 @@ class MulOp(BinaryOperation):
     name = "mul"
 
     def kernel(self, x: Any, y: Any) -> Any:
-        return ops.mul(x, y)
+        return ops.logical_and(x, y) if x.dtype == DType.bool else ops.mul(x, y)
 
     def numpy_kernel(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         return x * y
@@ -228,6 +353,106 @@ def _select_jvp(x_wins: Tensor, primals: list, tangents: list) -> Tensor:
     return where_(tie, mean, where_(x_wins, tangents[0], tangents[1]))
 
 
+class FloorDivideOp(BinaryOperation):
+    """`x // y` rounded toward -inf; integers stay integers. Piecewise constant: zero derivative."""
+
+    name = "floor_divide"
+
+    def kernel(self, x: Any, y: Any) -> Any:
+        return ops.floor_div(x, y)
+
+    def numpy_kernel(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.floor_divide(x, y)
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list) -> list:
+        return [_zeros(cotangents[0]), _zeros(cotangents[0])]
+
+    def jvp_rule(self, primals: list, tangents: list, outputs: list) -> list:
+        return [_zeros(outputs[0])]
+
+
+class RemainderOp(BinaryOperation):
+    """`x - floor(x / y) * y`: the result has the sign of the divisor (Python, PyTorch)."""
+
+    name = "remainder"
+
+    def kernel(self, x: Any, y: Any) -> Any:
+        return _mod_with_sign_of(_MaxLib, x, y, sign_of_divisor=True)
+
+    def numpy_kernel(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.remainder(x, y)
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list) -> list:
+        x, y = primals
+        g = cotangents[0]
+        return [g, mul(_un.neg(g), floor_divide(x, y))]
+
+    def jvp_rule(self, primals: list, tangents: list, outputs: list) -> list:
+        x, y = primals
+        return [sub(tangents[0], mul(tangents[1], floor_divide(x, y)))]
+
+
+def _trunc_divide(x: Tensor, y: Tensor) -> Tensor:
+    """trunc(x / y) from floor divisions (the quotient rounded toward zero)."""
+    q = floor_divide(x, y)
+    return where_(less(div(x, y), 0), _un.neg(floor_divide(_un.neg(x), y)), q)
+
+
+class FmodOp(BinaryOperation):
+    """`x - trunc(x / y) * y`: the result has the sign of the dividend (C's fmod)."""
+
+    name = "fmod"
+
+    def kernel(self, x: Any, y: Any) -> Any:
+        return _mod_with_sign_of(_MaxLib, x, y, sign_of_divisor=False)
+
+    def numpy_kernel(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.fmod(x, y)
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list) -> list:
+        x, y = primals
+        g = cotangents[0]
+        return [g, mul(_un.neg(g), _trunc_divide(x, y))]
+
+    def jvp_rule(self, primals: list, tangents: list, outputs: list) -> list:
+        x, y = primals
+        return [sub(tangents[0], mul(tangents[1], _trunc_divide(x, y)))]
+
+
+class Atan2Op(BinaryOperation):
+    """atan2(x, y): the angle of the point (y, x), as torch.atan2(input, other)."""
+
+    name = "atan2"
+
+    def kernel(self, x: Any, y: Any) -> Any:
+        dtype = x.dtype
+        if dtype in (DType.float16, DType.bfloat16):  # evaluate the formula in float32
+            x, y = ops.cast(x, DType.float32), ops.cast(y, DType.float32)
+            return ops.cast(_atan2_formula(_MaxLib, x, y), dtype)
+        return _atan2_formula(_MaxLib, x, y)
+
+    def numpy_kernel(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        return np.arctan2(x, y)
+
+    def _partials(self, x: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
+        # d/dx = y / (x^2 + y^2), d/dy = -x / (x^2 + y^2); 0 at the origin (as PyTorch).
+        r2 = add(mul(x, x), mul(y, y))
+        r2 = where_(equal(r2, 0), full((), 1, r2.dtype), r2)
+        return div(y, r2), div(_un.neg(x), r2)
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list) -> list:
+        dx, dy = self._partials(*primals)
+        g = cotangents[0]
+        return [mul(g, dx), mul(g, dy)]
+
+    def jvp_rule(self, primals: list, tangents: list, outputs: list) -> list:
+        dx, dy = self._partials(*primals)
+        return [add(mul(tangents[0], dx), mul(tangents[1], dy))]
+
+
 # -- comparisons and logic ---------------------------------------------------------------------
 class ComparisonOperation(BinaryOperation):
     result_dtype = _dt.bool_
@@ -263,50 +488,110 @@ _less = _comparison("less", ops.greater, np.less, swap=True)
 _less_equal = _comparison("less_equal", ops.greater_equal, np.less_equal, swap=True)
 _logical_and = _comparison("logical_and", ops.logical_and, np.logical_and)
 _logical_or = _comparison("logical_or", ops.logical_or, np.logical_or)
+_logical_xor = _comparison("logical_xor", ops.logical_xor, np.logical_xor)
 
 _add, _sub, _mul, _div, _pow = AddOp(), SubOp(), MulOp(), DivOp(), PowOp()
 _maximum, _minimum = MaximumOp(), MinimumOp()
+_floor_divide, _remainder, _fmod, _atan2 = FloorDivideOp(), RemainderOp(), FmodOp(), Atan2Op()
 
 
 # -- public functions --------------------------------------------------------------------------
-@register()
+@public()
 def add(x: Operand, y: Operand) -> Tensor:
-    """Elementwise `x + y` with broadcasting."""
+    """Elementwise `x + y` with broadcasting (bool + bool is logical or, as in PyTorch)."""
     return _add(*binary_operands("add", x, y))
 
 
-@register()
+@public()
 def sub(x: Operand, y: Operand) -> Tensor:
     """Elementwise `x - y` with broadcasting."""
-    return _sub(*binary_operands("sub", x, y))
+    x, y = binary_operands("sub", x, y)
+    _no_bool("sub", x, " (use logical_xor or bitwise_xor)")
+    return _sub(x, y)
 
 
-@register()
+@public()
 def mul(x: Operand, y: Operand) -> Tensor:
-    """Elementwise `x * y` with broadcasting."""
+    """Elementwise `x * y` with broadcasting (bool * bool is logical and, as in PyTorch)."""
     return _mul(*binary_operands("mul", x, y))
 
 
-@register()
+@public()
 def div(x: Operand, y: Operand) -> Tensor:
     """True division: integer operands give a float result, as in PyTorch."""
     return _div(*binary_operands("div", x, y, float_result=True))
 
 
-@register()
+@public()
 def pow(x: Operand, y: Operand) -> Tensor:  # noqa: A001  (the op's name)
     """Elementwise `x ** y`."""
     return _pow(*binary_operands("pow", x, y))
 
 
-@register()
+@public()
 def maximum(x: Operand, y: Operand) -> Tensor:
+    """Elementwise maximum; where x == y the gradient is split evenly (as PyTorch)."""
     return _maximum(*binary_operands("maximum", x, y))
 
 
-@register()
+@public()
 def minimum(x: Operand, y: Operand) -> Tensor:
+    """Elementwise minimum; where x == y the gradient is split evenly (as PyTorch)."""
     return _minimum(*binary_operands("minimum", x, y))
+
+
+@public()
+def floor_divide(x: Operand, y: Operand) -> Tensor:
+    """Elementwise `x // y`, rounded toward -inf (Python, PyTorch); integers stay integers.
+
+    The derivative is zero everywhere (PyTorch leaves it unimplemented).
+
+    Example:
+        >>> nabla.floor_divide(nabla.tensor([7, -7]), 2).tolist()
+        [3, -4]
+    """
+    x, y = binary_operands("floor_divide", x, y)
+    _no_bool("floor_divide", x)
+    return _floor_divide(x, y)
+
+
+@public()
+def remainder(x: Operand, y: Operand) -> Tensor:
+    """Elementwise `x % y` with the sign of the divisor `y` (Python, PyTorch).
+
+    Gradients: d/dx = 1, d/dy = -floor(x / y).
+
+    Example:
+        >>> nabla.remainder(nabla.tensor([5, -5]), -3).tolist()
+        [-1, -2]
+    """
+    x, y = binary_operands("remainder", x, y)
+    _no_bool("remainder", x)
+    return _remainder(x, y)
+
+
+@public()
+def fmod(x: Operand, y: Operand) -> Tensor:
+    """Elementwise C `fmod`: the remainder of `x / y` with the sign of the dividend `x`.
+
+    Gradients: d/dx = 1, d/dy = -trunc(x / y).
+
+    Example:
+        >>> nabla.fmod(nabla.tensor([5, -5]), -3).tolist()
+        [2, -2]
+    """
+    x, y = binary_operands("fmod", x, y)
+    _no_bool("fmod", x)
+    return _fmod(x, y)
+
+
+@public()
+def atan2(x: Operand, y: Operand) -> Tensor:
+    """Elementwise arctangent of `x / y` using both signs (torch.atan2(input, other)).
+
+    Returns the angle of the point `(y, x)` in [-pi, pi]; integer inputs give float32.
+    """
+    return _atan2(*binary_operands("atan2", x, y, float_result=True))
 
 
 def _compare(op: Operation, name: str) -> Any:
@@ -315,7 +600,7 @@ def _compare(op: Operation, name: str) -> Any:
 
     fn.__name__ = name
     fn.__doc__ = f"Elementwise `{name}` comparison; returns a bool tensor."
-    return register(name)(fn)
+    return public(name)(fn)
 
 
 equal = _compare(_equal, "equal")
@@ -327,12 +612,53 @@ less_equal = _compare(_less_equal, "less_equal")
 eq, ne, gt, ge, lt, le = equal, not_equal, greater, greater_equal, less, less_equal
 
 
-def logical_or(x: Operand, y: Operand) -> Tensor:
-    return _logical_or(*(cast(t, _dt.bool_) for t in binary_operands("logical_or", x, y)))
+def _logical(op: Operation, name: str, doc: str) -> Any:
+    def fn(x: Operand, y: Operand) -> Tensor:
+        return op(*(cast(t, _dt.bool_) for t in binary_operands(name, x, y)))
+
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise logical {doc} of the truth values (nonzero is True) of any dtype; a bool tensor."
+    return public(name)(fn)
 
 
-def logical_and(x: Operand, y: Operand) -> Tensor:
-    return _logical_and(*(cast(t, _dt.bool_) for t in binary_operands("logical_and", x, y)))
+logical_and = _logical(_logical_and, "logical_and", "and")
+logical_or = _logical(_logical_or, "logical_or", "or")
+logical_xor = _logical(_logical_xor, "logical_xor", "exclusive or")
+
+
+def _bitwise(op: Operation, name: str, doc: str) -> Any:
+    def fn(x: Operand, y: Operand) -> Tensor:
+        x, y = binary_operands(name, x, y)
+        if x.dtype != _dt.bool_:
+            kind = "integer" if _dt.is_integer(x.dtype) else "floating-point"
+            raise TypeError(
+                f"{name}: {kind} operands (dtype {x.dtype.name}) are not supported: MAX has no bitwise kernels, "
+                "only bool tensors (logical ops) are"
+            )
+        return op(x, y)
+
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise bitwise {doc} (`Tensor.{doc}`) of bool tensors (MAX has no integer bitwise ops)."
+    return public(name)(fn)
+
+
+bitwise_and = _bitwise(_logical_and, "bitwise_and", "and: x & y")
+bitwise_or = _bitwise(_logical_or, "bitwise_or", "or: x | y")
+bitwise_xor = _bitwise(_logical_xor, "bitwise_xor", "xor: x ^ y")
+
+
+@public()
+def bitwise_not(x: Tensor) -> Tensor:
+    """Elementwise `~x` for bool tensors (logical not); MAX has no integer bitwise ops."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"bitwise_not: x must be a Tensor, got {type(x).__name__}")
+    if x.dtype != _dt.bool_:
+        kind = "integer" if _dt.is_integer(x.dtype) else "floating-point"
+        raise TypeError(
+            f"bitwise_not: {kind} tensors (dtype {x.dtype.name}) are not supported: MAX has no bitwise kernels, "
+            "only bool tensors (logical not) are"
+        )
+    return _logical_xor(x, broadcast_to(full((), True, _dt.bool_), x.shape))
 
 
 def where_(cond: Tensor, x: Operand, y: Operand) -> Tensor:

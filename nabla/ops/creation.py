@@ -1,9 +1,10 @@
-"""Creation ops: tensors from data, constant fills, ranges and random numbers.
+"""Creation ops: tensors from data, constant fills, ranges, masks and random numbers.
 
 Data (`tensor`, `asarray`) becomes a realized tensor at once: it is a graph *input*, so new
-data never changes a cache key. Fills and ranges are graph ops: they fold into whatever graph
-consumes them. Random ops read a per-call uint64 seed *input*, so a cached model still draws
-fresh numbers on every run.
+data never changes a cache key. Fills, ranges and masks are graph ops (`host_constant`): they
+fold into whatever graph consumes them, and evaluated on their own they are computed on the
+host without a compile. Random ops read a per-call uint64 seed *input*, so a cached model
+still draws fresh numbers on every run, and `manual_seed` makes the sequence repeat.
 """
 
 from __future__ import annotations
@@ -19,24 +20,36 @@ from ..core.common import dtypes as _dt
 from ..core.tensor.dispatch import register
 from ..core.tensor.impl import Device
 from ..core.tensor.tensor import Tensor
-from .base import AVal, Operation
+from . import binary as _bin
+from .base import AVal, Operation, public
 from .cast import cast
 
 __all__ = [
     "arange",
     "asarray",
+    "bernoulli",
+    "dropout",
+    "empty",
+    "empty_like",
+    "eye",
     "from_numpy",
     "full",
     "full_like",
+    "linspace",
+    "logspace",
     "manual_seed",
     "normal",
     "ones",
     "ones_like",
+    "permutation",
     "rand",
     "rand_like",
+    "randint",
     "randn",
     "randn_like",
+    "randperm",
     "tensor",
+    "tri",
     "uniform",
     "zeros",
     "zeros_like",
@@ -55,9 +68,31 @@ def _shape_arg(shape: Any, op: str) -> tuple[int, ...]:
     return dims
 
 
+def _size_arg(value: Any, op: str, arg: str) -> int:
+    """A non-negative Python int argument (`n`, `steps`)."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise TypeError(f"{op}: {arg} must be an int, got {value!r}")
+    if value < 0:
+        raise ValueError(f"{op}: {arg} must be non-negative, got {value}")
+    return int(value)
+
+
+def _number_arg(value: Any, op: str, arg: str) -> Any:
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{op}: {arg} must be a Python number, got {value!r}")
+    return value
+
+
 def _check_device(device: Any, op: str) -> None:
     if device is not None and str(device) not in ("cpu", "cpu:0") and not isinstance(device, Device):
         raise ValueError(f"{op}: device must be 'cpu' in this version, got {device!r}")
+
+
+def _check_tensor(x: Any, op: str, arg: str = "x") -> None:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}: {arg} must be a Tensor, got {type(x).__name__}")
 
 
 # -- data --------------------------------------------------------------------------------------
@@ -108,7 +143,7 @@ def from_numpy(array: np.ndarray) -> Tensor:
     return asarray(array)
 
 
-# -- fills and ranges ------------------------------------------------------------------------
+# -- fills -------------------------------------------------------------------------------------
 class FullOp(Operation):
     name = "full"
     host_constant = True
@@ -143,8 +178,14 @@ def _fill_value(value: Any, op: str) -> Any:
     return value
 
 
+@public()
 def full(shape: Any, fill_value: Any, dtype: Any = None, *, requires_grad: bool = False, device: Any = None) -> Tensor:
-    """A tensor of `shape` filled with `fill_value` (dtype inferred from the value if omitted)."""
+    """A tensor of `shape` filled with `fill_value` (dtype inferred from the value if omitted).
+
+    Example:
+        >>> nabla.full((2, 3), 1.5).dtype
+        float32
+    """
     _check_device(device, "full")
     fill_value = _fill_value(fill_value, "full")
     dt = _dt.as_dtype(dtype) if dtype is not None else _dt.python_scalar_dtype(fill_value)
@@ -160,28 +201,53 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, *, requires_grad: bool 
     return out.requires_grad_() if requires_grad else out
 
 
+@public()
 def zeros(*shape: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
     """A tensor of zeros: `zeros(2, 3)` or `zeros((2, 3))`. float32 unless `dtype` says otherwise."""
     return full(_shape_arg(shape, "zeros"), 0, dtype or _dt.float32, requires_grad=requires_grad, device=device)
 
 
+@public()
 def ones(*shape: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
     """A tensor of ones: `ones(2, 3)` or `ones((2, 3))`. float32 unless `dtype` says otherwise."""
     return full(_shape_arg(shape, "ones"), 1, dtype or _dt.float32, requires_grad=requires_grad, device=device)
 
 
+@public()
+def empty(*shape: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
+    """An uninitialized tensor in PyTorch; here (deterministically) zeros of `shape`."""
+    return full(_shape_arg(shape, "empty"), 0, dtype or _dt.float32, requires_grad=requires_grad, device=device)
+
+
+@public()
 def zeros_like(x: Tensor, dtype: Any = None) -> Tensor:
+    """Zeros with the shape of `x` (and its dtype unless `dtype` is given)."""
+    _check_tensor(x, "zeros_like")
     return full(x.shape, 0, dtype or x.dtype)
 
 
+@public()
 def ones_like(x: Tensor, dtype: Any = None) -> Tensor:
+    """Ones with the shape of `x` (and its dtype unless `dtype` is given)."""
+    _check_tensor(x, "ones_like")
     return full(x.shape, 1, dtype or x.dtype)
 
 
+@public()
+def empty_like(x: Tensor, dtype: Any = None) -> Tensor:
+    """`empty` with the shape of `x`: zeros, as `zeros_like`."""
+    _check_tensor(x, "empty_like")
+    return full(x.shape, 0, dtype or x.dtype)
+
+
+@public()
 def full_like(x: Tensor, fill_value: Any, dtype: Any = None) -> Tensor:
+    """`fill_value` with the shape of `x`; the value is converted to x's dtype (2.5 -> 2 for ints)."""
+    _check_tensor(x, "full_like")
     return full(x.shape, fill_value, dtype or x.dtype)
 
 
+# -- ranges ------------------------------------------------------------------------------------
 class ArangeOp(Operation):
     name = "arange"
     host_constant = True
@@ -210,8 +276,14 @@ class ArangeOp(Operation):
 _arange = ArangeOp()
 
 
+@public()
 def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, device: Any = None) -> Tensor:
-    """Values from `start` to `end` (exclusive) by `step`, as `torch.arange` / `np.arange`."""
+    """Values from `start` to `end` (exclusive) by `step`, as `torch.arange` / `np.arange`.
+
+    Example:
+        >>> nabla.arange(0, 5, 2).tolist()
+        [0, 2, 4]
+    """
     _check_device(device, "arange")
     if end is None:
         start, end = 0, start
@@ -225,6 +297,176 @@ def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, dev
     dt = _dt.as_dtype(dtype) if dtype is not None else (_dt.int64 if all_int else _dt.float32)
     cast_num = float if _dt.is_float(dt) else int
     return _arange(start=cast_num(start), step=cast_num(step), length=length, dtype=dt)
+
+
+class LinspaceOp(Operation):
+    """`steps` evenly spaced values from `start` to `end` (both included); with `base`, the
+    values are the exponents (`logspace`). Computed in float64 with PyTorch's symmetric formula
+    (the first half counts up from `start`, the second half down from `end`), then cast."""
+
+    name = "linspace"
+    host_constant = True
+    differentiable = False
+
+    def abstract_eval(self, *, start: float, end: float, steps: int, base: Any, dtype: Any) -> AVal:
+        return (steps,), dtype
+
+    def kernel(self, *, start: float, end: float, steps: int, base: Any, dtype: Any) -> Any:
+        device = DeviceRef.CPU()
+        if steps == 0:
+            return ops.broadcast_to(ops.constant(0, dtype, device), (0,))
+        f64 = _dt.float64
+        step = (end - start) / (steps - 1) if steps > 1 else 0.0
+        idx = ops.range(0, steps, 1, out_dim=steps, dtype=f64, device=device)
+        up = ops.constant(start, f64, device) + idx * ops.constant(step, f64, device)
+        down = ops.constant(end, f64, device) - (ops.constant(steps - 1, f64, device) - idx) * ops.constant(
+            step, f64, device
+        )
+        values = ops.where(ops.greater(ops.constant(steps // 2, f64, device), idx), up, down)
+        if base is not None:
+            values = ops.pow(ops.constant(base, f64, device), values)
+        return ops.cast(values, dtype)
+
+    def numpy_kernel(self, *, start: float, end: float, steps: int, base: Any, dtype: Any) -> np.ndarray:
+        idx = np.arange(steps, dtype=np.float64)
+        step = (end - start) / (steps - 1) if steps > 1 else 0.0
+        values = np.where(idx < steps // 2, start + idx * step, end - (steps - 1 - idx) * step)
+        if base is not None:
+            values = np.power(np.float64(base), values)
+        return values.astype(_dt.to_numpy_dtype(dtype))
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list, **kwargs: Any) -> list:
+        return []
+
+    def jvp_rule(self, primals: list, tangents: list, outputs: list, **kwargs: Any) -> list:
+        return [None]
+
+
+_linspace = LinspaceOp()
+
+
+def _space(op: str, start: Any, end: Any, steps: Any, base: Any, dtype: Any) -> Tensor:
+    start = float(_number_arg(start, op, "start"))
+    end = float(_number_arg(end, op, "end"))
+    steps = _size_arg(steps, op, "steps")
+    if steps == 1:
+        end = start  # PyTorch: a single step is `start`
+    dt = _dt.as_dtype(dtype) if dtype is not None else _dt.float32
+    return _linspace(start=start, end=end, steps=steps, base=base, dtype=dt)
+
+
+@public()
+def linspace(start: Any, end: Any, steps: int, dtype: Any = None) -> Tensor:
+    """`steps` evenly spaced values from `start` to `end` inclusive (`torch.linspace`).
+
+    float32 unless `dtype` is given; integer dtypes truncate, as in PyTorch.
+
+    Example:
+        >>> nabla.linspace(0, 1, 5).tolist()
+        [0.0, 0.25, 0.5, 0.75, 1.0]
+    """
+    return _space("linspace", start, end, steps, None, dtype)
+
+
+@public()
+def logspace(start: Any, end: Any, steps: int, base: float = 10.0, dtype: Any = None) -> Tensor:
+    """`base ** linspace(start, end, steps)` (`torch.logspace`).
+
+    Example:
+        >>> nabla.logspace(0, 2, 3).tolist()
+        [1.0, 10.0, 100.0]
+    """
+    base = float(_number_arg(base, "logspace", "base"))
+    return _space("logspace", start, end, steps, base, dtype)
+
+
+# -- masks -------------------------------------------------------------------------------------
+class _IndexMaskOp(Operation):
+    """An (n, m) mask computed from row index i and column index j (1 where `test(i, j, k)`)."""
+
+    host_constant = True
+    differentiable = False
+
+    def abstract_eval(self, *, n: int, m: int, k: int, dtype: Any) -> AVal:
+        return (n, m), dtype
+
+    def max_test(self, rows: Any, cols: Any, k: Any) -> Any:
+        raise NotImplementedError
+
+    def numpy_test(self, rows: np.ndarray, cols: np.ndarray, k: int) -> np.ndarray:
+        raise NotImplementedError
+
+    def kernel(self, *, n: int, m: int, k: int, dtype: Any) -> Any:
+        device = DeviceRef.CPU()
+        if n == 0 or m == 0:
+            return ops.broadcast_to(ops.constant(0, dtype, device), (n, m))
+        i64 = _dt.int64
+        rows = ops.broadcast_to(ops.reshape(ops.range(0, n, 1, out_dim=n, dtype=i64, device=device), (n, 1)), (n, m))
+        cols = ops.broadcast_to(ops.reshape(ops.range(0, m, 1, out_dim=m, dtype=i64, device=device), (1, m)), (n, m))
+        return ops.cast(self.max_test(rows, cols, ops.constant(k, i64, device)), dtype)
+
+    def numpy_kernel(self, *, n: int, m: int, k: int, dtype: Any) -> np.ndarray:
+        rows, cols = np.indices((n, m))
+        return self.numpy_test(rows, cols, k).astype(_dt.to_numpy_dtype(dtype))
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list, **kwargs: Any) -> list:
+        return []
+
+    def jvp_rule(self, primals: list, tangents: list, outputs: list, **kwargs: Any) -> list:
+        return [None]
+
+
+class EyeOp(_IndexMaskOp):
+    name = "eye"
+
+    def max_test(self, rows: Any, cols: Any, k: Any) -> Any:
+        return ops.equal(cols - rows, k)
+
+    def numpy_test(self, rows: np.ndarray, cols: np.ndarray, k: int) -> np.ndarray:
+        return cols - rows == k
+
+
+class TriOp(_IndexMaskOp):
+    name = "tri"
+
+    def max_test(self, rows: Any, cols: Any, k: Any) -> Any:
+        return ops.greater_equal(rows + k, cols)
+
+    def numpy_test(self, rows: np.ndarray, cols: np.ndarray, k: int) -> np.ndarray:
+        return cols <= rows + k
+
+
+_eye, _tri = EyeOp(), TriOp()
+
+
+@public()
+def eye(n: int, m: int | None = None, dtype: Any = None) -> Tensor:
+    """The (n, m) identity matrix (`torch.eye`); m defaults to n, float32 unless `dtype` is given.
+
+    Example:
+        >>> nabla.eye(2).tolist()
+        [[1.0, 0.0], [0.0, 1.0]]
+    """
+    n = _size_arg(n, "eye", "n")
+    m = n if m is None else _size_arg(m, "eye", "m")
+    return _eye(n=n, m=m, k=0, dtype=_dt.as_dtype(dtype) if dtype is not None else _dt.float32)
+
+
+@public()
+def tri(n: int, m: int | None = None, k: int = 0, dtype: Any = None) -> Tensor:
+    """NumPy's `tri`: an (n, m) mask with ones at and below the `k`-th diagonal (`j <= i + k`).
+
+    m defaults to n; float32 unless `dtype` is given (NumPy's default is float64).
+
+    Example:
+        >>> nabla.tri(3, k=-1).tolist()
+        [[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [1.0, 1.0, 0.0]]
+    """
+    n = _size_arg(n, "tri", "n")
+    m = n if m is None else _size_arg(m, "tri", "m")
+    if isinstance(k, bool) or not isinstance(k, int | np.integer):
+        raise TypeError(f"tri: k must be an int, got {k!r}")
+    return _tri(n=n, m=m, k=int(k), dtype=_dt.as_dtype(dtype) if dtype is not None else _dt.float32)
 
 
 # -- random ------------------------------------------------------------------------------------
@@ -255,6 +497,8 @@ _GENERATOR = _SeedGenerator(0)
 
 def manual_seed(seed: int) -> None:
     """Seed nabla's random number generator (random ops after this repeat the same values)."""
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer):
+        raise TypeError(f"manual_seed: seed must be an int, got {seed!r}")
     _GENERATOR.manual_seed(seed)
 
 
@@ -263,29 +507,59 @@ def _seed_tensor() -> Tensor:
 
 
 class RandomOp(Operation):
-    """Draws from `distribution` ("uniform" with a=low, b=high; "normal" with a=mean, b=std)."""
+    """Draws from `distribution`, reading its seed from a uint64 graph input.
+
+    distributions: "uniform" (a=low, b=high), "normal" (a=mean, b=std), "bernoulli" (a=p:
+    1 with probability p, else 0), "randint" (integers in [a, b)), "permutation" (a random
+    permutation of range(shape[0])).
+    """
 
     name = "random"
     host_constant = True
     differentiable = False
 
-    def abstract_eval(self, seed: AVal, *, distribution: str, shape: tuple, dtype: Any, a: float, b: float) -> AVal:
+    def abstract_eval(self, seed: AVal, *, distribution: str, shape: tuple, dtype: Any, a: Any, b: Any) -> AVal:
         return shape, dtype
 
-    def kernel(self, seed: Any, *, distribution: str, shape: tuple, dtype: Any, a: float, b: float) -> Any:
+    def kernel(self, seed: Any, *, distribution: str, shape: tuple, dtype: Any, a: Any, b: Any) -> Any:
+        device = DeviceRef.CPU()
         ops.random.set_seed(seed)
-        like = TensorType(dtype, shape, device=DeviceRef.CPU())
         if distribution == "uniform":
-            return ops.random.uniform(like, range=(a, b))
-        return ops.random.gaussian(like, mean=a, std=b)
+            return ops.random.uniform(TensorType(dtype, shape, device=device), range=(a, b))
+        if distribution == "normal":
+            return ops.random.gaussian(TensorType(dtype, shape, device=device), mean=a, std=b)
+        if distribution == "bernoulli":
+            u = ops.random.uniform(TensorType(_dt.float32, shape, device=device), range=(0.0, 1.0))
+            return ops.cast(ops.greater(ops.constant(a, _dt.float32, device), u), dtype)
+        if distribution == "randint":
+            f64 = _dt.float64
+            u = ops.random.uniform(TensorType(f64, shape, device=device), range=(float(a), float(b)))
+            # floor, kept below `high` should rounding ever reach it
+            values = ops.min(ops.floor(u), ops.constant(float(b - 1), f64, device))
+            return ops.cast(values, dtype)
+        if distribution == "permutation":
+            (n,) = shape
+            if n == 0:
+                return ops.broadcast_to(ops.constant(0, dtype, device), (0,))
+            keys = ops.random.uniform(TensorType(_dt.float64, shape, device=device), range=(0.0, 1.0))
+            return ops.cast(ops.argsort(keys), dtype)
+        raise ValueError(f"random: unknown distribution {distribution!r}")
 
     def numpy_kernel(
-        self, seed: np.ndarray, *, distribution: str, shape: tuple, dtype: Any, a: float, b: float
+        self, seed: np.ndarray, *, distribution: str, shape: tuple, dtype: Any, a: Any, b: Any
     ) -> np.ndarray:
         rng = np.random.default_rng(int(seed[0]))
         if distribution == "uniform":
             return rng.uniform(a, b, size=shape)
-        return rng.normal(a, b, size=shape)
+        if distribution == "normal":
+            return rng.normal(a, b, size=shape)
+        if distribution == "bernoulli":
+            return rng.random(size=shape) < a
+        if distribution == "randint":
+            return rng.integers(a, b, size=shape)
+        if distribution == "permutation":
+            return rng.permutation(shape[0])
+        raise ValueError(f"random: unknown distribution {distribution!r}")
 
     def vjp_rule(self, primals: list, cotangents: list, outputs: list, **kwargs: Any) -> list:
         return [None]
@@ -297,37 +571,52 @@ class RandomOp(Operation):
 _random = RandomOp()
 
 
-def _random_tensor(
-    distribution: str, shape: tuple, a: float, b: float, dtype: Any, requires_grad: bool, op: str
-) -> Tensor:
+def _draw(distribution: str, shape: tuple, dtype: Any, a: Any = 0.0, b: Any = 0.0) -> Tensor:
+    return _random(_seed_tensor(), distribution=distribution, shape=shape, dtype=dtype, a=a, b=b)
+
+
+def _float_dtype(dtype: Any, op: str) -> Any:
     dt = _dt.as_dtype(dtype) if dtype is not None else _dt.float32
     if not _dt.is_float(dt):
         raise TypeError(f"{op}: dtype must be a floating dtype, got {dt.name}")
-    out = _random(
-        _seed_tensor(), distribution=distribution, shape=_shape_arg(shape, op), dtype=dt, a=float(a), b=float(b)
-    )
+    return dt
+
+
+def _random_tensor(
+    distribution: str, shape: tuple, a: float, b: float, dtype: Any, requires_grad: bool, op: str
+) -> Tensor:
+    dt = _float_dtype(dtype, op)
+    out = _draw(distribution, _shape_arg(shape, op), dt, float(a), float(b))
     return out.requires_grad_() if requires_grad else out
 
 
+@public()
 def rand(*shape: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    """Uniform samples in [0, 1)."""
+    """Uniform samples in [0, 1): `rand(2, 3)` or `rand((2, 3))`."""
     return _random_tensor("uniform", shape, 0.0, 1.0, dtype, requires_grad, "rand")
 
 
+@public()
 def randn(*shape: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    """Standard normal samples."""
+    """Standard normal samples: `randn(2, 3)` or `randn((2, 3))`."""
     return _random_tensor("normal", shape, 0.0, 1.0, dtype, requires_grad, "randn")
 
 
+@public()
 def uniform(shape: Any = (), low: float = 0.0, high: float = 1.0, *, dtype: Any = None) -> Tensor:
     """Uniform samples in [low, high)."""
+    for name, v in (("low", low), ("high", high)):
+        _number_arg(v, "uniform", name)
     return _random_tensor(
         "uniform", (shape,) if isinstance(shape, int) else tuple(shape), low, high, dtype, False, "uniform"
     )
 
 
+@public()
 def normal(shape: Any = (), mean: float = 0.0, std: float = 1.0, *, dtype: Any = None) -> Tensor:
     """Normal samples with the given mean and standard deviation."""
+    for name, v in (("mean", mean), ("std", std)):
+        _number_arg(v, "normal", name)
     if std < 0:
         raise ValueError(f"normal: std must be non-negative, got {std}")
     return _random_tensor(
@@ -335,15 +624,121 @@ def normal(shape: Any = (), mean: float = 0.0, std: float = 1.0, *, dtype: Any =
     )
 
 
-def rand_like(x: Tensor) -> Tensor:
-    return rand(x.shape, dtype=x.dtype)
+@public()
+def rand_like(x: Tensor, dtype: Any = None) -> Tensor:
+    """Uniform [0, 1) samples with the shape (and dtype, unless given) of `x`."""
+    _check_tensor(x, "rand_like")
+    return rand(x.shape, dtype=dtype or x.dtype)
 
 
-def randn_like(x: Tensor) -> Tensor:
-    return randn(x.shape, dtype=x.dtype)
+@public()
+def randn_like(x: Tensor, dtype: Any = None) -> Tensor:
+    """Standard normal samples with the shape (and dtype, unless given) of `x`."""
+    _check_tensor(x, "randn_like")
+    return randn(x.shape, dtype=dtype or x.dtype)
 
 
-register("zeros_like")(zeros_like)
-register("ones_like")(ones_like)
+def _probability(p: Any, op: str) -> float:
+    p = _number_arg(p, op, "p")
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"{op}: p must be a probability in [0, 1], got {p}")
+    return float(p)
+
+
+@public()
+def bernoulli(p: Any, shape: Any = None) -> Tensor:
+    """0/1 samples that are 1 with probability `p`.
+
+    `p` is a float tensor of probabilities (`torch.bernoulli(input)`: the result has its shape
+    and dtype), or a Python float together with `shape` (float32 result). Not differentiable:
+    the gradient with respect to `p` is zero, as in PyTorch.
+
+    Example:
+        >>> nabla.bernoulli(0.5, (2, 3)).shape
+        (2, 3)
+    """
+    if isinstance(p, Tensor):
+        if shape is not None:
+            raise TypeError("bernoulli: shape must be omitted when p is a Tensor (the result has p's shape)")
+        if not _dt.is_float(p.dtype):
+            raise TypeError(f"bernoulli: p must be a floating tensor of probabilities, got dtype {p.dtype.name}")
+        u = _draw("uniform", p.shape, p.dtype, 0.0, 1.0)
+        return cast(_bin.less(u, p), p.dtype)
+    p = _probability(p, "bernoulli")
+    if shape is None:
+        raise TypeError("bernoulli: shape is required when p is a Python float")
+    shape = _shape_arg((shape,) if isinstance(shape, int) else tuple(shape), "bernoulli")
+    return _draw("bernoulli", shape, _dt.float32, p)
+
+
+@public()
+def randint(low: int, high: Any = None, shape: Any = None, dtype: Any = None) -> Tensor:
+    """Uniform random integers in [low, high) (`torch.randint`); `randint(high, shape)` uses low=0.
+
+    Example:
+        >>> nabla.randint(0, 10, (2, 3)).dtype
+        int64
+    """
+    if shape is None and isinstance(high, tuple | list):  # randint(high, shape)
+        low, high, shape = 0, low, high
+    if shape is None:
+        raise TypeError("randint: shape is required, e.g. randint(0, 10, (2, 3))")
+    for name, v in (("low", low), ("high", high)):
+        if isinstance(v, bool) or not isinstance(v, int | np.integer):
+            raise TypeError(f"randint: {name} must be an int, got {v!r}")
+    low, high = int(low), int(high)
+    if high <= low:
+        raise ValueError(f"randint: high={high} must be greater than low={low}")
+    dt = _dt.as_dtype(dtype) if dtype is not None else _dt.int64
+    if dt == _dt.bool_:
+        raise TypeError("randint: dtype must be an integer or floating dtype, got bool")
+    shape = _shape_arg((shape,) if isinstance(shape, int) else tuple(shape), "randint")
+    return _draw("randint", shape, dt, low, high)
+
+
+@public()
+def randperm(n: int, dtype: Any = None) -> Tensor:
+    """A random permutation of `0 .. n-1` (`torch.randperm`), int64 unless `dtype` is given.
+
+    Example:
+        >>> sorted(nabla.randperm(4).tolist())
+        [0, 1, 2, 3]
+    """
+    n = _size_arg(n, "randperm", "n")
+    dt = _dt.as_dtype(dtype) if dtype is not None else _dt.int64
+    if dt == _dt.bool_:
+        raise TypeError("randperm: dtype must be an integer or floating dtype, got bool")
+    return _draw("permutation", (n,), dt)
+
+
+@public()
+def permutation(n: int) -> Tensor:
+    """NumPy's `random.permutation(n)`: a random int64 permutation of `0 .. n-1`."""
+    if isinstance(n, Tensor):
+        raise TypeError("permutation: n must be an int (shuffling a tensor is not supported yet)")
+    return randperm(n)
+
+
+@public()
+def dropout(x: Tensor, p: float = 0.5, training: bool = True) -> Tensor:
+    """Inverted dropout: zero each element with probability `p` and scale the rest by 1/(1-p).
+
+    Identity when `training` is False or p == 0; p == 1 gives zeros. Differentiable with respect
+    to `x`: the gradient is masked and scaled by the same mask as the forward pass.
+
+    Example:
+        >>> y = nabla.dropout(nabla.ones(1000), p=0.25)   # entries are 0 or 4/3
+    """
+    _check_tensor(x, "dropout")
+    if not _dt.is_float(x.dtype):
+        raise TypeError(f"dropout: x must be a floating tensor, got dtype {x.dtype.name}")
+    p = _probability(p, "dropout")
+    if not training or p == 0.0:
+        return x
+    if p == 1.0:
+        return _bin.mul(x, 0.0)
+    mask = _draw("bernoulli", x.shape, x.dtype, 1.0 - p)
+    return _bin.mul(x, _bin.div(mask, 1.0 - p))
+
+
 register("tensor")(tensor)
-register("full")(full)

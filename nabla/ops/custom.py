@@ -1,3 +1,308 @@
-"""(being written)"""
+"""Custom ops: wrap a MAX custom Mojo kernel (or any MAX graph code) as a nabla op with
+user-supplied shape inference, NumPy reference kernel and derivative rules.
 
-__all__: list[str] = []
+`custom_op(...)` returns a `CustomOp`, an `Operation` like every built-in op: calling it
+records one node in the lazy trace, the NumPy executor runs `numpy_kernel`, the MAX executor
+lowers it with `max.graph.ops.custom` (a kernel registered with `@register("name")` in a Mojo
+package) or with `max_kernel` (Python code building MAX graph ops), and autodiff uses the `vjp`
+and `jvp` rules, which are written with nabla ops and so are themselves differentiable.
+
+The Mojo package (`kernel_path`: a source directory with `__init__.mojo`, or a compiled
+`.mojoc`) is built once (cached by the content of its sources) and handed to MAX through `custom_extensions` by the MAX
+executor. The op's identity and its kernel path are part of the compiled-model cache key.
+
+See docs/custom_ops.md for a complete example.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from max.dtype import DType
+from max.graph import DeviceRef, Graph, TensorType, ops
+from mojo.run import subprocess_run_mojo
+
+from ..core.common import dtypes as _dt
+from ..core.tensor.impl import TensorImpl
+from ..core.tensor.tensor import Tensor
+from .base import AVal, Operation, public
+
+__all__ = ["custom_op"]
+
+_UIDS = itertools.count()
+_KEY = "_custom_op"  # hidden kwarg: the op's identity in cache keys; stripped before user code
+_BUILT: dict[tuple, Path] = {}  # (source dir, its files' mtimes and sizes) -> compiled .mojoc
+_CACHE_DIR = Path(tempfile.gettempdir()) / f".nabla_{os.getuid()}" / "mojo_kernels"
+_BUILD_LOCK = threading.Lock()
+
+
+def _check_kernel_path(path: Any, name: str) -> Path:
+    path = Path(path).expanduser().resolve()
+    if path.is_file() and path.suffix == ".mojoc":
+        return path
+    if path.is_dir() and (path / "__init__.mojo").is_file():
+        return path
+    raise ValueError(
+        f"custom_op {name!r}: kernel_path={str(path)!r} is not a Mojo package "
+        "(a directory containing __init__.mojo, or a compiled .mojoc file)"
+    )
+
+
+def _compiled_package(path: Path, name: str) -> Path:
+    """The compiled `.mojoc` of a kernel package. A source directory is built with
+    `mojo precompile` into a cache keyed by the content of its .mojo files, so it is rebuilt
+    only when a source changes (not once per process, let alone per graph)."""
+    if path.suffix == ".mojoc":
+        return path
+    sources = sorted(path.rglob("*.mojo"))
+    stamp = (str(path), tuple((str(f), f.stat().st_mtime_ns, f.stat().st_size) for f in sources))
+    with _BUILD_LOCK:
+        if stamp in _BUILT:
+            return _BUILT[stamp]
+        digest = hashlib.sha256(str(path).encode())
+        for f in sources:
+            digest.update(str(f.relative_to(path)).encode() + b"\0" + f.read_bytes() + b"\0")
+        target = _CACHE_DIR / f"nabla_kernels_{digest.hexdigest()[:24]}.mojoc"
+        if not target.is_file():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            # Build under the final file name (mojo bakes the module name from it) in a private
+            # directory, then publish atomically: concurrent processes never see a partial file.
+            staging = Path(tempfile.mkdtemp(dir=target.parent)) / target.name
+            try:
+                subprocess_run_mojo(["precompile", str(path), "-o", str(staging)], capture_output=True, check=True)
+                os.replace(staging, target)
+            except subprocess.CalledProcessError as err:
+                output = (err.stderr or b"").decode(errors="replace").strip()
+                raise RuntimeError(f"custom op {name!r}: building the Mojo package {path} failed:\n{output}") from None
+            finally:
+                shutil.rmtree(staging.parent, ignore_errors=True)
+        _BUILT[stamp] = target
+        return target
+
+
+def _as_aval(value: Any, name: str) -> AVal:
+    if not (isinstance(value, tuple | list) and len(value) == 2 and isinstance(value[0], tuple | list)):
+        raise TypeError(
+            f"custom op {name!r}: abstract_eval must return (shape, dtype) or a list of them, got {value!r}"
+        )
+    shape, dtype = value
+    try:
+        dims = tuple(int(d) for d in shape)
+    except (TypeError, ValueError):
+        raise TypeError(f"custom op {name!r}: abstract_eval returned a bad shape {shape!r}") from None
+    if any(d < 0 for d in dims):
+        raise ValueError(f"custom op {name!r}: abstract_eval returned a negative dimension in {dims}")
+    return dims, _dt.as_dtype(dtype, arg=f"custom op {name!r}: abstract_eval dtype")
+
+
+class CustomOp(Operation):
+    """A user-defined op (build one with `custom_op`).
+
+    Instances carry the user's functions; the class name "custom" is what the op registry
+    covers. Static keyword arguments of a call are passed to every piece (abstract_eval,
+    numpy_kernel, vjp, jvp, max_kernel) and, for a Mojo kernel, as its compile-time parameters.
+    """
+
+    name = "custom"
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        abstract_eval: Callable[..., Any],
+        numpy_kernel: Callable[..., Any],
+        vjp: Callable[..., Any] | None = None,
+        jvp: Callable[..., Any] | None = None,
+        max_kernel: Callable[..., Any] | None = None,
+        mojo_kernel: str | None = None,
+        kernel_path: Any = None,
+        differentiable: bool = True,
+    ) -> None:
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"custom_op: name must be a non-empty string, got {name!r}")
+        for arg, fn in (("abstract_eval", abstract_eval), ("numpy_kernel", numpy_kernel)):
+            if not callable(fn):
+                raise TypeError(f"custom_op {name!r}: {arg} must be callable, got {type(fn).__name__}")
+        for arg, fn in (("vjp", vjp), ("jvp", jvp), ("max_kernel", max_kernel)):
+            if fn is not None and not callable(fn):
+                raise TypeError(f"custom_op {name!r}: {arg} must be callable or None, got {type(fn).__name__}")
+        if max_kernel is not None and (kernel_path is not None or mojo_kernel is not None):
+            raise ValueError(f"custom_op {name!r}: give either max_kernel or a Mojo kernel (kernel_path), not both")
+        if mojo_kernel is not None and kernel_path is None:
+            raise ValueError(f"custom_op {name!r}: mojo_kernel={mojo_kernel!r} needs kernel_path (its Mojo package)")
+        self.name = name
+        self.differentiable = bool(differentiable)
+        self._abstract_eval = abstract_eval
+        self._numpy_kernel = numpy_kernel
+        self._vjp = vjp
+        self._jvp = jvp
+        self._max_kernel = max_kernel
+        self.mojo_kernel = mojo_kernel or name
+        self.kernel_path = None if kernel_path is None else _check_kernel_path(kernel_path, name)
+        self._key = (next(_UIDS), name, None if self.kernel_path is None else str(self.kernel_path))
+
+    @property
+    def custom_extensions(self) -> tuple[Path, ...]:
+        """Compiled kernel packages MAX must load for this op (read by the MAX executor)."""
+        return () if self.kernel_path is None else (_compiled_package(self.kernel_path, self.name),)
+
+    # -- calling ---------------------------------------------------------------------------
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        for i, a in enumerate(args):
+            if not isinstance(a, Tensor):
+                raise TypeError(f"custom op {self.name!r}: argument {i} must be a Tensor, got {type(a).__name__}")
+        if _KEY in kwargs:
+            raise TypeError(f"custom op {self.name!r}: {_KEY} is a reserved keyword")
+        return super().__call__(*args, **kwargs)
+
+    def adapt_kwargs(self, impls: list[TensorImpl], kwargs: dict, batch_dims: int) -> dict:
+        if batch_dims:
+            raise NotImplementedError(f"custom op {self.name!r}: vmap over custom ops is not supported yet")
+        return {**kwargs, _KEY: self._key}
+
+    @staticmethod
+    def _user(kwargs: dict) -> dict:
+        return {k: v for k, v in kwargs.items() if k != _KEY}
+
+    # -- the pieces, delegating to the user's functions --------------------------------------
+    def compute_physical_shape(self, impls: list[TensorImpl], kwargs: dict) -> list[AVal]:
+        return self._avals([(i.physical_shape, i.dtype) for i in impls], kwargs)
+
+    def _avals(self, avals: list[AVal], kwargs: dict) -> list[AVal]:
+        result = self._abstract_eval(*avals, **self._user(kwargs))
+        if isinstance(result, list):
+            if not result:
+                raise TypeError(f"custom op {self.name!r}: abstract_eval returned no outputs")
+            return [_as_aval(r, self.name) for r in result]
+        return [_as_aval(result, self.name)]
+
+    def kernel(self, *values: Any, **kwargs: Any) -> Any:
+        user = self._user(kwargs)
+        if self._max_kernel is not None:
+            return self._max_kernel(*values, **user)
+        if self.kernel_path is None:
+            raise NotImplementedError(
+                f"custom op {self.name!r} has no MAX lowering: pass kernel_path= (a Mojo package) or max_kernel="
+            )
+        graph = Graph.current
+        have = {str(p) for p in graph.kernel_libraries_paths}
+        missing = [p for p in self.custom_extensions if str(p) not in have]
+        if missing:
+            # Graphs built by the MAX executor load the package already; others (the eager
+            # shape-checking graph) get it here. MAX has no public hook for this yet.
+            graph._import_kernels(missing)
+        for key, value in user.items():
+            if not isinstance(value, bool | int | float | str | DType):
+                raise TypeError(
+                    f"custom op {self.name!r}: keyword {key}={value!r} cannot be a Mojo kernel parameter "
+                    "(use a bool, int, float, str or dtype)"
+                )
+        avals = self._avals([(tuple(int(d) for d in v.shape), v.dtype) for v in values], kwargs)
+        device = values[0].device if values else DeviceRef.CPU()
+        out_types = [TensorType(dtype, shape, device=device) for shape, dtype in avals]
+        results = ops.custom(self.mojo_kernel, device, list(values), out_types, parameters=user or None)
+        tensors = tuple(r.tensor for r in results)
+        return tensors if len(tensors) > 1 else tensors[0]
+
+    def numpy_kernel(self, *arrays: np.ndarray, **kwargs: Any) -> Any:
+        return self._numpy_kernel(*arrays, **self._user(kwargs))
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list, **kwargs: Any) -> list:
+        if self._vjp is None:
+            raise NotImplementedError(
+                f"custom op {self.name!r} has no vjp rule: pass vjp= to custom_op for reverse-mode derivatives"
+            )
+        result = self._vjp(primals, cotangents, outputs, **self._user(kwargs))
+        return self._rule_result(result, len(primals), "vjp", "input cotangents")
+
+    def jvp_rule(self, primals: list, tangents: list, outputs: list, **kwargs: Any) -> list:
+        if self._jvp is None:
+            raise NotImplementedError(
+                f"custom op {self.name!r} has no jvp rule: pass jvp= to custom_op for forward-mode derivatives"
+            )
+        result = self._jvp(primals, tangents, outputs, **self._user(kwargs))
+        return self._rule_result(result, len(outputs), "jvp", "output tangents")
+
+    def _rule_result(self, result: Any, expected: int, rule: str, what: str) -> list:
+        if isinstance(result, Tensor) or result is None:
+            result = [result]
+        result = list(result)
+        if len(result) != expected:
+            raise ValueError(f"custom op {self.name!r}: {rule} returned {len(result)} {what}, expected {expected}")
+        for r in result:
+            if r is not None and not isinstance(r, Tensor):
+                raise TypeError(f"custom op {self.name!r}: {rule} must return Tensors or None, got {type(r).__name__}")
+        return result
+
+    def __repr__(self) -> str:
+        return f"<custom op {self.name}>"
+
+
+@public()
+def custom_op(
+    name: str,
+    *,
+    abstract_eval: Callable[..., Any],
+    numpy_kernel: Callable[..., Any],
+    vjp: Callable[..., Any] | None = None,
+    jvp: Callable[..., Any] | None = None,
+    max_kernel: Callable[..., Any] | None = None,
+    mojo_kernel: str | None = None,
+    kernel_path: Any = None,
+    differentiable: bool = True,
+) -> CustomOp:
+    """Define a new op from user functions; call the result like a function of Tensors.
+
+    Every function receives the call's static keyword arguments (Python bool/int/float/str or
+    dtypes) as keywords; they are part of the compiled-model cache key and, for a Mojo kernel,
+    its compile-time parameters.
+
+    Args:
+        name: the op's name (and the Mojo kernel's registered name unless `mojo_kernel` says
+            otherwise).
+        abstract_eval: `(*avals, **kw) -> (shape, dtype)` or a list of them for several
+            outputs, where each aval is an input's `(shape, dtype)`. Raise here on bad input.
+        numpy_kernel: `(*arrays, **kw) -> array` (or a tuple): the reference implementation
+            the NumPy executor runs.
+        vjp: `(primals, cotangents, outputs, **kw) -> [one cotangent (or None) per input]`,
+            written with nabla ops. Without it, reverse mode raises.
+        jvp: `(primals, tangents, outputs, **kw) -> [one tangent per output]`.
+        max_kernel: `(*values, **kw) -> value(s)` building the op from `max.graph.ops` on
+            TensorValues (an alternative to a Mojo kernel).
+        mojo_kernel: the name the Mojo kernel is registered under (default: `name`).
+        kernel_path: the Mojo package holding the kernel: a source directory with
+            `__init__.mojo` (built once, cached by content) or a compiled `.mojoc`.
+        differentiable: False for ops whose outputs never carry gradients (integer outputs).
+
+    Example:
+        >>> cube = nabla.custom_op(
+        ...     "my_cube",
+        ...     abstract_eval=lambda x: x,
+        ...     numpy_kernel=lambda x: x**3,
+        ...     vjp=lambda primals, cots, outs: [cots[0] * 3 * primals[0] ** 2],
+        ...     jvp=lambda primals, tans, outs: [tans[0] * 3 * primals[0] ** 2],
+        ...     kernel_path="kernels/",  # a Mojo package with @register("my_cube")
+        ... )
+        >>> y = cube(nabla.tensor([1.0, 2.0]))
+    """
+    return CustomOp(
+        name,
+        abstract_eval=abstract_eval,
+        numpy_kernel=numpy_kernel,
+        vjp=vjp,
+        jvp=jvp,
+        max_kernel=max_kernel,
+        mojo_kernel=mojo_kernel,
+        kernel_path=kernel_path,
+        differentiable=differentiable,
+    )

@@ -1,22 +1,30 @@
-"""matmul: 1-D and batched operands with NumPy broadcasting of batch dimensions."""
+"""Linear algebra: matmul (the primitive), and dot, outer, tensordot and einsum built on it.
+
+`einsum` is a composite of permute/reshape/broadcast/mul/sum/matmul, so its derivatives come
+from those ops. Every two-operand contraction is routed through one (batched) matmul: batch
+labels lead, the labels only the left operand keeps become rows, the right operand's become
+columns and the contracted labels are the inner dimension. Operand lists longer than two are
+contracted pairwise from the left.
+"""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 from max.graph import ops
 
 from ..core.common import dtypes as _dt
-from ..core.tensor.dispatch import register
 from ..core.tensor.tensor import Tensor
 from . import binary as _bin
-from .base import AVal, Operation
+from . import reduction as _red
+from .base import AVal, Operation, public
 from .cast import cast
 from .creation import tensor
-from .view import broadcast_shapes, broadcast_to, reshape, transpose
+from .view import broadcast_shapes, broadcast_to, permute, reshape, transpose
 
-__all__ = ["matmul"]
+__all__ = ["dot", "einsum", "matmul", "outer", "tensordot"]
 
 
 class MatmulOp(Operation):
@@ -47,7 +55,22 @@ class MatmulOp(Operation):
 _matmul = MatmulOp()
 
 
-@register()
+def _as_tensor(x: Any, op: str, arg: str) -> Tensor:
+    if isinstance(x, Tensor):
+        return x
+    if isinstance(x, np.ndarray | list | tuple | int | float | bool | np.generic):
+        return tensor(x)
+    raise TypeError(f"{op}: {arg} must be a Tensor, got {type(x).__name__}")
+
+
+def _promoted(op: str, *xs: Tensor) -> list[Tensor]:
+    dtype = xs[0].dtype
+    for x in xs[1:]:
+        dtype = _dt.promote_types(dtype, x.dtype)
+    return [cast(x, dtype) for x in xs]
+
+
+@public()
 def matmul(x: Any, y: Any) -> Tensor:
     """Matrix product with NumPy semantics: 1-D operands are vectors, leading dims broadcast.
 
@@ -55,14 +78,13 @@ def matmul(x: Any, y: Any) -> Tensor:
         >>> nabla.matmul(nabla.ones(8, 2, 3), nabla.ones(3, 4)).shape
         (8, 2, 4)
     """
-    x = x if isinstance(x, Tensor) else tensor(x)
-    y = y if isinstance(y, Tensor) else tensor(y)
+    x = _as_tensor(x, "matmul", "x")
+    y = _as_tensor(y, "matmul", "y")
     if x.ndim == 0 or y.ndim == 0:
         raise ValueError(f"matmul: operands must have rank >= 1, got shapes {x.shape} and {y.shape}")
-    dtype = _dt.promote_types(x.dtype, y.dtype)
-    if dtype == _dt.bool_:
+    x, y = _promoted("matmul", x, y)
+    if x.dtype == _dt.bool_:
         raise TypeError("matmul: bool operands are not supported")
-    x, y = cast(x, dtype), cast(y, dtype)
     x_vec, y_vec = x.ndim == 1, y.ndim == 1
     if x_vec:
         x = reshape(x, (1,) + x.shape)
@@ -89,3 +111,284 @@ def matmul(x: Any, y: Any) -> Tensor:
     if y_vec:
         return reshape(out, batch + (out.shape[-2],))
     return out
+
+
+@public()
+def dot(x: Any, y: Any) -> Tensor:
+    """Inner product of two 1-D tensors of the same length (torch.dot); a 0-d tensor.
+
+    Example:
+        >>> nabla.dot(nabla.tensor([1.0, 2.0]), nabla.tensor([3.0, 4.0])).item()
+        11.0
+    """
+    x, y = _as_tensor(x, "dot", "x"), _as_tensor(y, "dot", "y")
+    if x.ndim != 1 or y.ndim != 1:
+        raise ValueError(f"dot: expected two 1-D tensors, got shapes {x.shape} and {y.shape}")
+    if x.shape != y.shape:
+        raise ValueError(f"dot: x and y must have the same length, got shapes {x.shape} and {y.shape}")
+    return matmul(x, y)
+
+
+@public()
+def outer(x: Any, y: Any) -> Tensor:
+    """Outer product of two 1-D tensors (torch.outer): `out[i, j] = x[i] * y[j]`.
+
+    Example:
+        >>> nabla.outer(nabla.ones(2), nabla.ones(3)).shape
+        (2, 3)
+    """
+    x, y = _as_tensor(x, "outer", "x"), _as_tensor(y, "outer", "y")
+    if x.ndim != 1 or y.ndim != 1:
+        raise ValueError(f"outer: expected two 1-D tensors, got shapes {x.shape} and {y.shape}")
+    return _bin.mul(reshape(x, (x.shape[0], 1)), reshape(y, (1, y.shape[0])))
+
+
+@public()
+def tensordot(x: Any, y: Any, dims: Any = 2) -> Tensor:
+    """Contract the last `dims` dimensions of `x` with the first `dims` of `y` (torch.tensordot).
+
+    Args:
+        dims: an int, or a pair of sequences of dimensions `([x dims], [y dims])` contracted in pairs.
+
+    Example:
+        >>> nabla.tensordot(nabla.ones(2, 3, 4), nabla.ones(3, 4, 5), dims=2).shape
+        (2, 5)
+    """
+    x, y = _as_tensor(x, "tensordot", "x"), _as_tensor(y, "tensordot", "y")
+    if isinstance(dims, int | np.integer) and not isinstance(dims, bool):
+        if not 0 <= dims <= min(x.ndim, y.ndim):
+            raise ValueError(
+                f"tensordot: dims={dims} must be between 0 and the smaller rank, got shapes {x.shape} and {y.shape}"
+            )
+        dx, dy = list(range(x.ndim - dims, x.ndim)), list(range(dims))
+    elif isinstance(dims, list | tuple) and len(dims) == 2:
+        dx = [dims[0]] if isinstance(dims[0], int) else list(dims[0])
+        dy = [dims[1]] if isinstance(dims[1], int) else list(dims[1])
+        if len(dx) != len(dy):
+            raise ValueError(f"tensordot: dims {dims} must list as many dimensions of x as of y")
+        dx = [_axis(d, x.ndim, "tensordot", "dims[0]") for d in dx]
+        dy = [_axis(d, y.ndim, "tensordot", "dims[1]") for d in dy]
+    else:
+        raise TypeError(f"tensordot: dims must be an int or a pair of dimension lists, got {dims!r}")
+    for a, b in zip(dx, dy, strict=True):
+        if x.shape[a] != y.shape[b]:
+            raise ValueError(
+                f"tensordot: contracted dimensions differ: x dim {a} has size {x.shape[a]}, y dim {b} has size "
+                f"{y.shape[b]} (shapes {x.shape} and {y.shape})"
+            )
+    if len(set(dx)) != len(dx) or len(set(dy)) != len(dy):
+        raise ValueError(f"tensordot: dims {dims} names a dimension twice")
+    x, y = _promoted("tensordot", x, y)
+    keep_x = [d for d in range(x.ndim) if d not in dx]
+    keep_y = [d for d in range(y.ndim) if d not in dy]
+    k = math.prod(x.shape[d] for d in dx)
+    a = reshape(permute(x, keep_x + dx), (math.prod(x.shape[d] for d in keep_x), k))
+    b = reshape(permute(y, dy + keep_y), (k, math.prod(y.shape[d] for d in keep_y)))
+    out = _matmul(a, b)
+    return reshape(out, tuple(x.shape[d] for d in keep_x) + tuple(y.shape[d] for d in keep_y))
+
+
+def _axis(d: Any, rank: int, op: str, arg: str) -> int:
+    if not isinstance(d, int | np.integer) or isinstance(d, bool):
+        raise TypeError(f"{op}: {arg} must hold ints, got {d!r}")
+    if not -rank <= d < rank:
+        raise ValueError(f"{op}: {arg} entry {d} is out of range for a tensor of rank {rank}")
+    return int(d) % rank
+
+
+# -- einsum ------------------------------------------------------------------------------------
+# Labels are ints: a letter is its code point; the dimensions an ellipsis covers are -E..-1
+# (right-aligned across operands, as broadcasting aligns them).
+Labels = list[int]
+
+
+def _label_name(label: int) -> str:
+    return chr(label) if label >= 0 else f"... (dim {label})"
+
+
+def _parse_term(term: str, where: str) -> tuple[list[str], bool]:
+    """Split one subscript term into its letters, noting whether (and where) it has '...'."""
+    if term.count("...") > 1 or (term.replace("...", "").count(".")):
+        raise ValueError(f"einsum: {where} {term!r} may contain at most one ellipsis '...'")
+    before, has_ellipsis, after = term.partition("...")
+    for c in before + after:
+        if not ("a" <= c <= "z" or "A" <= c <= "Z"):
+            raise ValueError(f"einsum: invalid subscript {c!r} in {where} {term!r}; use letters a-z, A-Z")
+    return [before, after], bool(has_ellipsis)
+
+
+def _parse(equation: str, operands: tuple[Tensor, ...]) -> tuple[list[Labels], Labels]:
+    eq = equation.replace(" ", "")
+    lhs, arrow, rhs = eq.partition("->")
+    if "->" in rhs:
+        raise ValueError(f"einsum: equation {equation!r} has more than one '->'")
+    terms = lhs.split(",")
+    if len(terms) != len(operands):
+        raise ValueError(
+            f"einsum: equation {equation!r} names {len(terms)} operand(s) but {len(operands)} tensor(s) were given"
+        )
+    parsed = [_parse_term(t, f"operand {i} subscripts") for i, t in enumerate(terms)]
+    ranks = []
+    for i, ((parts, has_ell), x) in enumerate(zip(parsed, operands, strict=True)):
+        letters = len(parts[0]) + len(parts[1])
+        if (not has_ell and letters != x.ndim) or (has_ell and letters > x.ndim):
+            raise ValueError(
+                f"einsum: operand {i} has shape {x.shape} (rank {x.ndim}) but subscripts {terms[i]!r} name "
+                f"{letters} dimension(s){'' if has_ell else ' and there is no ellipsis'}"
+            )
+        ranks.append(x.ndim - letters if has_ell else 0)
+    n_ell = max(ranks, default=0)
+    inputs: list[Labels] = []
+    for (parts, _), e in zip(parsed, ranks, strict=True):
+        inputs.append([ord(c) for c in parts[0]] + list(range(-e, 0)) + [ord(c) for c in parts[1]])
+    ellipsis = list(range(-n_ell, 0))
+    if arrow:
+        (parts, has_ell) = _parse_term(rhs, "output subscripts")
+        output = [ord(c) for c in parts[0]] + (ellipsis if has_ell else []) + [ord(c) for c in parts[1]]
+        seen = {label for labels in inputs for label in labels}
+        for label in output:
+            if label >= 0 and label not in seen:
+                raise ValueError(
+                    f"einsum: output subscript {chr(label)!r} in {equation!r} does not appear in any input operand"
+                )
+        if len(set(output)) != len(output):
+            raise ValueError(f"einsum: output subscripts {rhs!r} name a subscript more than once")
+    else:  # implicit: ellipsis dims, then the letters that appear exactly once, in alphabetical order
+        counts: dict[int, int] = {}
+        for labels in inputs:
+            for label in labels:
+                counts[label] = counts.get(label, 0) + 1
+        output = ellipsis + sorted(label for label, n in counts.items() if label >= 0 and n == 1)
+    return inputs, output
+
+
+def _sizes(inputs: list[Labels], operands: tuple[Tensor, ...]) -> dict[int, int]:
+    """Each label's size; sizes of 1 broadcast (as PyTorch), other mismatches raise naming the label."""
+    sizes: dict[int, int] = {}
+    first: dict[int, tuple[int, int]] = {}
+    for i, (labels, x) in enumerate(zip(inputs, operands, strict=True)):
+        for d, (label, size) in enumerate(zip(labels, x.shape, strict=True)):
+            e = labels.index(label)
+            if e < d and x.shape[e] != size:
+                raise ValueError(
+                    f"einsum: subscript {_label_name(label)!r} is repeated in operand {i} but its dimensions "
+                    f"{e} and {d} have different sizes {x.shape[e]} and {size} (shape {x.shape})"
+                )
+            if label not in sizes or sizes[label] == 1:
+                sizes[label], first[label] = size, (i, d)
+            elif size not in (1, sizes[label]):
+                j, e = first[label]
+                raise ValueError(
+                    f"einsum: subscript {_label_name(label)!r} has size {size} for operand {i} (dim {d}) but size "
+                    f"{sizes[label]} for operand {j} (dim {e}); the sizes must match or be 1"
+                )
+    return sizes
+
+
+def _take_diagonal(x: Tensor, labels: Labels) -> tuple[Tensor, Labels]:
+    """Collapse repeated labels of one operand onto their diagonal (an eye mask, then a sum)."""
+    while len(set(labels)) != len(labels):
+        label = next(lb for lb in labels if labels.count(lb) > 1)
+        a = labels.index(label)
+        b = labels.index(label, a + 1)
+        n = x.shape[a]
+        rest = [d for d in range(x.ndim) if d not in (a, b)]
+        x = permute(x, rest + [a, b])
+        eye = tensor(np.eye(n, dtype=bool))
+        x = _red.sum(_bin.where_(eye, x, 0), -1)
+        labels = [labels[d] for d in rest] + [label]
+    return x, labels
+
+
+def _sum_out(x: Tensor, labels: Labels, drop: set[int]) -> tuple[Tensor, Labels]:
+    axes = tuple(d for d, label in enumerate(labels) if label in drop)
+    if not axes:
+        return x, labels
+    return _red.sum(x, axes), [label for label in labels if label not in drop]
+
+
+def _arrange(x: Tensor, labels: Labels, order: Labels) -> Tensor:
+    """Permute `x` (dims named by `labels`) into `order`."""
+    return permute(x, [labels.index(label) for label in order])
+
+
+def _drop_unit(x: Tensor, labels: Labels, label: int) -> tuple[Tensor, Labels]:
+    keep = [d for d, lb in enumerate(labels) if lb != label]
+    return reshape(x, tuple(x.shape[d] for d in keep)), [labels[d] for d in keep]
+
+
+def _contract(a: Tensor, la: Labels, b: Tensor, lb: Labels, keep: set[int]) -> tuple[Tensor, Labels]:
+    """Contract two operands, keeping the labels in `keep`; one matmul (or a product if nothing is contracted)."""
+    # A contracted label of size 1 on one side only: drop it there (the other side then sums it).
+    for label in [x for x in la if x in lb and x not in keep]:
+        if a.shape[la.index(label)] != b.shape[lb.index(label)]:
+            if a.shape[la.index(label)] == 1:
+                a, la = _drop_unit(a, la, label)
+            else:
+                b, lb = _drop_unit(b, lb, label)
+    a, la = _sum_out(a, la, {x for x in la if x not in lb and x not in keep})
+    b, lb = _sum_out(b, lb, {x for x in lb if x not in la and x not in keep})
+    batch = [x for x in la if x in lb and x in keep]
+    contracted = [x for x in la if x in lb and x not in keep]
+    rows = [x for x in la if x not in lb]
+    cols = [x for x in lb if x not in la]
+    size_a = dict(zip(la, a.shape, strict=True))
+    size_b = dict(zip(lb, b.shape, strict=True))
+    if not contracted:  # an outer product over the batch labels: broadcasting multiply
+        x = reshape(_arrange(a, la, batch + rows), tuple(size_a[x] for x in batch + rows) + (1,) * len(cols))
+        y = _arrange(b, lb, batch + cols)
+        y = reshape(y, tuple(size_b[x] for x in batch) + (1,) * len(rows) + tuple(size_b[x] for x in cols))
+        return _bin.mul(x, y), batch + rows + cols
+    m = math.prod(size_a[x] for x in rows)
+    n = math.prod(size_b[x] for x in cols)
+    k = math.prod(size_a[x] for x in contracted)
+    x = reshape(_arrange(a, la, batch + rows + contracted), tuple(size_a[x] for x in batch) + (m, k))
+    y = reshape(_arrange(b, lb, batch + contracted + cols), tuple(size_b[x] for x in batch) + (k, n))
+    bshape = broadcast_shapes(x.shape[:-2], y.shape[:-2], op="einsum")
+    out = _matmul(broadcast_to(x, bshape + (m, k)), broadcast_to(y, bshape + (k, n)))
+    out_shape = bshape + tuple(size_a[x] for x in rows) + tuple(size_b[x] for x in cols)
+    return reshape(out, out_shape), batch + rows + cols
+
+
+@public()
+def einsum(equation: str, *operands: Any) -> Tensor:
+    """Einstein summation (torch.einsum / numpy.einsum).
+
+    Supports an explicit output (`'ij,jk->ik'`), implicit output (the letters that appear once,
+    in alphabetical order), `...` broadcasting, repeated subscripts in one operand (diagonals,
+    `'ii->i'`, traces `'ii->'`) and any number of operands (contracted pairwise from the left,
+    each contraction one batched matmul). Operands may also be passed as one list.
+
+    Example:
+        >>> q, k = nabla.ones(2, 4, 5, 8), nabla.ones(2, 4, 6, 8)
+        >>> nabla.einsum("bhqd,bhkd->bhqk", q, k).shape
+        (2, 4, 5, 6)
+    """
+    if not isinstance(equation, str):
+        raise TypeError(f"einsum: equation must be a string, got {type(equation).__name__}")
+    if len(operands) == 1 and isinstance(operands[0], list | tuple):
+        operands = tuple(operands[0])
+    if not operands:
+        raise ValueError("einsum: at least one operand is required")
+    tensors = tuple(_as_tensor(x, "einsum", f"operand {i}") for i, x in enumerate(operands))
+    inputs, output = _parse(equation, tensors)
+    sizes = _sizes(inputs, tensors)
+    tensors = tuple(_promoted("einsum", *tensors))
+    dtype = tensors[0].dtype
+    if dtype == _dt.bool_:
+        raise TypeError("einsum: bool operands are not supported")
+    out_set = set(output)
+    items = []
+    for i, (x, labels) in enumerate(zip(tensors, inputs, strict=True)):
+        x, labels = _take_diagonal(x, list(labels))
+        others = {label for j, lbs in enumerate(inputs) if j != i for label in lbs}
+        x, labels = _sum_out(x, labels, {label for label in labels if label not in out_set and label not in others})
+        items.append((x, labels))
+    x, labels = items[0]
+    for i in range(1, len(items)):
+        later = {label for _, lbs in items[i + 1 :] for label in lbs}
+        x, labels = _contract(x, labels, *items[i], keep=out_set | later)
+    x, labels = _sum_out(x, labels, {label for label in labels if label not in out_set})
+    x = cast(_arrange(x, labels, output), dtype)  # (sum gives int64 for integers)
+    target = tuple(sizes[label] for label in output)
+    return broadcast_to(x, target) if x.shape != target else x

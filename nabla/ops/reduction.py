@@ -1,7 +1,14 @@
-"""Reductions over any set of axes, with keepdims: sum, max, min, argmax, argmin (and mean)."""
+"""Reductions over any set of axes, with keepdims, and the scans and normalisations built on them.
+
+Primitives (forward, MAX lowering, NumPy kernel, VJP and JVP side by side): sum, prod, max, min,
+argmax, argmin, cumsum, cumprod, softmax, log_softmax. Composites (derivatives for free): mean,
+var, std, logsumexp, norm, any, all.
+"""
 
 from __future__ import annotations
 
+import builtins as _builtins
+import math
 from collections import namedtuple
 from typing import Any
 
@@ -14,17 +21,40 @@ from ..core.tensor.dispatch import register
 from ..core.tensor.impl import TensorImpl
 from ..core.tensor.tensor import Tensor
 from . import binary as _bin
+from . import unary as _un
 from . import view as _view
 from .base import AVal, Operation, public
 from .cast import cast
 
-__all__ = ["amax", "amin", "argmax", "argmin", "max", "mean", "min", "sum"]
+__all__ = [
+    "all",
+    "amax",
+    "amin",
+    "any",
+    "argmax",
+    "argmin",
+    "cumprod",
+    "cumsum",
+    "log_softmax",
+    "logsumexp",
+    "max",
+    "mean",
+    "min",
+    "norm",
+    "prod",
+    "softmax",
+    "std",
+    "sum",
+    "var",
+]
 
 
 def _axes_arg(axis: Any, rank: int, op: str) -> tuple[int, ...]:
     if axis is None:
         return tuple(range(rank))
-    if isinstance(axis, float) or (isinstance(axis, tuple | list) and any(isinstance(a, float) for a in axis)):
+    if isinstance(axis, float) or (
+        isinstance(axis, tuple | list) and _builtins.any(isinstance(a, float) for a in axis)
+    ):
         raise TypeError(f"{op}: dim must be an int or a tuple of ints, got {axis!r}")
     axes = (axis,) if isinstance(axis, int | np.integer) else tuple(axis)
     if rank == 0:  # PyTorch: a 0-d tensor accepts dim 0 or -1 and reduces nothing
@@ -48,13 +78,14 @@ class ReduceOperation(Operation):
     """Reduces `axes` (physical, sorted) of one input; `keepdims` keeps them as size 1."""
 
     result_dtype: Any = None
+    empty_ok = False  # True: reducing an empty dimension gives the identity (sum 0, prod 1)
 
     def adapt_kwargs(self, impls: list[TensorImpl], kwargs: dict, batch_dims: int) -> dict:
         return {"axes": tuple(a + batch_dims for a in kwargs["axes"]), "keepdims": kwargs["keepdims"]}
 
     def abstract_eval(self, x: AVal, *, axes: tuple, keepdims: bool) -> AVal:
         for a in axes:
-            if x[0][a] == 0 and self.name != "sum":
+            if x[0][a] == 0 and not self.empty_ok:
                 raise ValueError(f"{self.name}: cannot reduce over an empty dimension {a} of shape {x[0]}")
         return _reduced_shape(x[0], axes, keepdims), self.result_dtype or x[1]
 
@@ -70,6 +101,7 @@ class ReduceOperation(Operation):
 
 class SumOp(ReduceOperation):
     name = "sum"
+    empty_ok = True
     max_reducer = staticmethod(_max_red.sum)
 
     def numpy_kernel(self, x: np.ndarray, *, axes: tuple, keepdims: bool) -> np.ndarray:
@@ -117,6 +149,38 @@ class MinOp(_ExtremumOp):
         return np.min(x, axis=axes, keepdims=keepdims)
 
 
+class ProdOp(ReduceOperation):
+    """Product over `axes` (1 over an empty dimension). The derivative is exact with zeros in the
+    input: it never divides by an element (see `_prod_partials`)."""
+
+    name = "prod"
+    empty_ok = True
+    max_reducer = staticmethod(_max_red.prod)
+
+    def numpy_kernel(self, x: np.ndarray, *, axes: tuple, keepdims: bool) -> np.ndarray:
+        return np.prod(x, axis=axes, keepdims=keepdims)
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, axes: tuple, keepdims: bool) -> list:
+        x = primals[0]
+        g = _view.reshape(cotangents[0], _reduced_shape(x.shape, axes, True))
+        return [_bin.mul(g, _prod_partials(x, axes))]
+
+    def jvp_rule(self, primals: list, tangents: list, outputs: list, *, axes: tuple, keepdims: bool) -> list:
+        return [sum(_bin.mul(tangents[0], _prod_partials(primals[0], axes)), axes, keepdims)]
+
+
+def _prod_partials(x: Tensor, axes: tuple) -> Tensor:
+    """d prod(x, axes) / d x_i, the product of the *other* elements, from the product of the
+    nonzero elements and the zero count: no zero: prod / x_i; one zero: the product of the
+    nonzeros at the zero and 0 elsewhere; two or more: 0 (as torch.prod's gradient)."""
+    is_zero = _bin.equal(x, 0)
+    safe = _bin.where_(is_zero, 1.0, x)
+    nonzero_prod = _prod(safe, axes=axes, keepdims=True)
+    zeros = sum(cast(is_zero, x.dtype), axes, True)
+    at_single_zero = _bin.where_(_bin.logical_and(_bin.equal(zeros, 1), is_zero), nonzero_prod, 0.0)
+    return _bin.where_(_bin.equal(zeros, 0), _bin.div(nonzero_prod, safe), at_single_zero)
+
+
 class _ArgOp(ReduceOperation):
     """argmax/argmin over one axis; int64 indices, first occurrence on ties (as NumPy)."""
 
@@ -125,6 +189,9 @@ class _ArgOp(ReduceOperation):
 
     def kernel(self, x: Any, *, axes: tuple, keepdims: bool) -> Any:
         (a,) = axes
+        if int(x.shape[a]) == 1:  # MAX's arg reductions reject an axis that does not shrink
+            shape = _reduced_shape(tuple(int(d) for d in x.shape), axes, keepdims)
+            return ops.broadcast_to(ops.constant(0, _dt.int64, x.device), shape)
         out = self.max_reducer(x, axis=a)
         out = ops.cast(out, _dt.int64)
         if not keepdims:
@@ -157,6 +224,172 @@ class ArgminOp(_ArgOp):
 
 
 _sum, _max, _min, _argmax, _argmin = SumOp(), MaxOp(), MinOp(), ArgmaxOp(), ArgminOp()
+_prod = ProdOp()
+
+
+# -- scans -------------------------------------------------------------------------------------
+class _AxisOperation(Operation):
+    """One input, one `axis` (physical after adapt_kwargs), output of the input's shape."""
+
+    def adapt_kwargs(self, impls: list[TensorImpl], kwargs: dict, batch_dims: int) -> dict:
+        return {**kwargs, "axis": kwargs["axis"] + batch_dims}
+
+    def abstract_eval(self, x: AVal, **kwargs: Any) -> AVal:
+        return x
+
+
+def _np_shift_in(x: np.ndarray, axis: int, fill: Any) -> np.ndarray:
+    """`x` moved one step along `axis`, `fill` entering at the front (an exclusive scan's input)."""
+    if x.shape[axis] == 0:
+        return x
+    head = np.full_like(np.take(x, [0], axis=axis), fill)
+    return np.concatenate([head, np.take(x, np.arange(x.shape[axis] - 1), axis=axis)], axis=axis)
+
+
+class CumsumOp(_AxisOperation):
+    """Inclusive (or `exclusive`) running sum along `axis`, front to back (or `reverse`)."""
+
+    name = "cumsum"
+
+    def kernel(self, x: Any, *, axis: int, exclusive: bool, reverse: bool) -> Any:
+        return ops.cumsum(x, axis=axis, exclusive=exclusive, reverse=reverse)
+
+    def numpy_kernel(self, x: np.ndarray, *, axis: int, exclusive: bool, reverse: bool) -> np.ndarray:
+        if reverse:
+            x = np.flip(x, axis)
+        if exclusive:
+            x = _np_shift_in(x, axis, 0)
+        out = np.cumsum(x, axis=axis, dtype=x.dtype)
+        return np.flip(out, axis) if reverse else out
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, axis: int, exclusive: bool, reverse: bool):
+        # y_j = sum_{i<=j} x_i, so dx_i = sum_{j>=i} g_j: the same scan run the other way.
+        return [_cumsum(cotangents[0], axis=axis, exclusive=exclusive, reverse=not reverse)]
+
+    def jvp_rule(self, primals: list, tangents: list, outputs: list, *, axis: int, exclusive: bool, reverse: bool):
+        return [_cumsum(tangents[0], axis=axis, exclusive=exclusive, reverse=reverse)]
+
+
+def _max_shift_in(x: Any, axis: int, shift: int, fill: Any) -> Any:
+    """MAX: `x` moved `shift` steps along `axis`, `fill` entering at the front."""
+    n = int(x.shape[axis])
+    head_shape = [int(d) for d in x.shape]
+    head_shape[axis] = shift
+    head = ops.broadcast_to(ops.constant(fill, x.dtype, x.device), head_shape)
+    index = [slice(None)] * x.rank
+    index[axis] = slice(0, n - shift)
+    return ops.concat([head, ops.slice_tensor(x, index)], axis=axis)
+
+
+class CumprodOp(_AxisOperation):
+    """Running product along `axis`. MAX has no cumprod: the kernel is a log-depth
+    (Hillis-Steele) scan, ceil(log2 n) multiplies of the tensor by a shifted copy of itself.
+    The derivative is exact with zeros in the input (see `vjp_rule`)."""
+
+    name = "cumprod"
+
+    def kernel(self, x: Any, *, axis: int) -> Any:
+        shift, n = 1, int(x.shape[axis])
+        while shift < n:
+            x = ops.mul(x, _max_shift_in(x, axis, shift, 1))
+            shift *= 2
+        return x
+
+    def numpy_kernel(self, x: np.ndarray, *, axis: int) -> np.ndarray:
+        return np.cumprod(x, axis=axis, dtype=x.dtype)
+
+    @staticmethod
+    def _zero_masks(x: Tensor, axis: int) -> tuple[Tensor, Tensor, Tensor]:
+        """(no zero at or before i, i is the first zero, cumprod with the first zero set to 1)."""
+        is_zero = _bin.equal(x, 0)
+        zeros_so_far = _cumsum(cast(is_zero, x.dtype), axis=axis, exclusive=False, reverse=False)
+        before = _bin.equal(zeros_so_far, 0)
+        first = _bin.logical_and(is_zero, _bin.equal(zeros_so_far, 1))
+        return before, first, _cumprod(_bin.where_(first, 1.0, x), axis=axis)
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, axis: int) -> list:
+        # dx_i = sum_{j>=i} g_j prod_{k<=j, k!=i} x_k. Before the first zero z that is
+        # rcumsum(g*y)_i / x_i (terms j >= z vanish on both sides); at z it is rcumsum(g*y')_z with
+        # y' the cumprod with x_z set to 1; after z every term holds the factor x_z = 0.
+        (x,), g, y = primals, cotangents[0], outputs[0]
+        before, first, y_first = self._zero_masks(x, axis)
+        safe = _bin.where_(before, x, 1.0)
+        rsum = _cumsum(_bin.mul(g, y), axis=axis, exclusive=False, reverse=True)
+        at_first = _cumsum(_bin.mul(g, y_first), axis=axis, exclusive=False, reverse=True)
+        return [_bin.where_(before, _bin.div(rsum, safe), _bin.where_(first, at_first, 0.0))]
+
+    def jvp_rule(self, primals: list, tangents: list, outputs: list, *, axis: int) -> list:
+        # dy_j = y_j sum_{i<=j} t_i / x_i before the first zero z, and t_z y'_j from z on.
+        (x,), t, y = primals, tangents[0], outputs[0]
+        before, first, y_first = self._zero_masks(x, axis)
+        safe = _bin.where_(before, x, 1.0)
+        t_first = sum(_bin.where_(first, t, 0.0), (axis,), True)
+        pre = _bin.mul(y, _cumsum(_bin.div(t, safe), axis=axis, exclusive=False, reverse=False))
+        return [_bin.where_(before, pre, _bin.mul(t_first, y_first))]
+
+
+# -- softmax -----------------------------------------------------------------------------------
+def _np_shifted(x: np.ndarray, axis: int) -> np.ndarray:
+    """`x` minus its (finite) maximum along `axis`: the numerically stable softmax input."""
+    if x.shape[axis] == 0:
+        return x
+    m = np.max(x, axis=axis, keepdims=True)
+    return x - np.where(np.isfinite(m), m, np.zeros((), x.dtype))
+
+
+class _SoftmaxBase(_AxisOperation):
+    max_fn: Any = None
+
+    def abstract_eval(self, x: AVal, *, axis: int) -> AVal:
+        if not _dt.is_float(x[1]):
+            raise TypeError(f"{self.name}: expected a floating-point tensor, got dtype {x[1].name}")
+        return x
+
+    def kernel(self, x: Any, *, axis: int) -> Any:
+        last = x.rank - 1
+        if axis == last:
+            return self.max_fn(x, axis=last)
+        # MAX's softmax kernels are written for the innermost axis: move it there and back.
+        return ops.transpose(self.max_fn(ops.transpose(x, axis, last), axis=last), axis, last)
+
+
+class SoftmaxOp(_SoftmaxBase):
+    name = "softmax"
+    max_fn = staticmethod(ops.softmax)
+
+    def numpy_kernel(self, x: np.ndarray, *, axis: int) -> np.ndarray:
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            e = np.exp(_np_shifted(x, axis))
+            return e / np.sum(e, axis=axis, keepdims=True)
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, axis: int) -> list:
+        y, g = outputs[0], cotangents[0]
+        return [_bin.mul(y, _bin.sub(g, sum(_bin.mul(g, y), (axis,), True)))]
+
+    def jvp_rule(self, primals: list, tangents: list, outputs: list, *, axis: int) -> list:
+        y, t = outputs[0], tangents[0]
+        return [_bin.mul(y, _bin.sub(t, sum(_bin.mul(t, y), (axis,), True)))]
+
+
+class LogSoftmaxOp(_SoftmaxBase):
+    name = "log_softmax"
+    max_fn = staticmethod(ops.logsoftmax)
+
+    def numpy_kernel(self, x: np.ndarray, *, axis: int) -> np.ndarray:
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            z = _np_shifted(x, axis)
+            return z - np.log(np.sum(np.exp(z), axis=axis, keepdims=True))
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, axis: int) -> list:
+        y, g = outputs[0], cotangents[0]
+        return [_bin.sub(g, _bin.mul(_un.exp(y), sum(g, (axis,), True)))]
+
+    def jvp_rule(self, primals: list, tangents: list, outputs: list, *, axis: int) -> list:
+        y, t = outputs[0], tangents[0]
+        return [_bin.sub(t, sum(_bin.mul(_un.exp(y), t), (axis,), True))]
+
+
+_cumsum, _cumprod, _softmax, _log_softmax = CumsumOp(), CumprodOp(), SoftmaxOp(), LogSoftmaxOp()
 
 
 def _check(x: Any, op: str) -> None:
@@ -240,3 +473,238 @@ def max_with_indices(x: Tensor, dim: int, keepdim: bool = False) -> ValuesIndice
 def min_with_indices(x: Tensor, dim: int, keepdim: bool = False) -> ValuesIndices:
     """PyTorch's `x.min(dim)`: the minimum values and their indices."""
     return ValuesIndices(min(x, dim, keepdim), argmin(x, dim, keepdim))
+
+
+# -- products, moments, norms ------------------------------------------------------------------
+def _float_only(x: Tensor, op: str) -> None:
+    if not _dt.is_float(x.dtype):
+        raise TypeError(f"{op}: expected a floating-point tensor, got dtype {x.dtype.name}")
+
+
+def _count(x: Tensor, axes: tuple) -> int:
+    return int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
+
+
+@public()
+def prod(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
+    """Product over `axis` (int, tuple, or None for all); 1 over an empty dimension.
+
+    Bool and int products are int64, as in PyTorch. The gradient is exact with zeros in `x`.
+
+    Example:
+        >>> nabla.prod(nabla.tensor([[1.0, 2.0], [3.0, 4.0]]), axis=1).numpy()
+        array([ 2., 12.], dtype=float32)
+    """
+    _check(x, "prod")
+    if not _dt.is_float(x.dtype):
+        x = cast(x, _dt.int64)
+    return _prod(x, axes=_axes_arg(axis, x.ndim, "prod"), keepdims=bool(keepdims))
+
+
+def _correction_arg(correction: Any, op: str) -> float:
+    if isinstance(correction, bool) or not isinstance(correction, int | float | np.integer | np.floating):
+        raise TypeError(f"{op}: correction must be a number, got {correction!r}")
+    return float(correction)
+
+
+@public()
+def var(x: Tensor, axis: Any = None, correction: Any = 1, keepdims: bool = False) -> Tensor:
+    """Variance over `axis`: sum((x - mean)**2) / max(0, N - correction) (PyTorch's definition).
+
+    Args:
+        x: a floating-point tensor.
+        axis: int, tuple of ints, or None for all dimensions.
+        correction: 1 (default) for the unbiased estimate, 0 for the population variance.
+        keepdims: keep the reduced dimensions as size 1.
+    """
+    return _var(x, axis, correction, keepdims, "var")
+
+
+def _var(x: Tensor, axis: Any, correction: Any, keepdims: bool, op: str) -> Tensor:
+    _check(x, op)
+    _float_only(x, op)
+    axes = _axes_arg(axis, x.ndim, op)
+    denominator = _builtins.max(0.0, _count(x, axes) - _correction_arg(correction, op))
+    centered = _bin.sub(x, mean(x, axes, True))
+    return _bin.div(sum(_bin.mul(centered, centered), axes, bool(keepdims)), denominator)
+
+
+@public()
+def std(x: Tensor, axis: Any = None, correction: Any = 1, keepdims: bool = False) -> Tensor:
+    """Standard deviation over `axis`: sqrt(var(x, axis, correction)). Its gradient is 0 where the
+    deviation is 0 (constant input), as in PyTorch."""
+    return _safe_root(_var(x, axis, correction, keepdims, "std"), 2.0)
+
+
+def _safe_root(s: Tensor, p: float) -> Tensor:
+    """s ** (1/p), with a zero (not nan/inf) derivative where s == 0: the root is taken of s + 1
+    there and multiplied by 0. Arithmetic masks, not `where`: with `where` masks, the VJPs of a
+    masked sqrt and a masked pow in one program crash MAX 26.7's compiler ("operation's operand
+    is unlinked", or a segfault)."""
+    zero = cast(_bin.equal(s, 0), s.dtype)
+    safe = _bin.add(s, zero)
+    root = _un.sqrt(safe) if p == 2.0 else _bin.pow(safe, 1.0 / p)
+    return _bin.mul(root, _bin.sub(1.0, zero))
+
+
+def _finite(x: Tensor) -> Tensor:
+    return _bin.logical_and(_bin.less(x, math.inf), _bin.greater(x, -math.inf))
+
+
+def _sign(x: Tensor) -> Tensor:
+    return _bin.sub(cast(_bin.greater(x, 0), x.dtype), cast(_bin.less(x, 0), x.dtype))
+
+
+def _abs(x: Tensor) -> Tensor:
+    """|x| with PyTorch's derivative sign(x) (0 at 0)."""
+    return _bin.mul(x, _sign(x))
+
+
+@public()
+def logsumexp(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
+    """log(sum(exp(x))) over `axis`, computed stably (the maximum is subtracted first).
+
+    -inf entries contribute nothing; an all -inf slice (or an empty one) gives -inf. Integer
+    inputs give float32, as in PyTorch.
+    """
+    _check(x, "logsumexp")
+    if not _dt.is_float(x.dtype):
+        x = cast(x, _dt.float32)
+    axes = _axes_arg(axis, x.ndim, "logsumexp")
+    if _builtins.any(x.shape[a] == 0 for a in axes):
+        return _un.log(sum(_un.exp(x), axes, bool(keepdims)))  # log(0) = -inf
+    # The shift is a constant (no gradient flows through the max), so gradients are exact.
+    m = _view.detach(max(x, axes, True))
+    m = _bin.where_(_finite(m), m, 0.0)
+    out = _bin.add(_un.log(sum(_un.exp(_bin.sub(x, m)), axes, True)), m)
+    return out if keepdims else _view.reshape(out, _reduced_shape(x.shape, axes, False))
+
+
+@public()
+def norm(x: Tensor, p: Any = "fro", axis: Any = None, keepdims: bool = False) -> Tensor:
+    """Vector p-norm over `axis` (all elements when None), as torch.norm.
+
+    Args:
+        x: a floating-point tensor.
+        p: "fro" (the 2-norm of the elements, over at most 2 dims), or a number: 2, 1, inf, -inf,
+            0 (count of nonzeros) or any other float (sum(|x|**p)) ** (1/p).
+        axis: int, tuple of ints, or None.
+        keepdims: keep the reduced dimensions as size 1.
+
+    The gradient at x == 0 is 0 (not nan) for the 2-norm, as in PyTorch.
+    """
+    _check(x, "norm")
+    _float_only(x, "norm")
+    axes = _axes_arg(axis, x.ndim, "norm")
+    keepdims = bool(keepdims)
+    if p is None:
+        p = 2.0
+    if isinstance(p, str):
+        if p != "fro":
+            raise ValueError(f"norm: p={p!r} is not supported; use 'fro' or a number")
+        if axis is not None and not isinstance(axis, int | np.integer) and len(tuple(axis)) > 2:
+            raise ValueError(f"norm: p='fro' takes at most 2 dims, got dim={axis}")
+        p = 2.0
+    if isinstance(p, bool) or not isinstance(p, int | float | np.integer | np.floating):
+        raise TypeError(f"norm: p must be a number or 'fro', got {p!r}")
+    p = float(p)
+    if p == 2.0:
+        return _safe_root(sum(_bin.mul(x, x), axes, keepdims), 2.0)
+    if p == 1.0:
+        return sum(_abs(x), axes, keepdims)
+    if math.isinf(p):
+        for a in axes:
+            if x.shape[a] == 0:
+                raise ValueError(f"norm: p={p} cannot reduce over an empty dimension {a} of shape {x.shape}")
+        return (max if p > 0 else min)(_abs(x), axes, keepdims)
+    if p == 0.0:
+        return sum(cast(_bin.not_equal(x, 0), x.dtype), axes, keepdims)
+    return _safe_root(sum(_bin.pow(_abs(x), p), axes, keepdims), p)
+
+
+@public()
+def any(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:  # noqa: A001
+    """Whether any element over `axis` is nonzero (True for nan). Any dtype in, bool out;
+    False over an empty dimension."""
+    _check(x, "any")
+    axes = _axes_arg(axis, x.ndim, "any")
+    return _bin.greater(sum(_bin.not_equal(x, 0), axes, bool(keepdims)), 0)
+
+
+@public()
+def all(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:  # noqa: A001
+    """Whether every element over `axis` is nonzero (True for nan). Any dtype in, bool out;
+    True over an empty dimension."""
+    _check(x, "all")
+    axes = _axes_arg(axis, x.ndim, "all")
+    return _bin.equal(sum(_bin.equal(x, 0), axes, bool(keepdims)), 0)
+
+
+# -- scans and softmax -------------------------------------------------------------------------
+def _single_axis(axis: Any, rank: int, op: str) -> int:
+    """One axis, PyTorch-style: a 0-d tensor accepts dim 0 or -1."""
+    if rank == 0:
+        if isinstance(axis, int | np.integer) and not isinstance(axis, bool) and axis in (0, -1):
+            return 0
+        if not isinstance(axis, int | np.integer) or isinstance(axis, bool):
+            raise TypeError(f"{op}: dim must be an int, got {axis!r}")
+        raise ValueError(f"{op}: dim={axis} is out of range for a tensor of rank 0")
+    return _view.normalize_axis(axis, rank, op, "dim")
+
+
+def _along_axis(op: Operation, x: Tensor, axis: Any, name: str, **kwargs: Any) -> Tensor:
+    """Apply a one-axis op; a 0-d tensor goes through as a 1-element vector."""
+    a = _single_axis(axis, x.ndim, name)
+    if x.ndim == 0:
+        return _view.reshape(op(_view.reshape(x, (1,)), axis=0, **kwargs), ())
+    return op(x, axis=a, **kwargs)
+
+
+@public()
+def cumsum(x: Tensor, axis: int) -> Tensor:
+    """Running sum along `axis`. Bool and int inputs give int64, as in PyTorch.
+
+    Example:
+        >>> nabla.cumsum(nabla.tensor([1.0, 2.0, 3.0]), 0).numpy()
+        array([1., 3., 6.], dtype=float32)
+    """
+    _check(x, "cumsum")
+    if not _dt.is_float(x.dtype):
+        x = cast(x, _dt.int64)
+    return _along_axis(_cumsum, x, axis, "cumsum", exclusive=False, reverse=False)
+
+
+@public()
+def cumprod(x: Tensor, axis: int) -> Tensor:
+    """Running product along `axis`. Bool and int inputs give int64. The gradient is exact with
+    zeros in `x` (as PyTorch's).
+
+    Example:
+        >>> nabla.cumprod(nabla.tensor([1.0, 2.0, 3.0]), 0).numpy()
+        array([1., 2., 6.], dtype=float32)
+    """
+    _check(x, "cumprod")
+    if not _dt.is_float(x.dtype):
+        x = cast(x, _dt.int64)
+    return _along_axis(_cumprod, x, axis, "cumprod")
+
+
+@public()
+def softmax(x: Tensor, axis: int = -1) -> Tensor:
+    """exp(x) / sum(exp(x)) along `axis`, computed stably (huge logits give no nan).
+
+    Example:
+        >>> nabla.softmax(nabla.tensor([0.0, 1000.0]), 0).numpy()
+        array([0., 1.], dtype=float32)
+    """
+    _check(x, "softmax")
+    _float_only(x, "softmax")
+    return _along_axis(_softmax, x, axis, "softmax")
+
+
+@public()
+def log_softmax(x: Tensor, axis: int = -1) -> Tensor:
+    """x - logsumexp(x) along `axis`, computed stably."""
+    _check(x, "log_softmax")
+    _float_only(x, "log_softmax")
+    return _along_axis(_log_softmax, x, axis, "log_softmax")

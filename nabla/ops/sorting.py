@@ -1,3 +1,210 @@
-"""(being written)"""
+"""Sorting and selection: sort, argsort, topk.
 
-__all__: list[str] = []
+One primitive (`_SelectOp`, as `sort` and `topk`) returns values and int64 indices from a single
+op call. Ties keep their index order (a stable sort), in both directions, as torch.sort(stable=True).
+Values are differentiable: the VJP writes the cotangent back to the selected positions and the
+JVP gathers the tangent there, through two small private primitives (`sort_scatter`,
+`sort_gather`) that rely on the indices along the axis being distinct, as sort/topk indices are.
+
+NaN: the NumPy executor orders nan as the largest value (as PyTorch); MAX's top_k does not
+order nan, so sorting tensors that hold nan is unspecified on MAX.
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+from typing import Any
+
+import numpy as np
+from max.graph import ops
+
+from ..core.common import dtypes as _dt
+from ..core.tensor.impl import TensorImpl
+from ..core.tensor.tensor import Tensor
+from . import reduction as _red
+from . import view as _view
+from .base import AVal, Operation, public
+from .cast import cast
+
+__all__ = ["argsort", "sort", "topk"]
+
+SortResult = namedtuple("SortResult", ["values", "indices"])
+TopkResult = namedtuple("TopkResult", ["values", "indices"])
+
+
+def _np_argsort(x: np.ndarray, axis: int, descending: bool) -> np.ndarray:
+    """Stable argsort; descending keeps ties in index order (and puts nan first, as PyTorch)."""
+    if not descending:
+        return np.argsort(x, axis=axis, kind="stable")
+    n = x.shape[axis]
+    flipped = np.argsort(np.flip(x, axis), axis=axis, kind="stable")
+    return (n - 1 - np.flip(flipped, axis)).astype(np.int64)
+
+
+def _to_last(x: Any, axis: int) -> Any:
+    """MAX: swap `axis` with the last axis (its own inverse)."""
+    last = x.rank - 1
+    return x if axis == last else ops.transpose(x, axis, last)
+
+
+class _AxisOp(Operation):
+    def adapt_kwargs(self, impls: list[TensorImpl], kwargs: dict, batch_dims: int) -> dict:
+        return {**kwargs, "axis": kwargs["axis"] + batch_dims}
+
+
+# -- the selection primitive -------------------------------------------------------------------
+class _SelectOp(_AxisOp):
+    """The `k` largest (`largest=True`) or smallest elements along `axis`, in order, and their
+    int64 indices. MAX lowering: top_k / bottom_k on the innermost axis."""
+
+    def abstract_eval(self, x: AVal, *, k: int, axis: int, largest: bool) -> list[AVal]:
+        shape = list(x[0])
+        shape[axis] = k
+        return [(tuple(shape), x[1]), (tuple(shape), _dt.int64)]
+
+    def kernel(self, x: Any, *, k: int, axis: int, largest: bool) -> Any:
+        x = _to_last(x, axis)
+        values, indices = (ops.top_k if largest else ops.bottom_k)(x, k, x.rank - 1)
+        return _to_last(values, axis), _to_last(indices, axis)
+
+    def numpy_kernel(self, x: np.ndarray, *, k: int, axis: int, largest: bool) -> tuple:
+        idx = np.take(_np_argsort(x, axis, largest), np.arange(k), axis=axis)
+        return np.take_along_axis(x, idx, axis), idx
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, k: int, axis: int, largest: bool) -> list:
+        indices = outputs[1]
+        if indices is None:  # the caller dropped the indices (e.g. `sort(x).values`): select again
+            indices = self(primals[0], k=k, axis=axis, largest=largest)[1]
+        return [_scatter(cotangents[0], indices, axis=axis, size=primals[0].shape[axis])]
+
+    def jvp_rule(self, primals: list, tangents: list, outputs: list, *, k: int, axis: int, largest: bool) -> list:
+        return [_gather(tangents[0], outputs[1], axis=axis), None]
+
+
+class SortOp(_SelectOp):
+    name = "sort"
+    always_tuple = True
+
+
+class TopkOp(_SelectOp):
+    name = "topk"
+    always_tuple = True
+
+
+# -- gather / scatter along an axis with distinct indices (the derivatives of selection) ---------
+class SortGatherOp(_AxisOp):
+    """out[..., i, ...] = x[..., indices[..., i, ...], ...] along `axis` (take_along_axis).
+
+    Its VJP writes the cotangent back with `sort_scatter`, which is the adjoint only when the
+    indices along `axis` are distinct: true for the sort/topk indices this op is used with."""
+
+    name = "sort_gather"
+
+    def abstract_eval(self, x: AVal, indices: AVal, *, axis: int) -> AVal:
+        return indices[0], x[1]
+
+    def kernel(self, x: Any, indices: Any, *, axis: int) -> Any:
+        x, indices = _to_last(x, axis), _to_last(indices, axis)
+        out = ops.gather_nd(x, ops.unsqueeze(indices, -1), batch_dims=x.rank - 1)
+        return _to_last(out, axis)
+
+    def numpy_kernel(self, x: np.ndarray, indices: np.ndarray, *, axis: int) -> np.ndarray:
+        return np.take_along_axis(x, indices, axis)
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, axis: int) -> list:
+        x, indices = primals
+        return [_scatter(cotangents[0], indices, axis=axis, size=x.shape[axis]), None]
+
+    def jvp_rule(self, primals: list, tangents: list, outputs: list, *, axis: int) -> list:
+        return [_gather(tangents[0], primals[1], axis=axis)]
+
+
+class SortScatterOp(_AxisOp):
+    """Zeros with `size` elements along `axis`, and `updates` written at `indices` along it
+    (put_along_axis into zeros). Indices along `axis` must be distinct."""
+
+    name = "sort_scatter"
+
+    def abstract_eval(self, updates: AVal, indices: AVal, *, axis: int, size: int) -> AVal:
+        shape = list(updates[0])
+        shape[axis] = size
+        return tuple(shape), updates[1]
+
+    def kernel(self, updates: Any, indices: Any, *, axis: int, size: int) -> Any:
+        shape = [int(d) for d in updates.shape]
+        shape[axis] = size
+        zeros = ops.broadcast_to(ops.constant(0, updates.dtype, updates.device), shape)
+        return ops.scatter(zeros, updates, indices, axis=axis)
+
+    def numpy_kernel(self, updates: np.ndarray, indices: np.ndarray, *, axis: int, size: int) -> np.ndarray:
+        shape = list(updates.shape)
+        shape[axis] = size
+        out = np.zeros(shape, updates.dtype)
+        np.put_along_axis(out, indices, updates, axis)
+        return out
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, axis: int, size: int) -> list:
+        return [_gather(cotangents[0], primals[1], axis=axis), None]
+
+    def jvp_rule(self, primals: list, tangents: list, outputs: list, *, axis: int, size: int) -> list:
+        return [_scatter(tangents[0], primals[1], axis=axis, size=size)]
+
+
+_sort, _topk, _gather, _scatter = SortOp(), TopkOp(), SortGatherOp(), SortScatterOp()
+
+
+# -- public functions --------------------------------------------------------------------------
+def _select(op: _SelectOp, x: Tensor, k: int | None, axis: Any, largest: bool, name: str) -> tuple[Tensor, Tensor]:
+    """Validate, handle 0-d and bool inputs, and run the selection primitive."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name}: x must be a Tensor, got {type(x).__name__}")
+    a = _red._single_axis(axis, x.ndim, name)
+    n = x.shape[a] if x.ndim else 1
+    if k is None:
+        k = n
+    elif isinstance(k, bool) or not isinstance(k, int | np.integer):
+        raise TypeError(f"{name}: k must be an int, got {k!r}")
+    elif not 0 <= k <= n:
+        raise ValueError(f"{name}: k={k} is out of range for dim {axis} of size {n}")
+    if x.dtype == _dt.bool_:  # MAX selects numbers: order bools as 0/1
+        values, indices = _select(op, cast(x, _dt.int32), k, axis, largest, name)
+        return cast(values, _dt.bool_), indices
+    if x.ndim == 0:  # PyTorch: a 0-d tensor is its own sort/topk (k may be 0 or 1)
+        values, indices = op(_view.reshape(x, (1,)), k=1, axis=0, largest=bool(largest))
+        return _view.reshape(values, ()), _view.reshape(indices, ())
+    return op(x, k=int(k), axis=a, largest=bool(largest))
+
+
+@public()
+def sort(x: Tensor, axis: int = -1, descending: bool = False, *, stable: bool = False) -> SortResult:
+    """Sort along `axis`: `(values, indices)` with `x` gathered at `indices` equal to `values`.
+
+    Ties keep their index order in both directions (the sort is always stable; `stable` is
+    accepted for PyTorch compatibility). Gradients flow to `x` through `values`.
+
+    Example:
+        >>> v, i = nabla.sort(nabla.tensor([3.0, 1.0, 2.0]))
+        >>> v.numpy(), i.numpy()
+        (array([1., 2., 3.], dtype=float32), array([1, 2, 0]))
+    """
+    return SortResult(*_select(_sort, x, None, axis, bool(descending), "sort"))
+
+
+@public()
+def argsort(x: Tensor, axis: int = -1, descending: bool = False, *, stable: bool = False) -> Tensor:
+    """The int64 indices that sort `x` along `axis` (stable: ties keep their index order)."""
+    return _select(_sort, x, None, axis, bool(descending), "argsort")[1]
+
+
+@public()
+def topk(x: Tensor, k: int, axis: int = -1, largest: bool = True, sorted: bool = True) -> TopkResult:  # noqa: A002
+    """The `k` largest (or smallest, `largest=False`) elements along `axis` and their indices.
+
+    Results are always sorted (largest first, or smallest first); ties keep index order.
+
+    Example:
+        >>> v, i = nabla.topk(nabla.tensor([1.0, 5.0, 3.0]), 2)
+        >>> v.numpy(), i.numpy()
+        (array([5., 3.], dtype=float32), array([1, 2]))
+    """
+    return TopkResult(*_select(_topk, x, k, axis, bool(largest), "topk"))

@@ -1,43 +1,196 @@
-"""Elementwise unary ops: neg exp log sqrt tanh relu sigmoid.
+"""Elementwise unary ops and activations: one tensor in, one tensor of the same shape out.
 
 Each class holds the op's MAX lowering, NumPy kernel, VJP and JVP. Rules reuse the forward
-output where that is cheaper (exp, sqrt, tanh, sigmoid), as JAX's lax does.
+output where that is cheaper (exp, sqrt, tanh, sigmoid), as JAX's lax does. Where MAX has no
+primitive (tan, asin, acos, atan, sinh, cosh, expm1, sign, log2) the kernel lowers to a short,
+numerically careful formula of MAX ops (`_mx_*` helpers below). Gradients follow PyTorch,
+including its choices at kinks (abs'(0) = 0, leaky_relu'(0) = slope, clamp ties, ...).
+
+`clamp` is the one op with several tensor inputs: its bounds broadcast with `x` through
+`binary_operands` (scalar bounds are weakly typed, as in PyTorch).
 """
 
 from __future__ import annotations
 
+import builtins
+import math
 from typing import Any
 
 import numpy as np
 from max.graph import ops
 
 from ..core.common import dtypes as _dt
-from ..core.tensor.dispatch import register
 from ..core.tensor.tensor import Tensor
 from . import binary as _bin
-from .base import AVal, Operation
+from .base import AVal, Operation, public
+from .creation import zeros_like
 
-__all__ = ["exp", "log", "neg", "negative", "relu", "sigmoid", "sqrt", "tanh"]
+__all__ = [
+    "abs",
+    "acos",
+    "asin",
+    "atan",
+    "ceil",
+    "clamp",
+    "clip",
+    "cos",
+    "cosh",
+    "elu",
+    "erf",
+    "exp",
+    "expm1",
+    "floor",
+    "gelu",
+    "hardsigmoid",
+    "hardswish",
+    "hardtanh",
+    "isfinite",
+    "isinf",
+    "isnan",
+    "leaky_relu",
+    "log",
+    "log1p",
+    "log2",
+    "logical_not",
+    "logsigmoid",
+    "mish",
+    "nan_to_num",
+    "neg",
+    "negative",
+    "reciprocal",
+    "relu",
+    "relu6",
+    "round",
+    "rsqrt",
+    "sigmoid",
+    "sign",
+    "silu",
+    "sin",
+    "sinh",
+    "softplus",
+    "sqrt",
+    "square",
+    "tan",
+    "tanh",
+    "trunc",
+]
+
+# Which input dtypes an op accepts.
+FLOAT, NUMERIC, ANY = "float", "numeric", "any"
+
+_LN2 = math.log(2.0)
+_SQRT1_2 = math.sqrt(0.5)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+_GELU_K = math.sqrt(2.0 / math.pi)  # PyTorch's kBeta
+_GELU_C = 0.044715  # PyTorch's kKappa
+_BF16_MAX = 3.3895313892515355e38  # largest finite bfloat16
+
+
+def _check_dtype(name: str, dtype: Any, kind: str) -> None:
+    if kind == FLOAT and not _dt.is_float(dtype):
+        raise TypeError(f"{name}: expected a floating-point tensor, got dtype {dtype.name}")
+    if kind == NUMERIC and dtype == _dt.bool_:
+        raise TypeError(f"{name}: expected an integer or floating-point tensor, got dtype bool")
+
+
+def _check_tensor(x: Any, name: str, kind: str = ANY) -> None:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name}: x must be a Tensor, got {type(x).__name__}")
+    _check_dtype(name, x.dtype, kind)
+
+
+def _check_number(value: Any, name: str, arg: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+        raise TypeError(f"{name}: {arg} must be a number, got {value!r}")
+    return float(value)
+
+
+def _wide(x: np.ndarray) -> np.ndarray:
+    """NumPy kernels of composite formulas compute in float64 and round once at the end."""
+    return x.astype(np.float64)
 
 
 class UnaryOperation(Operation):
     """One tensor in, one tensor of the same shape and dtype out."""
 
-    float_only = True
+    kind = FLOAT
 
-    def abstract_eval(self, x: AVal) -> AVal:
-        if self.float_only and not _dt.is_float(x[1]):
-            raise TypeError(f"{self.name}: expected a floating-point tensor, got dtype {x[1].name}")
+    def abstract_eval(self, x: AVal, **kwargs: Any) -> AVal:
+        _check_dtype(self.name, x[1], self.kind)
         return x
 
-    def jvp_rule(self, primals: list, tangents: list, outputs: list) -> list:
+    def jvp_rule(self, primals: list, tangents: list, outputs: list, **kwargs: Any) -> list:
         # Elementwise ops are their own linearisation: JVP = VJP applied to the tangent.
-        return self.vjp_rule(primals, tangents, outputs)
+        return self.vjp_rule(primals, tangents, outputs, **kwargs)
 
 
+class _ZeroGradOperation(UnaryOperation):
+    """Piecewise-constant ops (sign, floor, ceil, round, trunc): the gradient is 0 everywhere."""
+
+    kind = NUMERIC
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list, **kwargs: Any) -> list:
+        return [zeros_like(cotangents[0])]
+
+
+# -- MAX helpers: formulas for what MAX has no primitive for ------------------------------------
+def _mx_const(value: float, like: Any) -> Any:
+    return ops.constant(value, like.dtype, like.device)
+
+
+def _mx_expm1(x: Any) -> Any:
+    """exp(x) - 1 without cancellation: 2t / (1 - t) with t = tanh(x / 2) for |x| < 1."""
+    t = ops.tanh(x * 0.5)
+    small = (t * 2.0) / (_mx_const(1.0, x) - t)
+    return _mx_keep_nan(x, ops.where(ops.abs(x) < 1.0, small, ops.exp(x) - 1.0))
+
+
+# Cephes' double-precision atan: range reduction to |t| <= 0.66 and a rational approximation.
+_ATAN_P = (-8.750608600031904122785e-1, -1.615753718733365076637e1, -7.500855792314704667340e1)
+_ATAN_P += (-1.228866684490136173410e2, -6.485021904942025371773e1)
+_ATAN_Q = (2.485846490142306297962e1, 1.650270098316988542046e2, 4.328810604912902668951e2)
+_ATAN_Q += (4.853903996359136964868e2, 1.945506571482613964425e2)
+_ATAN_MOREBITS = 6.123233995736765886130e-17  # pi/2 - fl(pi/2)
+_TAN_3PI_8 = 2.414213562373095048802
+
+
+def _mx_poly(z: Any, coeffs: tuple, monic: bool = False) -> Any:
+    acc = z + coeffs[0] if monic else _mx_const(coeffs[0], z)
+    for c in coeffs[1:]:
+        acc = acc * z + c
+    return acc
+
+
+def _mx_atan(x: Any) -> Any:
+    a = ops.abs(x)
+    big = a > _TAN_3PI_8
+    mid = ops.logical_and(a > 0.66, ops.logical_not(big))
+    t = ops.where(big, _mx_const(-1.0, a) / a, ops.where(mid, (a - 1.0) / (a + 1.0), a))
+    base = ops.where(big, math.pi / 2, ops.where(mid, math.pi / 4, _mx_const(0.0, a)))
+    more = ops.where(big, _ATAN_MOREBITS, ops.where(mid, 0.5 * _ATAN_MOREBITS, _mx_const(0.0, a)))
+    z = t * t
+    r = base + ((t * z * _mx_poly(z, _ATAN_P) / _mx_poly(z, _ATAN_Q, monic=True) + t) + more)
+    return ops.where(x < 0.0, -r, r)
+
+
+def _mx_sign(x: Any) -> Any:
+    # PyTorch: (0 < x) - (x < 0), so sign(nan) = 0 (MAX's comparisons need not be false on nan).
+    out = ops.cast(x > 0, x.dtype) - ops.cast(x < 0, x.dtype)
+    return ops.where(ops.is_nan(x), _mx_const(0, x), out) if _dt.is_float(x.dtype) else out
+
+
+def _mx_keep_nan(x: Any, out: Any) -> Any:
+    """nan in, nan out. Several MAX primitives (relu, sigmoid, exp, tanh, max, min) and its
+    comparisons do not propagate nan on CPU (exp(nan) = inf, relu(nan) = 0), so kernels whose
+    result must be nan (as in PyTorch) select it explicitly."""
+    return ops.where(ops.is_nan(x), x, out)
+
+
+# -- sign-like and rounding ops ------------------------------------------------------------------
 class NegOp(UnaryOperation):
     name = "neg"
-    float_only = False
+    kind = NUMERIC
 
     def kernel(self, x: Any) -> Any:
         return ops.negate(x)
@@ -49,17 +202,144 @@ class NegOp(UnaryOperation):
         return [neg(cotangents[0])]
 
 
+class AbsOp(UnaryOperation):
+    name = "abs"
+    kind = NUMERIC
+
+    def kernel(self, x: Any) -> Any:
+        return ops.abs(x)
+
+    def numpy_kernel(self, x: np.ndarray) -> np.ndarray:
+        return np.abs(x)
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list) -> list:
+        return [_bin.mul(cotangents[0], sign(primals[0]))]  # abs'(0) = sign(0) = 0
+
+
+class SignOp(_ZeroGradOperation):
+    name = "sign"
+    kind = ANY
+
+    def kernel(self, x: Any) -> Any:
+        return x if x.dtype == _dt.bool_ else _mx_sign(x)
+
+    def numpy_kernel(self, x: np.ndarray) -> np.ndarray:
+        if x.dtype == np.bool_:
+            return x
+        return (x > 0).astype(x.dtype) - (x < 0).astype(x.dtype)
+
+
+class _RoundingOp(_ZeroGradOperation):
+    """floor/ceil/trunc: identity on integers (as PyTorch), the MAX primitive on floats."""
+
+    max_fn: Any = None
+    np_fn: Any = None
+
+    def kernel(self, x: Any) -> Any:
+        return type(self).max_fn(x) if _dt.is_float(x.dtype) else x
+
+    def numpy_kernel(self, x: np.ndarray) -> np.ndarray:
+        return type(self).np_fn(x) if x.dtype.kind == "f" else x
+
+
+class FloorOp(_RoundingOp):
+    name = "floor"
+    max_fn = ops.floor
+    np_fn = np.floor
+
+
+class CeilOp(_RoundingOp):
+    name = "ceil"
+    max_fn = ops.ceil
+    np_fn = np.ceil
+
+
+class TruncOp(_RoundingOp):
+    name = "trunc"
+    max_fn = ops.trunc
+    np_fn = np.trunc
+
+
+class RoundOp(_ZeroGradOperation):
+    """Round half to even; with `decimals`, PyTorch's formula: rint(x * 10**d) / 10**d
+    (for d < 0: rint(x / 10**-d) * 10**-d)."""
+
+    name = "round"
+
+    def kernel(self, x: Any, *, decimals: int) -> Any:
+        if not _dt.is_float(x.dtype):
+            return x
+        if decimals == 0:
+            return ops.round(x)
+        scale = _mx_const(10.0 ** builtins.abs(decimals), x)
+        return ops.round(x * scale) / scale if decimals > 0 else ops.round(x / scale) * scale
+
+    def numpy_kernel(self, x: np.ndarray, *, decimals: int) -> np.ndarray:
+        if x.dtype.kind != "f":
+            return x
+        if decimals == 0:
+            return np.rint(x)
+        scale = x.dtype.type(10.0 ** builtins.abs(decimals))
+        with np.errstate(over="ignore", invalid="ignore"):
+            return np.rint(x * scale) / scale if decimals > 0 else np.rint(x / scale) * scale
+
+
+# -- powers, exponentials, logarithms ------------------------------------------------------------
+class SquareOp(UnaryOperation):
+    name = "square"
+    kind = NUMERIC
+
+    def kernel(self, x: Any) -> Any:
+        return ops.mul(x, x)
+
+    def numpy_kernel(self, x: np.ndarray) -> np.ndarray:
+        return x * x
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list) -> list:
+        return [_bin.mul(cotangents[0], _bin.mul(primals[0], 2.0))]
+
+
+class ReciprocalOp(UnaryOperation):
+    name = "reciprocal"
+
+    def kernel(self, x: Any) -> Any:
+        return _mx_const(1.0, x) / x
+
+    def numpy_kernel(self, x: np.ndarray) -> np.ndarray:
+        with np.errstate(divide="ignore"):
+            return np.reciprocal(x)
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list) -> list:
+        y = outputs[0]
+        return [neg(_bin.mul(cotangents[0], _bin.mul(y, y)))]
+
+
 class ExpOp(UnaryOperation):
     name = "exp"
 
     def kernel(self, x: Any) -> Any:
-        return ops.exp(x)
+        return _mx_keep_nan(x, ops.exp(x))
 
     def numpy_kernel(self, x: np.ndarray) -> np.ndarray:
-        return np.exp(x)
+        with np.errstate(over="ignore"):
+            return np.exp(x)
 
     def vjp_rule(self, primals: list, cotangents: list, outputs: list) -> list:
         return [_bin.mul(cotangents[0], outputs[0])]
+
+
+class Expm1Op(UnaryOperation):
+    name = "expm1"
+
+    def kernel(self, x: Any) -> Any:
+        return _mx_expm1(x)
+
+    def numpy_kernel(self, x: np.ndarray) -> np.ndarray:
+        with np.errstate(over="ignore"):
+            return np.expm1(x)
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list) -> list:
+        return [_bin.mul(cotangents[0], _bin.add(outputs[0], 1.0))]  # as PyTorch: g * (y + 1)
 
 
 class LogOp(UnaryOperation):
@@ -76,6 +356,34 @@ class LogOp(UnaryOperation):
         return [_bin.div(cotangents[0], primals[0])]
 
 
+class Log1pOp(UnaryOperation):
+    name = "log1p"
+
+    def kernel(self, x: Any) -> Any:
+        return ops.log1p(x)
+
+    def numpy_kernel(self, x: np.ndarray) -> np.ndarray:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.log1p(x)
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list) -> list:
+        return [_bin.div(cotangents[0], _bin.add(primals[0], 1.0))]
+
+
+class Log2Op(UnaryOperation):
+    name = "log2"
+
+    def kernel(self, x: Any) -> Any:
+        return ops.log(x) * (1.0 / _LN2)
+
+    def numpy_kernel(self, x: np.ndarray) -> np.ndarray:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.log2(x)
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list) -> list:
+        return [_bin.div(cotangents[0], _bin.mul(primals[0], _LN2))]
+
+
 class SqrtOp(UnaryOperation):
     name = "sqrt"
 
@@ -90,11 +398,150 @@ class SqrtOp(UnaryOperation):
         return [_bin.div(cotangents[0], _bin.mul(outputs[0], 2.0))]
 
 
+class RsqrtOp(UnaryOperation):
+    name = "rsqrt"
+
+    def kernel(self, x: Any) -> Any:
+        return ops.rsqrt(x)
+
+    def numpy_kernel(self, x: np.ndarray) -> np.ndarray:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.reciprocal(np.sqrt(x))
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list) -> list:
+        y = outputs[0]  # d/dx x**-0.5 = -0.5 * y**3
+        return [_bin.mul(cotangents[0], _bin.mul(_bin.mul(y, _bin.mul(y, y)), -0.5))]
+
+
+# -- trigonometric and hyperbolic ------------------------------------------------------------------
+class SinOp(UnaryOperation):
+    name = "sin"
+
+    def kernel(self, x: Any) -> Any:
+        return ops.sin(x)
+
+    def numpy_kernel(self, x: np.ndarray) -> np.ndarray:
+        return np.sin(x)
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list) -> list:
+        return [_bin.mul(cotangents[0], cos(primals[0]))]
+
+
+class CosOp(UnaryOperation):
+    name = "cos"
+
+    def kernel(self, x: Any) -> Any:
+        return ops.cos(x)
+
+    def numpy_kernel(self, x: np.ndarray) -> np.ndarray:
+        return np.cos(x)
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list) -> list:
+        return [neg(_bin.mul(cotangents[0], sin(primals[0])))]
+
+
+class TanOp(UnaryOperation):
+    name = "tan"
+
+    def kernel(self, x: Any) -> Any:
+        return ops.sin(x) / ops.cos(x)
+
+    def numpy_kernel(self, x: np.ndarray) -> np.ndarray:
+        return np.tan(x)
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list) -> list:
+        y = outputs[0]
+        return [_bin.mul(cotangents[0], _bin.add(_bin.mul(y, y), 1.0))]
+
+
+class SinhOp(UnaryOperation):
+    name = "sinh"
+
+    def kernel(self, x: Any) -> Any:
+        a = ops.abs(x)
+        e = _mx_expm1(a)  # |x| < 1: (e + e / (e + 1)) / 2 adds positive terms only
+        small = (e + e / (e + 1.0)) * 0.5
+        h = ops.exp(a - _LN2)  # e**|x| / 2 without overflowing before sinh does
+        r = ops.where(a < 1.0, small, h - _mx_const(0.25, h) / h)
+        return ops.where(x < 0.0, -r, r)
+
+    def numpy_kernel(self, x: np.ndarray) -> np.ndarray:
+        with np.errstate(over="ignore"):
+            return np.sinh(x)
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list) -> list:
+        return [_bin.mul(cotangents[0], cosh(primals[0]))]
+
+
+class CoshOp(UnaryOperation):
+    name = "cosh"
+
+    def kernel(self, x: Any) -> Any:
+        h = ops.exp(ops.abs(x) - _LN2)
+        return _mx_keep_nan(x, h + _mx_const(0.25, h) / h)
+
+    def numpy_kernel(self, x: np.ndarray) -> np.ndarray:
+        with np.errstate(over="ignore"):
+            return np.cosh(x)
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list) -> list:
+        return [_bin.mul(cotangents[0], sinh(primals[0]))]
+
+
+def _one_minus_square(x: Tensor) -> Tensor:
+    """1 - x**2 as (1 - x)(1 + x): exact factors near |x| = 1."""
+    return _bin.mul(_bin.sub(1.0, x), _bin.add(x, 1.0))
+
+
+class AsinOp(UnaryOperation):
+    name = "asin"
+
+    def kernel(self, x: Any) -> Any:
+        # atan(x / sqrt(1 - x^2)); +-1 give +-inf and so +-pi/2, |x| > 1 gives nan.
+        return _mx_atan(x / ops.sqrt((_mx_const(1.0, x) - x) * (x + 1.0)))
+
+    def numpy_kernel(self, x: np.ndarray) -> np.ndarray:
+        with np.errstate(invalid="ignore"):
+            return np.arcsin(x)
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list) -> list:
+        return [_bin.mul(cotangents[0], rsqrt(_one_minus_square(primals[0])))]
+
+
+class AcosOp(UnaryOperation):
+    name = "acos"
+
+    def kernel(self, x: Any) -> Any:
+        # 2 atan(sqrt((1 - x) / (1 + x))): accurate near both ends, nan outside [-1, 1].
+        return _mx_atan(ops.sqrt((_mx_const(1.0, x) - x) / (x + 1.0))) * 2.0
+
+    def numpy_kernel(self, x: np.ndarray) -> np.ndarray:
+        with np.errstate(invalid="ignore"):
+            return np.arccos(x)
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list) -> list:
+        return [neg(_bin.mul(cotangents[0], rsqrt(_one_minus_square(primals[0]))))]
+
+
+class AtanOp(UnaryOperation):
+    name = "atan"
+
+    def kernel(self, x: Any) -> Any:
+        return _mx_atan(x)
+
+    def numpy_kernel(self, x: np.ndarray) -> np.ndarray:
+        return np.arctan(x)
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list) -> list:
+        x = primals[0]
+        return [_bin.div(cotangents[0], _bin.add(_bin.mul(x, x), 1.0))]
+
+
 class TanhOp(UnaryOperation):
     name = "tanh"
 
     def kernel(self, x: Any) -> Any:
-        return ops.tanh(x)
+        return _mx_keep_nan(x, ops.tanh(x))
 
     def numpy_kernel(self, x: np.ndarray) -> np.ndarray:
         return np.tanh(x)
@@ -104,26 +551,53 @@ class TanhOp(UnaryOperation):
         return [_bin.mul(cotangents[0], _bin.sub(1.0, _bin.mul(y, y)))]
 
 
-class ReluOp(UnaryOperation):
-    name = "relu"
-    float_only = False
+_np_erf_py = np.frompyfunc(math.erf, 1, 1)
+_np_erfc_py = np.frompyfunc(math.erfc, 1, 1)
+
+
+def _np_erf(x: np.ndarray) -> np.ndarray:
+    return np.asarray(_np_erf_py(_wide(x)), np.float64)
+
+
+def _np_erfc(x: np.ndarray) -> np.ndarray:
+    return np.asarray(_np_erfc_py(_wide(x)), np.float64)
+
+
+class ErfOp(UnaryOperation):
+    name = "erf"
 
     def kernel(self, x: Any) -> Any:
-        return ops.relu(x)
+        return ops.erf(x)
 
     def numpy_kernel(self, x: np.ndarray) -> np.ndarray:
-        return np.maximum(x, np.zeros((), x.dtype))
+        return _np_erf(x).astype(x.dtype)
 
     def vjp_rule(self, primals: list, cotangents: list, outputs: list) -> list:
-        g = cotangents[0]
-        return [_bin.where_(_bin.greater(primals[0], 0), g, 0)]
+        x = primals[0]
+        return [_bin.mul(cotangents[0], _bin.mul(exp(neg(_bin.mul(x, x))), _TWO_OVER_SQRT_PI))]
+
+
+# -- activations -------------------------------------------------------------------------------------
+class ReluOp(UnaryOperation):
+    name = "relu"
+    kind = NUMERIC
+
+    def kernel(self, x: Any) -> Any:
+        return _mx_keep_nan(x, ops.relu(x)) if _dt.is_float(x.dtype) else ops.relu(x)
+
+    def numpy_kernel(self, x: np.ndarray) -> np.ndarray:
+        return np.maximum(x, np.zeros((), x.dtype))  # keeps nan, as PyTorch
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list) -> list:
+        g = cotangents[0]  # PyTorch's threshold_backward: 0 where x <= 0 (nan passes the gradient)
+        return [_bin.where_(_bin.less_equal(primals[0], 0), 0, g)]
 
 
 class SigmoidOp(UnaryOperation):
     name = "sigmoid"
 
     def kernel(self, x: Any) -> Any:
-        return ops.sigmoid(x)
+        return _mx_keep_nan(x, ops.sigmoid(x))
 
     def numpy_kernel(self, x: np.ndarray) -> np.ndarray:
         # Stable for large |x|: exp only ever sees non-positive arguments.
@@ -135,22 +609,489 @@ class SigmoidOp(UnaryOperation):
         return [_bin.mul(cotangents[0], _bin.mul(y, _bin.sub(1.0, y)))]
 
 
+def _inside(x: Tensor, low: float, high: float) -> Tensor:
+    """low < x < high (open: PyTorch's hardsigmoid passes no gradient at the bounds, nor at nan)."""
+    return _bin.logical_and(_bin.greater(x, low), _bin.less(x, high))
+
+
+def _outside(x: Tensor, low: float, high: float) -> Tensor:
+    """x <= low or x >= high (PyTorch's hardtanh_backward zeroes these; nan passes the gradient)."""
+    return _bin.logical_or(_bin.less_equal(x, low), _bin.greater_equal(x, high))
+
+
+class HardtanhOp(UnaryOperation):
+    """min(max(x, min_val), max_val); relu6 is hardtanh(x, 0, 6)."""
+
+    name = "hardtanh"
+
+    def kernel(self, x: Any, *, min_val: float, max_val: float) -> Any:
+        return _mx_keep_nan(x, ops.min(ops.max(x, min_val), max_val))
+
+    def numpy_kernel(self, x: np.ndarray, *, min_val: float, max_val: float) -> np.ndarray:
+        return np.minimum(np.maximum(x, min_val), max_val).astype(x.dtype)
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, min_val: float, max_val: float) -> list:
+        return [_bin.where_(_outside(primals[0], min_val, max_val), 0, cotangents[0])]
+
+
+class LeakyReluOp(UnaryOperation):
+    name = "leaky_relu"
+
+    def kernel(self, x: Any, *, negative_slope: float) -> Any:
+        return ops.where(x > 0.0, x, x * negative_slope)
+
+    def numpy_kernel(self, x: np.ndarray, *, negative_slope: float) -> np.ndarray:
+        return np.where(x > 0, x, x * x.dtype.type(negative_slope))
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, negative_slope: float) -> list:
+        g = cotangents[0]  # at 0 the negative side, as PyTorch
+        return [_bin.where_(_bin.greater(primals[0], 0.0), g, _bin.mul(g, negative_slope))]
+
+
+class EluOp(UnaryOperation):
+    name = "elu"
+
+    def kernel(self, x: Any, *, alpha: float) -> Any:
+        return _mx_keep_nan(x, ops.where(x > 0.0, x, _mx_expm1(ops.min(x, 0.0)) * alpha))
+
+    def numpy_kernel(self, x: np.ndarray, *, alpha: float) -> np.ndarray:
+        return np.where(x > 0, x, alpha * np.expm1(np.minimum(_wide(x), 0.0))).astype(x.dtype)
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, alpha: float) -> list:
+        x, g = primals[0], cotangents[0]  # x <= 0: alpha * e**x (PyTorch uses this side at 0)
+        return [_bin.where_(_bin.less_equal(x, 0.0), _bin.mul(g, _bin.mul(exp(x), alpha)), g)]
+
+
+class GeluOp(UnaryOperation):
+    name = "gelu"
+
+    def kernel(self, x: Any, *, approximate: str) -> Any:
+        return ops.gelu(x, approximate=approximate)
+
+    def numpy_kernel(self, x: np.ndarray, *, approximate: str) -> np.ndarray:
+        w = _wide(x)
+        if approximate == "tanh":
+            out = 0.5 * w * (1.0 + np.tanh(_GELU_K * (w + _GELU_C * w**3)))
+        else:
+            out = 0.5 * w * _np_erfc(-w * _SQRT1_2)
+        return out.astype(x.dtype)
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, approximate: str) -> list:
+        x, g = primals[0], cotangents[0]
+        if approximate == "tanh":
+            x2 = _bin.mul(x, x)
+            t = tanh(_bin.mul(_bin.add(x, _bin.mul(_bin.mul(x2, x), _GELU_C)), _GELU_K))
+            left = _bin.mul(_bin.add(t, 1.0), 0.5)
+            inner = _bin.mul(_bin.add(_bin.mul(x2, 3.0 * _GELU_C), 1.0), _GELU_K)
+            right = _bin.mul(_bin.mul(_bin.mul(x, 0.5), _bin.sub(1.0, _bin.mul(t, t))), inner)
+            return [_bin.mul(g, _bin.add(left, right))]
+        cdf = _bin.mul(_bin.add(erf(_bin.mul(x, _SQRT1_2)), 1.0), 0.5)
+        pdf = _bin.mul(exp(_bin.mul(_bin.mul(x, x), -0.5)), _INV_SQRT_2PI)
+        return [_bin.mul(g, _bin.add(cdf, _bin.mul(x, pdf)))]
+
+
+class SiluOp(UnaryOperation):
+    name = "silu"
+
+    def kernel(self, x: Any) -> Any:
+        return ops.silu(x)
+
+    def numpy_kernel(self, x: np.ndarray) -> np.ndarray:
+        w = _wide(x)
+        e = np.exp(-np.abs(w))
+        return (w * np.where(w >= 0, 1 / (1 + e), e / (1 + e))).astype(x.dtype)
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list) -> list:
+        x = primals[0]
+        s = sigmoid(x)
+        return [_bin.mul(cotangents[0], _bin.mul(s, _bin.add(_bin.mul(x, _bin.sub(1.0, s)), 1.0)))]
+
+
+class SoftplusOp(UnaryOperation):
+    """log(1 + e**(beta x)) / beta, computed as (max(z, 0) + log1p(e**-|z|)) / beta (never
+    overflows); x itself where beta x > threshold, as PyTorch."""
+
+    name = "softplus"
+
+    def kernel(self, x: Any, *, beta: float, threshold: float) -> Any:
+        z = x * beta
+        soft = (ops.max(z, 0.0) + ops.log1p(ops.exp(-ops.abs(z)))) / beta
+        return _mx_keep_nan(x, ops.where(z > threshold, x, soft))
+
+    def numpy_kernel(self, x: np.ndarray, *, beta: float, threshold: float) -> np.ndarray:
+        z = _wide(x) * beta
+        soft = (np.maximum(z, 0.0) + np.log1p(np.exp(-np.abs(z)))) / beta
+        return np.where(z > threshold, x, soft).astype(x.dtype)
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, beta: float, threshold: float) -> list:
+        x, g = primals[0], cotangents[0]
+        z = _bin.mul(x, beta)
+        return [_bin.where_(_bin.greater(z, threshold), g, _bin.mul(g, sigmoid(z)))]
+
+
+class LogsigmoidOp(UnaryOperation):
+    """log(sigmoid(x)) = min(x, 0) - log1p(e**-|x|): finite for every finite x."""
+
+    name = "logsigmoid"
+
+    def kernel(self, x: Any) -> Any:
+        return _mx_keep_nan(x, ops.min(x, 0.0) - ops.log1p(ops.exp(-ops.abs(x))))
+
+    def numpy_kernel(self, x: np.ndarray) -> np.ndarray:
+        w = _wide(x)
+        return (np.minimum(w, 0.0) - np.log1p(np.exp(-np.abs(w)))).astype(x.dtype)
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list) -> list:
+        return [_bin.mul(cotangents[0], sigmoid(neg(primals[0])))]
+
+
+class HardsigmoidOp(UnaryOperation):
+    name = "hardsigmoid"
+
+    def kernel(self, x: Any) -> Any:
+        return _mx_keep_nan(x, ops.min(ops.max(x + 3.0, 0.0), 6.0) / 6.0)
+
+    def numpy_kernel(self, x: np.ndarray) -> np.ndarray:
+        return (np.minimum(np.maximum(_wide(x) + 3.0, 0.0), 6.0) / 6.0).astype(x.dtype)
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list) -> list:
+        return [_bin.where_(_inside(primals[0], -3.0, 3.0), _bin.div(cotangents[0], 6.0), 0)]
+
+
+class HardswishOp(UnaryOperation):
+    name = "hardswish"
+
+    def kernel(self, x: Any) -> Any:
+        return x * ops.min(ops.max(x + 3.0, 0.0), 6.0) / 6.0
+
+    def numpy_kernel(self, x: np.ndarray) -> np.ndarray:
+        w = _wide(x)
+        return (w * np.minimum(np.maximum(w + 3.0, 0.0), 6.0) / 6.0).astype(x.dtype)
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list) -> list:
+        x, g = primals[0], cotangents[0]  # PyTorch: 0 for x <= -3, x/3 + 1/2 for -3 < x < 3, 1 above
+        mid = _bin.mul(g, _bin.add(_bin.div(x, 3.0), 0.5))
+        return [_bin.where_(_bin.less_equal(x, -3.0), 0, _bin.where_(_bin.less(x, 3.0), mid, g))]
+
+
+# -- clamp -----------------------------------------------------------------------------------------
+class ClampOp(Operation):
+    """min(max(x, lo), hi) on operands of one shape and dtype: `bounds` says which of lo/hi follow x."""
+
+    name = "clamp"
+
+    def abstract_eval(self, x: AVal, *bounds: AVal, bounds_given: str) -> AVal:
+        _check_dtype("clamp", x[1], NUMERIC)
+        return x
+
+    def kernel(self, x: Any, *bounds: Any, bounds_given: str) -> Any:
+        lo, hi = _split_bounds(bounds, bounds_given)
+        out = x if lo is None else ops.max(x, lo)
+        out = out if hi is None else ops.min(out, hi)
+        if not _dt.is_float(x.dtype):
+            return out
+        for value in (hi, lo, x):  # a nan operand gives nan, as in PyTorch (MAX's max/min drop it)
+            out = out if value is None else _mx_keep_nan(value, out)
+        return out
+
+    def numpy_kernel(self, x: np.ndarray, *bounds: np.ndarray, bounds_given: str) -> np.ndarray:
+        lo, hi = _split_bounds(bounds, bounds_given)
+        out = x if lo is None else np.maximum(x, lo)
+        return out if hi is None else np.minimum(out, hi)
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, bounds_given: str) -> list:
+        g = cotangents[0]
+        return [None if m is None else _bin.where_(m, g, 0) for m in _clamp_masks(primals, bounds_given)]
+
+    def jvp_rule(self, primals: list, tangents: list, outputs: list, *, bounds_given: str) -> list:
+        out = None
+        for m, t in zip(_clamp_masks(primals, bounds_given), tangents, strict=True):
+            if m is not None:
+                term = _bin.where_(m, t, 0)
+                out = term if out is None else _bin.add(out, term)
+        return [out]
+
+
+def _split_bounds(bounds: tuple, bounds_given: str) -> tuple:
+    if bounds_given == "both":
+        return bounds[0], bounds[1]
+    return (bounds[0], None) if bounds_given == "min" else (None, bounds[0])
+
+
+def _clamp_masks(primals: list, bounds_given: str) -> list:
+    """Where each input receives the gradient (PyTorch's clamp_backward_min_max)."""
+    x = primals[0]
+    lo, hi = _split_bounds(tuple(primals[1:]), bounds_given)
+    if lo is not None and hi is not None:
+        return [
+            _bin.logical_and(_bin.greater_equal(x, lo), _bin.less_equal(x, hi)),
+            _bin.logical_and(_bin.less(x, lo), _bin.less(lo, hi)),
+            _bin.logical_or(_bin.greater(x, hi), _bin.less(hi, lo)),
+        ]
+    if lo is not None:
+        return [_bin.greater_equal(x, lo), _bin.less(x, lo)]
+    return [_bin.less_equal(x, hi), _bin.greater(x, hi)]
+
+
+# -- predicates and cleanup ------------------------------------------------------------------------
+class _PredicateOp(UnaryOperation):
+    """A bool tensor of x's shape; integer and bool inputs are never nan/inf."""
+
+    kind = ANY
+    differentiable = False
+    int_value = False  # the answer for integer/bool inputs
+
+    def abstract_eval(self, x: AVal, **kwargs: Any) -> AVal:
+        return x[0], _dt.bool_
+
+    def kernel(self, x: Any) -> Any:
+        if _dt.is_float(x.dtype):
+            return self.float_kernel(x)
+        const = ops.constant(self.int_value, _dt.bool_, x.device)
+        return ops.broadcast_to(const, x.shape)
+
+    def float_kernel(self, x: Any) -> Any:
+        raise NotImplementedError
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list) -> list:
+        return [None]
+
+    def jvp_rule(self, primals: list, tangents: list, outputs: list) -> list:
+        return [None]
+
+
+class IsnanOp(_PredicateOp):
+    name = "isnan"
+
+    def float_kernel(self, x: Any) -> Any:
+        return ops.is_nan(x)
+
+    def numpy_kernel(self, x: np.ndarray) -> np.ndarray:
+        return np.isnan(x)
+
+
+class IsinfOp(_PredicateOp):
+    name = "isinf"
+
+    def float_kernel(self, x: Any) -> Any:
+        return ops.is_inf(x)
+
+    def numpy_kernel(self, x: np.ndarray) -> np.ndarray:
+        return np.isinf(x)
+
+
+class IsfiniteOp(_PredicateOp):
+    name = "isfinite"
+    int_value = True
+
+    def float_kernel(self, x: Any) -> Any:
+        return ops.logical_not(ops.logical_or(ops.is_nan(x), ops.is_inf(x)))
+
+    def numpy_kernel(self, x: np.ndarray) -> np.ndarray:
+        return np.isfinite(x)
+
+
+class LogicalNotOp(_PredicateOp):
+    name = "logical_not"
+
+    def kernel(self, x: Any) -> Any:
+        if x.dtype == _dt.bool_:
+            return ops.logical_not(x)
+        return ops.equal(x, ops.constant(0, x.dtype, x.device))
+
+    def numpy_kernel(self, x: np.ndarray) -> np.ndarray:
+        return np.logical_not(x)
+
+
+class NanToNumOp(UnaryOperation):
+    """nan, +inf and -inf replaced by finite values; the gradient flows where x is finite."""
+
+    name = "nan_to_num"
+    kind = NUMERIC
+
+    def kernel(self, x: Any, *, nan: float, posinf: float, neginf: float) -> Any:
+        if not _dt.is_float(x.dtype):
+            return x
+        inf = ops.where(x > 0.0, _mx_const(posinf, x), _mx_const(neginf, x))
+        return ops.where(ops.is_nan(x), _mx_const(nan, x), ops.where(ops.is_inf(x), inf, x))
+
+    def numpy_kernel(self, x: np.ndarray, *, nan: float, posinf: float, neginf: float) -> np.ndarray:
+        return np.nan_to_num(x, nan=nan, posinf=posinf, neginf=neginf)
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list, **kwargs: Any) -> list:
+        return [_bin.where_(isfinite(primals[0]), cotangents[0], 0)]
+
+
+# -- public functions --------------------------------------------------------------------------------
 def _unary(op: UnaryOperation, doc: str) -> Any:
     def fn(x: Tensor) -> Tensor:
-        if not isinstance(x, Tensor):
-            raise TypeError(f"{op.name}: x must be a Tensor, got {type(x).__name__}")
+        _check_tensor(x, op.name, op.kind)
         return op(x)
 
-    fn.__name__ = op.name
+    fn.__name__ = fn.__qualname__ = op.name
     fn.__doc__ = doc
-    return register(op.name)(fn)
+    return public(op.name)(fn)
 
 
-neg = _unary(NegOp(), "Elementwise negation.")
+neg = _unary(NegOp(), "Elementwise negation (integers and floats).")
 negative = neg
+abs = _unary(AbsOp(), "Elementwise absolute value; the gradient at 0 is 0, as in PyTorch.")  # noqa: A001
+sign = _unary(SignOp(), "Elementwise sign: -1, 0 or 1 (0 for nan, as PyTorch); gradient 0.")
+square = _unary(SquareOp(), "Elementwise x * x (integers and floats).")
+reciprocal = _unary(ReciprocalOp(), "Elementwise 1 / x.")
 exp = _unary(ExpOp(), "Elementwise e**x.")
+expm1 = _unary(Expm1Op(), "Elementwise e**x - 1, accurate for small x.")
 log = _unary(LogOp(), "Elementwise natural logarithm.")
+log1p = _unary(Log1pOp(), "Elementwise log(1 + x), accurate for small x.")
+log2 = _unary(Log2Op(), "Elementwise base-2 logarithm.")
 sqrt = _unary(SqrtOp(), "Elementwise square root.")
+rsqrt = _unary(RsqrtOp(), "Elementwise 1 / sqrt(x).")
+sin = _unary(SinOp(), "Elementwise sine.")
+cos = _unary(CosOp(), "Elementwise cosine.")
+tan = _unary(TanOp(), "Elementwise tangent.")
+sinh = _unary(SinhOp(), "Elementwise hyperbolic sine.")
+cosh = _unary(CoshOp(), "Elementwise hyperbolic cosine.")
+asin = _unary(AsinOp(), "Elementwise arcsine (nan outside [-1, 1]).")
+acos = _unary(AcosOp(), "Elementwise arccosine (nan outside [-1, 1]).")
+atan = _unary(AtanOp(), "Elementwise arctangent.")
 tanh = _unary(TanhOp(), "Elementwise hyperbolic tangent.")
+erf = _unary(ErfOp(), "Elementwise Gauss error function.")
+floor = _unary(FloorOp(), "Elementwise floor (identity on integers); gradient 0.")
+ceil = _unary(CeilOp(), "Elementwise ceiling (identity on integers); gradient 0.")
+trunc = _unary(TruncOp(), "Elementwise rounding toward zero (identity on integers); gradient 0.")
 relu = _unary(ReluOp(), "Elementwise max(x, 0).")
 sigmoid = _unary(SigmoidOp(), "Elementwise 1 / (1 + e**-x).")
+silu = _unary(SiluOp(), "Elementwise x * sigmoid(x) (swish).")
+logsigmoid = _unary(LogsigmoidOp(), "Elementwise log(sigmoid(x)), stable for large |x|.")
+hardsigmoid = _unary(HardsigmoidOp(), "Elementwise relu6(x + 3) / 6.")
+hardswish = _unary(HardswishOp(), "Elementwise x * relu6(x + 3) / 6.")
+isnan = _unary(IsnanOp(), "Elementwise test for nan; a bool tensor (all False for integers).")
+isinf = _unary(IsinfOp(), "Elementwise test for +-inf; a bool tensor (all False for integers).")
+isfinite = _unary(IsfiniteOp(), "Elementwise test for finite values; a bool tensor (all True for integers).")
+logical_not = _unary(LogicalNotOp(), "Elementwise logical NOT; nonzero counts as True. Returns bool.")
+
+_round, _hardtanh, _leaky_relu, _elu = RoundOp(), HardtanhOp(), LeakyReluOp(), EluOp()
+_gelu, _softplus, _clamp, _nan_to_num = GeluOp(), SoftplusOp(), ClampOp(), NanToNumOp()
+
+
+@public()
+def round(x: Tensor, decimals: int = 0) -> Tensor:  # noqa: A001
+    """Round to the nearest value with `decimals` decimal places, halves to even (as PyTorch).
+
+    Example:
+        >>> nabla.round(nabla.tensor([0.5, 1.5, 1.25]), decimals=1)  # [0.5, 1.5, 1.2]
+    """
+    _check_tensor(x, "round", NUMERIC)
+    if isinstance(decimals, bool) or not isinstance(decimals, int | np.integer):
+        raise TypeError(f"round: decimals must be an int, got {decimals!r}")
+    if decimals != 0 and not _dt.is_float(x.dtype):
+        raise TypeError(f"round: decimals={decimals} needs a floating-point tensor, got dtype {x.dtype.name}")
+    return _round(x, decimals=int(decimals))
+
+
+@public()
+def hardtanh(x: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+    """Clamp to [min_val, max_val]; the gradient is 0 outside the open interval (as PyTorch)."""
+    _check_tensor(x, "hardtanh", FLOAT)
+    lo, hi = _check_number(min_val, "hardtanh", "min_val"), _check_number(max_val, "hardtanh", "max_val")
+    if lo > hi:
+        raise ValueError(f"hardtanh: min_val={min_val} must not be greater than max_val={max_val}")
+    return _hardtanh(x, min_val=lo, max_val=hi)
+
+
+@public()
+def relu6(x: Tensor) -> Tensor:
+    """Elementwise min(max(x, 0), 6) (hardtanh(x, 0, 6))."""
+    _check_tensor(x, "relu6", FLOAT)
+    return _hardtanh(x, min_val=0.0, max_val=6.0)
+
+
+@public()
+def leaky_relu(x: Tensor, negative_slope: float = 0.01) -> Tensor:
+    """x where x > 0, else negative_slope * x. The gradient at 0 is negative_slope (as PyTorch)."""
+    _check_tensor(x, "leaky_relu", FLOAT)
+    return _leaky_relu(x, negative_slope=_check_number(negative_slope, "leaky_relu", "negative_slope"))
+
+
+@public()
+def elu(x: Tensor, alpha: float = 1.0) -> Tensor:
+    """x where x > 0, else alpha * (e**x - 1)."""
+    _check_tensor(x, "elu", FLOAT)
+    return _elu(x, alpha=_check_number(alpha, "elu", "alpha"))
+
+
+@public()
+def gelu(x: Tensor, approximate: str = "none") -> Tensor:
+    """Gaussian error linear unit: x * Phi(x) (`approximate="none"`) or PyTorch's tanh form.
+
+    Args:
+        x: a floating-point tensor.
+        approximate: "none" (exact, with erf) or "tanh".
+    """
+    _check_tensor(x, "gelu", FLOAT)
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    return _gelu(x, approximate=approximate)
+
+
+@public()
+def mish(x: Tensor) -> Tensor:
+    """Elementwise x * tanh(softplus(x))."""
+    _check_tensor(x, "mish", FLOAT)
+    return _bin.mul(x, tanh(softplus(x)))
+
+
+@public()
+def softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    """log(1 + e**(beta * x)) / beta, reverting to x where beta * x > threshold (as PyTorch).
+
+    Never overflows: softplus(100.0) is 100.0 and softplus(-100.0) a tiny positive number.
+    """
+    _check_tensor(x, "softplus", FLOAT)
+    b = _check_number(beta, "softplus", "beta")
+    if b == 0:
+        raise ValueError("softplus: beta must be nonzero, got 0")
+    return _softplus(x, beta=b, threshold=_check_number(threshold, "softplus", "threshold"))
+
+
+@public()
+def clamp(x: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
+    """Clamp `x` to [min, max]; bounds are scalars or tensors that broadcast with `x`.
+
+    Where min > max the result is max (as PyTorch). The gradient flows to x where
+    min <= x <= max, and to a tensor bound where that bound is the result.
+
+    Example:
+        >>> nabla.clamp(nabla.tensor([-2.0, 0.5, 3.0]), min=-1.0, max=1.0)  # [-1.0, 0.5, 1.0]
+    """
+    _check_tensor(x, "clamp", NUMERIC)
+    if min is None and max is None:
+        raise ValueError("clamp: at least one of min and max must be given, got min=None and max=None")
+    given = [b for b in (min, max) if b is not None]
+    for b in given:
+        if isinstance(b, Tensor) and b.dtype == _dt.bool_:
+            raise TypeError("clamp: bounds must be numeric, got a bool tensor")
+    operands = _bin.binary_operands("clamp", x, *given)
+    which = "both" if len(given) == 2 else ("min" if min is not None else "max")
+    return _clamp(*operands, bounds_given=which)
+
+
+clip = clamp
+
+
+def _finfo_max(dtype: Any) -> float:
+    return _BF16_MAX if dtype == _dt.bfloat16 else float(np.finfo(_dt.to_numpy_dtype(dtype)).max)
+
+
+@public()
+def nan_to_num(x: Tensor, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Tensor:
+    """Replace nan by `nan`, +inf by `posinf` and -inf by `neginf` (None: the dtype's largest /
+    lowest finite value, as PyTorch). Integer tensors are returned unchanged."""
+    _check_tensor(x, "nan_to_num", NUMERIC)
+    big = _finfo_max(x.dtype) if _dt.is_float(x.dtype) else 0.0
+    values = {
+        "nan": _check_number(nan, "nan_to_num", "nan"),
+        "posinf": big if posinf is None else _check_number(posinf, "nan_to_num", "posinf"),
+        "neginf": -big if neginf is None else _check_number(neginf, "nan_to_num", "neginf"),
+    }
+    return _nan_to_num(x, **values)

@@ -15,7 +15,7 @@ from ..core.tensor.dispatch import register
 from ..core.tensor.impl import TensorImpl
 from ..core.tensor.tensor import Tensor
 from . import reduction as _red
-from .base import AVal, Operation
+from .base import AVal, Operation, public
 
 __all__ = [
     "broadcast_shapes",
@@ -89,7 +89,7 @@ def _resolve_shape(shape: Any, old: tuple[int, ...]) -> tuple[int, ...]:
 _reshape = ReshapeOp()
 
 
-@register()
+@public()
 def reshape(x: Tensor, shape: Any) -> Tensor:
     """Return `x` with a new shape of the same size (one dimension may be -1)."""
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
@@ -101,7 +101,7 @@ def reshape(x: Tensor, shape: Any) -> Tensor:
 view = reshape
 
 
-@register()
+@public()
 def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     """Merge dimensions `start_dim..end_dim` into one."""
     if x.ndim == 0:
@@ -142,7 +142,7 @@ class PermuteOp(Operation):
 _permute = PermuteOp()
 
 
-@register()
+@public()
 def permute(x: Tensor, dims: Any) -> Tensor:
     """Reorder dimensions: `permute(x, (2, 0, 1))`."""
     dims = tuple(dims)
@@ -153,7 +153,7 @@ def permute(x: Tensor, dims: Any) -> Tensor:
     return _permute(x, dims=dims)
 
 
-@register()
+@public()
 def transpose(x: Tensor, dim0: int = -2, dim1: int = -1) -> Tensor:
     """Swap two dimensions (PyTorch's `transpose(dim0, dim1)`)."""
     if x.ndim < 2 and (dim0, dim1) == (-2, -1):
@@ -213,7 +213,7 @@ class BroadcastToOp(Operation):
 _broadcast_to = BroadcastToOp()
 
 
-@register()
+@public()
 def broadcast_to(x: Tensor, shape: Any) -> Tensor:
     """Broadcast `x` to `shape` with NumPy rules."""
     shape = tuple(shape)
@@ -232,7 +232,7 @@ def sum_to_shape(x: Tensor, shape: tuple[int, ...]) -> Tensor:
 
 
 # -- squeeze / unsqueeze -----------------------------------------------------------------------
-@register()
+@public()
 def squeeze(x: Tensor, dim: Any = None) -> Tensor:
     """Remove size-1 dimensions (all, or those in `dim`)."""
     if dim is None:
@@ -245,7 +245,7 @@ def squeeze(x: Tensor, dim: Any = None) -> Tensor:
     return reshape(x, tuple(s for i, s in enumerate(x.shape) if i not in axes))
 
 
-@register()
+@public()
 def unsqueeze(x: Tensor, dim: int) -> Tensor:
     """Insert a size-1 dimension at `dim` (negative counts from the end of the result)."""
     d = normalize_axis(dim, x.ndim + 1, "unsqueeze")
@@ -284,7 +284,7 @@ identity = register("identity")(IdentityOp())
 _detach = DetachOp()
 
 
-@register()
+@public()
 def detach(x: Tensor) -> Tensor:
     """A tensor with `x`'s value, cut from autodiff. Shares data once `x` is realized."""
     if x._impl.is_realized:

@@ -11,7 +11,7 @@ from .spec import OpSpec, Sample, uniform
 FAMILY = "binary"
 
 # (shape of x, shape of y): equal shapes, broadcasting both ways, scalars, 0-d.
-SHAPES = [((3, 4), (3, 4)), ((2, 3, 4), (4,)), ((3, 1), (1, 4)), ((), (2, 3)), ((5,), ())]
+SHAPES = [((3, 4), (3, 4)), ((2, 3, 4), (4,)), ((3, 1), (1, 4)), ((), (2, 3)), ((5,), ()), ((4,), (2, 1, 4))]
 
 
 def _samples(low: float = -2.0, high: float = 2.0, seed: str = "", scalar: float | None = 1.5) -> list[Sample]:
@@ -21,7 +21,42 @@ def _samples(low: float = -2.0, high: float = 2.0, seed: str = "", scalar: float
     ]
     if scalar is not None:
         out.append(Sample((uniform((2, 3), low, high, seed=seed), scalar), label="tensor-scalar"))
+        out.append(Sample((scalar, uniform((3,), low, high, seed=seed + "r")), label="scalar-tensor"))
     return out
+
+
+def _torch_args(torch, *args):
+    """PyTorch's functional forms of several binary ops want Tensors: wrap Python scalars as 0-d."""
+    return [a if isinstance(a, torch.Tensor) else torch.tensor(a) for a in args]
+
+
+def _result_dtype(args: tuple, float_result: bool = False) -> np.dtype:
+    """PyTorch's result dtype for NumPy arrays and Python scalars (NumPy would widen int32 + float32)."""
+    arrays = [a for a in args if isinstance(a, np.ndarray)]
+    scalars = [a for a in args if not isinstance(a, np.ndarray)]
+    for kind in "fib":
+        same = [a.dtype for a in arrays if a.dtype.kind == kind]
+        if same:
+            dtype = max(same, key=lambda d: d.itemsize)
+            break
+    if dtype.kind != "f" and any(isinstance(s, float) for s in scalars):
+        dtype = np.dtype(np.float32)
+    elif dtype.kind == "b" and any(isinstance(s, int) and not isinstance(s, bool) for s in scalars):
+        dtype = np.dtype(np.int64)
+    if float_result and dtype.kind != "f":
+        dtype = np.dtype(np.float32)
+    return dtype
+
+
+def torch_like(np_fn, float_result: bool = False):
+    """A NumPy reference whose result has PyTorch's promoted dtype."""
+
+    def ref(*args):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out = np_fn(*args)
+        return out if out.dtype == np.bool_ else out.astype(_result_dtype(args, float_result))
+
+    return ref
 
 
 def _binary(name: str, ref, low: float = -2.0, high: float = 2.0, torch_name: str | None = None, **kw) -> OpSpec:
@@ -31,32 +66,134 @@ def _binary(name: str, ref, low: float = -2.0, high: float = 2.0, torch_name: st
         ref=ref,
         samples=kw.pop("samples", None) or _samples(low, high, seed=name),
         family=FAMILY,
-        torch_ref=lambda torch, x, y, _n=torch_name or name: getattr(torch, _n)(x, y),
+        torch_ref=lambda torch, x, y, _n=torch_name or name: getattr(torch, _n)(*_torch_args(torch, x, y)),
         **kw,
     )
+
+
+def _int_samples(seed: str) -> list[Sample]:
+    """Integer operands (no derivative checks) and an integer/float mix (the float one is checked)."""
+    rng = np.random.default_rng(len(seed))
+    xi = rng.integers(-9, 10, size=(3, 4)).astype(np.int32)
+    yi = rng.integers(1, 5, size=(4,)).astype(np.int64) * np.array([1, -1, 1, -1])
+    return [
+        Sample((xi, yi), label="int32xint64", grad=False),
+        Sample((xi, 3), label="int-scalar", grad=False),
+        Sample((xi, uniform((3, 4), 0.5, 2.0, seed=seed)), label="int-float"),
+    ]
+
+
+def _divisor_samples(seed: str) -> list[Sample]:
+    """Dividends of both signs over divisors of both signs, kept away from 0 and from exact multiples."""
+    x = uniform((3, 4), -6.0, 6.0, seed=seed + "x")
+    y = uniform((3, 4), 0.5, 2.0, seed=seed + "y") * np.where(uniform((3, 4), seed=seed + "s") > 0, 1.0, -1.0)
+    x = np.where(np.abs(x / y - np.round(x / y)) < 0.02, x + 0.1 * y, x)
+    return [
+        Sample((x, y), label="signs"),
+        Sample((x, -1.5), label="negative-scalar-divisor"),
+        Sample((x[0], y), label="broadcast"),
+        Sample((np.array(4.7), np.array(-1.3)), label="0-d"),
+        Sample(
+            (np.array([5.0, -5.0, 5.0, -5.0, 6.0, -6.0]), np.array([3.0, 3.0, -3.0, -3.0, 3.0, -3.0])),
+            label="exact",
+            grad=False,
+        ),  # fmt: skip
+        *_int_samples(seed),
+    ]
 
 
 def _compare(name: str, ref) -> OpSpec:
     samples = _samples(seed="cmp")
     # ties matter for comparisons
     samples.append(Sample((np.array([1.0, 2.0, 3.0]), np.array([1.0, 0.0, 3.0])), label="ties"))
+    samples.append(Sample((np.array([[1, 5, -2]], np.int32), np.array([[1], [3]], np.int64)), label="int"))
     return _binary(name, ref, samples=samples, differentiable=False, torch_name={"equal": "eq"}.get(name, name))
+
+
+def _ties(seed: str) -> list[Sample]:
+    x = uniform((2, 3), seed=seed)
+    return [
+        *_samples(seed=seed),
+        Sample((x, x.copy()), label="all-ties", grad=False),
+        Sample((np.array([1.0, 2.0, 3.0]), np.array([1.0, 0.0, 3.0])), label="some-ties", grad=False),
+        Sample((np.array([1, -2, 3], np.int32), np.array([0, -2, 4], np.int32)), label="int", grad=False),
+    ]
+
+
+BOOLS_X = np.array([[True, False, True, False]])
+BOOLS_Y = np.array([[True], [False]])
+
+
+def _logical(name: str, ref) -> OpSpec:
+    samples = [
+        Sample((BOOLS_X, BOOLS_Y), label="bool"),
+        Sample((np.array([0.0, 1.5, -2.0, 0.0]), np.array([0, 0, 3, 7], np.int32)), label="float-int"),
+        Sample((uniform((2, 3), seed=name), np.zeros(())), label="0-d"),
+        Sample((BOOLS_X, True), label="bool-scalar"),
+    ]
+    return _binary(name, ref, samples=samples, differentiable=False)
+
+
+def _bitwise(name: str, ref) -> OpSpec:
+    samples = [Sample((BOOLS_X, BOOLS_Y), label="bool"), Sample((BOOLS_X, False), label="bool-scalar")]
+    return _binary(name, ref, samples=samples, differentiable=False)
 
 
 SPECS: list[OpSpec] = [
     _binary("add", np.add, dtypes=("float64", "float16", "bfloat16")),
     _binary("sub", np.subtract),
-    _binary("mul", np.multiply),
+    _binary("mul", np.multiply, dtypes=("float64", "float16", "bfloat16")),
     _binary("div", np.divide, 0.5, 2.0, covers=("div",)),
     _binary("pow", np.power, 0.5, 2.0),
-    _binary("maximum", np.maximum),
-    _binary("minimum", np.minimum),
+    _binary("maximum", np.maximum, samples=_ties("maximum")),
+    _binary("minimum", np.minimum, samples=_ties("minimum")),
     _compare("equal", np.equal),
     _compare("not_equal", np.not_equal),
     _compare("greater", np.greater),
     _compare("greater_equal", np.greater_equal),
     _compare("less", np.less),
     _compare("less_equal", np.less_equal),
+    _binary("floor_divide", torch_like(np.floor_divide), samples=_divisor_samples("floor_divide")),
+    _binary("remainder", torch_like(np.remainder), samples=_divisor_samples("remainder"), rtol=1e-5, atol=1e-5),
+    _binary("fmod", torch_like(np.fmod), samples=_divisor_samples("fmod"), rtol=1e-5, atol=1e-5),
+    _binary(
+        "atan2",
+        torch_like(np.arctan2, float_result=True),
+        samples=[
+            *_samples(seed="atan2"),
+            Sample(
+                (np.array([0.0, -0.0, 0.0, -0.0, 1.0, -1.0]), np.array([0.0, 0.0, -0.0, -0.0, 0.0, -0.0])),
+                label="signed-zeros",
+                grad=False,
+            ),  # fmt: skip
+            Sample(
+                (np.array([np.inf, -np.inf, 1.0, np.nan]), np.array([np.inf, 2.0, -np.inf, 1.0])),
+                label="inf-nan",
+                grad=False,
+            ),  # fmt: skip
+            Sample((np.array([[3, -4]], np.int32), np.array([[0.0], [-2.5]])), label="int-float"),
+        ],
+        dtypes=("float64", "float16", "bfloat16"),
+    ),
+    _logical("logical_and", np.logical_and),
+    _logical("logical_or", np.logical_or),
+    _logical("logical_xor", np.logical_xor),
+    _bitwise("bitwise_and", np.bitwise_and),
+    _bitwise("bitwise_or", np.bitwise_or),
+    _bitwise("bitwise_xor", np.bitwise_xor),
+    OpSpec(
+        name="bitwise_not",
+        fn=nb.bitwise_not,
+        ref=np.logical_not,
+        samples=[Sample((BOOLS_X,), label="bool"), Sample((np.array(True),), label="0-d")],
+        family=FAMILY,
+        covers=("logical_xor",),
+        differentiable=False,
+        torch_ref=lambda torch, x: torch.bitwise_not(x),
+    ),
 ]
-for _spec, _aliases in zip(SPECS[7:], [("eq",), ("ne",), ("gt",), ("ge",), ("lt",), ("le",)], strict=True):
+for _spec, _aliases in zip(SPECS[7:13], [("eq",), ("ne",), ("gt",), ("ge",), ("lt",), ("le",)], strict=True):
     _spec.aliases = _aliases
+for _spec in SPECS:
+    if _spec.name.startswith("bitwise_") and _spec.name != "bitwise_not":
+        _spec.covers = ("logical_" + _spec.name.removeprefix("bitwise_"),)

@@ -60,7 +60,8 @@ class RecompileError(RuntimeError):
 class ComputeGraph:
     def __init__(self) -> None:
         self.epoch = 0
-        self._pending: weakref.WeakSet = weakref.WeakSet()
+        # Keyed by id: a WeakSet would compare facades with Tensor.__eq__, which is elementwise.
+        self._pending: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
         self._caches: dict[str, OrderedDict] = {}
         self._stats: dict[str, ExecutorStats] = {}
         self._no_recompile_depth = 0
@@ -71,10 +72,10 @@ class ComputeGraph:
     def add_unrealized(self, tensor: Any) -> None:
         """Track a user-visible promise tensor weakly: it is computed with the next evaluation
         unless the user drops it first."""
-        self._pending.add(tensor)
+        self._pending[id(tensor)] = tensor
 
     def pending_impls(self) -> list:
-        return [t._impl for t in list(self._pending) if not t._impl.is_realized]
+        return [t._impl for t in list(self._pending.values()) if not t._impl.is_realized]
 
     # -- evaluation -------------------------------------------------------------------------
     def evaluate(self, impls: list) -> None:

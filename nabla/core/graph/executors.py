@@ -8,6 +8,7 @@ their session.
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -35,7 +36,21 @@ def storage_to_numpy(data: Any) -> np.ndarray:
 def storage_to_buffer(data: Any) -> Buffer:
     if isinstance(data, Buffer):
         return data
-    return Buffer.from_numpy(np.asarray(data, order="C"))
+    array = np.asarray(data, order="C")
+    if array.dtype == np.bool_ and array.ndim == 0:
+        # MAX's Buffer.from_numpy cannot view a 0-d bool array; go through a 1-element uint8 buffer.
+        return Buffer.from_numpy(array.reshape(1).view(np.uint8)).view(DType.bool, ())
+    return Buffer.from_numpy(array)
+
+
+def custom_extensions(program: Program) -> list[Path]:
+    """Kernel packages (compiled Mojo) that the program's custom ops need, in first-use order."""
+    paths: list[Path] = []
+    for step in program.steps:
+        for path in getattr(step.op, "custom_extensions", ()):
+            if path not in paths:
+                paths.append(path)
+    return paths
 
 
 class Executor:
@@ -105,7 +120,10 @@ class MaxExecutor(Executor):
         module = Module()
         types = [TensorType(dtype, shape, device=device) for dtype, shape in program.input_types]
         self._graph_counter += 1
-        with Graph(f"nabla_{self._graph_counter}", input_types=types, module=module) as graph:
+        extensions = custom_extensions(program)
+        with Graph(
+            f"nabla_{self._graph_counter}", input_types=types, module=module, custom_extensions=extensions
+        ) as graph:
             env: list[Any] = [None] * program.num_slots
             for slot, value in zip(program.input_slots, graph.inputs, strict=True):
                 env[slot] = value.tensor
@@ -120,7 +138,7 @@ class MaxExecutor(Executor):
     def prepare(self, program: Program) -> Any:
         module = self.build_module(program)
         with self._lock:
-            compiled = self.session.compile(module)
+            compiled = self.session.compile(module, custom_extensions=custom_extensions(program) or None)
             models = self.session.init_all(compiled)
         return next(iter(models.values()))
 

@@ -454,14 +454,14 @@ class Tensor:
     def neg(self) -> Tensor:
         return OPS.neg(self)
 
-    def gelu(self) -> Tensor:
-        return OPS.gelu(self)
-
     def silu(self) -> Tensor:
         return OPS.silu(self)
 
-    def softplus(self) -> Tensor:
-        return OPS.softplus(self)
+    def gelu(self, approximate: str = "none") -> Tensor:
+        return OPS.gelu(self, approximate)
+
+    def softplus(self, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+        return OPS.softplus(self, beta, threshold)
 
     def round(self, decimals: int = 0) -> Tensor:
         return OPS.round(self, decimals)

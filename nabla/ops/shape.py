@@ -1,0 +1,924 @@
+"""Shape ops beyond reshape/permute: flip, pad, concatenate, split, tril/triu, diagonal,
+repeat_interleave (primitives), and roll, tile, stack, chunk, unbind, moveaxis, unflatten
+(composites of those and of view.py's ops).
+
+`pad` with negative widths crops: it is also this module's slice primitive (VJP of constant
+padding = padding with the negated widths). Multi-output `split` (and `chunk`/`unbind`) return
+one tuple whose tensors share a single OpNode.
+
+Rules receive physical (batch-shifted) kwargs; they call ops with logical ones (`_logical`).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any
+
+import numpy as np
+from max.graph import ops
+
+from ..core.common import dtypes as _dt
+from ..core.tensor.impl import TensorImpl
+from ..core.tensor.tensor import Tensor
+from . import binary as _bin
+from . import creation as _cr
+from . import reduction as _red
+from .base import AVal, Operation, public
+from .cast import cast
+from .view import broadcast_to, normalize_axis, permute, reshape, unsqueeze
+
+__all__ = [
+    "cat",
+    "chunk",
+    "concat",
+    "concatenate",
+    "diagonal",
+    "flip",
+    "moveaxis",
+    "movedim",
+    "pad",
+    "repeat_interleave",
+    "roll",
+    "split",
+    "stack",
+    "tile",
+    "tril",
+    "triu",
+    "unbind",
+    "unflatten",
+]
+
+
+# -- helpers -----------------------------------------------------------------------------------
+def _check_tensor(x: Any, op: str, arg: str = "x") -> None:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}: {arg} must be a Tensor, got {type(x).__name__}")
+
+
+def _int(value: Any, op: str, arg: str) -> int:
+    if not isinstance(value, int | np.integer) or isinstance(value, bool | np.bool_):
+        raise TypeError(f"{op}: {arg} must be an int, got {value!r}")
+    return int(value)
+
+
+def _axes(axis: Any, rank: int, op: str, arg: str = "dim") -> tuple[int, ...]:
+    """Normalize an int or a sequence of ints; a 0-d tensor accepts 0 and -1 (as PyTorch)."""
+    axes = (axis,) if isinstance(axis, int | np.integer) else tuple(axis)
+    if rank == 0:
+        for a in axes:
+            _int(a, op, arg)
+            if a not in (0, -1):
+                raise ValueError(f"{op}: {arg}={a} is out of range for a tensor of rank 0")
+        return ()
+    out = tuple(normalize_axis(a, rank, op, arg) for a in axes)
+    if len(set(out)) != len(out):
+        raise ValueError(f"{op}: {arg} {tuple(axes)} names a dimension twice")
+    return out
+
+
+def _shift(axis: int, batch_dims: int) -> int:
+    return axis + batch_dims
+
+
+def _bd(t: Tensor) -> int:
+    return t._impl.batch_dims
+
+
+def _empty(shape: tuple[int, ...], dtype: Any, device: Any) -> Any:
+    """A MAX value of a shape with a zero dimension (MAX's slice/split/concat reject those)."""
+    return ops.broadcast_to(ops.constant(False if dtype == _dt.bool_ else 0, dtype, device), shape)
+
+
+def _static_shape(value: Any) -> tuple[int, ...]:
+    return tuple(int(d) for d in value.shape)
+
+
+def _tensor_list(tensors: Any, op: str) -> list[Tensor]:
+    if isinstance(tensors, Tensor) or not isinstance(tensors, list | tuple):
+        raise TypeError(f"{op}: tensors must be a list or tuple of Tensors, got {type(tensors).__name__}")
+    if not tensors:
+        raise ValueError(f"{op}: expected a non-empty list of tensors")
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{op}: input {i} must be a Tensor, got {type(t).__name__}")
+    return list(tensors)
+
+
+def _promote(tensors: list[Tensor]) -> list[Tensor]:
+    dtype = functools.reduce(_dt.promote_types, [t.dtype for t in tensors])
+    return [cast(t, dtype) for t in tensors]
+
+
+# -- flip --------------------------------------------------------------------------------------
+class FlipOp(Operation):
+    name = "flip"
+
+    def adapt_kwargs(self, impls: list[TensorImpl], kwargs: dict, batch_dims: int) -> dict:
+        return {"axes": tuple(_shift(a, batch_dims) for a in kwargs["axes"])}
+
+    def abstract_eval(self, x: AVal, *, axes: tuple) -> AVal:
+        return x
+
+    def kernel(self, x: Any, *, axes: tuple) -> Any:
+        shape = _static_shape(x)
+        if 0 in shape:
+            return x
+        for a in axes:
+            index = ops.constant(np.arange(shape[a] - 1, -1, -1, dtype=np.int64), _dt.int64, x.device)
+            x = ops.gather(x, index, a)
+        return x
+
+    def numpy_kernel(self, x: np.ndarray, *, axes: tuple) -> np.ndarray:
+        return np.flip(x, axes)
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, axes: tuple) -> list:
+        return [_flip(cotangents[0], axes=tuple(a - _bd(primals[0]) for a in axes))]
+
+    def jvp_rule(self, primals: list, tangents: list, outputs: list, *, axes: tuple) -> list:
+        return [_flip(tangents[0], axes=tuple(a - _bd(primals[0]) for a in axes))]
+
+
+_flip = FlipOp()
+
+
+@public()
+def flip(x: Tensor, axis: Any = None, *, dims: Any = None) -> Tensor:
+    """Reverse the order of elements along `axis` (int or tuple; None: every axis).
+
+    Example:
+        >>> nb.flip(nb.arange(3), 0).tolist()
+        [2, 1, 0]
+    """
+    _check_tensor(x, "flip")
+    if dims is not None:
+        if axis is not None:
+            raise TypeError("flip: pass either axis= or dims=, not both")
+        axis = dims
+    axes = tuple(range(x.ndim)) if axis is None else _axes(axis, x.ndim, "flip")
+    axes = tuple(sorted(a for a in axes if x.shape[a] > 1))
+    return _flip(x, axes=axes) if axes else x
+
+
+# -- pad (and crop: negative widths) -----------------------------------------------------------
+_MODES = {"constant": "constant", "reflect": "reflect", "replicate": "edge", "edge": "edge", "circular": "circular"}
+
+
+class PadOp(Operation):
+    """`widths`: one (before, after) pair per dimension; negative widths crop first.
+    `mode`: "constant" (fill with `value`), "reflect" or "edge" (replicate)."""
+
+    name = "pad"
+
+    def adapt_kwargs(self, impls: list[TensorImpl], kwargs: dict, batch_dims: int) -> dict:
+        return {**kwargs, "widths": ((0, 0),) * batch_dims + tuple(kwargs["widths"])}
+
+    def abstract_eval(self, x: AVal, *, widths: tuple, mode: str, value: Any) -> AVal:
+        shape = tuple(n + lo + hi for n, (lo, hi) in zip(x[0], widths, strict=True))
+        if any(s < 0 for s in shape):
+            raise ValueError(f"pad: widths {widths} give a negative size for a tensor of shape {x[0]}")
+        return shape, x[1]
+
+    def kernel(self, x: Any, *, widths: tuple, mode: str, value: Any) -> Any:
+        shape = _static_shape(x)
+        out_shape = tuple(n + lo + hi for n, (lo, hi) in zip(shape, widths, strict=True))
+        if 0 in out_shape:
+            return _empty(out_shape, x.dtype, x.device)
+        crop = [(max(-lo, 0), n - max(-hi, 0)) for n, (lo, hi) in zip(shape, widths, strict=True)]
+        mid = tuple(b - a for a, b in crop)
+        if 0 in mid:  # nothing of x survives: a constant fill
+            return ops.broadcast_to(ops.constant(value, x.dtype, x.device), out_shape)
+        if any((a, b) != (0, n) for (a, b), n in zip(crop, shape, strict=True)):
+            x = ops.slice_tensor(x, [slice(a, b) for a, b in crop])
+        paddings = [p for lo, hi in widths for p in (max(lo, 0), max(hi, 0))]
+        if any(paddings):
+            x = ops.pad(x, paddings, mode=mode, value=value) if mode == "constant" else ops.pad(x, paddings, mode=mode)
+        return x
+
+    def numpy_kernel(self, x: np.ndarray, *, widths: tuple, mode: str, value: Any) -> np.ndarray:
+        x = x[tuple(slice(max(-lo, 0), n - max(-hi, 0)) for n, (lo, hi) in zip(x.shape, widths, strict=True))]
+        pos = [(max(lo, 0), max(hi, 0)) for lo, hi in widths]
+        if not any(p for pair in pos for p in pair):
+            return x
+        if mode == "constant":
+            return np.pad(x, pos, mode="constant", constant_values=value)
+        return np.pad(x, pos, mode=mode)
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, widths: tuple, mode: str, value: Any) -> list:
+        widths = widths[_bd(primals[0]) :]
+        g = cotangents[0]
+        if mode != "constant":
+            # Fold the padded margins back onto the cells they copy, one axis at a time.
+            for axis, (lo, hi) in enumerate(widths):
+                if max(lo, 0) or max(hi, 0):
+                    g = _fold(g, axis, max(lo, 0), max(hi, 0), mode)
+            widths = tuple((min(lo, 0), min(hi, 0)) for lo, hi in widths)
+        # Constant padding's transpose is the crop by the same widths (and vice versa).
+        return [_pad_widths(g, tuple((-lo, -hi) for lo, hi in widths))]
+
+    def jvp_rule(self, primals: list, tangents: list, outputs: list, *, widths: tuple, mode: str, value: Any) -> list:
+        t = tangents[0]
+        return [_pad(t, widths=widths[_bd(primals[0]) :], mode=mode, value=_fill(0, t.dtype))]
+
+
+_pad = PadOp()
+
+
+def _pad_widths(x: Tensor, widths: tuple, mode: str = "constant", value: Any = 0) -> Tensor:
+    """Constant (zero) padding by logical `widths` (negative crops); a no-op for all-zero widths."""
+    if not any(w for pair in widths for w in pair):
+        return x
+    return _pad(x, widths=tuple(widths), mode=mode, value=_fill(value, x.dtype))
+
+
+def _axis_widths(rank: int, axis: int, lo: int, hi: int) -> tuple:
+    return tuple((lo, hi) if i == axis else (0, 0) for i in range(rank))
+
+
+def _slice(x: Tensor, axis: int, start: int, stop: int) -> Tensor:
+    """x[..., start:stop, ...] along logical `axis` (0 <= start <= stop <= size)."""
+    return _pad_widths(x, _axis_widths(x.ndim, axis, -start, stop - x.shape[axis]))
+
+
+def _zero_pad(x: Tensor, axis: int, lo: int, hi: int) -> Tensor:
+    return _pad_widths(x, _axis_widths(x.ndim, axis, lo, hi))
+
+
+def _fold(g: Tensor, axis: int, lo: int, hi: int, mode: str) -> Tensor:
+    """Transpose of reflect/edge padding by (lo, hi) >= 0 along one axis."""
+    m = g.shape[axis] - lo - hi
+    parts = [_slice(g, axis, lo, lo + m)]
+    if mode == "edge":
+        if lo:
+            parts.append(_zero_pad(_red.sum(_slice(g, axis, 0, lo), axis, True), axis, 0, m - 1))
+        if hi:
+            parts.append(_zero_pad(_red.sum(_slice(g, axis, lo + m, lo + m + hi), axis, True), axis, m - 1, 0))
+    else:  # reflect: output j < lo copies input lo - j; output lo + m + k copies input m - 2 - k
+        if lo:
+            parts.append(_zero_pad(_flip(_slice(g, axis, 0, lo), axes=(axis,)), axis, 1, m - 1 - lo))
+        if hi:
+            parts.append(_zero_pad(_flip(_slice(g, axis, lo + m, lo + m + hi), axes=(axis,)), axis, m - 1 - hi, 1))
+    return functools.reduce(_bin.add, parts)
+
+
+def _fill(value: Any, dtype: Any) -> Any:
+    if _dt.is_float(dtype):
+        return float(value)
+    return bool(value) if dtype == _dt.bool_ else int(value)
+
+
+@public()
+def pad(x: Tensor, pad: Any, mode: str = "constant", value: Any = 0.0) -> Tensor:
+    """Pad `x` as `torch.nn.functional.pad`: `pad` is a flat tuple of (before, after) pairs
+    starting from the LAST dimension; negative entries crop.
+
+    Args:
+        x: the tensor.
+        pad: (left_last, right_last, left_second_last, right_second_last, ...).
+        mode: "constant", "reflect", "replicate" (alias "edge") or "circular".
+        value: the fill value for "constant".
+
+    Example:
+        >>> nb.pad(nb.ones(2, 2), (1, 1)).shape  # pads the last dimension
+        (2, 4)
+    """
+    _check_tensor(x, "pad")
+    if mode not in _MODES:
+        raise ValueError(f"pad: mode must be one of {sorted(_MODES)}, got {mode!r}")
+    try:
+        flat = tuple(_int(p, "pad", "pad") for p in pad)
+    except TypeError:
+        raise TypeError(f"pad: pad must be a sequence of ints, got {pad!r}") from None
+    if len(flat) % 2:
+        raise ValueError(f"pad: pad must have an even length (before, after pairs), got length {len(flat)}: {flat}")
+    if len(flat) > 2 * x.ndim:
+        raise ValueError(
+            f"pad: pad of length {len(flat)} pads {len(flat) // 2} dimensions, but the tensor has rank {x.ndim} "
+            f"(shape {x.shape})"
+        )
+    kind = _MODES[mode]
+    if kind != "constant" and value is not None and value != 0:
+        raise ValueError(f"pad: mode {mode!r} takes no fill value, got value={value!r}")
+    k = len(flat) // 2
+    widths = [(0, 0)] * (x.ndim - k) + [(flat[2 * i], flat[2 * i + 1]) for i in reversed(range(k))]
+    for d, (lo, hi) in enumerate(widths):
+        n = x.shape[d]
+        cropped = n + min(lo, 0) + min(hi, 0)
+        if cropped < 0 or cropped + max(lo, 0) + max(hi, 0) < 0:
+            raise ValueError(f"pad: padding ({lo}, {hi}) of dim {d} (size {n}) gives a negative size")
+        if kind == "constant" or (lo <= 0 and hi <= 0):
+            continue
+        if cropped == 0:
+            raise ValueError(f"pad: mode {mode!r} cannot pad dim {d} of size 0 (shape {x.shape})")
+        if kind == "reflect" and max(lo, hi) >= cropped:
+            raise ValueError(
+                f"pad: reflect padding ({lo}, {hi}) of dim {d} must be less than its size {cropped} (shape {x.shape})"
+            )
+        if kind == "circular" and max(lo, hi) > cropped:
+            raise ValueError(
+                f"pad: circular padding ({lo}, {hi}) of dim {d} wraps more than once around its size {cropped}"
+            )
+    if kind == "circular":
+        return _pad_circular(x, widths)
+    if not any(w for pair in widths for w in pair):
+        return x
+    return _pad(x, widths=tuple(widths), mode=kind, value=_fill(0 if value is None else value, x.dtype))
+
+
+def _pad_circular(x: Tensor, widths: list) -> Tensor:
+    """Crop the negative widths, then wrap: a concatenation of slices per padded axis."""
+    x = _pad_widths(x, tuple((min(lo, 0), min(hi, 0)) for lo, hi in widths))
+    for axis, (lo, hi) in enumerate(widths):
+        lo, hi = max(lo, 0), max(hi, 0)
+        if lo or hi:
+            n = x.shape[axis]
+            parts = [_slice(x, axis, n - lo, n)] if lo else []
+            parts += [x] + ([_slice(x, axis, 0, hi)] if hi else [])
+            x = concatenate(parts, axis)
+    return x
+
+
+# -- concatenate / split -----------------------------------------------------------------------
+class ConcatenateOp(Operation):
+    name = "concatenate"
+
+    def adapt_kwargs(self, impls: list[TensorImpl], kwargs: dict, batch_dims: int) -> dict:
+        return {"axis": _shift(kwargs["axis"], batch_dims)}
+
+    def abstract_eval(self, *xs: AVal, axis: int) -> AVal:
+        first = xs[0][0]
+        for i, (shape, _) in enumerate(xs[1:], 1):
+            if len(shape) != len(first) or any(
+                a != b for d, (a, b) in enumerate(zip(shape, first, strict=True)) if d != axis
+            ):
+                raise ValueError(f"concatenate: input {i} has shape {shape}, input 0 has shape {first}")
+        out = list(first)
+        out[axis] = sum(s[axis] for s, _ in xs)
+        return tuple(out), xs[0][1]
+
+    def kernel(self, *xs: Any, axis: int) -> Any:
+        shape = list(_static_shape(xs[0]))
+        shape[axis] = sum(int(x.shape[axis]) for x in xs)
+        if 0 in shape:
+            return _empty(tuple(shape), xs[0].dtype, xs[0].device)
+        parts = [x for x in xs if int(x.shape[axis]) != 0]
+        return parts[0] if len(parts) == 1 else ops.concat(parts, axis)
+
+    def numpy_kernel(self, *xs: np.ndarray, axis: int) -> np.ndarray:
+        return np.concatenate(xs, axis=axis)
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, axis: int) -> list:
+        axis -= _bd(primals[0])
+        sizes = tuple(p.shape[axis] for p in primals)
+        return list(_split(cotangents[0], sizes=sizes, axis=axis, keepdims=True))
+
+    def jvp_rule(self, primals: list, tangents: list, outputs: list, *, axis: int) -> list:
+        return [_concatenate(*tangents, axis=axis - _bd(primals[0]))]
+
+
+class SplitOp(Operation):
+    """Pieces of `sizes` along `axis`, one output each; `keepdims=False` drops the axis (unbind)."""
+
+    name = "split"
+    always_tuple = True
+
+    def adapt_kwargs(self, impls: list[TensorImpl], kwargs: dict, batch_dims: int) -> dict:
+        return {**kwargs, "axis": _shift(kwargs["axis"], batch_dims)}
+
+    def abstract_eval(self, x: AVal, *, sizes: tuple, axis: int, keepdims: bool) -> list[AVal]:
+        if sum(sizes) != x[0][axis]:
+            raise ValueError(f"split: sizes {sizes} do not sum to {x[0][axis]} (dim {axis} of shape {x[0]})")
+        return [(_piece_shape(x[0], axis, s, keepdims), x[1]) for s in sizes]
+
+    def kernel(self, x: Any, *, sizes: tuple, axis: int, keepdims: bool) -> Any:
+        shape = _static_shape(x)
+        if 0 in shape:
+            return [_empty(_piece_shape(shape, axis, s, keepdims), x.dtype, x.device) for s in sizes]
+        nonzero = [s for s in sizes if s]
+        parts = iter(ops.split(x, nonzero, axis) if len(nonzero) > 1 else [x])
+        out = []
+        for s in sizes:
+            piece_shape = _piece_shape(shape, axis, s, keepdims)
+            if s == 0:
+                out.append(_empty(piece_shape, x.dtype, x.device))
+            else:
+                piece = next(parts)
+                out.append(piece if keepdims else ops.reshape(piece, piece_shape))
+        return out
+
+    def numpy_kernel(self, x: np.ndarray, *, sizes: tuple, axis: int, keepdims: bool) -> list:
+        pieces = np.split(x, np.cumsum(sizes)[:-1].tolist(), axis=axis)
+        return pieces if keepdims else [np.squeeze(p, axis) for p in pieces]
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, sizes: tuple, axis: int, keepdims: bool):
+        x = primals[0]
+        axis -= _bd(x)
+        cots = []
+        for c, s in zip(cotangents, sizes, strict=True):
+            if c is None:  # an unused output: its cotangent is zero
+                c = _cr.zeros(_piece_shape(x.shape, axis, s, keepdims), dtype=x.dtype)
+            cots.append(c if keepdims else unsqueeze(c, axis))
+        return [cots[0] if len(cots) == 1 else _concatenate(*cots, axis=axis)]
+
+    def jvp_rule(self, primals: list, tangents: list, outputs: list, *, sizes: tuple, axis: int, keepdims: bool):
+        return list(_split(tangents[0], sizes=sizes, axis=axis - _bd(primals[0]), keepdims=keepdims))
+
+
+def _piece_shape(shape: tuple, axis: int, size: int, keepdims: bool) -> tuple:
+    if keepdims:
+        return shape[:axis] + (size,) + shape[axis + 1 :]
+    return shape[:axis] + shape[axis + 1 :]
+
+
+_concatenate = ConcatenateOp()
+_split = SplitOp()
+
+
+@public()
+def concatenate(tensors: Any, axis: int = 0) -> Tensor:
+    """Join tensors along an existing axis (dtypes promote as in `add`).
+
+    Example:
+        >>> nb.concatenate([nb.ones(2, 3), nb.zeros(1, 3)], 0).shape
+        (3, 3)
+    """
+    tensors = _tensor_list(tensors, "concatenate")
+    first = tensors[0]
+    for i, t in enumerate(tensors):
+        if t.ndim == 0:
+            raise ValueError(f"concatenate: input {i} is 0-d (shape ()); 0-d tensors cannot be concatenated")
+    a = normalize_axis(axis, first.ndim, "concatenate")
+    for i, t in enumerate(tensors[1:], 1):
+        if t.ndim != first.ndim:
+            raise ValueError(
+                f"concatenate: input {i} has rank {t.ndim} (shape {t.shape}), input 0 has rank {first.ndim} "
+                f"(shape {first.shape})"
+            )
+        if any(p != q for d, (p, q) in enumerate(zip(t.shape, first.shape, strict=True)) if d != a):
+            raise ValueError(
+                f"concatenate: input {i} has shape {t.shape}, input 0 has shape {first.shape}; "
+                f"they must match except in dim {a}"
+            )
+    tensors = _promote(tensors)
+    return tensors[0] if len(tensors) == 1 else _concatenate(*tensors, axis=a)
+
+
+cat = concat = concatenate
+
+
+@public()
+def stack(tensors: Any, axis: int = 0) -> Tensor:
+    """Join equally shaped tensors along a new axis.
+
+    Example:
+        >>> nb.stack([nb.ones(2), nb.zeros(2)], 1).shape
+        (2, 2)
+    """
+    tensors = _tensor_list(tensors, "stack")
+    first = tensors[0]
+    for i, t in enumerate(tensors[1:], 1):
+        if t.shape != first.shape:
+            raise ValueError(f"stack: input {i} has shape {t.shape}, input 0 has shape {first.shape}; they must match")
+    a = normalize_axis(axis, first.ndim + 1, "stack")
+    tensors = _promote(tensors)
+    return concatenate([unsqueeze(t, a) for t in tensors], a)
+
+
+def _split_axis(x: Tensor, axis: Any, op: str) -> int:
+    _check_tensor(x, op)
+    if x.ndim == 0:
+        raise ValueError(f"{op}: expected a tensor of rank >= 1, got a 0-d tensor")
+    return normalize_axis(axis, x.ndim, op)
+
+
+@public()
+def split(x: Tensor, split_size_or_sections: Any, axis: int = 0) -> tuple[Tensor, ...]:
+    """Split along `axis` as `torch.split`: an int is the piece size (the last piece may be
+    smaller); a sequence gives each piece's size and must sum to the dimension's size.
+
+    Example:
+        >>> [p.shape for p in nb.split(nb.ones(5, 2), 2)]
+        [(2, 2), (2, 2), (1, 2)]
+    """
+    a = _split_axis(x, axis, "split")
+    n = x.shape[a]
+    s = split_size_or_sections
+    if isinstance(s, int | np.integer) and not isinstance(s, bool):
+        s = int(s)
+        if s < 0 or (s == 0 and n != 0):
+            raise ValueError(f"split: split_size must be positive, got {s} for dim {a} of size {n}")
+        sizes = (0,) if n == 0 else (s,) * (n // s) + ((n % s,) if n % s else ())
+    else:
+        try:
+            sizes = tuple(_int(v, "split", "split_size_or_sections") for v in s)
+        except TypeError:
+            raise TypeError(f"split: split_size_or_sections must be an int or a sequence of ints, got {s!r}") from None
+        if any(v < 0 for v in sizes):
+            raise ValueError(f"split: sizes must be non-negative, got {sizes}")
+        if sum(sizes) != n or not sizes:
+            raise ValueError(f"split: sizes {sizes} sum to {sum(sizes)}, but dim {a} has size {n} (shape {x.shape})")
+    return _split(x, sizes=sizes, axis=a, keepdims=True)
+
+
+@public()
+def chunk(x: Tensor, chunks: int, axis: int = 0) -> tuple[Tensor, ...]:
+    """Split into `chunks` pieces of size ceil(n / chunks) as `torch.chunk` (possibly fewer pieces).
+
+    Example:
+        >>> [p.shape for p in nb.chunk(nb.ones(6), 4)]
+        [(2,), (2,), (2,)]
+    """
+    a = _split_axis(x, axis, "chunk")
+    chunks = _int(chunks, "chunk", "chunks")
+    if chunks <= 0:
+        raise ValueError(f"chunk: chunks must be positive, got {chunks}")
+    n = x.shape[a]
+    if n == 0:
+        return _split(x, sizes=(0,) * chunks, axis=a, keepdims=True)
+    return split(x, -(-n // chunks), a)
+
+
+@public()
+def unbind(x: Tensor, axis: int = 0) -> tuple[Tensor, ...]:
+    """The slices along `axis`, with that axis removed.
+
+    Example:
+        >>> [t.shape for t in nb.unbind(nb.ones(2, 3), 1)]
+        [(2,), (2,), (2,)]
+    """
+    a = _split_axis(x, axis, "unbind")
+    n = x.shape[a]
+    return () if n == 0 else _split(x, sizes=(1,) * n, axis=a, keepdims=False)
+
+
+# -- roll / tile / repeat_interleave -----------------------------------------------------------
+@public()
+def roll(x: Tensor, shifts: Any, axis: Any = None, *, dims: Any = None) -> Tensor:
+    """Shift elements cyclically along `axis` (int or tuple, paired with `shifts`); with
+    `axis=None` the tensor is rolled as if flattened, as `torch.roll`.
+
+    Example:
+        >>> nb.roll(nb.arange(4), 1).tolist()
+        [3, 0, 1, 2]
+    """
+    _check_tensor(x, "roll")
+    if dims is not None:
+        if axis is not None:
+            raise TypeError("roll: pass either axis= or dims=, not both")
+        axis = dims
+    shift_t = (shifts,) if isinstance(shifts, int | np.integer) else tuple(shifts)
+    shift_t = tuple(_int(s, "roll", "shifts") for s in shift_t)
+    if axis is None:
+        if len(shift_t) != 1:
+            raise ValueError(f"roll: with dim=None, shifts must be a single int, got {shifts!r}")
+        return reshape(roll(reshape(x, (-1,)), shift_t[0], 0), x.shape)
+    axes = (axis,) if isinstance(axis, int | np.integer) else tuple(axis)
+    if len(axes) != len(shift_t):
+        raise ValueError(f"roll: shifts {shifts!r} and dims {axis!r} must have the same number of entries")
+    if x.ndim == 0:
+        _axes(axes, 0, "roll")
+        return x
+    for s, a in zip(shift_t, axes, strict=True):
+        a = normalize_axis(a, x.ndim, "roll")
+        n = x.shape[a]
+        s = s % n if n else 0
+        if s:
+            x = concatenate([_slice(x, a, n - s, n), _slice(x, a, 0, n - s)], a)
+    return x
+
+
+@public()
+def tile(x: Tensor, reps: Any = None, *, dims: Any = None) -> Tensor:
+    """Repeat the whole tensor `reps[i]` times along each dimension, as `torch.tile` /
+    `Tensor.repeat` (a longer `reps` prepends dimensions; a shorter one is padded with 1s).
+
+    Example:
+        >>> nb.tile(nb.arange(2), (2, 2)).tolist()
+        [[0, 1, 0, 1], [0, 1, 0, 1]]
+    """
+    _check_tensor(x, "tile")
+    if (reps is None) == (dims is None):
+        raise TypeError("tile: pass reps (or dims=) exactly once")
+    reps = reps if dims is None else dims
+    reps = (reps,) if isinstance(reps, int | np.integer) else tuple(reps)
+    reps = tuple(_int(r, "tile", "reps") for r in reps)
+    if any(r < 0 for r in reps):
+        raise ValueError(f"tile: reps must be non-negative, got {reps}")
+    nd = max(len(reps), x.ndim)
+    reps = (1,) * (nd - len(reps)) + reps
+    x = reshape(x, (1,) * (nd - x.ndim) + x.shape)
+    if all(r == 1 for r in reps):
+        return x
+    shape = x.shape
+    y = reshape(x, tuple(v for d in shape for v in (1, d)))
+    y = broadcast_to(y, tuple(v for r, d in zip(reps, shape, strict=True) for v in (r, d)))
+    return reshape(y, tuple(r * d for r, d in zip(reps, shape, strict=True)))
+
+
+class RepeatInterleaveOp(Operation):
+    """Element i along `axis` repeated `repeats[i]` times (static per-element counts)."""
+
+    name = "repeat_interleave"
+
+    def adapt_kwargs(self, impls: list[TensorImpl], kwargs: dict, batch_dims: int) -> dict:
+        return {**kwargs, "axis": _shift(kwargs["axis"], batch_dims)}
+
+    def abstract_eval(self, x: AVal, *, repeats: tuple, axis: int) -> AVal:
+        if len(repeats) != x[0][axis]:
+            raise ValueError(f"repeat_interleave: {len(repeats)} repeats for dim {axis} of shape {x[0]}")
+        return x[0][:axis] + (sum(repeats),) + x[0][axis + 1 :], x[1]
+
+    def kernel(self, x: Any, *, repeats: tuple, axis: int) -> Any:
+        shape = _static_shape(x)
+        out_shape = shape[:axis] + (sum(repeats),) + shape[axis + 1 :]
+        if 0 in out_shape:
+            return _empty(out_shape, x.dtype, x.device)
+        index = np.repeat(np.arange(len(repeats), dtype=np.int64), repeats)
+        return ops.gather(x, ops.constant(index, _dt.int64, x.device), axis)
+
+    def numpy_kernel(self, x: np.ndarray, *, repeats: tuple, axis: int) -> np.ndarray:
+        return np.repeat(x, repeats, axis=axis)
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, repeats: tuple, axis: int) -> list:
+        x = primals[0]
+        axis -= _bd(x)
+        pieces = _split(cotangents[0], sizes=repeats, axis=axis, keepdims=True) if len(repeats) > 1 else cotangents
+        sums = [
+            _red.sum(p, axis, True) if r else _cr.zeros(_piece_shape(x.shape, axis, 1, True), dtype=x.dtype)
+            for p, r in zip(pieces, repeats, strict=True)
+        ]
+        return [sums[0] if len(sums) == 1 else _concatenate(*sums, axis=axis)]
+
+    def jvp_rule(self, primals: list, tangents: list, outputs: list, *, repeats: tuple, axis: int) -> list:
+        return [_repeat_interleave(tangents[0], repeats=repeats, axis=axis - _bd(primals[0]))]
+
+
+_repeat_interleave = RepeatInterleaveOp()
+
+
+@public()
+def repeat_interleave(x: Tensor, repeats: Any, axis: Any = None) -> Tensor:
+    """Repeat each element along `axis` (None: of the flattened tensor), as
+    `torch.repeat_interleave`. `repeats` is an int or one static count per element.
+
+    Example:
+        >>> nb.repeat_interleave(nb.arange(3), [1, 0, 2]).tolist()
+        [0, 2, 2]
+    """
+    _check_tensor(x, "repeat_interleave")
+    if axis is None:
+        x = reshape(x, (-1,))
+        a = 0
+    else:
+        if x.ndim == 0:
+            _axes(axis, 0, "repeat_interleave")
+            x = reshape(x, (1,))
+        a = normalize_axis(axis, x.ndim, "repeat_interleave")
+    n = x.shape[a]
+    if isinstance(repeats, Tensor):
+        repeats = repeats.numpy()
+    if isinstance(repeats, bool) or isinstance(repeats, float):
+        raise TypeError(f"repeat_interleave: repeats must be an int or a sequence of ints, got {repeats!r}")
+    reps = np.asarray(repeats)
+    if reps.dtype.kind not in "iu" and reps.size:
+        raise TypeError(f"repeat_interleave: repeats must be integers, got {repeats!r}")
+    if reps.ndim > 1:
+        raise ValueError(f"repeat_interleave: repeats must be an int or 1-D, got shape {reps.shape}")
+    reps = reps.astype(np.int64).reshape(-1)
+    if np.any(reps < 0):
+        raise ValueError(f"repeat_interleave: repeats must be non-negative, got {repeats!r}")
+    if reps.size == 1:
+        reps = np.full(n, reps[0], np.int64)
+    if reps.size != n:
+        raise ValueError(f"repeat_interleave: repeats has {reps.size} entries, but dim {a} has size {n}")
+    if n == 0 or np.all(reps == reps[0]):
+        r = int(reps[0]) if n else 0
+        if r == 1:
+            return x
+        y = broadcast_to(unsqueeze(x, a + 1), x.shape[: a + 1] + (r,) + x.shape[a + 1 :])
+        return reshape(y, x.shape[:a] + (n * r,) + x.shape[a + 1 :])
+    return _repeat_interleave(x, repeats=tuple(int(r) for r in reps), axis=a)
+
+
+# -- tril / triu -------------------------------------------------------------------------------
+class _TriangleOp(Operation):
+    """Keep the lower (tril) or upper (triu) triangle of the last two dims; zero the rest."""
+
+    lower = True
+
+    def abstract_eval(self, x: AVal, *, diagonal: int) -> AVal:
+        if len(x[0]) < 2:
+            raise ValueError(f"{self.name}: expected a tensor of rank >= 2, got shape {x[0]}")
+        return x
+
+    def kernel(self, x: Any, *, diagonal: int) -> Any:
+        *_, m, n = _static_shape(x)
+        if m == 0 or n == 0:
+            return x
+        rows = ops.reshape(ops.range(0, m, 1, out_dim=m, dtype=_dt.int64, device=x.device), (m, 1))
+        cols = ops.reshape(ops.range(0, n, 1, out_dim=n, dtype=_dt.int64, device=x.device), (1, n))
+        k = ops.constant(diagonal, _dt.int64, x.device)
+        # tril keeps col - row <= k; triu keeps col - row >= k
+        keep = ops.greater_equal(k, cols - rows) if self.lower else ops.greater_equal(cols - rows, k)
+        zero = ops.constant(False if x.dtype == _dt.bool_ else 0, x.dtype, x.device)
+        return ops.where(ops.broadcast_to(keep, x.shape), x, zero)
+
+    def numpy_kernel(self, x: np.ndarray, *, diagonal: int) -> np.ndarray:
+        return np.tril(x, diagonal) if self.lower else np.triu(x, diagonal)
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, diagonal: int) -> list:
+        return [self(cotangents[0], diagonal=diagonal)]
+
+    def jvp_rule(self, primals: list, tangents: list, outputs: list, *, diagonal: int) -> list:
+        return [self(tangents[0], diagonal=diagonal)]
+
+
+class TrilOp(_TriangleOp):
+    name = "tril"
+    lower = True
+
+
+class TriuOp(_TriangleOp):
+    name = "triu"
+    lower = False
+
+
+_tril, _triu = TrilOp(), TriuOp()
+
+
+def _triangle(op: _TriangleOp, x: Tensor, diagonal: Any) -> Tensor:
+    _check_tensor(x, op.name)
+    diagonal = _int(diagonal, op.name, "diagonal")
+    if x.ndim < 2:
+        raise ValueError(f"{op.name}: expected a tensor of rank >= 2, got shape {x.shape}")
+    return op(x, diagonal=diagonal)
+
+
+@public()
+def tril(x: Tensor, diagonal: int = 0) -> Tensor:
+    """Lower triangle of the last two dims (elements with col - row <= diagonal), rest zero."""
+    return _triangle(_tril, x, diagonal)
+
+
+@public()
+def triu(x: Tensor, diagonal: int = 0) -> Tensor:
+    """Upper triangle of the last two dims (elements with col - row >= diagonal), rest zero."""
+    return _triangle(_triu, x, diagonal)
+
+
+# -- diagonal ----------------------------------------------------------------------------------
+def _diag_len(n1: int, n2: int, offset: int) -> int:
+    return max(0, min(n1, n2 - offset) if offset >= 0 else min(n1 + offset, n2))
+
+
+class DiagonalOp(Operation):
+    """The diagonal of dims (axis1, axis2), appended as the last dim (as torch/NumPy)."""
+
+    name = "diagonal"
+
+    def adapt_kwargs(self, impls: list[TensorImpl], kwargs: dict, batch_dims: int) -> dict:
+        return {
+            "offset": kwargs["offset"],
+            "axis1": _shift(kwargs["axis1"], batch_dims),
+            "axis2": _shift(kwargs["axis2"], batch_dims),
+        }
+
+    def abstract_eval(self, x: AVal, *, offset: int, axis1: int, axis2: int) -> AVal:
+        shape = x[0]
+        rest = tuple(s for i, s in enumerate(shape) if i not in (axis1, axis2))
+        return rest + (_diag_len(shape[axis1], shape[axis2], offset),), x[1]
+
+    def kernel(self, x: Any, *, offset: int, axis1: int, axis2: int) -> Any:
+        shape = _static_shape(x)
+        n1, n2 = shape[axis1], shape[axis2]
+        rest = tuple(s for i, s in enumerate(shape) if i not in (axis1, axis2))
+        length = _diag_len(n1, n2, offset)
+        if length == 0 or 0 in rest:
+            return _empty(rest + (length,), x.dtype, x.device)
+        perm = [i for i in range(len(shape)) if i not in (axis1, axis2)] + [axis1, axis2]
+        if perm != list(range(len(shape))):
+            x = ops.permute(x, perm)
+        flat = ops.reshape(x, rest + (n1 * n2,))
+        start = offset if offset >= 0 else -offset * n2
+        index = start + (n2 + 1) * np.arange(length, dtype=np.int64)
+        return ops.gather(flat, ops.constant(index, _dt.int64, x.device), len(rest))
+
+    def numpy_kernel(self, x: np.ndarray, *, offset: int, axis1: int, axis2: int) -> np.ndarray:
+        return np.diagonal(x, offset, axis1, axis2).copy()
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, offset: int, axis1: int, axis2: int):
+        x = primals[0]
+        a1, a2 = axis1 - _bd(x), axis2 - _bd(x)
+        return [_diag_embed(cotangents[0], x.shape, offset, a1, a2)]
+
+    def jvp_rule(self, primals: list, tangents: list, outputs: list, *, offset: int, axis1: int, axis2: int):
+        bd = _bd(primals[0])
+        return [_diagonal(tangents[0], offset=offset, axis1=axis1 - bd, axis2=axis2 - bd)]
+
+
+_diagonal = DiagonalOp()
+
+
+def _diag_embed(g: Tensor, shape: tuple, offset: int, a1: int, a2: int) -> Tensor:
+    """Transpose of `diagonal`: `g` (..., L) placed on the diagonal of zeros of `shape`.
+
+    In the row-major flattening of the (n1, n2) plane the diagonal sits at start + i*(n2+1):
+    append n2 zeros to each entry, flatten, and shift/crop to length n1*n2.
+    """
+    n1, n2 = shape[a1], shape[a2]
+    length = g.shape[-1]
+    rest = tuple(s for i, s in enumerate(shape) if i not in (a1, a2))
+    if length == 0:
+        h = _cr.zeros(rest + (n1, n2), dtype=g.dtype)
+    else:
+        start = offset if offset >= 0 else -offset * n2
+        h = _zero_pad(unsqueeze(g, g.ndim), g.ndim, 0, n2)
+        h = reshape(h, rest + (length * (n2 + 1),))
+        h = _zero_pad(h, len(rest), start, n1 * n2 - start - length * (n2 + 1))
+        h = reshape(h, rest + (n1, n2))
+    perm = [i for i in range(len(shape)) if i not in (a1, a2)] + [a1, a2]
+    return permute(h, tuple(int(i) for i in np.argsort(perm)))
+
+
+@public()
+def diagonal(
+    x: Tensor, offset: int = 0, axis1: int = 0, axis2: int = 1, *, dim1: Any = None, dim2: Any = None
+) -> Tensor:
+    """The diagonal with `offset` of dims (axis1, axis2), moved to the last dim (as `torch.diagonal`;
+    `dim1=`/`dim2=` are accepted as in PyTorch).
+
+    Example:
+        >>> nb.diagonal(nb.ones(2, 3, 3), 0, 1, 2).shape
+        (2, 3)
+    """
+    _check_tensor(x, "diagonal")
+    axis1 = axis1 if dim1 is None else dim1
+    axis2 = axis2 if dim2 is None else dim2
+    offset = _int(offset, "diagonal", "offset")
+    if x.ndim < 2:
+        raise ValueError(f"diagonal: expected a tensor of rank >= 2, got shape {x.shape}")
+    a1 = normalize_axis(axis1, x.ndim, "diagonal", "dim1")
+    a2 = normalize_axis(axis2, x.ndim, "diagonal", "dim2")
+    if a1 == a2:
+        raise ValueError(f"diagonal: dim1 and dim2 must differ, both are {a1}")
+    return _diagonal(x, offset=offset, axis1=a1, axis2=a2)
+
+
+# -- moveaxis / unflatten ----------------------------------------------------------------------
+@public()
+def moveaxis(x: Tensor, source: Any, destination: Any) -> Tensor:
+    """Move dims `source` to positions `destination` (ints or tuples), keeping the others' order.
+
+    Example:
+        >>> nb.moveaxis(nb.ones(2, 3, 4), 0, -1).shape
+        (3, 4, 2)
+    """
+    _check_tensor(x, "moveaxis")
+    src = (source,) if isinstance(source, int | np.integer) else tuple(source)
+    dst = (destination,) if isinstance(destination, int | np.integer) else tuple(destination)
+    if len(src) != len(dst):
+        raise ValueError(
+            f"moveaxis: source {source!r} and destination {destination!r} must have the same number of entries"
+        )
+    if x.ndim == 0:
+        _axes(src, 0, "moveaxis", "source")
+        _axes(dst, 0, "moveaxis", "destination")
+        return x
+    s = _axes(src, x.ndim, "moveaxis", "source")
+    d = _axes(dst, x.ndim, "moveaxis", "destination")
+    order = [i for i in range(x.ndim) if i not in s]
+    for di, si in sorted(zip(d, s, strict=True)):
+        order.insert(di, si)
+    return permute(x, order)
+
+
+movedim = moveaxis
+
+
+@public()
+def unflatten(x: Tensor, axis: int, sizes: Any) -> Tensor:
+    """Expand dim `axis` into `sizes` (one entry may be -1), as `torch.unflatten`.
+
+    Example:
+        >>> nb.unflatten(nb.ones(2, 6), 1, (2, -1)).shape
+        (2, 2, 3)
+    """
+    _check_tensor(x, "unflatten")
+    if x.ndim == 0:
+        raise ValueError("unflatten: expected a tensor of rank >= 1, got a 0-d tensor")
+    a = normalize_axis(axis, x.ndim, "unflatten")
+    sizes = (sizes,) if isinstance(sizes, int | np.integer) else tuple(sizes)
+    sizes = tuple(_int(s, "unflatten", "sizes") for s in sizes)
+    n = x.shape[a]
+    if not sizes:
+        raise ValueError("unflatten: sizes must be non-empty")
+    if sizes.count(-1) > 1 or any(s < -1 for s in sizes):
+        raise ValueError(f"unflatten: sizes {sizes} may hold at most one -1 and otherwise non-negative sizes")
+    known = math.prod(s for s in sizes if s != -1)
+    if -1 in sizes:
+        if known == 0 or n % known:
+            raise ValueError(f"unflatten: sizes {sizes} cannot unflatten dim {a} of size {n}")
+        sizes = tuple(n // known if s == -1 else s for s in sizes)
+    elif known != n:
+        raise ValueError(f"unflatten: sizes {sizes} multiply to {known}, but dim {a} has size {n}")
+    return reshape(x, x.shape[:a] + sizes + x.shape[a + 1 :])

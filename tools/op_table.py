@@ -1,0 +1,78 @@
+"""Print (or check) the op status table in nabla/ops/README.md from the op registry.
+
+    python tools/op_table.py          # rewrite the table in nabla/ops/README.md
+    python tools/op_table.py --check  # exit 1 if the README's table is stale
+
+Each public op is listed with its family, the Operation primitives it lowers to, and whether
+those primitives define a VJP rule, a JVP rule and a sharding rule. A "composite" is a
+function built from other ops: its derivatives come from theirs.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+import nabla as nb  # noqa: E402
+from op_registry import REGISTRY  # noqa: E402
+
+README = ROOT / "nabla" / "ops" / "README.md"
+BEGIN, END = "<!-- op-table:begin -->", "<!-- op-table:end -->"
+
+
+def _operation_classes() -> dict[str, type]:
+    seen, stack = {}, [nb.Operation]
+    while stack:
+        for sub in stack.pop().__subclasses__():
+            if sub.__module__.startswith("nabla.") and sub.name != "?":
+                seen[sub.name] = sub
+            stack.append(sub)
+    return seen
+
+
+def _overrides(cls: type, method: str) -> bool:
+    return getattr(cls, method) is not getattr(nb.Operation, method)
+
+
+def _status(classes: list[type], method: str, differentiable: bool) -> str:
+    if not classes:
+        return "composite"
+    if not differentiable or not all(c.differentiable for c in classes):
+        return "n/a"
+    return "yes" if all(_overrides(c, method) for c in classes) else "missing"
+
+
+def table() -> str:
+    ops = _operation_classes()
+    rows = ["| op | family | primitives | VJP | JVP | sharding |", "|---|---|---|---|---|---|"]
+    for spec in sorted(REGISTRY, key=lambda s: (s.family, s.name)):
+        prims = [ops[n] for n in spec.covers if n in ops and ops[n].__module__.endswith(spec.family)]
+        if spec.covers == (spec.name,) and spec.name not in ops:
+            prims = []
+        names = ", ".join(c.name for c in prims) or "-"
+        shard = "yes" if prims and all(c.sharding_rule for c in prims) else ("-" if prims else "composite")
+        public = spec.name + "".join(f" / {a}" for a in spec.aliases)
+        vjp = _status(prims, "vjp_rule", spec.differentiable)
+        jvp = _status(prims, "jvp_rule", spec.differentiable)
+        rows.append(f"| `{public}` | {spec.family} | {names} | {vjp} | {jvp} | {shard} |")
+    return "\n".join(rows)
+
+
+def main() -> int:
+    text = README.read_text()
+    start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
+    new = text[:start] + "\n" + table() + "\n" + text[end:]
+    if "--check" in sys.argv:
+        if new != text:
+            print("nabla/ops/README.md's op table is stale: run python tools/op_table.py", file=sys.stderr)
+            return 1
+        return 0
+    README.write_text(new)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
