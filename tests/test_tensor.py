@@ -380,3 +380,59 @@ class TestInPlaceUpdates:
             x.copy_(nb.ones(3, 3))
         x.zero_()
         np.testing.assert_array_equal(x.numpy(), np.zeros((2, 2), np.int32))
+
+
+class TestTensorMethodsReachOps:
+    """Each PyTorch-style method calls the op with the right argument mapping."""
+
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4) / 7.0 - 1.0
+
+    def _t(self):
+        return nb.tensor(self.x)
+
+    @pytest.mark.parametrize(
+        "method, expected",
+        [
+            (lambda t: t.var(1, correction=0), lambda x: x.var(1)),
+            (lambda t: t.std(dim=2, keepdim=True), lambda x: x.std(2, ddof=1, keepdims=True)),
+            (lambda t: t.var(unbiased=False), lambda x: x.var()),
+            (lambda t: t.prod(0), lambda x: x.prod(0)),
+            (lambda t: t.norm(2, dim=1), lambda x: np.linalg.norm(x, axis=1)),
+            (lambda t: t.norm(), lambda x: np.sqrt((x * x).sum())),
+            (lambda t: t.cumsum(2), lambda x: x.cumsum(2)),
+            (lambda t: t.softmax(-1).sum(-1), lambda x: np.ones((2, 3))),
+            (lambda t: t.flip(0, 2), lambda x: x[::-1, :, ::-1]),
+            (lambda t: t.repeat(1, 2, 1), lambda x: np.tile(x, (1, 2, 1))),
+            (lambda t: t.diagonal(0, 1, 2), lambda x: np.diagonal(x, 0, 1, 2)),
+            (lambda t: t.flatten(1), lambda x: x.reshape(2, 12)),
+            (lambda t: t.movedim(0, -1), lambda x: np.moveaxis(x, 0, -1)),
+            (lambda t: t[:, 1:, ::-2], lambda x: x[:, 1:, ::-2]),
+            (lambda t: t.clamp(min=-0.5), lambda x: np.maximum(x, -0.5)),
+            (lambda t: abs(t), np.abs),
+            (lambda t: t.index_select(2, nb.tensor([3, 0])), lambda x: x[:, :, [3, 0]]),
+            (lambda t: t.sort(dim=1, descending=True).values, lambda x: -np.sort(-x, axis=1)),
+            (lambda t: t.topk(2).indices, lambda x: np.argsort(-x, axis=-1)[..., :2]),
+        ],
+    )
+    def test_method(self, method, expected):
+        got = method(self._t())
+        np.testing.assert_allclose(got.numpy(), expected(self.x), rtol=1e-5, atol=1e-6)
+
+    def test_split_chunk_unbind_methods(self):
+        t = self._t()
+        assert [p.shape for p in t.split(3, dim=2)] == [(2, 3, 3), (2, 3, 1)]
+        assert [p.shape for p in t.chunk(3, 1)] == [(2, 1, 4)] * 3
+        assert len(t.unbind(0)) == 2
+
+    def test_bool_operators(self):
+        a, b = nb.tensor([True, False, True]), nb.tensor([True, True, False])
+        np.testing.assert_array_equal((a & b).numpy(), [True, False, False])
+        np.testing.assert_array_equal((a | b).numpy(), [True, True, True])
+        np.testing.assert_array_equal((a ^ b).numpy(), [False, True, True])
+        np.testing.assert_array_equal((~a).numpy(), [False, True, False])
+
+    def test_floordiv_and_mod_follow_python_signs(self):
+        a = nb.tensor([7, -7, 7, -7])
+        b = nb.tensor([2, 2, -2, -2])
+        np.testing.assert_array_equal((a // b).numpy(), [3, -4, -4, 3])
+        np.testing.assert_array_equal((a % b).numpy(), [1, 1, -1, -1])

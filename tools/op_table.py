@@ -16,8 +16,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-import nabla as nb  # noqa: E402
 from op_registry import REGISTRY  # noqa: E402
+
+import nabla as nb  # noqa: E402
 
 README = ROOT / "nabla" / "ops" / "README.md"
 BEGIN, END = "<!-- op-table:begin -->", "<!-- op-table:end -->"
@@ -37,27 +38,24 @@ def _overrides(cls: type, method: str) -> bool:
     return getattr(cls, method) is not getattr(nb.Operation, method)
 
 
-def _status(classes: list[type], method: str, differentiable: bool) -> str:
-    if not classes:
-        return "composite"
-    if not differentiable or not all(c.differentiable for c in classes):
+def _rule(spec, prims: list[type], method: str) -> str:
+    if not spec.differentiable:
         return "n/a"
-    return "yes" if all(_overrides(c, method) for c in classes) else "missing"
+    diff = [c for c in prims if c.differentiable]
+    return "yes" if all(_overrides(c, method) for c in diff) else "missing"
 
 
 def table() -> str:
     ops = _operation_classes()
-    rows = ["| op | family | primitives | VJP | JVP | sharding |", "|---|---|---|---|---|---|"]
+    rows = ["| op | family | kind | primitives used | VJP | JVP | sharding |", "|---|---|---|---|---|---|---|"]
     for spec in sorted(REGISTRY, key=lambda s: (s.family, s.name)):
-        prims = [ops[n] for n in spec.covers if n in ops and ops[n].__module__.endswith(spec.family)]
-        if spec.covers == (spec.name,) and spec.name not in ops:
-            prims = []
+        prims = [ops[n] for n in spec.covers if n in ops]
+        kind = "primitive" if spec.name in ops else "composite"
         names = ", ".join(c.name for c in prims) or "-"
-        shard = "yes" if prims and all(c.sharding_rule for c in prims) else ("-" if prims else "composite")
+        shard = "yes" if prims and all(c.sharding_rule for c in prims) else "-"
         public = spec.name + "".join(f" / {a}" for a in spec.aliases)
-        vjp = _status(prims, "vjp_rule", spec.differentiable)
-        jvp = _status(prims, "jvp_rule", spec.differentiable)
-        rows.append(f"| `{public}` | {spec.family} | {names} | {vjp} | {jvp} | {shard} |")
+        vjp, jvp = _rule(spec, prims, "vjp_rule"), _rule(spec, prims, "jvp_rule")
+        rows.append(f"| `{public}` | {spec.family} | {kind} | {names} | {vjp} | {jvp} | {shard} |")
     return "\n".join(rows)
 
 
