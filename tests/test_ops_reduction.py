@@ -105,6 +105,9 @@ def test_logsumexp_of_huge_values_is_finite_and_empty_is_minus_inf():
     close(nb.logsumexp(t([-1000.0, -1000.0]), 0), -1000.0 + math.log(2.0))
     assert nb.logsumexp(nb.zeros(0, 2), 0).tolist() == [-INF, -INF]
     assert nb.logsumexp(t([[1, 2]], np.int64), 1).dtype == nb.float32
+    assert nb.logsumexp(t(3.0)).item() == 3.0
+    assert nb.logsumexp(t([INF, 0.0]), 0).item() == INF
+    close(nb.logsumexp(t([[1.0, 2.0], [3.0, 4.0]]), (0, 1), keepdims=True), [[math.log(np.exp([1, 2, 3, 4]).sum())]])
 
 
 def test_softmax_huge_logits_have_exact_values_and_gradients():

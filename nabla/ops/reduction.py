@@ -223,8 +223,60 @@ class ArgminOp(_ArgOp):
         return np.expand_dims(out, axes[0]) if keepdims else out
 
 
+class LogsumexpOp(ReduceOperation):
+    """log(sum(exp(x))) over `axes`, shifted by the (finite) maximum. A primitive rather than a
+    composite: its VJP is g * exp(x - out), and MAX 26.7's compiler crashes (segfault) on the
+    composite's max/exp/sum/log graph together with its VJP."""
+
+    name = "logsumexp"
+    empty_ok = True  # an empty slice gives log(0) = -inf
+
+    def abstract_eval(self, x: AVal, *, axes: tuple, keepdims: bool) -> AVal:
+        if not _dt.is_float(x[1]):
+            raise TypeError(f"logsumexp: expected a floating-point tensor, got dtype {x[1].name}")
+        return super().abstract_eval(x, axes=axes, keepdims=keepdims)
+
+    def kernel(self, x: Any, *, axes: tuple, keepdims: bool) -> Any:
+        shape = tuple(int(d) for d in x.shape)
+        kept = _reduced_shape(shape, axes, True)
+        if _builtins.any(shape[a] == 0 for a in axes):
+            return ops.broadcast_to(ops.constant(-math.inf, x.dtype, x.device), _reduced_shape(shape, axes, keepdims))
+        m = x
+        for a in axes:
+            m = _max_red.max(m, axis=a)
+        m = ops.where(ops.is_inf(m), ops.broadcast_to(ops.constant(0, x.dtype, x.device), kept), m)
+        total = ops.exp(ops.sub(x, m))
+        for a in axes:
+            total = _max_red.sum(total, axis=a)
+        out = ops.add(ops.log(total), m)
+        return out if keepdims else ops.reshape(out, _reduced_shape(shape, axes, False))
+
+    def numpy_kernel(self, x: np.ndarray, *, axes: tuple, keepdims: bool) -> np.ndarray:
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            if _builtins.any(x.shape[a] == 0 for a in axes):
+                return np.log(np.sum(np.exp(x), axis=axes, keepdims=keepdims))
+            m = np.max(x, axis=axes, keepdims=True) if axes else x
+            m = np.where(np.isinf(m), np.zeros((), x.dtype), m)
+            out = np.log(np.sum(np.exp(x - m), axis=axes, keepdims=True)) + m
+        return out if keepdims else out.reshape(_reduced_shape(x.shape, axes, False))
+
+    def _weights(self, x: Tensor, out: Tensor, axes: tuple, keepdims: bool) -> Tensor:
+        """softmax(x) over `axes`: d out / d x."""
+        return _un.exp(_bin.sub(x, _view.reshape(out, _reduced_shape(x.shape, axes, True))))
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, axes: tuple, keepdims: bool) -> list:
+        x = primals[0]
+        g = _view.reshape(cotangents[0], _reduced_shape(x.shape, axes, True))
+        return [_bin.mul(g, self._weights(x, outputs[0], axes, keepdims))]
+
+    def jvp_rule(self, primals: list, tangents: list, outputs: list, *, axes: tuple, keepdims: bool) -> list:
+        x = primals[0]
+        return [sum(_bin.mul(tangents[0], self._weights(x, outputs[0], axes, keepdims)), axes, keepdims)]
+
+
 _sum, _max, _min, _argmax, _argmin = SumOp(), MaxOp(), MinOp(), ArgmaxOp(), ArgminOp()
 _prod = ProdOp()
+_logsumexp = LogsumexpOp()
 
 
 # -- scans -------------------------------------------------------------------------------------
@@ -547,10 +599,6 @@ def _safe_root(s: Tensor, p: float) -> Tensor:
     return _bin.mul(root, _bin.sub(1.0, zero))
 
 
-def _finite(x: Tensor) -> Tensor:
-    return _bin.logical_and(_bin.less(x, math.inf), _bin.greater(x, -math.inf))
-
-
 def _sign(x: Tensor) -> Tensor:
     return _bin.sub(cast(_bin.greater(x, 0), x.dtype), cast(_bin.less(x, 0), x.dtype))
 
@@ -570,14 +618,7 @@ def logsumexp(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
     _check(x, "logsumexp")
     if not _dt.is_float(x.dtype):
         x = cast(x, _dt.float32)
-    axes = _axes_arg(axis, x.ndim, "logsumexp")
-    if _builtins.any(x.shape[a] == 0 for a in axes):
-        return _un.log(sum(_un.exp(x), axes, bool(keepdims)))  # log(0) = -inf
-    # The shift is a constant (no gradient flows through the max), so gradients are exact.
-    m = _view.detach(max(x, axes, True))
-    m = _bin.where_(_finite(m), m, 0.0)
-    out = _bin.add(_un.log(sum(_un.exp(_bin.sub(x, m)), axes, True)), m)
-    return out if keepdims else _view.reshape(out, _reduced_shape(x.shape, axes, False))
+    return _logsumexp(x, axes=_axes_arg(axis, x.ndim, "logsumexp"), keepdims=bool(keepdims))
 
 
 @public()
@@ -628,7 +669,8 @@ def any(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:  # noqa:
     False over an empty dimension."""
     _check(x, "any")
     axes = _axes_arg(axis, x.ndim, "any")
-    return _bin.greater(sum(_bin.not_equal(x, 0), axes, bool(keepdims)), 0)
+    # "fewer zeros than elements" rather than "some x != 0": MAX folds `nan != 0` to False.
+    return _bin.less(sum(_bin.equal(x, 0), axes, bool(keepdims)), _count(x, axes))
 
 
 @public()

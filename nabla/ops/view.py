@@ -278,6 +278,8 @@ class IdentityOp(Operation):
 class DetachOp(IdentityOp):
     name = "detach"
     differentiable = False
+    # Tangents pass through detach: `grad` detaches its results from the reverse-mode trace,
+    # and jvp(grad(f)) (forward-over-reverse) must still see them.
 
 
 identity = register("identity")(IdentityOp())
