@@ -14,6 +14,7 @@ from . import (
     custom,
     indexing,
     linalg,
+    pooling,
     reduction,
     shape,
     sorting,
@@ -29,6 +30,7 @@ from .creation import *  # noqa: F403
 from .custom import *  # noqa: F403
 from .indexing import *  # noqa: F403
 from .linalg import *  # noqa: F403
+from .pooling import *  # noqa: F403
 from .reduction import *  # noqa: F403
 from .shape import *  # noqa: F403
 from .sorting import *  # noqa: F403
@@ -44,6 +46,7 @@ FAMILIES = (
     "custom",
     "indexing",
     "linalg",
+    "pooling",
     "reduction",
     "shape",
     "sorting",

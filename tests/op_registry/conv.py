@@ -1,7 +1,7 @@
-"""Registry entries for nabla.ops.conv (convolution and pooling, PyTorch layouts).
+"""Registry entries for nabla.ops.conv and nabla.ops.pooling (convolution and pooling, PyTorch layouts).
 
 The references are deliberately naive (loops over output positions) and independent of the
-kernels in nabla/ops/conv.py: they follow PyTorch's definitions directly.
+kernels in nabla/ops/conv.py and pooling.py: they follow PyTorch's definitions directly.
 """
 
 from __future__ import annotations
