@@ -12,6 +12,7 @@ from . import (
     conv,
     creation,
     custom,
+    gather_scatter,
     indexing,
     linalg,
     pooling,
@@ -28,6 +29,7 @@ from .control_flow import *  # noqa: F403
 from .conv import *  # noqa: F403
 from .creation import *  # noqa: F403
 from .custom import *  # noqa: F403
+from .gather_scatter import *  # noqa: F403
 from .indexing import *  # noqa: F403
 from .linalg import *  # noqa: F403
 from .pooling import *  # noqa: F403
@@ -44,6 +46,7 @@ FAMILIES = (
     "conv",
     "creation",
     "custom",
+    "gather_scatter",
     "indexing",
     "linalg",
     "pooling",

@@ -1,0 +1,292 @@
+"""Gather and scatter along one axis (PyTorch names), masks and one-hot.
+
+    index_select, gather, take_along_axis   reads: the `take` primitive of indexing.py
+    scatter, scatter_add                     writes: the `take_scatter` primitive (duplicates
+                                             accumulate in gradients)
+    masked_fill, one_hot
+
+Integer indices given as data are bounds-checked at the call; `one_hot(..., num_classes=-1)`
+realizes the indices to learn the number of classes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..core.common import dtypes as _dt
+from ..core.tensor.tensor import Tensor
+from . import binary as _bin
+from . import control_flow as _cf
+from .base import public
+from .cast import cast
+from .creation import full, tensor
+from .indexing import (  # the take / take_scatter primitives' entry points and checks
+    _check_tensor,
+    _prod,
+    _slice,
+    _take,
+    _take_scatter,
+    _wrap,
+)
+from .view import broadcast_shapes, broadcast_to, normalize_axis, reshape
+
+__all__ = ["gather", "index_select", "masked_fill", "one_hot", "scatter", "scatter_add", "take_along_axis"]
+
+
+# -- public: gather / scatter along an axis ----------------------------------------------------
+def _index_tensor(index: Any, op: str, arg: str = "index") -> Tensor:
+    if isinstance(index, Tensor):
+        if not _dt.is_integer(index.dtype):
+            raise TypeError(f"{op}: {arg} must be an integer tensor, got dtype {index.dtype.name}")
+        return cast(index, _dt.int64)
+    arr = np.asarray(index)
+    if arr.dtype.kind not in "iu" and not (arr.size == 0 and arr.dtype.kind == "f"):
+        raise TypeError(f"{op}: {arg} must hold integers, got dtype {arr.dtype}")
+    return tensor(arr.astype(np.int64))
+
+
+def _known(index: Tensor) -> np.ndarray | None:
+    impl = index._impl
+    return index.numpy() if impl.is_realized and not impl.batch_dims else None
+
+
+def _check_range(index: Tensor, n: int, op: str, dim: int, *, negative: bool) -> None:
+    """Eager bounds check when the index data is known: [0, n) (PyTorch) or [-n, n) (NumPy)."""
+    data = _known(index)
+    if data is None or not data.size:
+        return
+    low = -n if negative else 0
+    bad = data[(data < low) | (data >= n)]
+    if bad.size:
+        raise IndexError(f"{op}: index {int(bad.flat[0])} is out of bounds for dim {dim} with size {n}")
+
+
+@public()
+def index_select(x: Tensor, axis: int, index: Any) -> Tensor:
+    """Select entries of `x` along `axis` at the 1-D integer `index` (torch.index_select).
+
+    Example:
+        >>> nabla.index_select(nabla.arange(6).reshape(2, 3), 1, nabla.tensor([2, 0])).tolist()
+        [[2, 0], [5, 3]]
+    """
+    _check_tensor(x, "index_select")
+    idx = _index_tensor(index, "index_select")
+    if idx.ndim > 1:
+        raise IndexError(f"index_select: index must be 0-d or 1-d, got shape {idx.shape}")
+    if x.ndim == 0:
+        normalize_axis(axis, 1, "index_select", "dim")
+        _check_range(idx, 1, "index_select", 0, negative=False)
+        return reshape(_take(reshape(x, (1,)), reshape(idx, (-1,)), 0), () if idx.numel() == 1 else (-1,))
+    a = normalize_axis(axis, x.ndim, "index_select", "dim")
+    _check_range(idx, x.shape[a], "index_select", a, negative=False)
+    return _take(x, reshape(idx, (-1,)), a)
+
+
+def _offsets(shape: tuple[int, ...], index_shape: tuple[int, ...], axis: int) -> np.ndarray:
+    """Row-major linear offsets of every position of `index_shape` in `shape`, except `axis`."""
+    strides = [_prod(shape[d + 1 :]) for d in range(len(shape))]
+    out = np.zeros(index_shape, np.int64)
+    for d, n in enumerate(index_shape):
+        if d != axis:
+            out = out + (np.arange(n, dtype=np.int64) * strides[d]).reshape(
+                [n if i == d else 1 for i in range(len(index_shape))]
+            )
+    return out
+
+
+def _elementwise_index(x_shape: tuple[int, ...], index: Tensor, axis: int) -> Tensor:
+    """Linear indices into flattened x for `x[..., index[i, j, ...], ...]` along `axis`."""
+    stride = _prod(x_shape[axis + 1 :])
+    lin = _bin.mul(index, stride) if stride != 1 else index
+    if index.ndim > 1:
+        lin = _bin.add(lin, tensor(_offsets(x_shape, index.shape, axis)))
+    return lin
+
+
+def _check_elementwise_shapes(x: Tensor, index: Tensor, axis: int, op: str, src: Tensor | None = None) -> None:
+    if index.ndim != x.ndim:
+        raise ValueError(f"{op}: index must have the same number of dimensions as x: got {index.shape} and {x.shape}")
+    for d, (i, n) in enumerate(zip(index.shape, x.shape, strict=True)):
+        if d != axis and i > n:
+            raise ValueError(
+                f"{op}: index shape {index.shape} exceeds x shape {x.shape} at dim {d} (only dim={axis} may be larger)"
+            )
+        if src is not None and i > src.shape[d]:
+            raise ValueError(f"{op}: index shape {index.shape} exceeds src shape {src.shape} at dim {d}")
+
+
+@public()
+def gather(x: Tensor, axis: int, index: Any) -> Tensor:
+    """`out[i][j][k] = x[index[i][j][k]][j][k]` for axis 0 (torch.gather): the result has
+    index's shape; index.shape[d] <= x.shape[d] for d != axis. Indices must lie in [0, n).
+
+    Example:
+        >>> x = nabla.tensor([[1.0, 2.0], [3.0, 4.0]])
+        >>> nabla.gather(x, 1, nabla.tensor([[0, 0], [1, 0]])).tolist()
+        [[1.0, 1.0], [4.0, 3.0]]
+    """
+    _check_tensor(x, "gather")
+    idx = _index_tensor(index, "gather")
+    a = normalize_axis(axis, max(x.ndim, 1), "gather", "dim")
+    if x.ndim == 0:
+        if idx.ndim != 0:
+            raise ValueError(f"gather: index must be 0-d for a 0-d x, got shape {idx.shape}")
+        _check_range(idx, 1, "gather", 0, negative=False)
+        return reshape(_take(reshape(x, (1,)), idx, 0), ())
+    _check_elementwise_shapes(x, idx, a, "gather")
+    _check_range(idx, x.shape[a], "gather", a, negative=False)
+    return _take(reshape(x, (-1,)), _elementwise_index(x.shape, idx, a), 0)
+
+
+@public()
+def take_along_axis(x: Tensor, indices: Any, axis: int | None = -1) -> Tensor:
+    """NumPy's `take_along_axis`: pick values along `axis` at `indices` (same rank as x;
+    other dims broadcast together). Negative indices count from the end. `axis=None` works
+    on the flattened x with 1-D indices.
+
+    Example:
+        >>> x = nabla.tensor([[10.0, 30.0, 20.0]])
+        >>> nabla.take_along_axis(x, nabla.argmax(x, 1, keepdims=True), 1).tolist()
+        [[30.0]]
+    """
+    _check_tensor(x, "take_along_axis")
+    idx = _index_tensor(indices, "take_along_axis", "indices")
+    if axis is None:
+        if idx.ndim != 1:
+            raise ValueError(f"take_along_axis: with axis=None, indices must be 1-d, got shape {idx.shape}")
+        x, a = reshape(x, (-1,)), 0
+    else:
+        a = normalize_axis(axis, x.ndim, "take_along_axis", "axis")
+        if idx.ndim != x.ndim:
+            raise ValueError(f"take_along_axis: indices has {idx.ndim} dims but x has {x.ndim}; they must match")
+    n = x.shape[a]
+    _check_range(idx, n, "take_along_axis", a, negative=True)
+    data = _known(idx)
+    idx = tensor(np.where(data < 0, data + n, data)) if data is not None else _wrap(idx, n)
+    try:
+        common = broadcast_shapes(
+            tuple(1 if d == a else s for d, s in enumerate(x.shape)),
+            tuple(1 if d == a else s for d, s in enumerate(idx.shape)),
+            op="take_along_axis",
+        )
+    except ValueError:
+        raise ValueError(
+            f"take_along_axis: x of shape {x.shape} and indices of shape {idx.shape} do not broadcast outside axis {a}"
+        ) from None
+    x = broadcast_to(x, tuple(n if d == a else s for d, s in enumerate(common)))
+    idx = broadcast_to(idx, tuple(idx.shape[a] if d == a else s for d, s in enumerate(common)))
+    return _take(reshape(x, (-1,)), _elementwise_index(x.shape, idx, a), 0)
+
+
+def _scatter(x: Tensor, axis: int, index: Any, src: Any, mode: str, op: str) -> Tensor:
+    _check_tensor(x, op)
+    idx = _index_tensor(index, op)
+    if isinstance(src, Tensor):
+        src = cast(src, x.dtype)
+    elif isinstance(src, bool | int | float | np.generic):
+        src = full(idx.shape, src.item() if isinstance(src, np.generic) else src, x.dtype)
+    else:
+        raise TypeError(f"{op}: src must be a Tensor or a Python scalar, got {type(src).__name__}")
+    if x.ndim == 0:
+        normalize_axis(axis, 1, op, "dim")
+        if idx.ndim != 0 or src.ndim != 0:
+            raise ValueError(f"{op}: index and src must be 0-d for a 0-d x, got {idx.shape} and {src.shape}")
+        _check_range(idx, 1, op, 0, negative=False)
+        return reshape(_take_scatter(reshape(x, (1,)), src, idx, 0, mode), ())
+    a = normalize_axis(axis, x.ndim, op, "dim")
+    if src.ndim != idx.ndim:
+        raise ValueError(f"{op}: src must have the same number of dimensions as index: got {src.shape} and {idx.shape}")
+    _check_elementwise_shapes(x, idx, a, op, src)
+    _check_range(idx, x.shape[a], op, a, negative=False)
+    src = _slice(src, tuple((0, n, 1) for n in idx.shape))
+    flat = _take_scatter(
+        reshape(x, (-1,)), reshape(src, (-1,)), reshape(_elementwise_index(x.shape, idx, a), (-1,)), 0, mode
+    )
+    return reshape(flat, x.shape)
+
+
+@public()
+def scatter(x: Tensor, axis: int, index: Any, src: Any, reduce: str | None = None) -> Tensor:
+    """torch.scatter, functionally: x with `x[index[i][j]][j] = src[i][j]` (axis 0). `src` is a
+    Tensor (only its leading index.shape part is used) or a Python scalar. `reduce="add"` or
+    `"multiply"` combine instead of overwriting. Repeated indices without `reduce`: one of the
+    values wins (unspecified which, as in PyTorch).
+
+    Example:
+        >>> nabla.scatter(nabla.zeros(4), 0, nabla.tensor([3, 1]), nabla.tensor([5.0, 6.0])).tolist()
+        [0.0, 6.0, 0.0, 5.0]
+    """
+    modes = {None: "set", "add": "add", "multiply": "mul"}
+    if reduce not in modes:
+        raise ValueError(f"scatter: reduce must be None, 'add' or 'multiply', got {reduce!r}")
+    return _scatter(x, axis, index, src, modes[reduce], "scatter")
+
+
+@public()
+def scatter_add(x: Tensor, axis: int, index: Any, src: Any) -> Tensor:
+    """torch.scatter_add, functionally: x with `src[i][j]` added at `[index[i][j]][j]` (axis 0);
+    repeated indices accumulate.
+
+    Example:
+        >>> nabla.scatter_add(nabla.zeros(3), 0, nabla.tensor([0, 2, 0]), nabla.ones(3)).tolist()
+        [2.0, 0.0, 1.0]
+    """
+    return _scatter(x, axis, index, src, "add", "scatter_add")
+
+
+# -- public: masks and one-hot -------------------------------------------------------------------
+@public()
+def masked_fill(x: Tensor, mask: Tensor, value: Any) -> Tensor:
+    """`value` where the bool `mask` (broadcast with x) is True, x elsewhere; keeps x's dtype.
+    `value` is a Python scalar or a 0-d tensor (which receives the gradient of the filled
+    positions)."""
+    _check_tensor(x, "masked_fill")
+    _check_tensor(mask, "masked_fill", "mask")
+    if mask.dtype != _dt.bool_:
+        raise TypeError(f"masked_fill: mask must be a bool tensor, got dtype {mask.dtype.name}")
+    if isinstance(value, Tensor):
+        if value.ndim != 0:
+            raise ValueError(f"masked_fill: value must be a Python scalar or a 0-d tensor, got shape {value.shape}")
+        v = cast(value, x.dtype)
+    elif isinstance(value, bool | int | float | np.generic):
+        v = full((), value.item() if isinstance(value, np.generic) else value, x.dtype)
+    else:
+        raise TypeError(f"masked_fill: value must be a Python scalar or a 0-d tensor, got {type(value).__name__}")
+    shape = broadcast_shapes(x.shape, mask.shape, op="masked_fill")
+    return _cf.where(broadcast_to(mask, shape), broadcast_to(v, shape), broadcast_to(x, shape))
+
+
+@public()
+def one_hot(indices: Tensor, num_classes: int = -1) -> Tensor:
+    """int64 one-hot encoding with a new last dimension of size `num_classes` (torch's
+    F.one_hot). `num_classes=-1` uses `max(indices) + 1`, which reads the data and so
+    realizes `indices`. Values must lie in [0, num_classes).
+
+    Example:
+        >>> nabla.one_hot(nabla.tensor([0, 2]), 3).tolist()
+        [[1, 0, 0], [0, 0, 1]]
+    """
+    _check_tensor(indices, "one_hot", "indices")
+    if not _dt.is_integer(indices.dtype):
+        raise TypeError(f"one_hot: indices must be an integer tensor, got dtype {indices.dtype.name}")
+    if isinstance(num_classes, bool) or not isinstance(num_classes, int | np.integer):
+        raise TypeError(f"one_hot: num_classes must be an int, got {num_classes!r}")
+    num_classes = int(num_classes)
+    data = _known(indices)
+    if num_classes == -1:
+        if indices.numel() == 0:
+            raise ValueError("one_hot: cannot infer num_classes from an empty tensor; pass num_classes")
+        data = indices.numpy()
+        num_classes = int(data.max()) + 1
+    elif num_classes < 0:
+        raise ValueError(f"one_hot: num_classes must be -1 or non-negative, got {num_classes}")
+    if data is not None and data.size:
+        if data.min() < 0:
+            raise ValueError(f"one_hot: class values must be non-negative, got {int(data.min())}")
+        if data.max() >= num_classes:
+            raise ValueError(f"one_hot: class value {int(data.max())} is out of range for num_classes={num_classes}")
+    classes = tensor(np.arange(num_classes, dtype=np.int64))
+    hot = _bin.equal(reshape(cast(indices, _dt.int64), (*indices.shape, 1)), classes)
+    return cast(hot, _dt.int64)
