@@ -45,7 +45,7 @@ from .core.graph import GRAPH, CacheInfo, RecompileError, cache_info, no_recompi
 from .core.tensor import Device, Tensor
 from .ops import *  # noqa: F403
 from .ops import __all__ as _ops_all
-from .transforms import grad, jvp, value_and_grad, vjp
+from .transforms import grad, jvp, value_and_grad, vjp, vmap
 
 __version__ = "0.1.0"
 
@@ -105,5 +105,6 @@ __all__ = [
     "tree_unflatten",
     "value_and_grad",
     "vjp",
+    "vmap",
     *_ops_all,
 ]

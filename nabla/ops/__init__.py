@@ -6,6 +6,7 @@ import sys
 
 from . import (
     base,
+    batching,
     binary,
     cast,
     control_flow,
@@ -40,6 +41,7 @@ from .unary import *  # noqa: F403
 from .view import *  # noqa: F403
 
 FAMILIES = (
+    "batching",
     "binary",
     "cast",
     "control_flow",

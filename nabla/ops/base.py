@@ -82,6 +82,8 @@ class Operation:
 
     # -- the pipeline -----------------------------------------------------------------------
     def __call__(self, *args: Tensor, **kwargs: Any) -> Any:
+        if len(args) > 1 and any(a._impl.batch_dims for a in args):
+            args = tuple(OPS.align_batch(list(args)))  # one batch prefix for all operands (vmap)
         impls = [a._impl for a in args]
         # 1. metadata: vmap depth, autodiff recording, forward-mode tangents
         batch_dims = max((i.batch_dims for i in impls), default=0)
@@ -101,7 +103,7 @@ class Operation:
             TensorImpl(
                 shape,
                 dtype,
-                batch_dims=batch_dims,
+                batch_dims=self.out_batch_dims(batch_dims, adapted),
                 requires_grad=traced and _dt.is_float(dtype),
                 device=self.output_device(impls),
             )
@@ -109,6 +111,8 @@ class Operation:
         ]
         # 7. the OpNode shared by all outputs (original kwargs kept for replay and autodiff)
         node = OpNode(self, tuple(impls), kwargs, adapted, struct_key)
+        if batch_dims:  # rules are written for logical shapes: give them unbatched kwargs
+            node.rule_kwargs = self.adapt_kwargs(impls, kwargs, 0)
         node.set_outputs(outs)
         for index, out in enumerate(outs):
             out.output_refs = node
@@ -121,12 +125,16 @@ class Operation:
         tensors = self.apply_auto_reduction(tensors)
         # 9. forward-mode tangents
         if has_tangent:
-            _apply_jvp(self, list(args), tensors, adapted)
+            _apply_jvp(self, list(args), tensors, node.rule_kwargs)
         return tensors[0] if len(tensors) == 1 and not self.always_tuple else tuple(tensors)
 
     # -- overridable pieces -------------------------------------------------------------
     def adapt_kwargs(self, impls: list[TensorImpl], kwargs: dict, batch_dims: int) -> dict:
         return kwargs
+
+    def out_batch_dims(self, batch_dims: int, kwargs: dict) -> int:
+        """How many leading physical dims of the outputs are vmap dims (only vmap's own ops change it)."""
+        return batch_dims
 
     def compute_physical_shape(self, impls: list[TensorImpl], kwargs: dict) -> list[AVal]:
         result = self.abstract_eval(*[(i.physical_shape, i.dtype) for i in impls], **kwargs)

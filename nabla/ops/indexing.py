@@ -80,7 +80,7 @@ def _is_full(s: tuple[int, int, int], n: int) -> bool:
 
 
 def _logical_slices(slices: Slices, primal: Tensor) -> Slices:
-    return slices[primal._impl.batch_dims :]
+    return slices  # rules receive kwargs adapted for unbatched operands
 
 
 def _check_same_batch(impls: list[TensorImpl], op: str, names: tuple[str, ...]) -> int:
@@ -229,12 +229,12 @@ class TakeOp(Operation):
 
     def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, axis: int) -> list:
         x, index = primals
-        a = axis - x._impl.batch_dims
+        a = axis
         return [_take_scatter(zeros_like(x), cotangents[0], index, a, "add"), None]
 
     def jvp_rule(self, primals: list, tangents: list, outputs: list, *, axis: int) -> list:
         x, index = primals
-        return [_take(tangents[0], index, axis - x._impl.batch_dims)]
+        return [_take(tangents[0], index, axis)]
 
 
 _SCATTER_ND = {
@@ -302,7 +302,7 @@ class TakeScatterOp(Operation):
     def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, axis: int, mode: str) -> list:
         x, u, index = primals
         g = cotangents[0]
-        a = axis - x._impl.batch_dims
+        a = axis
         if mode == "add":
             return [g, _take(g, index, a), None]
         if mode == "set":
@@ -317,7 +317,7 @@ class TakeScatterOp(Operation):
     def jvp_rule(self, primals: list, tangents: list, outputs: list, *, axis: int, mode: str) -> list:
         x, u, index = primals
         tx, tu = tangents[0], tangents[1]
-        a = axis - x._impl.batch_dims
+        a = axis
         if mode in ("add", "set"):
             return [_take_scatter(tx, tu, index, a, mode)]
         if mode == "mul":

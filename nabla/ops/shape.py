@@ -81,10 +81,6 @@ def _shift(axis: int, batch_dims: int) -> int:
     return axis + batch_dims
 
 
-def _bd(t: Tensor) -> int:
-    return t._impl.batch_dims
-
-
 def _empty(shape: tuple[int, ...], dtype: Any, device: Any) -> Any:
     """A MAX value of a shape with a zero dimension (MAX's slice/split/concat reject those)."""
     return ops.broadcast_to(ops.constant(False if dtype == _dt.bool_ else 0, dtype, device), shape)
@@ -133,10 +129,10 @@ class FlipOp(Operation):
         return np.flip(x, axes)
 
     def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, axes: tuple) -> list:
-        return [_flip(cotangents[0], axes=tuple(a - _bd(primals[0]) for a in axes))]
+        return [_flip(cotangents[0], axes=axes)]
 
     def jvp_rule(self, primals: list, tangents: list, outputs: list, *, axes: tuple) -> list:
-        return [_flip(tangents[0], axes=tuple(a - _bd(primals[0]) for a in axes))]
+        return [_flip(tangents[0], axes=axes)]
 
 
 _flip = FlipOp()
@@ -205,7 +201,6 @@ class PadOp(Operation):
         return np.pad(x, pos, mode=mode)
 
     def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, widths: tuple, mode: str, value: Any) -> list:
-        widths = widths[_bd(primals[0]) :]
         g = cotangents[0]
         if mode != "constant":
             # Fold the padded margins back onto the cells they copy, one axis at a time.
@@ -218,7 +213,7 @@ class PadOp(Operation):
 
     def jvp_rule(self, primals: list, tangents: list, outputs: list, *, widths: tuple, mode: str, value: Any) -> list:
         t = tangents[0]
-        return [_pad(t, widths=widths[_bd(primals[0]) :], mode=mode, value=_fill(0, t.dtype))]
+        return [_pad(t, widths=widths, mode=mode, value=_fill(0, t.dtype))]
 
 
 _pad = PadOp()
@@ -368,12 +363,11 @@ class ConcatenateOp(Operation):
         return np.concatenate(xs, axis=axis)
 
     def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, axis: int) -> list:
-        axis -= _bd(primals[0])
         sizes = tuple(p.shape[axis] for p in primals)
         return list(_split(cotangents[0], sizes=sizes, axis=axis, keepdims=True))
 
     def jvp_rule(self, primals: list, tangents: list, outputs: list, *, axis: int) -> list:
-        return [_concatenate(*tangents, axis=axis - _bd(primals[0]))]
+        return [_concatenate(*tangents, axis=axis)]
 
 
 class SplitOp(Operation):
@@ -412,7 +406,6 @@ class SplitOp(Operation):
 
     def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, sizes: tuple, axis: int, keepdims: bool):
         x = primals[0]
-        axis -= _bd(x)
         cots = []
         for c, s in zip(cotangents, sizes, strict=True):
             if c is None:  # an unused output: its cotangent is zero
@@ -421,7 +414,7 @@ class SplitOp(Operation):
         return [cots[0] if len(cots) == 1 else _concatenate(*cots, axis=axis)]
 
     def jvp_rule(self, primals: list, tangents: list, outputs: list, *, sizes: tuple, axis: int, keepdims: bool):
-        return list(_split(tangents[0], sizes=sizes, axis=axis - _bd(primals[0]), keepdims=keepdims))
+        return list(_split(tangents[0], sizes=sizes, axis=axis, keepdims=keepdims))
 
 
 def _piece_shape(shape: tuple, axis: int, size: int, keepdims: bool) -> tuple:
@@ -641,7 +634,6 @@ class RepeatInterleaveOp(Operation):
 
     def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, repeats: tuple, axis: int) -> list:
         x = primals[0]
-        axis -= _bd(x)
         pieces = _split(cotangents[0], sizes=repeats, axis=axis, keepdims=True) if len(repeats) > 1 else cotangents
         sums = [
             _red.sum(p, axis, True) if r else _cr.zeros(_piece_shape(x.shape, axis, 1, True), dtype=x.dtype)
@@ -650,7 +642,7 @@ class RepeatInterleaveOp(Operation):
         return [sums[0] if len(sums) == 1 else _concatenate(*sums, axis=axis)]
 
     def jvp_rule(self, primals: list, tangents: list, outputs: list, *, repeats: tuple, axis: int) -> list:
-        return [_repeat_interleave(tangents[0], repeats=repeats, axis=axis - _bd(primals[0]))]
+        return [_repeat_interleave(tangents[0], repeats=repeats, axis=axis)]
 
 
 _repeat_interleave = RepeatInterleaveOp()
@@ -808,12 +800,11 @@ class DiagonalOp(Operation):
 
     def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, offset: int, axis1: int, axis2: int):
         x = primals[0]
-        a1, a2 = axis1 - _bd(x), axis2 - _bd(x)
+        a1, a2 = axis1, axis2
         return [_diag_embed(cotangents[0], x.shape, offset, a1, a2)]
 
     def jvp_rule(self, primals: list, tangents: list, outputs: list, *, offset: int, axis1: int, axis2: int):
-        bd = _bd(primals[0])
-        return [_diagonal(tangents[0], offset=offset, axis1=axis1 - bd, axis2=axis2 - bd)]
+        return [_diagonal(tangents[0], offset=offset, axis1=axis1, axis2=axis2)]
 
 
 _diagonal = DiagonalOp()

@@ -192,21 +192,25 @@ class BroadcastToOp(Operation):
         old = x.logical_shape
         if len(shape) < len(old) or broadcast_shapes(old, shape, op="broadcast_to") != shape:
             raise ValueError(f"broadcast_to: cannot broadcast a tensor of shape {old} to {shape}")
-        return {"shape": x.physical_shape[:batch_dims] + shape}
+        lead = x.physical_shape[:batch_dims]
+        if not batch_dims or len(shape) == len(old):
+            return {"shape": lead + shape}
+        # Under vmap the new logical dims go between the batch dims and the old logical ones.
+        return {"shape": lead + shape, "expand": lead + (1,) * (len(shape) - len(old)) + old}
 
-    def abstract_eval(self, x: AVal, *, shape: tuple) -> AVal:
+    def abstract_eval(self, x: AVal, *, shape: tuple, expand: tuple = ()) -> AVal:
         return shape, x[1]
 
-    def kernel(self, x: Any, *, shape: tuple) -> Any:
-        return ops.broadcast_to(x, shape)
+    def kernel(self, x: Any, *, shape: tuple, expand: tuple = ()) -> Any:
+        return ops.broadcast_to(ops.reshape(x, expand) if expand else x, shape)
 
-    def numpy_kernel(self, x: np.ndarray, *, shape: tuple) -> np.ndarray:
-        return np.broadcast_to(x, shape)
+    def numpy_kernel(self, x: np.ndarray, *, shape: tuple, expand: tuple = ()) -> np.ndarray:
+        return np.broadcast_to(x.reshape(expand) if expand else x, shape)
 
-    def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, shape: tuple) -> list:
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list, **kw: Any) -> list:
         return [sum_to_shape(cotangents[0], primals[0].shape)]
 
-    def jvp_rule(self, primals: list, tangents: list, outputs: list, *, shape: tuple) -> list:
+    def jvp_rule(self, primals: list, tangents: list, outputs: list, **kw: Any) -> list:
         return [broadcast_to(tangents[0], outputs[0].shape)]
 
 

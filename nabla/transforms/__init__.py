@@ -1,5 +1,6 @@
-"""Function transforms. This version: grad, value_and_grad, vjp, jvp."""
+"""Function transforms: grad, value_and_grad, vjp, jvp, vmap."""
 
 from .grad import grad, jvp, value_and_grad, vjp
+from .vmap import vmap
 
-__all__ = ["grad", "jvp", "value_and_grad", "vjp"]
+__all__ = ["grad", "jvp", "value_and_grad", "vjp", "vmap"]

@@ -27,6 +27,9 @@ REGISTRY: list[OpSpec] = [spec for module in FAMILY_MODULES for spec in module.S
 
 # Public names of nabla.ops that are not ops: data constructors and pure helpers.
 NOT_OPS = {"Operation", "tensor", "asarray", "from_numpy", "manual_seed", "broadcast_shapes"}
+# vmap's own primitives (nabla/ops/batching.py): not public ops; tests/test_vmap.py checks
+# their values and their VJP/JVP rules through vmap.
+TRANSFORM_OPS = {"move_to_batch", "move_from_batch", "broadcast_batch"}
 
 # MAX conformance: families compiled together, one graph (one compile) per group.
 MAX_GROUPS = {
@@ -36,4 +39,4 @@ MAX_GROUPS = {
     "nn": ("conv", "control_flow", "custom"),
 }
 
-__all__ = ["FAMILY_MODULES", "MAX_GROUPS", "NOT_OPS", "REGISTRY", "OpSpec", "Sample"]
+__all__ = ["FAMILY_MODULES", "MAX_GROUPS", "NOT_OPS", "TRANSFORM_OPS", "REGISTRY", "OpSpec", "Sample"]

@@ -100,7 +100,7 @@ def backward_on_trace(
                 for i, c in enumerate(out_cots)
             ]
             primals = [Tensor(a) for a in node.args]
-            in_cots = node.op.vjp_rule(primals, out_cots, out_tensors, **node.adapted_kwargs)
+            in_cots = node.op.vjp_rule(primals, out_cots, out_tensors, **node.rule_kwargs)
             for arg, cot in zip(node.args, in_cots, strict=True):
                 if cot is not None and arg.requires_grad:
                     _accumulate(grads, holders, arg, cot)

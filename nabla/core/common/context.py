@@ -60,3 +60,35 @@ class enable_grad(set_grad_enabled):
 
     def __init__(self) -> None:
         super().__init__(True)
+
+
+class _VmapState(threading.local):
+    def __init__(self) -> None:
+        self.sizes: list[int] = []
+
+
+_VMAP = _VmapState()
+
+
+def vmap_sizes() -> tuple[int, ...]:
+    """The sizes of the active vmap levels, outermost first. Level k (1-based) is physical
+    dimension k-1 of every tensor batched over it: `batch_dims == k` means levels 1..k."""
+    return tuple(_VMAP.sizes)
+
+
+def vmap_depth() -> int:
+    return len(_VMAP.sizes)
+
+
+class vmap_level:
+    """Context manager entered by `vmap` for the duration of one batched call."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+
+    def __enter__(self) -> int:
+        _VMAP.sizes.append(self.size)
+        return len(_VMAP.sizes)
+
+    def __exit__(self, *exc: object) -> None:
+        _VMAP.sizes.pop()

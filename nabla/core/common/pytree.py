@@ -30,6 +30,20 @@ class PyTreeDef:
     aux: Any
     children: tuple[PyTreeDef, ...]
 
+    def __repr__(self) -> str:
+        if self.kind is None:
+            return "*"
+        kids = ", ".join(repr(c) for c in self.children)
+        if self.kind is tuple:
+            return f"({kids}{',' if len(self.children) == 1 else ''})"
+        if self.kind is list:
+            return f"[{kids}]"
+        if self.kind is dict:
+            return "{" + ", ".join(f"{k!r}: {c!r}" for k, c in zip(self.aux, self.children, strict=True)) + "}"
+        if self.kind is type(None):
+            return "None"
+        return f"{self.kind.__name__}({kids})"
+
     @property
     def num_leaves(self) -> int:
         if self.kind is None:
@@ -110,3 +124,25 @@ def tree_map(fn: Callable[..., Any], tree: Any, *rest: Any, is_leaf: Callable[[A
     leaves, treedef = tree_flatten(tree, is_leaf)
     others = [tree_flatten(r, is_leaf)[0] for r in rest]
     return tree_unflatten(treedef, [fn(*xs) for xs in zip(leaves, *others, strict=True)])
+
+
+def broadcast_prefix(prefix: Any, tree: Any, where: str = "argument") -> list[Any]:
+    """One value per leaf of `tree`: `prefix` is a tree prefix of `tree` whose leaves (e.g. vmap's
+    in_axes, ints or None) apply to every leaf below them. Raises naming `where` on a mismatch."""
+    out: list[Any] = []
+    _broadcast(prefix, tree, out, where)
+    return out
+
+
+def _broadcast(prefix: Any, tree: Any, out: list[Any], where: str) -> None:
+    p_info = None if prefix is None else _children(prefix)
+    if p_info is None:  # a prefix leaf covers the whole subtree
+        out.extend([prefix] * len(tree_leaves(tree)))
+        return
+    t_info = _children(tree)
+    if t_info is None or t_info[0] is not p_info[0] or t_info[1] != p_info[1]:
+        raise ValueError(
+            f"{where}: structure {tree_structure(prefix)} does not match the argument's structure {tree_structure(tree)}"
+        )
+    for i, (p, t) in enumerate(zip(p_info[2], t_info[2], strict=True)):
+        _broadcast(p, t, out, f"{where}[{p_info[1][i] if p_info[0] is dict else i}]")

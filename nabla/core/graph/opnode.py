@@ -38,6 +38,8 @@ class OpNode:
         kwargs: the original (logical) keyword arguments the user passed.
         adapted_kwargs: kwargs translated to physical axes; the kernels receive these.
         struct_key: `(op name, frozen adapted kwargs)`: this node's part of a cache key.
+        rule_kwargs: kwargs as adapted for unbatched operands (normalized, logical axes); the
+            VJP and JVP rules receive these, since they are written with logical ops.
         released: set when `backward()` consumed the node without `retain_graph`.
     """
 
@@ -46,6 +48,7 @@ class OpNode:
         "args",
         "kwargs",
         "adapted_kwargs",
+        "rule_kwargs",
         "struct_key",
         "_refs",
         "out_avals",
@@ -58,6 +61,7 @@ class OpNode:
         self.args = args
         self.kwargs = kwargs
         self.adapted_kwargs = adapted_kwargs
+        self.rule_kwargs = adapted_kwargs
         self.struct_key = struct_key
         self._refs: tuple[weakref.ref, ...] = ()
         self.out_avals: tuple = ()

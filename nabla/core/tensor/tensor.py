@@ -156,13 +156,15 @@ class Tensor:
 
     def numpy(self) -> np.ndarray:
         """The value as a NumPy array (shares memory with the tensor's buffer on CPU)."""
+        if self._impl.batch_dims:
+            raise RuntimeError(
+                "cannot read the value of a batched tensor inside vmap (it has a different value per batch "
+                "element); return it from the vmapped function instead"
+            )
         self.realize()
         if self._impl.dtype == _dt.bfloat16:
             return OPS.cast(self, _dt.float32).numpy()
-        array = storage_to_numpy(self._impl.data)
-        if self._impl.batch_dims:
-            raise RuntimeError("cannot read the value of a tensor inside vmap")
-        return array
+        return storage_to_numpy(self._impl.data)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         array = self.numpy()
