@@ -121,3 +121,30 @@ def test_vmap_of_grad_matches_loop(spec: OpSpec, sample: Sample):
     for k, (g, w) in enumerate(zip(got, want, strict=True)):
         assert g.shape == w.shape, f"{spec.name} grad {k}: vmap shape {g.shape}, loop shape {w.shape}"
         np.testing.assert_allclose(g.numpy(), w, rtol=1e-4, atol=1e-4, err_msg=f"{spec.name} grad {k}")
+
+
+MAX_CASES = [
+    pytest.param(spec, sample, id=sid)
+    for spec in REGISTRY
+    for sample, sid in zip(spec.samples, spec.sample_ids(), strict=True)
+    if sample.max and any(isinstance(a, np.ndarray) for a in sample.args)
+]
+
+
+@pytest.mark.parametrize("spec, sample", MAX_CASES)
+def test_vmap_max_shape_inference_agrees(spec: OpSpec, sample: Sample):
+    """Batched ops (and the gradient of their weighted outputs) build valid MAX nodes whose
+    shapes and dtypes agree with ours: eager graph building, no compile."""
+    args = float_args(sample.args, np.float32)
+    arrays = [i for i, a in enumerate(args) if isinstance(a, np.ndarray)]
+    batched = tuple(nb.asarray(np.stack(_variants(a))) if i in arrays else a for i, a in enumerate(args))
+    in_axes = tuple(0 if i in arrays else None for i in range(len(args)))
+    nb.set_eager_max_graph(True, verify_shapes=True)
+    try:
+        nb.vmap(lambda *xs: spec.fn(*xs, **sample.kwargs), in_axes=in_axes)(*batched)
+        diff = tuple(diff_indices(spec, sample))
+        if spec.differentiable and spec.check is None and sample.grad and diff:
+            f = _weighted_sum(spec, sample.kwargs, diff, batched)
+            nb.vmap(nb.grad(f, tuple(range(len(diff)))))(*[batched[i] for i in diff])
+    finally:
+        nb.set_eager_max_graph(False, verify_shapes=False)
