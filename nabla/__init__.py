@@ -45,7 +45,7 @@ from .core.graph import GRAPH, CacheInfo, RecompileError, cache_info, no_recompi
 from .core.tensor import Device, Tensor
 from .ops import *  # noqa: F403
 from .ops import __all__ as _ops_all
-from .transforms import grad, jvp, value_and_grad, vjp, vmap
+from .transforms import grad, hessian, jacfwd, jacrev, jvp, linearize, value_and_grad, vjp, vmap
 
 __version__ = "0.1.0"
 
@@ -84,10 +84,14 @@ __all__ = [
     "float64",
     "get_executor",
     "grad",
+    "hessian",
     "int32",
     "int64",
     "is_grad_enabled",
+    "jacfwd",
+    "jacrev",
     "jvp",
+    "linearize",
     "no_grad",
     "no_recompile",
     "ops",

@@ -131,8 +131,23 @@ def grad(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) 
     return wrapped
 
 
-def jvp(fn: Callable, primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[Any, Any]:
-    """Forward mode: `(fn(*primals), J @ tangents)`, with tangents pushed through each op's jvp_rule."""
+def jvp(fn: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux: bool = False) -> tuple:
+    """Forward mode: `(fn(*primals), J @ tangents)`, with tangents pushed through each op's jvp_rule.
+
+    Args:
+        fn: the function; its positional arguments are the primals (pytrees of Tensors).
+        primals: a tuple of arguments.
+        tangents: a tuple of the same structure, shapes and dtypes.
+        has_aux: fn returns `(output, aux)`; the result is then `(output, tangent, aux)`.
+
+    Example:
+        >>> y, dy = nabla.jvp(nabla.sin, (x,), (nabla.ones_like(x),))   # dy = cos(x)
+    """
+    if not isinstance(primals, tuple | list) or not isinstance(tangents, tuple | list):
+        raise TypeError(
+            f"jvp: primals and tangents must be tuples of arguments, got {type(primals).__name__} "
+            f"and {type(tangents).__name__}"
+        )
     p_leaves, p_def = tree_flatten(tuple(primals))
     t_leaves, t_def = tree_flatten(tuple(tangents))
     if p_def != t_def:
@@ -146,10 +161,23 @@ def jvp(fn: Callable, primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[
                 f"jvp: tangent {i} has shape {t.shape} and dtype {t.dtype.name}, "
                 f"primal has shape {p.shape} and dtype {p.dtype.name}"
             )
+        if p._impl.tangent is not None:
+            raise NotImplementedError(
+                "jvp: nested forward mode (jvp of jvp, jacfwd of jacfwd) is not supported yet; "
+                "use forward-over-reverse (jacfwd(jacrev(f)), nabla.hessian) or reverse-over-reverse"
+            )
         x = identity(p)
         x._impl.tangent = t._impl
         inputs.append(x)
     out = fn(*tree_unflatten(p_def, inputs))
+    aux = None
+    if has_aux:
+        if not (isinstance(out, tuple) and len(out) == 2):
+            raise TypeError("jvp: with has_aux=True, fn must return a pair (output, aux)")
+        out, aux = out
     o_leaves, o_def = tree_flatten(out)
     tans = [Tensor(o._impl.tangent) if o._impl.tangent is not None else zeros_like(o) for o in o_leaves]
-    return out, tree_unflatten(o_def, tans)
+    for o in o_leaves:
+        o._impl.tangent = None  # the output leaves this jvp: a later op on it is not differentiated
+    tangent_out = tree_unflatten(o_def, tans)
+    return (out, tangent_out, aux) if has_aux else (out, tangent_out)

@@ -1,0 +1,184 @@
+"""Jacobians and Hessians: jacrev (vmap of vjp over output basis vectors), jacfwd (vmap of jvp
+over input basis vectors), hessian (jacfwd of jacrev) and linearize.
+
+Every function here is built from vjp, jvp and vmap, so it composes with them (and with
+`Tensor.backward()`): jacrev of a vmapped function, vmap of a jacobian, and so on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..core.common.pytree import tree_flatten, tree_unflatten
+from ..core.tensor.tensor import Tensor
+from ..ops.creation import tensor
+from ..ops.shape import moveaxis
+from ..ops.view import reshape
+from .grad import jvp, vjp
+from .vmap import vmap
+
+
+def _argnums(argnums: int | Sequence[int], nargs: int, where: str) -> tuple[int, ...]:
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    for n in nums:
+        if not -nargs <= n < nargs:
+            raise ValueError(f"{where}: argnums {argnums} is out of range for {nargs} positional arguments")
+    return tuple(n % nargs for n in nums)
+
+
+def _as_tensors(leaves: list, where: str) -> list[Tensor]:
+    out = []
+    for x in leaves:
+        if not isinstance(x, Tensor):
+            x = tensor(x)
+        out.append(x)
+    return out
+
+
+def _with_args(fn: Callable, args: tuple, kwargs: dict, nums: tuple[int, ...], defs: list) -> Callable:
+    """`fn` as a function of the flat leaves of the arguments in `nums`."""
+
+    def flat_fn(*leaves: Tensor) -> Any:
+        full = list(args)
+        start = 0
+        for n, d in zip(nums, defs, strict=True):
+            full[n] = tree_unflatten(d, list(leaves[start : start + d.num_leaves]))
+            start += d.num_leaves
+        return fn(*full, **kwargs)
+
+    return flat_fn
+
+
+def _basis(sizes: list[int], like: list[Tensor]) -> list[Tensor]:
+    """Rows of the identity of size sum(sizes), split into one block per leaf: block k has shape
+    (total, *shapes[k])."""
+    eye = np.eye(sum(sizes), dtype=np.float64)
+    blocks, start = [], 0
+    for n, x in zip(sizes, like, strict=True):
+        blocks.append(tensor(eye[:, start : start + n].reshape((sum(sizes), *x.shape)), x.dtype))
+        start += n
+    return blocks
+
+
+def _regroup(per_out: list[list[Tensor]], out_def: Any, in_defs: list, single: bool) -> Any:
+    """per_out[k][i]: Jacobian block of output leaf k w.r.t. input leaf i -> pytree: outputs
+    outside, then (for several argnums) a tuple over argnums, each with its argument's structure."""
+    result = []
+    for blocks in per_out:
+        start, per_arg = 0, []
+        for d in in_defs:
+            per_arg.append(tree_unflatten(d, blocks[start : start + d.num_leaves]))
+            start += d.num_leaves
+        result.append(per_arg[0] if single else tuple(per_arg))
+    return tree_unflatten(out_def, result)
+
+
+def jacrev(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
+    """The Jacobian of `fn` by reverse mode: one VJP per output element, vectorized with vmap.
+
+    The result for an output of shape `S_out` and an input of shape `S_in` has shape
+    `S_out + S_in`. Pytrees of outputs map to pytrees of Jacobians; a tuple `argnums` gives a
+    tuple per output (JAX's layout).
+
+    Example:
+        >>> J = nabla.jacrev(lambda x: nabla.sin(x) * 2)(nabla.ones(3))
+        >>> J.shape
+        (3, 3)
+    """
+
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        nums = _argnums(argnums, len(args), "jacrev")
+        flat, defs = [], []
+        for n in nums:
+            leaves, d = tree_flatten(args[n])
+            flat.extend(_as_tensors(leaves, "jacrev"))
+            defs.append(d)
+        flat_fn = _with_args(fn, args, kwargs, nums, defs)
+        result = vjp(flat_fn, *flat, has_aux=has_aux)
+        out = result[0]
+        out_leaves, out_def = tree_flatten(out)
+        sizes = [o.numel() for o in out_leaves]
+        shapes = [o.shape for o in out_leaves]
+        basis = _basis(sizes, out_leaves)
+
+        def pull(*cots: Tensor) -> tuple:
+            # The forward runs again inside the vmap (for free: it stays unbatched), so its
+            # own inner vmaps (if any) get levels above this one.
+            pullback = vjp(flat_fn, *flat, has_aux=has_aux)[1]
+            return pullback(tree_unflatten(out_def, list(cots)))
+
+        grads = vmap(pull)(*basis)  # per input leaf: (total, *S_in)
+        per_out, start = [], 0
+        for n, shape in zip(sizes, shapes, strict=True):
+            per_out.append([reshape(g[start : start + n], (*shape, *g.shape[1:])) for g in grads])
+            start += n
+        jac = _regroup(per_out, out_def, defs, isinstance(argnums, int))
+        return (jac, result[2]) if has_aux else jac
+
+    return wrapped
+
+
+def jacfwd(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
+    """The Jacobian of `fn` by forward mode: one JVP per input element, vectorized with vmap.
+
+    Same result layout as `jacrev` (`S_out + S_in` per output and input); cheaper when inputs
+    are smaller than outputs.
+    """
+
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        nums = _argnums(argnums, len(args), "jacfwd")
+        flat, defs = [], []
+        for n in nums:
+            leaves, d = tree_flatten(args[n])
+            flat.extend(_as_tensors(leaves, "jacfwd"))
+            defs.append(d)
+        flat_fn = _with_args(fn, args, kwargs, nums, defs)
+        sizes = [x.numel() for x in flat]
+        basis = _basis(sizes, flat)
+
+        def push(*tangents: Tensor) -> Any:
+            return jvp(flat_fn, tuple(flat), tangents, has_aux=has_aux)[1]
+
+        tan_leaves, out_def = tree_flatten(vmap(push)(*basis))
+        per_out = []
+        for t in tan_leaves:  # (total, *S_out)
+            out_shape = t.shape[1:]
+            t = moveaxis(t, 0, -1)
+            blocks, start = [], 0
+            for x, n in zip(flat, sizes, strict=True):
+                blocks.append(reshape(t[..., start : start + n], (*out_shape, *x.shape)))
+                start += n
+            per_out.append(blocks)
+        jac = _regroup(per_out, out_def, defs, isinstance(argnums, int))
+        return (jac, flat_fn(*flat)[1]) if has_aux else jac
+
+    return wrapped
+
+
+def hessian(fn: Callable, argnums: int | Sequence[int] = 0) -> Callable:
+    """The Hessian of scalar `fn`: `jacfwd(jacrev(fn))` (forward-over-reverse), shape `S_in + S_in`.
+
+    Example:
+        >>> H = nabla.hessian(lambda x: (x ** 3).sum())(nabla.tensor([1.0, 2.0]))
+        >>> H.numpy()   # diag(6 x)
+        array([[ 6.,  0.],
+               [ 0., 12.]], dtype=float32)
+    """
+    return jacfwd(jacrev(fn, argnums), argnums)
+
+
+def linearize(fn: Callable, *primals: Any) -> tuple[Any, Callable]:
+    """Return `(fn(*primals), f_jvp)` where `f_jvp(*tangents)` is the JVP at `primals`.
+
+    Each call of `f_jvp` records the forward computation again (it is lazy and cached as one
+    graph structure, so a repeated call compiles nothing new).
+    """
+    out = fn(*primals)
+
+    def f_jvp(*tangents: Any) -> Any:
+        return jvp(fn, primals, tangents)[1]
+
+    return out, f_jvp
