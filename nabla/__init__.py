@@ -24,6 +24,7 @@ from .core.common import (
     set_eager_max_graph,
     set_executor,
     set_grad_enabled,
+    set_log_recompiles,
     tree_flatten,
     tree_leaves,
     tree_map,
@@ -41,11 +42,25 @@ from .core.common.dtypes import (
     promote_types,
 )
 from .core.common.dtypes import bool_ as bool_
-from .core.graph import GRAPH, CacheInfo, RecompileError, cache_info, no_recompile
+from .core.graph import GRAPH, CacheInfo, ConcretizationError, RecompileError, cache_info, no_recompile
 from .core.tensor import Device, Tensor
 from .ops import *  # noqa: F403
 from .ops import __all__ as _ops_all
-from .transforms import grad, hessian, jacfwd, jacrev, jvp, linearize, value_and_grad, vjp, vmap
+from .transforms import (
+    CompiledFunction,
+    CompileStats,
+    compile,
+    grad,
+    hessian,
+    jacfwd,
+    jacrev,
+    jvp,
+    linearize,
+    trace,
+    value_and_grad,
+    vjp,
+    vmap,
+)
 
 __version__ = "0.1.0"
 
@@ -68,6 +83,9 @@ def reset_cache_info() -> None:
 __all__ = [
     "SUPPORTED_DTYPES",
     "CacheInfo",
+    "CompileStats",
+    "CompiledFunction",
+    "ConcretizationError",
     "Device",
     "PyTreeDef",
     "RecompileError",
@@ -76,6 +94,7 @@ __all__ = [
     "bool_",
     "cache_info",
     "clear_cache",
+    "compile",
     "core",
     "enable_grad",
     "evaluate",
@@ -101,6 +120,8 @@ __all__ = [
     "set_eager_max_graph",
     "set_executor",
     "set_grad_enabled",
+    "set_log_recompiles",
+    "trace",
     "transforms",
     "tree_flatten",
     "tree_leaves",

@@ -23,6 +23,7 @@ from ..core.common import dtypes as _dt
 from ..core.common.config import CONFIG
 from ..core.graph.engine import GRAPH
 from ..core.graph.opnode import OpNode, freeze
+from ..core.graph.tracing import TRACE
 from ..core.tensor.dispatch import OPS, register
 from ..core.tensor.impl import CPU_DEVICE, TensorImpl
 from ..core.tensor.tensor import Tensor, grad_enabled_for
@@ -85,6 +86,10 @@ class Operation:
         if len(args) > 1 and any(a._impl.batch_dims for a in args):
             args = tuple(OPS.align_batch(list(args)))  # one batch prefix for all operands (vmap)
         impls = [a._impl for a in args]
+        if TRACE.state is not None:  # nabla.compile: remember who holds captured tensors
+            for a in args:
+                if a._impl.is_realized:
+                    TRACE.state.facades.setdefault(id(a._impl), a)
         # 1. metadata: vmap depth, autodiff recording, forward-mode tangents
         batch_dims = max((i.batch_dims for i in impls), default=0)
         traced = self.differentiable and grad_enabled_for(impls)

@@ -14,9 +14,10 @@ import threading
 from typing import Any
 
 import numpy as np
-from max.graph import DeviceRef, TensorType, ops
+from max.graph import DeviceRef, Dim, TensorType, ops
 
 from ..core.common import dtypes as _dt
+from ..core.graph.tracing import note_seed
 from ..core.tensor.dispatch import register
 from ..core.tensor.impl import Device
 from ..core.tensor.tensor import Tensor
@@ -153,6 +154,9 @@ class FullOp(Operation):
         return shape, dtype
 
     def kernel(self, *, shape: tuple, value: Any, dtype: Any) -> Any:
+        if isinstance(value, Dim):  # a size-dependent value under compile's dynamic dims
+            scalar = ops.cast(ops.reshape(ops.shape_to_tensor([value]), ()), dtype)
+            return ops.broadcast_to(scalar, shape)
         return ops.broadcast_to(ops.constant(value, dtype, DeviceRef.CPU()), shape)
 
     def numpy_kernel(self, *, shape: tuple, value: Any, dtype: Any) -> np.ndarray:
@@ -503,7 +507,25 @@ def manual_seed(seed: int) -> None:
 
 
 def _seed_tensor() -> Tensor:
-    return Tensor.from_numpy(np.array([_GENERATOR.next_seed()], dtype=np.uint64))
+    seed = Tensor.from_numpy(np.array([_GENERATOR.next_seed()], dtype=np.uint64))
+    note_seed(seed._impl)  # a compiled function feeds a fresh seed here on every call
+    return seed
+
+
+def rng_state() -> tuple[int, int]:
+    """The global generator's (seed, counter): compile rewinds it after tracing, so the first
+    compiled call draws the numbers an uncompiled call would."""
+    return _GENERATOR._seed, _GENERATOR._counter
+
+
+def set_rng_state(state: tuple[int, int]) -> None:
+    with _GENERATOR._lock:
+        _GENERATOR._seed, _GENERATOR._counter = state
+
+
+def next_seed_array() -> np.ndarray:
+    """A fresh seed, as a random op's seed input (what `nabla.compile` feeds on each call)."""
+    return np.array([_GENERATOR.next_seed()], dtype=np.uint64)
 
 
 class RandomOp(Operation):

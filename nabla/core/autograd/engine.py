@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..common.context import set_grad_enabled
+from ..graph.tracing import note_grad
 from ..tensor.dispatch import OPS
 from ..tensor.impl import TensorImpl
 from ..tensor.tensor import Tensor
@@ -154,4 +155,5 @@ def tensor_backward(
         if facade is None:
             continue
         g = g if create_graph else OPS.detach(g)
+        note_grad(facade)
         facade._grad = g if facade._grad is None else OPS.add(facade._grad, g)

@@ -6,6 +6,7 @@
 | NABLA_EAGER_MAX_GRAPH      | `1`: build MAX graph nodes at op time (a debugging aid)      |
 | NABLA_VERIFY_EAGER_SHAPES  | `1`: with eager graphs, check inferred shapes against MAX's  |
 | NABLA_CACHE_DIR            | where MAX keeps compiled kernels (passed on as MODULAR_CACHE_DIR) |
+| NABLA_LOG_RECOMPILES       | `1`: `nabla.compile` prints why each recompile happened      |
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ class Config:
     eager_max_graph: bool
     verify_eager_shapes: bool
     cache_dir: str | None
+    log_recompiles: bool = False
 
 
 def _from_env() -> Config:
@@ -37,6 +39,7 @@ def _from_env() -> Config:
         eager_max_graph=_flag("NABLA_EAGER_MAX_GRAPH"),
         verify_eager_shapes=_flag("NABLA_VERIFY_EAGER_SHAPES"),
         cache_dir=os.environ.get("NABLA_CACHE_DIR") or None,
+        log_recompiles=_flag("NABLA_LOG_RECOMPILES"),
     )
 
 
@@ -61,3 +64,8 @@ def set_eager_max_graph(enabled: bool, *, verify_shapes: bool | None = None) -> 
     CONFIG.eager_max_graph = bool(enabled)
     if verify_shapes is not None:
         CONFIG.verify_eager_shapes = bool(verify_shapes)
+
+
+def set_log_recompiles(enabled: bool) -> None:
+    """Print the reason for every recompile of a `nabla.compile`d function (NABLA_LOG_RECOMPILES=1)."""
+    CONFIG.log_recompiles = bool(enabled)

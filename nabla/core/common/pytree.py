@@ -1,7 +1,9 @@
-"""Minimal JAX-compatible pytrees: tuples, lists, dicts, None and registered node types."""
+"""Minimal JAX-compatible pytrees: tuples, lists, dicts (keys sorted), OrderedDicts (order kept),
+namedtuples, None and registered node types. Anything else is a leaf."""
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +22,12 @@ def register_pytree_node(
         cls: the container type.
         flatten: `obj -> (children, aux_data)`; aux_data must be hashable.
         unflatten: `(aux_data, children) -> obj`.
+
+    Example:
+        >>> register_pytree_node(Point, lambda p: ((p.x, p.y), None), lambda aux, kids: Point(*kids))
     """
+    if cls in _REGISTRY or cls in (tuple, list, dict, OrderedDict, type(None)):
+        raise ValueError(f"register_pytree_node: {cls.__name__} is already a pytree node type")
     _REGISTRY[cls] = (flatten, unflatten)
 
 
@@ -38,7 +45,7 @@ class PyTreeDef:
             return f"({kids}{',' if len(self.children) == 1 else ''})"
         if self.kind is list:
             return f"[{kids}]"
-        if self.kind is dict:
+        if self.kind is dict or self.kind is OrderedDict:
             return "{" + ", ".join(f"{k!r}: {c!r}" for k, c in zip(self.aux, self.children, strict=True)) + "}"
         if self.kind is type(None):
             return "None"
@@ -61,6 +68,8 @@ def _children(node: Any) -> tuple[type, Hashable, list[Any]] | None:
     if t is dict:
         keys = tuple(sorted(node, key=repr))
         return dict, keys, [node[k] for k in keys]
+    if t is OrderedDict:
+        return t, tuple(node), list(node.values())
     if node is None:
         return type(None), None, []
     if t in _REGISTRY:
@@ -99,8 +108,8 @@ def _unflatten(td: PyTreeDef, it: Iterator[Any]) -> Any:
         return tuple(kids)
     if td.kind is list:
         return kids
-    if td.kind is dict:
-        return dict(zip(td.aux, kids, strict=True))
+    if td.kind is dict or td.kind is OrderedDict:
+        return td.kind(zip(td.aux, kids, strict=True))
     if td.kind is type(None):
         return None
     if td.kind in _REGISTRY:
@@ -109,6 +118,9 @@ def _unflatten(td: PyTreeDef, it: Iterator[Any]) -> Any:
 
 
 def tree_unflatten(treedef: PyTreeDef, leaves: list[Any]) -> Any:
+    leaves = list(leaves)
+    if len(leaves) != treedef.num_leaves:
+        raise ValueError(f"tree_unflatten: {treedef} has {treedef.num_leaves} leaves, got {len(leaves)}")
     return _unflatten(treedef, iter(leaves))
 
 
@@ -121,28 +133,67 @@ def tree_structure(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> P
 
 
 def tree_map(fn: Callable[..., Any], tree: Any, *rest: Any, is_leaf: Callable[[Any], bool] | None = None) -> Any:
+    """`fn` applied leafwise; the trees in `rest` must have the structure of `tree`."""
     leaves, treedef = tree_flatten(tree, is_leaf)
-    others = [tree_flatten(r, is_leaf)[0] for r in rest]
+    others = []
+    for i, r in enumerate(rest):
+        r_leaves, r_def = tree_flatten(r, is_leaf)
+        if r_def != treedef:
+            raise ValueError(f"tree_map: tree {i + 1} has structure {r_def}, the first tree has structure {treedef}")
+        others.append(r_leaves)
     return tree_unflatten(treedef, [fn(*xs) for xs in zip(leaves, *others, strict=True)])
 
 
-def broadcast_prefix(prefix: Any, tree: Any, where: str = "argument") -> list[Any]:
-    """One value per leaf of `tree`: `prefix` is a tree prefix of `tree` whose leaves (e.g. vmap's
-    in_axes, ints or None) apply to every leaf below them. Raises naming `where` on a mismatch."""
-    out: list[Any] = []
-    _broadcast(prefix, tree, out, where)
+def leaf_paths(tree: Any) -> list[str]:
+    """A name for each leaf, in `tree_leaves` order: `[0]['w']` for `tree[0]['w']`."""
+    out: list[str] = []
+    _paths(tree, "", out)
     return out
 
 
-def _broadcast(prefix: Any, tree: Any, out: list[Any], where: str) -> None:
+def _paths(node: Any, path: str, out: list[str]) -> None:
+    info = _children(node)
+    if info is None:
+        out.append(path)
+        return
+    kind, aux, kids = info
+    if kind is dict or kind is OrderedDict:
+        names = [f"[{k!r}]" for k in aux]
+    elif hasattr(kind, "_fields") and kind not in _REGISTRY:
+        names = [f".{f}" for f in kind._fields]
+    else:
+        names = [f"[{i}]" for i in range(len(kids))]
+    for name, kid in zip(names, kids, strict=True):
+        _paths(kid, path + name, out)
+
+
+def broadcast_prefix(prefix: Any, tree: Any, where: str = "prefix", what: str = "argument") -> list[Any]:
+    """One value per leaf of `tree`: `prefix` is a tree prefix of `tree` whose leaves (e.g. vmap's
+    in_axes, ints or None) apply to every leaf below them. On a mismatch the error names
+    `where` (with the path inside it) and `what` the tree is."""
+    out: list[Any] = []
+    _broadcast(prefix, tree, out, where, what)
+    return out
+
+
+def _broadcast(prefix: Any, tree: Any, out: list[Any], where: str, what: str) -> None:
     p_info = None if prefix is None else _children(prefix)
     if p_info is None:  # a prefix leaf covers the whole subtree
         out.extend([prefix] * len(tree_leaves(tree)))
         return
     t_info = _children(tree)
     if t_info is None or t_info[0] is not p_info[0] or t_info[1] != p_info[1]:
+        detail = ""
+        if t_info is not None and t_info[0] is p_info[0] and p_info[0] in (dict, OrderedDict):
+            extra, missing = set(p_info[1]) - set(t_info[1]), set(t_info[1]) - set(p_info[1])
+            detail = f" (keys not in the {what}: {sorted(extra, key=repr)}; {what} keys missing: "
+            detail += f"{sorted(missing, key=repr)})"
+        elif t_info is not None and t_info[0] is p_info[0] and p_info[0] in (tuple, list):
+            detail = f" ({len(p_info[2])} entries for {len(t_info[2])})"
         raise ValueError(
-            f"{where}: structure {tree_structure(prefix)} does not match the argument's structure {tree_structure(tree)}"
+            f"{where}: structure {tree_structure(prefix)} does not match the {what}'s structure "
+            f"{tree_structure(tree)}{detail}"
         )
+    is_map = p_info[0] in (dict, OrderedDict)
     for i, (p, t) in enumerate(zip(p_info[2], t_info[2], strict=True)):
-        _broadcast(p, t, out, f"{where}[{p_info[1][i] if p_info[0] is dict else i}]")
+        _broadcast(p, t, out, f"{where}[{p_info[1][i]!r}]" if is_map else f"{where}[{i}]", what)

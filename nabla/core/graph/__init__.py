@@ -3,11 +3,13 @@
 from .engine import GRAPH, CacheInfo, ComputeGraph, ExecutorStats, RecompileError, cache_info, no_recompile
 from .executors import storage_to_buffer, storage_to_numpy
 from .opnode import OpNode, freeze
+from .tracing import ConcretizationError
 
 __all__ = [
     "GRAPH",
     "CacheInfo",
     "ComputeGraph",
+    "ConcretizationError",
     "ExecutorStats",
     "OpNode",
     "RecompileError",

@@ -19,6 +19,7 @@ from typing import Any
 from ..common.config import CONFIG
 from .executors import Executor, get_executor_impl
 from .program import collect, describe_key_difference
+from .tracing import tracing
 
 
 @dataclass
@@ -72,7 +73,8 @@ class ComputeGraph:
     def add_unrealized(self, tensor: Any) -> None:
         """Track a user-visible promise tensor weakly: it is computed with the next evaluation
         unless the user drops it first."""
-        self._pending[id(tensor)] = tensor
+        if not tracing():
+            self._pending[id(tensor)] = tensor
 
     def pending_impls(self) -> list:
         return [t._impl for t in list(self._pending.values()) if not t._impl.is_realized]
@@ -83,8 +85,9 @@ class ComputeGraph:
             wanted = {id(i): i for i in impls if not i.is_realized}
             if not wanted:
                 return
-            for impl in self.pending_impls():
-                wanted.setdefault(id(impl), impl)
+            if not tracing():  # while tracing, pending tensors may depend on placeholders
+                for impl in self.pending_impls():
+                    wanted.setdefault(id(impl), impl)
             targets = sorted(wanted.values(), key=lambda i: i.seq)
             collected = collect(targets)
             executor = get_executor_impl(CONFIG.executor)
@@ -99,6 +102,11 @@ class ComputeGraph:
             for impl, data in zip(collected.targets, results, strict=True):
                 impl.set_realized(data)
             self.epoch += 1
+
+    def prepare(self, executor: Executor, collected: Any) -> Any:
+        """The runnable model for a collected program: from the cache, or built (compiled) now."""
+        with self._lock:
+            return self._lookup_or_prepare(executor, collected)
 
     def _lookup_or_prepare(self, executor: Executor, collected: Any) -> Any:
         cache = self._caches.setdefault(executor.name, OrderedDict())

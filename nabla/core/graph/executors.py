@@ -115,10 +115,13 @@ class MaxExecutor(Executor):
             self._session = InferenceSession(devices=[CPU()])
         return self._session
 
-    def build_module(self, program: Program) -> Any:
+    def build_module(self, program: Program, resolve: Any = None) -> Any:
+        """`resolve` maps symbolic sizes in input shapes and op kwargs to MAX dims (compile's
+        dynamic dims); without it everything is static."""
         device = DeviceRef.CPU()
         module = Module()
-        types = [TensorType(dtype, shape, device=device) for dtype, shape in program.input_types]
+        resolve = resolve or (lambda v: v)
+        types = [TensorType(dtype, resolve(shape), device=device) for dtype, shape in program.input_types]
         self._graph_counter += 1
         extensions = custom_extensions(program)
         with Graph(
@@ -128,15 +131,15 @@ class MaxExecutor(Executor):
             for slot, value in zip(program.input_slots, graph.inputs, strict=True):
                 env[slot] = value.tensor
             for step in program.steps:
-                result = step.op.kernel(*[env[a] for a in step.args], **step.kwargs)
+                result = step.op.kernel(*[env[a] for a in step.args], **resolve(step.kwargs))
                 results = result if isinstance(result, tuple | list) else (result,)
                 for slot, value in zip(step.outs, results, strict=True):
                     env[slot] = value
             graph.output(*[env[s] for s in program.output_slots])
         return module
 
-    def prepare(self, program: Program) -> Any:
-        module = self.build_module(program)
+    def prepare(self, program: Program, resolve: Any = None) -> Any:
+        module = self.build_module(program, resolve)
         with self._lock:
             compiled = self.session.compile(module, custom_extensions=custom_extensions(program) or None)
             models = self.session.init_all(compiled)

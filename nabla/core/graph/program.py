@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .tracing import ConcretizationError, tracing
+
 
 @dataclass(frozen=True)
 class Step:
@@ -60,12 +62,13 @@ class Collected:
         return Program(steps, self.input_slots, input_types, self.output_slots, self.num_slots)
 
 
-def collect(targets: list) -> Collected:
+def collect(targets: list, *, placeholders: bool = False) -> Collected:
     """Walk unrealized impls back to realized inputs, assigning slots in DFS post-order.
 
     The key records each node's structural key and the slots it reads, each input's dtype
     and shape, and the target slots: two evaluations share a key exactly when they compute
-    the same thing from inputs of the same types.
+    the same thing from inputs of the same types. With `placeholders` (nabla.compile), impls
+    with neither data nor recipe become inputs too; otherwise they mean a traced value was read.
     """
     slot_of: dict[int, int] = {}  # id(realized impl) -> slot
     node_slots: dict[int, tuple[int, ...]] = {}  # id(OpNode) -> output slots
@@ -89,7 +92,9 @@ def collect(targets: list) -> Collected:
             impl, expanded = stack.pop()
             if impl.is_realized or impl.output_refs is None:
                 if id(impl) not in slot_of:
-                    if not impl.is_realized:
+                    if not impl.is_realized and not placeholders:
+                        if tracing():
+                            raise ConcretizationError()
                         raise RuntimeError("internal error: an unrealized tensor has no recorded op")
                     slot_of[id(impl)] = next_slot
                     inputs.append(impl)

@@ -16,6 +16,7 @@ from ..common import dtypes as _dt
 from ..common.context import is_grad_enabled
 from ..graph.engine import GRAPH
 from ..graph.executors import storage_to_numpy
+from ..graph.tracing import note_grad, note_mutation
 from .dispatch import OPS
 from .impl import Device, TensorImpl
 
@@ -132,6 +133,7 @@ class Tensor:
     def grad(self, value: Tensor | None) -> None:
         if value is not None and tuple(value.shape) != tuple(self.shape):
             raise RuntimeError(f"assigned grad has shape {value.shape}, tensor has shape {self.shape}")
+        note_grad(self)
         self._grad = value
 
     def detach(self) -> Tensor:
@@ -320,6 +322,11 @@ class Tensor:
             raise RuntimeError(f"{what}: result shape {new.shape} does not match the tensor's shape {self.shape}")
         if new.dtype != self.dtype:
             new = OPS.cast(new, self.dtype)
+        if self._impl.is_leaf and self._impl.requires_grad:
+            # A parameter updated under no_grad stays a leaf that requires grad (as in PyTorch).
+            new = OPS.detach(new)
+            new._impl.requires_grad = True
+        note_mutation(self)
         self._impl = new._impl
         if not new._impl.is_realized:
             GRAPH.add_unrealized(self)

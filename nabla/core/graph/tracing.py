@@ -1,0 +1,82 @@
+"""Trace mode: what `nabla.compile` switches on while it runs a function on placeholders.
+
+A placeholder is a TensorImpl with neither data nor a recipe: it stands for an input of the
+compiled function. While a trace is active
+  - promise tensors are not registered as pending (they must never join a later evaluation),
+  - evaluating anything that depends on a placeholder raises `ConcretizationError` (a value
+    read by `.item()`, `.numpy()`, `bool()`... cannot be known while tracing),
+  - random ops register their seed tensors, so every call of the compiled function feeds
+    fresh seeds,
+  - in-place updates of tensors (`p.sub_(...)`, `x[i] = v`) and `.grad` assignments are
+    recorded, so the compiled function can replay them as extra outputs.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+CONCRETIZATION_MESSAGE = (
+    "nabla.compile: the function needs the value of a tensor that depends on its inputs "
+    "(through .item(), .numpy(), .tolist(), bool(), int(), float(), a boolean mask or a data-dependent "
+    "shape), but values are not known while the function is traced. Compute it outside the compiled "
+    "function, pass it as a static argument (static_argnums), or use nabla.where / nabla.cond."
+)
+
+
+class ConcretizationError(RuntimeError):
+    """A traced (compiled) function asked for the value of a tensor that depends on its inputs."""
+
+    def __init__(self, message: str = CONCRETIZATION_MESSAGE) -> None:
+        super().__init__(message)
+
+
+class TraceState:
+    """Side records of one trace."""
+
+    def __init__(self) -> None:
+        self.seeds: list[Any] = []  # impls of random-op seed tensors created during the trace
+        self.mutated: dict[int, tuple] = {}  # id(facade) -> (facade, its impl before the first update)
+        self.grads: dict[int, tuple] = {}  # id(facade) -> (facade, its .grad before the first assignment)
+        self.facades: dict[int, Any] = {}  # id(realized impl) -> a Tensor seen holding it
+
+
+class _Trace(threading.local):
+    def __init__(self) -> None:
+        self.state: TraceState | None = None
+
+
+TRACE = _Trace()
+
+
+def tracing() -> bool:
+    return TRACE.state is not None
+
+
+class trace_scope:
+    """Context manager: run the body in trace mode, returning its TraceState."""
+
+    def __enter__(self) -> TraceState:
+        self._prev = TRACE.state
+        TRACE.state = TraceState()
+        return TRACE.state
+
+    def __exit__(self, *exc: object) -> None:
+        TRACE.state = self._prev
+
+
+def note_seed(impl: Any) -> None:
+    if TRACE.state is not None:
+        TRACE.state.seeds.append(impl)
+
+
+def note_mutation(facade: Any) -> None:
+    """Called before `facade._impl` is replaced."""
+    if TRACE.state is not None:
+        TRACE.state.mutated.setdefault(id(facade), (facade, facade._impl))
+
+
+def note_grad(facade: Any) -> None:
+    """Called before `facade._grad` is assigned."""
+    if TRACE.state is not None:
+        TRACE.state.grads.setdefault(id(facade), (facade, facade._grad))

@@ -1,0 +1,673 @@
+"""compile: trace a function once per input signature into one model; later calls only move
+buffers in and out.
+
+    call ─► signature key (dtypes, shapes, static values) ─► hit? ─► feed buffers ─► execute
+                                   │ miss                                   ▲
+                                   └─► trace on placeholders ─► Program ─► prepare (MAX compile)
+
+What becomes a model input on every call:
+  - tensor arguments (pytrees of them: dicts, lists, tuples, registered nodes),
+  - Python floats and ints (so a changing learning rate or step count does not recompile;
+    one that the function uses as a Python value, e.g. a shape, is specialized instead),
+  - tensors the function captures (globals, closure cells, attributes): read again from where
+    they live on every call, so a rebound global or an in-place update is never stale,
+  - a fresh seed for every random op.
+In-place updates (`p.sub_(...)`, `x[i] = v`) and `.grad` assignments made inside the function
+are replayed on the real tensors after each call, so a PyTorch-style training step (forward,
+backward, optimizer update) compiles into one model.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import types
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..core.common import dtypes as _dt
+from ..core.common.config import CONFIG
+from ..core.common.pytree import tree_flatten, tree_leaves, tree_unflatten
+from ..core.graph.engine import GRAPH
+from ..core.graph.executors import get_executor_impl
+from ..core.graph.program import collect
+from ..core.graph.tracing import ConcretizationError, TraceState, trace_scope
+from ..core.tensor.impl import TensorImpl
+from ..core.tensor.tensor import Tensor
+from ..ops.creation import next_seed_array, rng_state, set_rng_state
+from ..ops.view import identity
+from .dynamic import PROBE_STEPS, DynamicPlan, SymbolicProgramError, make_symbolic
+
+_SCALAR_DTYPES = {float: _dt.float32, int: _dt.int64}
+
+
+@dataclass
+class CompileStats:
+    """Counters of one compiled function.
+
+    Attributes:
+        hits: calls answered by a cached model (no tracing, no op dispatch).
+        misses: calls that had to trace the function.
+        compiles: models built for this function (MAX compiles on the MAX executor; a model
+            whose structure was already compiled elsewhere in the process is reused and not
+            counted).
+        traces: times the function body ran on placeholders.
+        recompile_reasons: why each miss after the first happened, in words.
+    """
+
+    hits: int = 0
+    misses: int = 0
+    compiles: int = 0
+    traces: int = 0
+    recompile_reasons: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Leaf:
+    label: str  # "arg 0", "arg 1[2]", "kwarg 'lr'"
+    kind: str  # "tensor", "scalar", "static"
+    key: Any
+
+
+@dataclass
+class _Source:
+    """Where a model input comes from on each call."""
+
+    kind: str  # "leaf", "scalar", "seed", "captured"
+    index: int = -1  # leaf index for "leaf"/"scalar"
+    dtype: Any = None
+    getter: Callable[[], Tensor] | None = None  # for "captured"
+    label: str = ""
+    aval: tuple = ()  # (physical shape, dtype) seen at trace time, for "captured"
+
+
+@dataclass
+class _Entry:
+    prepared: Any
+    executor: Any
+    sources: list[_Source]
+    out_def: Any
+    out_slots: list  # per output leaf: ("out", k) or ("const", value)
+    mutations: list  # (target getter, k): rebind a facade's impl to program output k
+    grads: list  # (target getter, k or None): set a facade's .grad
+    num_outputs: int
+    plan: DynamicPlan | None
+    name_checks: list  # (getter, id of the Tensor object seen at trace time, label)
+
+
+class CompiledFunction:
+    """A function compiled with `nabla.compile`. Call it like the original.
+
+    Attributes:
+        stats: a `CompileStats` with hits, misses, compiles, traces and recompile reasons.
+    """
+
+    def __init__(
+        self,
+        fn: Callable,
+        dynamic_dims: Any = None,
+        static_argnums: int | Sequence[int] = (),
+        max_cache_size: int = 64,
+    ) -> None:
+        self.fn = fn
+        self.static_argnums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+        self.dynamic_dims = _normalize_dynamic(dynamic_dims)
+        self.max_cache_size = int(max_cache_size)
+        self.stats = CompileStats()
+        self._entries: OrderedDict[tuple, _Entry] = OrderedDict()
+        self._static_scalars: set[tuple] = set()  # structures whose scalars must be specialized
+        self._static_dims: set[tuple] = set()  # structures whose dynamic dims could not be symbolic
+        functools.update_wrapper(self, fn)
+
+    def __repr__(self) -> str:
+        return f"<nabla.compile of {getattr(self.fn, '__qualname__', self.fn)}>"
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:  # decorating methods
+        return self if obj is None else functools.partial(self, obj)
+
+    def clear_cache(self) -> None:
+        self._entries.clear()
+
+    # -- call ---------------------------------------------------------------------------
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        values, treedef, leaves = self._flatten(args, kwargs)
+        structure = (treedef, tuple((lf.kind, lf.key if lf.kind != "scalar" else lf.key[0]) for lf in leaves))
+        specialize = structure in self._static_scalars
+        key = self._key(treedef, leaves, values, structure)
+        entry = self._entries.get(key)
+        if entry is not None and self._captures_current(entry):
+            self._entries.move_to_end(key)
+            self.stats.hits += 1
+            return self._run(entry, values)
+        self._leaf_labels = [lf.label for lf in leaves]
+        reason = self._explain(key, entry)
+        self._structure = structure
+        entry = self._trace(args, kwargs, values, treedef, leaves, specialize, structure)
+        self._record_miss(reason)
+        key = self._key(treedef, leaves, values, structure)
+        self._entries[key] = entry
+        while len(self._entries) > self.max_cache_size:
+            self._entries.popitem(last=False)
+        return self._run(entry, values)
+
+    def trace_program(self, args: tuple, kwargs: dict) -> tuple[Any, dict[int, str]]:
+        """Trace once (no compile, no cache) and return the collected program with a label per
+        input (for `nabla.trace`)."""
+        values, _, leaves = self._flatten(args, kwargs)
+        placeholders = self._placeholders(values, leaves, False)
+        traced = self._run_traced(args, kwargs, values, leaves, placeholders, False)
+        labels = {id(p._impl): lf.label for p, lf in zip(placeholders, leaves, strict=True) if isinstance(p, Tensor)}
+        labels.update({id(s): "random seed" for s in traced.state.seeds})
+        for impl in traced.collected.inputs:
+            if id(impl) not in labels:
+                labels[id(impl)] = self._captured_source(impl, traced).label
+        return traced.collected, labels
+
+    # -- signature -----------------------------------------------------------------------
+    def _flatten(self, args: tuple, kwargs: dict) -> tuple[list, Any, list[_Leaf]]:
+        values: list = []
+        leaves: list[_Leaf] = []
+        for i, arg in enumerate(args):
+            if i in self.static_argnums:
+                try:
+                    hash(arg)
+                except TypeError:
+                    raise TypeError(
+                        f"compile: static argument {i} must be hashable, got {type(arg).__name__}"
+                    ) from None
+                values.append(arg)
+                leaves.append(_Leaf(f"arg {i}", "static", ("static", arg)))
+                continue
+            sub = tree_leaves(arg)
+            for j, v in enumerate(sub):
+                label = f"arg {i}" if len(sub) == 1 else f"arg {i} leaf {j}"
+                values.append(v)
+                leaves.append(self._classify(v, label, i))
+        for name in sorted(kwargs):
+            sub = tree_leaves(kwargs[name])
+            for j, v in enumerate(sub):
+                label = f"kwarg {name!r}" if len(sub) == 1 else f"kwarg {name!r} leaf {j}"
+                values.append(v)
+                leaves.append(self._classify(v, label, name))
+        static_mask = [i in self.static_argnums for i in range(len(args))]
+        treedef = tree_flatten(([None if s else a for a, s in zip(args, static_mask, strict=True)], kwargs))[1]
+        return values, treedef, leaves
+
+    def _classify(self, v: Any, label: str, arg: Any) -> _Leaf:
+        if isinstance(v, np.ndarray):
+            raise TypeError(f"compile: {label} is a NumPy array; pass nabla.tensor(array) (a Tensor) instead")
+        if isinstance(v, Tensor):
+            impl = v._impl
+            dims = self.dynamic_dims.get(arg, {})
+            shape = tuple(dims.get(d, n) for d, n in enumerate(impl.logical_shape))
+            for d in dims:
+                if d >= len(impl.logical_shape):
+                    raise ValueError(
+                        f"compile: dynamic_dims names dim {d} of {label}, which has shape {impl.logical_shape}"
+                    )
+            return _Leaf(label, "tensor", (impl.dtype, shape, impl.batch_dims, impl.requires_grad))
+        if isinstance(v, float | int) and not isinstance(v, bool):
+            return _Leaf(label, "scalar", (type(v), v))
+        try:
+            hash(v)
+        except TypeError:
+            return _Leaf(label, "static", ("id", type(v).__name__, id(v)))
+        return _Leaf(label, "static", ("value", type(v).__name__, v))
+
+    def _key(self, treedef: Any, leaves: list[_Leaf], values: list, structure: tuple) -> tuple:
+        specialize = structure in self._static_scalars
+        concrete = structure in self._static_dims
+        parts = []
+        for lf, v in zip(leaves, values, strict=True):
+            if lf.kind == "scalar":
+                parts.append(("scalar", lf.key if specialize else lf.key[0]))
+            elif lf.kind == "tensor" and concrete:
+                parts.append(("tensor", (lf.key[0], v._impl.logical_shape, *lf.key[2:])))
+            else:
+                parts.append((lf.kind, lf.key))
+        return (treedef, tuple(parts), CONFIG.executor)
+
+    def _explain(self, key: tuple, stale: _Entry | None) -> str | None:
+        if stale is not None:
+            return "a captured tensor was rebound to one of another shape or dtype"
+        if not self._entries:
+            return None
+        closest = max(self._entries, key=lambda k: _similarity(k, key))
+        return _describe(closest, key, self._leaf_labels)
+
+    def _record_miss(self, reason: str | None) -> None:
+        self.stats.misses += 1
+        if reason is None:
+            return
+        message = f"nabla.compile({getattr(self.fn, '__qualname__', '?')}): recompiling: {reason}"
+        self.stats.recompile_reasons.append(reason)
+        if CONFIG.log_recompiles:
+            print(message, file=sys.stderr)
+
+    # -- tracing -------------------------------------------------------------------------
+    def _trace(self, args, kwargs, values, treedef, leaves, specialize, structure) -> _Entry:
+        try:
+            return self._trace_once(args, kwargs, values, leaves, specialize)
+        except ConcretizationError:
+            if specialize or not any(lf.kind == "scalar" for lf in leaves):
+                raise
+        # A Python number was used as a Python value (a shape, a loop bound): compile per value.
+        self._static_scalars.add(structure)
+        return self._trace_once(args, kwargs, values, leaves, True)
+
+    def _trace_once(self, args, kwargs, values, leaves, specialize) -> _Entry:
+        rng = rng_state()
+        try:
+            return self._trace_all(args, kwargs, values, leaves, specialize)
+        finally:
+            set_rng_state(rng)  # tracing draws seeds nobody uses; the first run draws them again
+
+    def _trace_all(self, args, kwargs, values, leaves, specialize) -> _Entry:
+        sizes = self._dynamic_sizes(values, leaves, args)
+        placeholders = self._placeholders(values, leaves, specialize)
+        traced = self._run_traced(args, kwargs, values, leaves, placeholders, specialize)
+        plan = None
+        if sizes:
+            probes = []
+            for name in sizes:
+                for step in PROBE_STEPS:
+                    bumped = {n: s + (step if n == name else 0) for n, s in sizes.items()}
+                    p = self._placeholders(values, leaves, specialize, bumped)
+                    probes.append((name, self._run_traced(args, kwargs, values, leaves, p, specialize).collected))
+            try:
+                plan = make_symbolic(traced.collected, sizes, probes)
+            except SymbolicProgramError as err:
+                self._static_dims.add(self._structure)
+                self._record_note(f"dynamic dims {sorted(sizes)} are specialized per size: {err}")
+        return self._build_entry(traced, plan, leaves, placeholders)
+
+    def _record_note(self, note: str) -> None:
+        self.stats.recompile_reasons.append(note)
+        if CONFIG.log_recompiles:
+            print(f"nabla.compile({getattr(self.fn, '__qualname__', '?')}): {note}", file=sys.stderr)
+
+    def _dynamic_sizes(self, values: list, leaves: list[_Leaf], args: tuple) -> dict[str, int]:
+        sizes: dict[str, int] = {}
+        for v, lf in zip(values, leaves, strict=True):
+            if lf.kind != "tensor":
+                continue
+            for d, sym in enumerate(lf.key[1]):
+                if isinstance(sym, str):
+                    n = v.shape[d]
+                    if sizes.setdefault(sym, n) != n:
+                        raise ValueError(
+                            f"compile: dynamic dim {sym!r} has size {sizes[sym]} in one argument and {n} in "
+                            f"{lf.label} (shape {v.shape}); give the dims different names in dynamic_dims"
+                        )
+        return sizes
+
+    def _placeholders(self, values, leaves, specialize, sizes: dict | None = None) -> list:
+        with trace_scope():  # placeholders are never pending: nothing may ever evaluate them
+            return self._make_placeholders(values, leaves, specialize, sizes)
+
+    def _make_placeholders(self, values, leaves, specialize, sizes: dict | None) -> list:
+        out = []
+        for v, lf in zip(values, leaves, strict=True):
+            if lf.kind == "tensor":
+                impl = v._impl
+                shape = impl.physical_shape
+                if sizes:
+                    bd = impl.batch_dims
+                    logical = tuple(sizes[s] if isinstance(s, str) else s for s in lf.key[1])
+                    shape = shape[:bd] + logical
+                p = TensorImpl(shape, impl.dtype, batch_dims=impl.batch_dims, device=impl.device)
+                t = Tensor(p)
+                if impl.requires_grad:
+                    t.requires_grad_(True)
+                out.append(t)
+            elif lf.kind == "scalar" and not specialize:
+                out.append(Tensor(TensorImpl((), _SCALAR_DTYPES[type(v)])))
+            else:
+                out.append(v)
+        return out
+
+    def _run_traced(self, args, kwargs, values, leaves, placeholders, specialize) -> _Traced:
+        self.stats.traces += 1
+        scan = _scan_captures(self.fn)
+        lazy = [t._impl for t in scan.tensors if not t._impl.is_realized]
+        if lazy:  # captured promises become inputs (read again each call), not baked recipes
+            GRAPH.evaluate(lazy)
+        with trace_scope() as state:
+            call_args, call_kwargs = _rebuild(args, kwargs, placeholders, self.static_argnums)
+            try:
+                out = self.fn(*call_args, **call_kwargs)
+            finally:
+                mutated = [(f, f._impl, orig) for f, orig in state.mutated.values()]
+                grads = [(f, f._grad, orig) for f, orig in state.grads.values()]
+                for f, _, orig in mutated:  # the trace must not change the real tensors
+                    f._impl = orig
+                for f, _, orig in grads:
+                    f._grad = orig
+            out_leaves, out_def = tree_flatten(out)
+            targets, out_slots = [], []
+            for o in out_leaves:
+                if isinstance(o, Tensor):
+                    out_slots.append(("out", len(targets)))
+                    targets.append(_as_target(o))
+                else:
+                    out_slots.append(("const", o))
+            mut = []
+            for f, new, _ in mutated:
+                mut.append((f, len(targets)))
+                targets.append(_as_target(Tensor(new)))
+            grd = []
+            for f, g, _ in grads:
+                if g is None:
+                    grd.append((f, None))
+                else:
+                    grd.append((f, len(targets)))
+                    targets.append(_as_target(g))
+            collected = collect([t._impl for t in targets], placeholders=True)
+        return _Traced(collected, out_def, out_slots, mut, grd, state, scan, placeholders)
+
+    def _build_entry(self, traced: _Traced, plan: DynamicPlan | None, leaves, placeholders) -> _Entry:
+        collected = traced.collected
+        leaf_of = {id(p._impl): i for i, p in enumerate(placeholders) if isinstance(p, Tensor)}
+        facade_of = {id(f): i for i, f in enumerate(placeholders) if isinstance(f, Tensor)}
+        seeds = {id(s) for s in traced.state.seeds}
+        sources = []
+        for impl in collected.inputs:
+            i = leaf_of.get(id(impl))
+            if i is not None:
+                kind = "leaf" if leaves[i].kind == "tensor" else "scalar"
+                sources.append(_Source(kind, i, impl.dtype, label=leaves[i].label))
+            elif id(impl) in seeds:
+                sources.append(_Source("seed"))
+            else:
+                sources.append(self._captured_source(impl, traced))
+        executor = get_executor_impl(CONFIG.executor)
+        before = GRAPH.cache_info().compiles
+        prepared = None
+        if plan is not None:
+            try:
+                prepared = plan.prepare(executor)
+            except SymbolicProgramError as err:
+                self._static_dims.add(self._structure)
+                self._record_note(f"dynamic dims are specialized per size: {err}")
+                plan = None
+        if plan is None:
+            prepared = GRAPH.prepare(executor, collected)
+        self.stats.compiles += GRAPH.cache_info().compiles - before + (plan.compiles if plan else 0)
+
+        def target(f: Tensor) -> Any:
+            i = facade_of.get(id(f))
+            return ("arg", i) if i is not None else ("tensor", f)
+
+        return _Entry(
+            prepared=prepared,
+            executor=executor,
+            sources=sources,
+            out_def=traced.out_def,
+            out_slots=traced.out_slots,
+            mutations=[(target(f), k) for f, k in traced.mutations],
+            grads=[(target(f), k) for f, k in traced.grads],
+            num_outputs=len(collected.targets),
+            plan=plan,
+            name_checks=traced.scan.checks,
+        )
+
+    def _captured_source(self, impl: TensorImpl, traced: _Traced) -> _Source:
+        aval = (impl.physical_shape, impl.dtype)
+        found = traced.scan.by_impl.get(id(impl))
+        if found is not None:
+            label, getter = found
+            return _Source("captured", getter=getter, label=label, aval=aval)
+        facade = traced.state.facades.get(id(impl))
+        if facade is not None:
+            return _Source("captured", getter=lambda f=facade: f, label="a captured tensor", aval=aval)
+        const = Tensor(impl)
+        return _Source("captured", getter=lambda: const, label="a constant", aval=aval)
+
+    def _captures_current(self, entry: _Entry) -> bool:
+        for getter, seen, _ in entry.name_checks:
+            if id(getter()) != seen:
+                return False
+        for s in entry.sources:
+            if s.kind == "captured":
+                impl = s.getter()._impl
+                if (impl.physical_shape, impl.dtype) != s.aval:
+                    return False
+        return True
+
+    # -- execution -----------------------------------------------------------------------
+    def _run(self, entry: _Entry, values: list) -> Any:
+        inputs, pending = [], []
+        for s in entry.sources:
+            if s.kind == "leaf":
+                impl = values[s.index]._impl
+            elif s.kind == "scalar":
+                inputs.append(np.asarray(values[s.index], dtype=_dt.to_numpy_dtype(s.dtype)))
+                continue
+            elif s.kind == "seed":
+                inputs.append(next_seed_array())
+                continue
+            else:
+                impl = s.getter()._impl
+            if not impl.is_realized:
+                pending.append(impl)
+            inputs.append(impl)
+        if pending:
+            GRAPH.evaluate(pending)
+        storages = [i.data if isinstance(i, TensorImpl) else i for i in inputs]
+        if entry.plan is not None:
+            results = entry.plan.run(entry.executor, entry.prepared, storages, values, entry.sources)
+        else:
+            results = entry.executor.run(entry.prepared, storages)
+        tensors = [_wrap(r) for r in results]
+        out = [tensors[v] if kind == "out" else v for kind, v in entry.out_slots]
+        for (kind, t), k in entry.mutations:
+            facade = values[t] if kind == "arg" else t
+            new = tensors[k]._impl
+            if facade._impl.is_leaf and facade._impl.requires_grad:  # a parameter stays one
+                new.requires_grad = True
+                new.facade = weakref.ref(facade)
+            facade._impl = new
+        for (kind, t), k in entry.grads:
+            facade = values[t] if kind == "arg" else t
+            facade._grad = None if k is None else tensors[k]
+        return tree_unflatten(entry.out_def, out)
+
+
+@dataclass
+class _Traced:
+    collected: Any
+    out_def: Any
+    out_slots: list
+    mutations: list
+    grads: list
+    state: TraceState
+    scan: Any
+    placeholders: list
+
+
+def _wrap(data: Any) -> Tensor:
+    shape = tuple(int(d) for d in data.shape)
+    dtype = _dt.from_numpy_dtype(data.dtype) if isinstance(data, np.ndarray) else data.dtype
+    return Tensor(TensorImpl(shape, dtype, data=data))
+
+
+def _as_target(t: Tensor) -> Tensor:
+    """Every output gets its own op, so inputs and constants returned as-is still get a slot."""
+    return identity(t) if t._impl.is_realized or t._impl.output_refs is None else t
+
+
+def _rebuild(args: tuple, kwargs: dict, placeholders: list, static_argnums: tuple) -> tuple[list, dict]:
+    it = iter(placeholders)
+    call_args = []
+    for i, a in enumerate(args):
+        if i in static_argnums:
+            next(it)
+            call_args.append(a)
+        else:
+            leaves, d = tree_flatten(a)
+            call_args.append(tree_unflatten(d, [next(it) for _ in leaves]))
+    call_kwargs = {}
+    for name in sorted(kwargs):
+        leaves, d = tree_flatten(kwargs[name])
+        call_kwargs[name] = tree_unflatten(d, [next(it) for _ in leaves])
+    return call_args, call_kwargs
+
+
+@dataclass
+class _Scan:
+    by_impl: dict  # id(impl) -> (label, getter returning the Tensor now held there)
+    checks: list  # (getter, id(Tensor) at trace time, label): names whose rebinding forces a retrace
+    tensors: list  # the Tensors found
+
+
+def _scan_captures(fn: Callable) -> _Scan:
+    """Find tensors `fn` can reach by name: globals it names, closure cells, defaults; and
+    tensors inside dicts/lists/tuples held there. Each gets a getter that reads the name again."""
+    scan = _Scan({}, [], [])
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return scan
+    names = set()
+    stack = [code]
+    while stack:
+        c = stack.pop()
+        names.update(c.co_names)
+        stack.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+    glb = getattr(fn, "__globals__", {})
+    for name in sorted(names):
+        if name in glb:
+            _add_capture(scan, f"global {name!r}", lambda g=glb, n=name: g.get(n))
+    for name, cell in zip(code.co_freevars, getattr(fn, "__closure__", None) or (), strict=False):
+        _add_capture(scan, f"closure variable {name!r}", lambda c=cell: _cell_value(c))
+    return scan
+
+
+def _cell_value(cell: Any) -> Any:
+    try:
+        return cell.cell_contents
+    except ValueError:
+        return None
+
+
+def _add_capture(scan: _Scan, label: str, getter: Callable[[], Any]) -> None:
+    value = getter()
+    if isinstance(value, Tensor):
+        scan.by_impl.setdefault(id(value._impl), (label, lambda g=getter: g()))
+        scan.checks.append((getter, id(value), label))
+        scan.tensors.append(value)
+        return
+    if isinstance(value, dict | list | tuple) and len(value) <= 1024:
+        leaves, _ = tree_flatten(value)
+        for k, leaf in enumerate(leaves):
+            if isinstance(leaf, Tensor):
+                leaf_getter = functools.partial(_leaf_of, getter, k)
+                scan.by_impl.setdefault(id(leaf._impl), (f"{label} leaf {k}", leaf_getter))
+                scan.checks.append((leaf_getter, id(leaf), f"{label} leaf {k}"))
+                scan.tensors.append(leaf)
+
+
+def _leaf_of(getter: Callable[[], Any], k: int) -> Any:
+    leaves = tree_flatten(getter())[0]
+    return leaves[k] if k < len(leaves) else None
+
+
+def _similarity(old: tuple, new: tuple) -> tuple:
+    same_tree = old[0] == new[0]
+    same = sum(a == b for a, b in zip(old[1], new[1], strict=False))
+    return (same_tree, same)
+
+
+def _describe(old: tuple, new: tuple, labels: list[str]) -> str:
+    if old[2] != new[2]:
+        return f"executor {old[2]} -> {new[2]}"
+    if old[0] != new[0] or len(old[1]) != len(new[1]):
+        return f"argument structure {old[0]} -> {new[0]}"
+    for label, a, b in zip(labels, old[1], new[1], strict=True):
+        if a == b:
+            continue
+        (ka, va), (kb, vb) = a, b
+        if ka != kb:
+            return f"{label} kind {ka} -> {kb}"
+        if ka == "tensor":
+            parts = []
+            if va[0] != vb[0]:
+                parts.append(f"dtype {va[0].name} -> {vb[0].name}")
+            if va[1] != vb[1]:
+                parts.append(f"shape {va[1]} -> {vb[1]}")
+            if va[2] != vb[2]:
+                parts.append(f"vmap batch dims {va[2]} -> {vb[2]}")
+            if va[3] != vb[3]:
+                parts.append(f"requires_grad {va[3]} -> {vb[3]}")
+            return f"{label} " + ", ".join(parts)
+        if ka == "scalar":
+            return f"{label} value {va[1]!r} -> {vb[1]!r} (used as a Python value inside the function)"
+        return f"{label} static value {va[-1]!r} -> {vb[-1]!r}"
+    return "the cached model was evicted (max_cache_size)"
+
+
+def _normalize_dynamic(dynamic_dims: Any) -> dict:
+    """{argnum or kwarg name: int | [ints] | {dim: name}} -> {arg: {dim: name}}."""
+    if dynamic_dims is None:
+        return {}
+    if not isinstance(dynamic_dims, dict):
+        raise TypeError(
+            "compile: dynamic_dims must be a dict {argnum: dims}, e.g. {0: 0} or {0: {0: 'batch'}}, "
+            f"got {dynamic_dims!r}"
+        )
+    out = {}
+    for arg, dims in dynamic_dims.items():
+        if isinstance(dims, int):
+            dims = {dims: f"dyn{dims}"}
+        elif isinstance(dims, list | tuple):
+            dims = {d: f"dyn{d}" for d in dims}
+        elif not isinstance(dims, dict):
+            raise TypeError(f"compile: dynamic_dims[{arg!r}] must be an int, a list of ints or a dict, got {dims!r}")
+        for d, name in dims.items():
+            if not isinstance(d, int) or d < 0 or not isinstance(name, str):
+                raise TypeError(f"compile: dynamic_dims[{arg!r}] entries must be dim (int >= 0) -> name (str)")
+        out[arg] = dict(dims)
+    return out
+
+
+def compile(  # noqa: A001
+    fn: Callable | None = None,
+    *,
+    dynamic_dims: Any = None,
+    static_argnums: int | Sequence[int] = (),
+    max_cache_size: int = 64,
+) -> Any:
+    """Compile `fn`: trace it once per input signature into one model, then only run that model.
+
+    Args:
+        fn: the function (takes and returns pytrees of Tensors and Python values).
+        dynamic_dims: dims that may change size without a recompile, per positional argument
+            index (or keyword name): `{0: 0}` (dim 0 of argument 0), `{0: [0, 1]}`, or with names
+            `{0: {0: "batch"}, 1: {0: "batch"}}`. Dims given by index share one symbol per index
+            (dim 0 of every argument is the same "batch").
+        static_argnums: positional arguments passed through as Python values; a new value
+            compiles a new model. They must be hashable.
+        max_cache_size: models kept for different signatures (least recently used dropped).
+
+    Returns:
+        a `CompiledFunction`; `.stats` has hits, misses, compiles and recompile reasons. Set
+        `NABLA_LOG_RECOMPILES=1` (or `nabla.set_log_recompiles(True)`) to print each reason.
+
+    Example:
+        >>> @nabla.compile
+        ... def step(w, x, y, lr):
+        ...     g = nabla.grad(loss)(w, x, y)
+        ...     return w - lr * g
+        >>> for x, y in batches:
+        ...     w = step(w, x, y, 0.1)   # one trace and compile, then hits
+    """
+    if fn is None:
+        return lambda f: CompiledFunction(f, dynamic_dims, static_argnums, max_cache_size)
+    return CompiledFunction(fn, dynamic_dims, static_argnums, max_cache_size)
+
+
+__all__ = ["CompileStats", "CompiledFunction", "compile"]

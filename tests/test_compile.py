@@ -1,0 +1,300 @@
+"""nabla.compile: one trace per signature, counters that explain every recompile, inputs that
+are never stale (scalars, captured tensors, seeds), in-place updates replayed, clear errors.
+
+These run on the NumPy executor (a "model" is a replayed Program there, counted the same way);
+`test_compile_max.py` compiles the training step on MAX.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import nabla as nb
+from nabla.ops.base import Operation
+
+RNG = np.random.default_rng(0)
+
+
+def _data(n: int, d_in: int = 4, d_out: int = 3):
+    x = nb.tensor(RNG.standard_normal((n, d_in)).astype(np.float32))
+    y = nb.tensor(RNG.standard_normal((n, d_out)).astype(np.float32))
+    return x, y
+
+
+def loss(w, b, x, y):
+    return ((nb.relu(x @ w + b) - y) ** 2).mean()
+
+
+def train_step(params, x, y, lr):
+    gw, gb = nb.grad(loss, argnums=(0, 1))(params["w"], params["b"], x, y)
+    new = {"w": params["w"] - lr * gw, "b": params["b"] - lr * gb}
+    return new, loss(params["w"], params["b"], x, y)
+
+
+def _params():
+    return {"w": nb.tensor(RNG.standard_normal((4, 3)).astype(np.float32)), "b": nb.zeros(3)}
+
+
+def test_train_step_50_calls_fresh_data_changing_lr_compiles_once():
+    step = nb.compile(train_step)
+    params = ref = _params()
+    for i in range(50):
+        x, y = _data(8)
+        lr = 0.1 / (1 + i)
+        params, got = step(params, x, y, lr)
+        ref, want = train_step(ref, x, y, lr)
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(params["w"].numpy(), ref["w"].numpy(), rtol=1e-5, atol=1e-6)
+    assert (step.stats.misses, step.stats.hits, step.stats.traces) == (1, 49, 1)
+    assert step.stats.recompile_reasons == []
+
+
+def test_batch_size_change_recompiles_exactly_once_and_says_why(capsys):
+    step = nb.compile(train_step)
+    params = _params()
+    nb.set_log_recompiles(True)
+    try:
+        for n in (8, 8, 16, 16, 8):
+            step(params, *_data(n), 0.1)
+    finally:
+        nb.set_log_recompiles(False)
+    assert (step.stats.misses, step.stats.hits) == (2, 3)
+    assert step.stats.recompile_reasons == ["arg 1 shape (8, 4) -> (16, 4)"]
+    assert "recompiling: arg 1 shape (8, 4) -> (16, 4)" in capsys.readouterr().err
+
+
+def test_declared_dynamic_dim_never_recompiles_and_matches():
+    step = nb.compile(train_step, dynamic_dims={1: 0, 2: 0})
+    params = _params()
+    for n in (8, 16, 5, 1, 8):
+        x, y = _data(n)
+        got_p, got = step(params, x, y, 0.05)
+        want_p, want = train_step(params, x, y, 0.05)
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(got_p["w"].numpy(), want_p["w"].numpy(), rtol=1e-5, atol=1e-6)
+    assert (step.stats.misses, step.stats.hits) == (1, 4)
+    assert step.stats.recompile_reasons == []
+
+
+def test_dynamic_dim_that_cannot_be_symbolic_is_specialized_with_a_reason():
+    # 1 / n**2 is not affine in n: each size gets its own model, and the stats say why.
+    f = nb.compile(lambda x: x.sum() / float(x.shape[0] ** 2), dynamic_dims={0: 0})
+    for n in (2, 3, 3):
+        np.testing.assert_allclose(f(nb.ones(n)).numpy(), n / n**2, rtol=1e-6)
+    assert (f.stats.misses, f.stats.hits) == (2, 1)
+    assert any("specialized per size" in r for r in f.stats.recompile_reasons)
+
+
+def test_hits_do_no_op_dispatch(monkeypatch):
+    step = nb.compile(train_step)
+    params = _params()
+    step(params, *_data(8), 0.1)
+
+    def refuse(*a, **k):
+        raise AssertionError("op dispatch on a cache hit")
+
+    monkeypatch.setattr(Operation, "__call__", refuse)
+    for _ in range(3):
+        params, _ = step(params, *_data(8), 0.01)
+    assert step.stats.hits == 3
+
+
+def test_pytrees_in_and_out_and_python_values_pass_through():
+    @nb.compile
+    def f(tree, scale):
+        a, (b, c) = tree["a"], tree["bc"]
+        return {"sum": a + b, "list": [b * scale, c]}, "tag", None
+
+    tree = {"a": nb.ones(2), "bc": (nb.full((2,), 2.0), nb.zeros(3))}
+    out, tag, none = f(tree, 3.0)
+    assert tag == "tag" and none is None
+    np.testing.assert_allclose(out["sum"].numpy(), [3.0, 3.0])
+    np.testing.assert_allclose(out["list"][0].numpy(), [6.0, 6.0])
+    np.testing.assert_allclose(out["list"][1].numpy(), np.zeros(3))
+    f(tree, 4.0)
+    assert f.stats.misses == 1
+
+
+def test_static_argnums_recompile_per_value_and_must_be_hashable():
+    f = nb.compile(lambda x, k: x * k, static_argnums=1)
+    np.testing.assert_allclose(f(nb.ones(2), 2).numpy(), [2.0, 2.0])
+    np.testing.assert_allclose(f(nb.ones(2), 3).numpy(), [3.0, 3.0])
+    f(nb.ones(2), 3)
+    assert (f.stats.misses, f.stats.hits) == (2, 1)
+    assert f.stats.recompile_reasons == ["arg 1 static value 2 -> 3"]
+    g = nb.compile(lambda x, k: x, static_argnums=(1,))
+    with pytest.raises(TypeError, match="static argument 1 must be hashable"):
+        g(nb.ones(2), [1, 2])
+
+
+def test_python_int_used_as_a_shape_is_specialized():
+    f = nb.compile(lambda x, n: x.sum() + nb.ones(n).sum())
+    assert f(nb.ones(2), 3).item() == 5.0
+    assert f(nb.ones(2), 4).item() == 6.0
+    assert f(nb.ones(2), 4).item() == 6.0
+    assert (f.stats.misses, f.stats.hits) == (2, 1)
+
+
+def test_python_scalars_are_inputs_not_constants():
+    f = nb.compile(lambda x, a, k: x * a + k)
+    for a, k in [(1.5, 2), (2.5, 7), (-1.0, 0)]:
+        np.testing.assert_allclose(f(nb.ones(3), a, k).numpy(), np.full(3, a + k))
+    assert f.stats.misses == 1
+
+
+def test_max_cache_size_evicts_least_recent():
+    f = nb.compile(lambda x: x * 2, max_cache_size=2)
+    for n in (1, 2, 3, 1):
+        f(nb.ones(n))
+    assert f.stats.misses == 4  # size 1 was evicted by size 3
+    assert f.stats.recompile_reasons[-1].startswith("arg 0 shape")
+
+
+W_GLOBAL = nb.ones(3)
+
+
+def test_rebound_global_tensor_is_not_stale():
+    global W_GLOBAL
+    f = nb.compile(lambda x: x * W_GLOBAL)
+    np.testing.assert_allclose(f(nb.ones(3)).numpy(), np.ones(3))
+    W_GLOBAL = nb.full((3,), 5.0)
+    np.testing.assert_allclose(f(nb.ones(3)).numpy(), np.full(3, 5.0))
+    W_GLOBAL = nb.ones(3)
+
+
+def test_closure_tensor_updated_in_place_and_rebound_is_not_stale():
+    w = nb.tensor([1.0, 2.0])
+    f = nb.compile(lambda x: x + w)
+    np.testing.assert_allclose(f(nb.zeros(2)).numpy(), [1.0, 2.0])
+    w.add_(10.0)  # in-place: the facade now holds a new value
+    np.testing.assert_allclose(f(nb.zeros(2)).numpy(), [11.0, 12.0])
+    assert f.stats.misses == 1
+
+
+def test_captured_tensor_changing_shape_retraces():
+    holder = {"w": nb.ones(2)}
+    f = nb.compile(lambda x: x.sum() + holder["w"].sum())
+    assert f(nb.ones(2)).item() == 4.0
+    holder["w"] = nb.ones(5)
+    assert f(nb.ones(2)).item() == 7.0
+    assert f.stats.misses == 2
+
+
+def test_pytorch_style_step_with_backward_and_inplace_update():
+    w = nb.tensor(RNG.standard_normal((4, 3)).astype(np.float32), requires_grad=True)
+    w_ref = nb.tensor(w.numpy(), requires_grad=True)
+
+    def step(x, y, lr, param):
+        param.grad = None
+        out = ((x @ param - y) ** 2).mean()
+        out.backward()
+        with nb.no_grad():
+            param.sub_(lr * param.grad)
+        return out
+
+    compiled = nb.compile(lambda x, y, lr: step(x, y, lr, w))
+    for _ in range(5):
+        x, y = _data(6)
+        got = compiled(x, y, 0.1)
+        want = step(x, y, 0.1, w_ref)
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(w.numpy(), w_ref.numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(w.grad.numpy(), w_ref.grad.numpy(), rtol=1e-5, atol=1e-6)
+    assert compiled.stats.misses == 1 and compiled.stats.hits == 4
+
+
+def test_inplace_update_of_an_argument_is_replayed_on_the_callers_tensor():
+    f = nb.compile(lambda x: x.mul_(2.0).sum())
+    t = nb.ones(3)
+    assert f(t).item() == 6.0
+    np.testing.assert_allclose(t.numpy(), [2.0, 2.0, 2.0])
+    assert f(t).item() == 12.0
+
+
+def test_random_ops_draw_fresh_numbers_each_call_and_follow_manual_seed():
+    f = nb.compile(lambda x: x + nb.rand(4))
+    nb.manual_seed(7)
+    a, b = f(nb.zeros(4)).numpy(), f(nb.zeros(4)).numpy()
+    assert not np.allclose(a, b)
+    nb.manual_seed(7)
+    np.testing.assert_array_equal(f(nb.zeros(4)).numpy(), a)
+    assert f.stats.misses == 1
+
+
+@pytest.mark.parametrize(
+    "body",
+    [lambda x: x.sum().item(), lambda x: x.numpy(), lambda x: bool(x.sum() > 0), lambda x: float(x.sum())],
+    ids=["item", "numpy", "bool", "float"],
+)
+def test_reading_a_traced_value_raises_a_clear_error(body):
+    f = nb.compile(body)
+    with pytest.raises(nb.ConcretizationError, match="needs the value of a tensor that depends on its inputs"):
+        f(nb.ones(2))
+
+
+def test_reading_a_constant_inside_compile_is_fine():
+    table = nb.tensor([1.0, 2.0, 3.0])
+    f = nb.compile(lambda x: x * float(table.sum()))
+    np.testing.assert_allclose(f(nb.ones(2)).numpy(), [6.0, 6.0])
+
+
+def test_bad_dynamic_dims_and_numpy_arguments_get_clear_errors():
+    with pytest.raises(TypeError, match="dynamic_dims must be a dict"):
+        nb.compile(lambda x: x, dynamic_dims=[0])
+    f = nb.compile(lambda x: x, dynamic_dims={0: 3})
+    with pytest.raises(ValueError, match=r"dim 3 of arg 0, which has shape \(2,\)"):
+        f(nb.ones(2))
+    with pytest.raises(TypeError, match="NumPy array"):
+        nb.compile(lambda x: x)(np.ones(2))
+
+
+def test_decorator_forms_and_methods():
+    @nb.compile(static_argnums=1)
+    def f(x, k):
+        return x + k
+
+    class Model:
+        scale = 3.0
+
+        @nb.compile
+        def forward(self, x):
+            return x * self.scale
+
+    assert f(nb.ones(1), 2).item() == 3.0
+    assert Model().forward(nb.ones(1)).item() == 3.0
+
+
+def _mlp_loss(params, x, y):
+    h = nb.tanh(x @ params["w1"])
+    return ((h @ params["w2"] - y) ** 2).sum()
+
+
+def test_compiled_transforms_match_uncompiled():
+    params = {
+        "w1": nb.tensor(RNG.standard_normal((4, 5)).astype(np.float32)),
+        "w2": nb.tensor(RNG.standard_normal((5, 2)).astype(np.float32)),
+    }
+    x, y = _data(6, 4, 2)
+    cases = {
+        "per_example_grads": (nb.vmap(nb.grad(_mlp_loss), in_axes=(None, 0, 0)), (params, x, y)),
+        "jacrev": (nb.jacrev(lambda v: nb.sin(v) * v.sum()), (x[0],)),
+        "jacfwd": (nb.jacfwd(lambda v: nb.sin(v) * v.sum()), (x[0],)),
+        "hessian": (nb.hessian(lambda v: (v**3).sum() * v[0]), (x[0],)),
+        "vmap_nested": (nb.vmap(nb.vmap(lambda a: a * a.sum())), (nb.stack([x, x]),)),
+    }
+    for name, (fn, args) in cases.items():
+        want = nb.tree_leaves(fn(*args))
+        got = nb.tree_leaves(nb.compile(fn)(*args))
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-5, atol=1e-5, err_msg=name)
+
+
+def test_trace_prints_the_op_graph():
+    w = nb.ones((4, 3))
+    text = str(nb.trace(lambda x, b: nb.relu(x @ w + b).sum())(nb.ones((8, 4)), nb.zeros(3)))
+    assert "trace of test_trace_prints_the_op_graph.<locals>.<lambda>" in text
+    assert "float32[8, 4]   arg 0" in text and "float32[3]   arg 1" in text
+    assert "= matmul(%0, %1)" in text and "relu(" in text
+    g = nb.trace(lambda x: nb.dropout(x, 0.5))(nb.ones((2, 2)))
+    assert "random seed" in str(g) and g.ops[0] == "random"
