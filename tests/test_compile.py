@@ -298,3 +298,13 @@ def test_trace_prints_the_op_graph():
     assert "= matmul(%0, %1)" in text and "relu(" in text
     g = nb.trace(lambda x: nb.dropout(x, 0.5))(nb.ones((2, 2)))
     assert "random seed" in str(g) and g.ops[0] == "random"
+
+
+def test_python_scalar_inputs_keep_python_scalar_promotion():
+    f = nb.compile(lambda x, a: x * a)
+    h = nb.ones(2).astype(nb.float16)
+    assert f(h, 0.5).dtype == (h * 0.5).dtype == nb.float16
+    i = nb.tensor(np.array([1, 2], np.int32))
+    assert f(i, 3).dtype == (i * 3).dtype == nb.int32
+    np.testing.assert_array_equal(f(i, 3).numpy(), [3, 6])
+    assert f(i, 2.5).dtype == (i * 2.5).dtype == nb.float32

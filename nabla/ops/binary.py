@@ -72,11 +72,15 @@ def binary_operands(op: str, *operands: Any, float_result: bool = False) -> tupl
     real = [t for t in tensors if isinstance(t, Tensor)]
     if not real:
         raise TypeError(f"{op}: at least one operand must be a Tensor")
-    dtype = real[0].dtype
-    for t in real[1:]:
+    strong = [t for t in real if not t._impl.weak_type] or real[:1]
+    dtype = strong[0].dtype
+    for t in strong[1:]:
         dtype = _dt.promote_types(dtype, t.dtype)
     for s in tensors:
-        if not isinstance(s, Tensor):
+        if isinstance(s, Tensor) and s._impl.weak_type and s is not strong[0]:
+            # a Python number turned into a compile input keeps a Python number's promotion
+            dtype = _dt.scalar_result_dtype(dtype, 0.0 if _dt.is_float(s.dtype) else 0)
+        elif not isinstance(s, Tensor):
             if not isinstance(s, bool | int | float | np.generic):
                 raise TypeError(f"{op}: unsupported operand of type {type(s).__name__}")
             dtype = _dt.scalar_result_dtype(dtype, s.item() if isinstance(s, np.generic) else s)

@@ -326,7 +326,9 @@ class CompiledFunction:
                     t.requires_grad_(True)
                 out.append(t)
             elif lf.kind == "scalar" and not specialize:
-                out.append(Tensor(TensorImpl((), _SCALAR_DTYPES[type(v)])))
+                impl = TensorImpl((), _SCALAR_DTYPES[type(v)])
+                impl.weak_type = True
+                out.append(Tensor(impl))
             else:
                 out.append(v)
         return out

@@ -50,6 +50,7 @@ class TensorImpl:
         "graph_values",
         "graph_values_epoch",
         "facade",
+        "weak_type",
         "__weakref__",
     )
 
@@ -77,6 +78,7 @@ class TensorImpl:
         self.graph_values: list = []  # MAX values in the eager graph (NABLA_EAGER_MAX_GRAPH)
         self.graph_values_epoch = -1  # -1 marks a promise without eager graph values
         self.facade: weakref.ref | None = None  # the leaf Tensor whose .grad backward fills
+        self.weak_type = False  # a Python scalar made a tensor (compile input): promotes like one
 
     @property
     def is_realized(self) -> bool:
