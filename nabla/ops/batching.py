@@ -131,7 +131,12 @@ class BroadcastBatchOp(Operation):
         return [cot]
 
     def jvp_rule(self, primals: list, tangents: list, outputs: list, *, sizes: tuple, at: int) -> list:
-        return [broadcast_batch(tangents[0], _prefix(outputs[0]))]
+        # A tangent may already carry more levels than the output (a jacfwd inside a vmap, with
+        # a primal that is batched only over the outer level): it then has the output's too.
+        tangent = tangents[0]
+        if tangent._impl.batch_dims >= outputs[0]._impl.batch_dims:
+            return [tangent]
+        return [broadcast_batch(tangent, _prefix(outputs[0]))]
 
 
 def _prefix(x: Tensor) -> tuple[int, ...]:

@@ -307,6 +307,8 @@ class PowOp(BinaryOperation):
     def jvp_rule(self, primals: list, tangents: list, outputs: list) -> list:
         x, y = primals
         dx = mul(tangents[0], mul(y, pow(x, sub(y, 1))))
+        if y._impl.tangent is None:  # constant exponent: no log(x) term (nan for x < 0)
+            return [dx]
         safe_log = _un.log(where_(equal(x, 0), full((), 1, x.dtype), x))
         return [add(dx, mul(tangents[1], mul(outputs[0], safe_log)))]
 

@@ -8,21 +8,21 @@ from typing import Any
 
 from ..core.autograd.engine import backward_on_trace
 from ..core.common import dtypes as _dt
-from ..core.common.context import enable_grad
-from ..core.common.pytree import tree_flatten, tree_unflatten
+from ..core.common.context import enable_grad, vmap_depth
+from ..core.common.pytree import leaf_paths, tree_flatten, tree_unflatten
 from ..core.tensor.tensor import Tensor
 from ..ops.creation import tensor, zeros_like
 from ..ops.view import detach, identity
 
 
-def _wrt_leaf(x: Any, where: str) -> Tensor:
+def _wrt_leaf(x: Any, where: str, name: str) -> Tensor:
     """A fresh traced alias of `x`: gradients stop here, so closures over `x` stay constants
     (no perturbation confusion in nested grads) while an outer trace still reaches `x`."""
     if not isinstance(x, Tensor):
         x = tensor(x)
     if not _dt.is_float(x.dtype):
         raise TypeError(
-            f"{where}: can only differentiate with respect to floating-point inputs, got dtype {x.dtype.name}"
+            f"{where}: can only differentiate with respect to floating-point inputs, but {name} has dtype {x.dtype.name}"
         )
     with enable_grad():
         w = identity(x)
@@ -42,28 +42,41 @@ def vjp(fn: Callable, *primals: Any, has_aux: bool = False) -> tuple:
     """Run `fn(*primals)` and return `(output, vjp_fn)` (plus `aux` with `has_aux=True`).
 
     `vjp_fn(cotangent)` returns one cotangent per primal, with the primals' pytree structure.
+    It may be called under a vmap (over a batch of cotangents); if `fn` has vmaps of its own,
+    `fn` is then traced again inside that vmap.
 
     Example:
         >>> y, f_vjp = nabla.vjp(nabla.sin, x)
         >>> (dx,) = f_vjp(nabla.ones_like(y))
     """
+    return _vjp(fn, primals, has_aux, "vjp")
+
+
+def _vjp(fn: Callable, primals: tuple, has_aux: bool, where: str, names: list[str] | None = None) -> tuple:
+    """vjp, with errors naming `where` (the public transform) and each leaf by `names`."""
     leaves, treedef = tree_flatten(primals)
+    names = names or [f"primals{p}" for p in leaf_paths(primals)]
     # Inside an outer grad (or with inputs that require grad) keep the result differentiable.
     nested = any(isinstance(x, Tensor) and x.requires_grad for x in leaves)
-    wrt = [_wrt_leaf(x, "vjp") for x in leaves]
+    wrt = [_wrt_leaf(x, where, n) for x, n in zip(leaves, names, strict=True)]
+    depth = vmap_depth()
     with enable_grad():
         result = fn(*tree_unflatten(treedef, wrt))
     aux = None
     if has_aux:
         if not (isinstance(result, tuple) and len(result) == 2):
-            raise TypeError("vjp: with has_aux=True, fn must return a pair (output, aux)")
+            raise TypeError(f"{where}: with has_aux=True, fn must return a pair (output, aux)")
         result, aux = result
     out_leaves, out_def = tree_flatten(result)
     for o in out_leaves:
         if not isinstance(o, Tensor):
-            raise TypeError(f"vjp: fn must return Tensors, got {type(o).__name__}")
+            raise TypeError(f"{where}: fn must return Tensors, got {type(o).__name__}")
 
     def vjp_fn(cotangent: Any) -> tuple:
+        if vmap_depth() > depth and wrt and _has_inner_levels([o._impl for o in out_leaves], wrt[0]._impl.seq, depth):
+            # Called under a vmap that was not active when fn ran, and fn has vmaps of its own:
+            # their levels would collide with the new one. Trace fn again at this depth.
+            return _vjp(fn, primals, has_aux, where, names)[1](cotangent)
         cot_leaves, cot_def = tree_flatten(cotangent)
         if cot_def != out_def:
             raise ValueError(f"vjp_fn: cotangent structure {cot_def} does not match output structure {out_def}")
@@ -80,6 +93,22 @@ def vjp(fn: Callable, *primals: Any, has_aux: bool = False) -> tuple:
         return tree_unflatten(treedef, res)
 
     return (result, vjp_fn, aux) if has_aux else (result, vjp_fn)
+
+
+def _has_inner_levels(roots: list, start: int, depth: int) -> bool:
+    """Whether the trace from `roots` back to tensors created before `start` batches anything
+    over more than `depth` vmap levels (that is, contains a vmap of its own)."""
+    stack, seen = list(roots), set()
+    while stack:
+        impl = stack.pop()
+        if id(impl) in seen or impl.seq < start:
+            continue
+        seen.add(id(impl))
+        if impl.batch_dims > depth:
+            return True
+        if impl.output_refs is not None:
+            stack.extend(impl.output_refs.args)
+    return False
 
 
 def value_and_grad(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
@@ -100,7 +129,8 @@ def value_and_grad(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool
                 full[n] = a
             return fn(*full, **kwargs)
 
-        out = vjp(partial, *[args[n] for n in nums], has_aux=has_aux)
+        names = [f"args[{n}]{p}" for n in nums for p in leaf_paths(args[n])]
+        out = _vjp(partial, tuple(args[n] for n in nums), has_aux, "grad", names)
         value, pullback = out[0], out[1]
         if not isinstance(value, Tensor) or value.numel() != 1:
             shape = value.shape if isinstance(value, Tensor) else type(value).__name__
@@ -153,13 +183,13 @@ def jvp(fn: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux: 
     if p_def != t_def:
         raise ValueError(f"jvp: tangents structure {t_def} does not match primals structure {p_def}")
     inputs = []
-    for i, (p, t) in enumerate(zip(p_leaves, t_leaves, strict=True)):
+    for path, p, t in zip(leaf_paths(tuple(primals)), p_leaves, t_leaves, strict=True):
         p = p if isinstance(p, Tensor) else tensor(p)
         t = t if isinstance(t, Tensor) else tensor(t, p.dtype)
         if p.shape != t.shape or p.dtype != t.dtype:
             raise ValueError(
-                f"jvp: tangent {i} has shape {t.shape} and dtype {t.dtype.name}, "
-                f"primal has shape {p.shape} and dtype {p.dtype.name}"
+                f"jvp: tangents{path} has shape {t.shape} and dtype {t.dtype.name}, "
+                f"but primals{path} has shape {p.shape} and dtype {p.dtype.name}"
             )
         if p._impl.tangent is not None:
             raise NotImplementedError(
@@ -177,7 +207,26 @@ def jvp(fn: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux: 
         out, aux = out
     o_leaves, o_def = tree_flatten(out)
     tans = [Tensor(o._impl.tangent) if o._impl.tangent is not None else zeros_like(o) for o in o_leaves]
-    for o in o_leaves:
-        o._impl.tangent = None  # the output leaves this jvp: a later op on it is not differentiated
+    roots = [x._impl for x in [*inputs, *o_leaves, *tree_flatten(aux)[0]] if isinstance(x, Tensor)]
+    if inputs:
+        _clear_tangents(roots, min(x._impl.seq for x in inputs))
     tangent_out = tree_unflatten(o_def, tans)
     return (out, tangent_out, aux) if has_aux else (out, tangent_out)
+
+
+def _clear_tangents(roots: list, start: int) -> None:
+    """Drop the tangents one jvp attached (to its inputs, intermediates and outputs): left in
+    place, they would make later ops on these tensors (a VJP rule during backward, another jvp)
+    run forward mode again. Only tensors created by this call (seq >= start) are touched."""
+    stack = [r for r in roots if r.seq >= start]
+    seen: set[int] = set()
+    while stack:
+        impl = stack.pop()
+        if id(impl) in seen:
+            continue
+        seen.add(id(impl))
+        impl.tangent = None
+        node = impl.output_refs
+        if node is not None:
+            stack.extend(a for a in node.args if a.seq >= start)
+            stack.extend(o for o in node.outputs() if o is not None)

@@ -12,12 +12,13 @@ from typing import Any
 
 import numpy as np
 
-from ..core.common.pytree import tree_flatten, tree_unflatten
+from ..core.common import dtypes as _dt
+from ..core.common.pytree import leaf_paths, tree_flatten, tree_unflatten
 from ..core.tensor.tensor import Tensor
 from ..ops.creation import tensor
 from ..ops.shape import moveaxis
 from ..ops.view import reshape
-from .grad import jvp, vjp
+from .grad import _vjp, jvp
 from .vmap import vmap
 
 
@@ -29,13 +30,22 @@ def _argnums(argnums: int | Sequence[int], nargs: int, where: str) -> tuple[int,
     return tuple(n % nargs for n in nums)
 
 
-def _as_tensors(leaves: list, where: str) -> list[Tensor]:
-    out = []
-    for x in leaves:
-        if not isinstance(x, Tensor):
-            x = tensor(x)
-        out.append(x)
-    return out
+def _flat_inputs(args: tuple, nums: tuple[int, ...], where: str) -> tuple[list[Tensor], list, list[str]]:
+    """The leaves of the differentiated arguments (as float Tensors), their treedefs and names."""
+    flat, defs, names = [], [], []
+    for n in nums:
+        leaves, d = tree_flatten(args[n])
+        for x, path in zip(leaves, leaf_paths(args[n]), strict=True):
+            x = x if isinstance(x, Tensor) else tensor(x)
+            if not _dt.is_float(x.dtype):
+                raise TypeError(
+                    f"{where}: can only differentiate with respect to floating-point inputs, "
+                    f"but args[{n}]{path} has dtype {x.dtype.name}"
+                )
+            flat.append(x)
+            names.append(f"args[{n}]{path}")
+        defs.append(d)
+    return flat, defs, names
 
 
 def _with_args(fn: Callable, args: tuple, kwargs: dict, nums: tuple[int, ...], defs: list) -> Callable:
@@ -91,13 +101,9 @@ def jacrev(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False
 
     def wrapped(*args: Any, **kwargs: Any) -> Any:
         nums = _argnums(argnums, len(args), "jacrev")
-        flat, defs = [], []
-        for n in nums:
-            leaves, d = tree_flatten(args[n])
-            flat.extend(_as_tensors(leaves, "jacrev"))
-            defs.append(d)
+        flat, defs, names = _flat_inputs(args, nums, "jacrev")
         flat_fn = _with_args(fn, args, kwargs, nums, defs)
-        result = vjp(flat_fn, *flat, has_aux=has_aux)
+        result = _vjp(flat_fn, tuple(flat), has_aux, "jacrev", names)
         out = result[0]
         out_leaves, out_def = tree_flatten(out)
         sizes = [o.numel() for o in out_leaves]
@@ -107,7 +113,7 @@ def jacrev(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False
         def pull(*cots: Tensor) -> tuple:
             # The forward runs again inside the vmap (for free: it stays unbatched), so its
             # own inner vmaps (if any) get levels above this one.
-            pullback = vjp(flat_fn, *flat, has_aux=has_aux)[1]
+            pullback = _vjp(flat_fn, tuple(flat), has_aux, "jacrev", names)[1]
             return pullback(tree_unflatten(out_def, list(cots)))
 
         grads = vmap(pull)(*basis)  # per input leaf: (total, *S_in)
@@ -130,11 +136,7 @@ def jacfwd(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False
 
     def wrapped(*args: Any, **kwargs: Any) -> Any:
         nums = _argnums(argnums, len(args), "jacfwd")
-        flat, defs = [], []
-        for n in nums:
-            leaves, d = tree_flatten(args[n])
-            flat.extend(_as_tensors(leaves, "jacfwd"))
-            defs.append(d)
+        flat, defs, _ = _flat_inputs(args, nums, "jacfwd")
         flat_fn = _with_args(fn, args, kwargs, nums, defs)
         sizes = [x.numel() for x in flat]
         basis = _basis(sizes, flat)

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..core.common.context import vmap_level, vmap_sizes
-from ..core.common.pytree import broadcast_prefix, tree_flatten, tree_unflatten
+from ..core.common.pytree import broadcast_prefix, leaf_paths, tree_flatten, tree_unflatten
 from ..core.tensor.tensor import Tensor
 from ..ops.batching import broadcast_batch, move_from_batch, move_to_batch
 from ..ops.creation import tensor
@@ -39,6 +39,9 @@ def vmap(
             that do not depend on the mapped axis).
         axis_size: the batch size, required only when no input is mapped.
 
+    Keyword arguments of the call are passed to `fn` unmapped. Random ops inside `fn` are not
+    batched: every batch element sees the same draws (unlike JAX with split keys).
+
     Example:
         >>> batched_dot = nabla.vmap(lambda a, b: (a * b).sum())
         >>> batched_dot(nabla.ones((8, 3)), nabla.ones((8, 3))).shape
@@ -47,15 +50,22 @@ def vmap(
     """
     if not callable(fn):
         raise TypeError(f"vmap: fn must be callable, got {type(fn).__name__}")
+    if axis_size is not None and (
+        not isinstance(axis_size, int | np.integer) or isinstance(axis_size, bool) or axis_size < 0
+    ):
+        raise ValueError(f"vmap: axis_size must be a non-negative int, got {axis_size!r}")
 
     @functools.wraps(fn)
     def batched(*args: Any, **kwargs: Any) -> Any:
         axes = _in_axes_per_arg(in_axes, len(args))
         leaves, treedef = tree_flatten(args)
-        leaf_axes = broadcast_prefix(tuple(axes), args, "vmap in_axes")
-        leaves = [_as_tensor(x) if a is not None else x for x, a in zip(leaves, leaf_axes, strict=True)]
-        size = _batch_size(leaves, leaf_axes, axis_size, args)
+        leaf_axes = broadcast_prefix(tuple(axes), args, "vmap in_axes", "argument")
+        names = [f"args{p}" for p in leaf_paths(args)]
+        leaves = [_as_tensor(x, n) if a is not None else x for x, a, n in zip(leaves, leaf_axes, names, strict=True)]
+        size = _batch_size(leaves, leaf_axes, axis_size, names)
         outer = vmap_sizes()
+        for x, name in zip(leaves, names, strict=True):
+            _check_not_escaped(x, name, len(outer))
         with vmap_level(size):
             inner = [move_to_batch(x, a, outer) if a is not None else x for x, a in zip(leaves, leaf_axes, strict=True)]
             out = fn(*tree_unflatten(treedef, inner), **kwargs)
@@ -78,55 +88,78 @@ def _in_axes_per_arg(in_axes: AxisSpec, nargs: int) -> list:
     return list(in_axes)
 
 
-def _as_tensor(x: Any) -> Any:
+def _as_tensor(x: Any, name: str) -> Any:
     if isinstance(x, Tensor):
         return x
-    if isinstance(x, np.ndarray | list):
-        return tensor(np.asarray(x))
-    raise TypeError(f"vmap: an argument mapped with an int in_axes must be a Tensor or array, got {type(x).__name__}")
+    if isinstance(x, np.ndarray):
+        return tensor(x)
+    raise TypeError(
+        f"vmap: {name} is mapped (its in_axes is an int) so it must be a Tensor or array, got {type(x).__name__}; "
+        "use in_axes=None for arguments that are not mapped"
+    )
 
 
-def _batch_size(leaves: list, leaf_axes: list, axis_size: int | None, args: tuple) -> int:
+def _batch_size(leaves: list, leaf_axes: list, axis_size: int | None, names: list[str]) -> int:
     sizes = []
-    for i, (x, a) in enumerate(zip(leaves, leaf_axes, strict=True)):
+    for x, a, name in zip(leaves, leaf_axes, names, strict=True):
         if a is None:
             continue
         if not isinstance(a, int) or isinstance(a, bool):
-            raise TypeError(f"vmap: in_axes entries must be ints or None, got {a!r}")
+            raise TypeError(f"vmap: in_axes entries must be ints or None, got {a!r} for {name}")
         if not -x.ndim <= a < x.ndim:
-            raise ValueError(f"vmap: in_axes={a} is out of range for input {i} of shape {x.shape}")
-        sizes.append((i, a, x.shape[a], x.shape))
+            raise ValueError(f"vmap: in_axes={a} is out of range for {name} of shape {x.shape} (rank {x.ndim})")
+        sizes.append((name, a, x.shape[a], x.shape))
     if not sizes:
         if axis_size is None:
             raise ValueError("vmap: no input is mapped (every in_axes is None); pass axis_size")
         return int(axis_size)
     size = sizes[0][2]
     if any(s[2] != size for s in sizes) or (axis_size is not None and axis_size != size):
-        shown = "; ".join(f"input {i} has size {n} along axis {a} (shape {shape})" for i, a, n, shape in sizes)
+        shown = "; ".join(f"{name} has size {n} along axis {a} (shape {shape})" for name, a, n, shape in sizes)
         wanted = f" but axis_size={axis_size}" if axis_size is not None else ""
         raise ValueError(f"vmap: inconsistent sizes for the mapped axis: {shown}{wanted}")
     return size
 
 
+def _check_not_escaped(x: Any, name: str, depth: int) -> None:
+    if isinstance(x, Tensor) and x._impl.batch_dims > depth:
+        raise ValueError(
+            f"vmap: {name} is batched over {x._impl.batch_dims} vmap levels but only {depth} are active here: it "
+            "escaped the vmap that made it (through a closure or a side effect); return it from that vmap instead"
+        )
+
+
+def _output_tensor(x: Any, name: str) -> Tensor:
+    if isinstance(x, bool | int | float | np.ndarray | np.number):
+        return tensor(x)
+    raise TypeError(f"vmap: {name} is a {type(x).__name__}; fn may return Tensors, arrays, numbers and pytrees of them")
+
+
 def _unbatch_outputs(out: Any, out_axes: AxisSpec, prefix: tuple[int, ...]) -> Any:
     leaves, treedef = tree_flatten(out)
-    if isinstance(out_axes, list):
-        out_axes = tuple(out_axes)
-    axes = broadcast_prefix(out_axes, out, "vmap out_axes")
+    if isinstance(out_axes, list | tuple) and isinstance(out, list | tuple) and not hasattr(out, "_fields"):
+        out_axes = type(out)(out_axes)  # a list of axes for a tuple of outputs (and vice versa) is fine
+    axes = broadcast_prefix(out_axes, out, "vmap out_axes", "output")
+    names = [f"output{p}" for p in leaf_paths(out)]
     level = len(prefix)
     result = []
-    for i, (x, a) in enumerate(zip(leaves, axes, strict=True)):
+    for name, x, a in zip(names, leaves, axes, strict=True):
         if not isinstance(x, Tensor):
             if a is not None:
-                x = tensor(x)
+                x = _output_tensor(x, name)
             else:
                 result.append(x)
                 continue
+        _check_not_escaped(x, name, level)
         if a is None:
             if x._impl.batch_dims >= level:
-                raise ValueError(f"vmap: output {i} depends on the mapped axis, so its out_axes cannot be None")
+                raise ValueError(f"vmap: {name} depends on the mapped axis, so its out_axes cannot be None")
             result.append(x)
             continue
+        if not isinstance(a, int) or isinstance(a, bool) or not -x.ndim - 1 <= a <= x.ndim:
+            raise ValueError(
+                f"vmap: out_axes={a!r} is invalid for {name} of shape {x.shape}: the result has rank {x.ndim + 1}"
+            )
         if x._impl.batch_dims < level:  # does not depend on the batch: broadcast it (as JAX does)
             x = broadcast_batch(x, prefix)
         result.append(move_from_batch(x, a, prefix))
