@@ -1,7 +1,8 @@
 """The conformance registry's vmap level: every op, every sample, vmapped against a Python loop.
 
-Each array argument gets a batch of 3 variants (floats scaled by 1, 0.75, 0.5 so that a batch
-element mixed up with another shows; integer and bool arrays repeated). Three mappings:
+Each array argument gets a batch of 3 variants, so that a batch element mixed up with another
+shows: floats scaled by 1, 0.75, 0.5; integer arrays rolled (the same valid indices, in other
+places); bool arrays repeated. Three mappings:
   all     every array argument mapped along axis 0
   first   only the first array argument mapped, along its last axis; the others broadcast
   nested  all mapped, inside a second vmap over a batch of 2 (the same values twice)
@@ -22,11 +23,19 @@ import nabla as nb
 B = 3
 SCALES = (1.0, 0.75, 0.5)
 
+
+def _mappable(sample: Sample) -> list[int]:
+    """Positions of the array arguments the vmap level maps."""
+    return [
+        i for i, a in enumerate(sample.args) if isinstance(a, np.ndarray) and (sample.vmap_ints or a.dtype.kind == "f")
+    ]
+
+
 CASES = [
     pytest.param(spec, sample, mode, id=f"{sid}-{mode}")
     for spec in REGISTRY
     for sample, sid in zip(spec.samples, spec.sample_ids(), strict=True)
-    if any(isinstance(a, np.ndarray) for a in sample.args)
+    if _mappable(sample)
     for mode in ("all", "first", "nested")
 ]
 
@@ -34,6 +43,8 @@ CASES = [
 def _variants(a: np.ndarray) -> list[np.ndarray]:
     if a.dtype.kind == "f":
         return [np.asarray(a * s, dtype=a.dtype) for s in SCALES]
+    if a.dtype.kind in "iu" and a.size > 1:  # same values (still valid indices), other places
+        return [np.roll(a.ravel(), b).reshape(a.shape) for b in range(len(SCALES))]
     return [a.copy() for _ in SCALES]
 
 
@@ -48,7 +59,7 @@ def _loop(spec: OpSpec, per_elem: list[tuple], kwargs: dict) -> list[np.ndarray]
 @pytest.mark.parametrize("spec, sample, mode", CASES)
 def test_vmap_matches_loop(spec: OpSpec, sample: Sample, mode: str):
     args = float_args(sample.args, np.float32)
-    arrays = [i for i, a in enumerate(args) if isinstance(a, np.ndarray)]
+    arrays = _mappable(sample)
     mapped = arrays if mode in ("all", "nested") else arrays[:1]
     variants = {i: _variants(args[i]) for i in mapped}
     per_elem = [tuple(variants[i][b] if i in variants else a for i, a in enumerate(args)) for b in range(B)]
@@ -127,7 +138,7 @@ MAX_CASES = [
     pytest.param(spec, sample, id=sid)
     for spec in REGISTRY
     for sample, sid in zip(spec.samples, spec.sample_ids(), strict=True)
-    if sample.max and any(isinstance(a, np.ndarray) for a in sample.args)
+    if sample.max and _mappable(sample)
 ]
 
 
@@ -136,7 +147,7 @@ def test_vmap_max_shape_inference_agrees(spec: OpSpec, sample: Sample):
     """Batched ops (and the gradient of their weighted outputs) build valid MAX nodes whose
     shapes and dtypes agree with ours: eager graph building, no compile."""
     args = float_args(sample.args, np.float32)
-    arrays = [i for i, a in enumerate(args) if isinstance(a, np.ndarray)]
+    arrays = _mappable(sample)
     batched = tuple(nb.asarray(np.stack(_variants(a))) if i in arrays else a for i, a in enumerate(args))
     in_axes = tuple(0 if i in arrays else None for i in range(len(args)))
     nb.set_eager_max_graph(True, verify_shapes=True)
@@ -144,7 +155,21 @@ def test_vmap_max_shape_inference_agrees(spec: OpSpec, sample: Sample):
         nb.vmap(lambda *xs: spec.fn(*xs, **sample.kwargs), in_axes=in_axes)(*batched)
         diff = tuple(diff_indices(spec, sample))
         if spec.differentiable and spec.check is None and sample.grad and diff:
-            f = _weighted_sum(spec, sample.kwargs, diff, batched)
+            unbatched = tuple(nb.asarray(a) if isinstance(a, np.ndarray) else a for a in args)
+            f = _weighted_sum(spec, sample.kwargs, diff, unbatched)
             nb.vmap(nb.grad(f, tuple(range(len(diff)))))(*[batched[i] for i in diff])
     finally:
         nb.set_eager_max_graph(False, verify_shapes=False)
+
+
+def test_shapes_that_depend_on_batched_values_get_clear_errors():
+    idx = nb.tensor(np.array([[1, 0], [3, 3]]))
+    with pytest.raises(ValueError, match="num_classes"):
+        nb.vmap(lambda i: nb.one_hot(i, -1))(idx)
+    x = nb.ones((2, 3))
+    reps = nb.tensor(np.array([[1, 2, 1], [2, 1, 1]]))
+    with pytest.raises(ValueError, match="repeats"):
+        nb.vmap(lambda a, r: nb.repeat_interleave(a, r, 0))(x, reps)
+    mask = nb.tensor(np.array([[True, False, True], [False, False, True]]))
+    with pytest.raises(IndexError, match="mask"):
+        nb.vmap(lambda a, m: a[m])(x, mask)

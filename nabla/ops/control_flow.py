@@ -12,6 +12,10 @@ The lazy core has no MAX loop or region op yet, so control flow is resolved whil
   differentiation through a `while_loop` raises a clear error (forward mode works);
   `fori_loop` with Tensor bounds is such a `while_loop`.
 
+Under vmap a predicate may differ per batch element (it is batched): `cond` then selects per
+element, and `while_loop` runs until every element is done, freezing finished ones with
+`where` (JAX's batching rule for while_loop).
+
 Every iteration checks that the carry keeps its pytree structure, shapes and dtypes, and
 names the offending leaf when it does not.
 """
@@ -29,6 +33,7 @@ from ..core.common.context import is_grad_enabled, no_grad
 from ..core.common.pytree import tree_flatten, tree_leaves, tree_unflatten
 from ..core.tensor.dispatch import OPS
 from ..core.tensor.tensor import Tensor
+from . import batching as _batching
 from . import binary as _bin
 from . import reduction as _red
 from .base import AVal, Operation, public
@@ -159,6 +164,21 @@ def _host_bool(value: Any, op: str, what: str) -> bool:
     raise TypeError(f"{op}: {what} must return a bool or a scalar Tensor, got {type(value).__name__}")
 
 
+def _batched(value: Any) -> bool:
+    return isinstance(value, Tensor) and value._impl.batch_dims > 0
+
+
+def host_array(x: Tensor) -> np.ndarray:
+    """The value of `x` on the host, its vmap batch dims (if any) leading: for code that decides
+    on the host from a value that may differ per batch element (loop predicates, sizes)."""
+    impl = x._impl
+    prefix = impl.physical_shape[: impl.batch_dims]
+    with no_grad():
+        for level in range(len(prefix), 0, -1):
+            x = _batching.move_from_batch(x, 0, prefix[:level])
+        return x.numpy()
+
+
 def _is_int(value: Any) -> bool:
     return isinstance(value, int | np.integer) and not isinstance(value, bool)
 
@@ -187,7 +207,8 @@ def cond(pred: Any, true_fn: Callable, false_fn: Callable, *operands: Any) -> An
 
     A Python bool or a realized tensor picks one branch. A pending tensor predicate runs both
     branches and selects each output leaf with `where`, so both must return the same pytree
-    structure, shapes and dtypes; gradients reach only the branch that was taken.
+    structure, shapes and dtypes; gradients reach only the branch that was taken. Under vmap a
+    batched predicate selects per batch element the same way.
 
     Args:
         pred: a bool, or a scalar (one-element) Tensor; nonzero means true.
@@ -266,7 +287,9 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
 
     `cond_fun` is read on the host before every iteration: a pending predicate is evaluated
     then (with everything else pending). The carry must keep its pytree structure, shapes and
-    dtypes. Forward-mode derivatives work; reverse mode raises, as in JAX.
+    dtypes. Forward-mode derivatives work; reverse mode raises, as in JAX. Under vmap, with a
+    predicate that differs per batch element, the loop runs until every element is done and
+    finished elements keep their carry.
 
     Example:
         >>> nabla.while_loop(lambda v: v < 10, lambda v: v * 2, nabla.tensor(1)).item()
@@ -277,8 +300,20 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
             raise TypeError(f"while_loop: {name} must be callable, got {type(fn).__name__}")
     leaves, treedef, paths = _leaves_of(init_val, "while_loop", "init_val")
     val = tree_unflatten(treedef, leaves)
-    while _host_bool(cond_fun(val), "while_loop", "cond_fun"):
-        leaves = _match_carry("while_loop", "body_fun", leaves, treedef, paths, body_fun(val))
+    while True:
+        pred = cond_fun(val)
+        if _batched(pred):  # vmap: step the elements still running, freeze the others
+            if pred.numel() != 1:
+                raise TypeError(f"while_loop: cond_fun must return a scalar predicate, got shape {pred.shape}")
+            pred = cast(reshape(pred, ()), _dt.bool_)
+            if not host_array(pred).any():
+                break
+            new = _match_carry("while_loop", "body_fun", leaves, treedef, paths, body_fun(val))
+            leaves = [where(pred, n, old) for n, old in zip(new, leaves, strict=True)]
+        elif _host_bool(pred, "while_loop", "cond_fun"):
+            leaves = _match_carry("while_loop", "body_fun", leaves, treedef, paths, body_fun(val))
+        else:
+            break
         val = tree_unflatten(treedef, leaves)
     traced = [i for i, leaf in enumerate(leaves) if leaf.requires_grad]
     if traced and is_grad_enabled():

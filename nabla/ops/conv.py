@@ -10,6 +10,11 @@ Inside the primitives padding is explicit per side, `(top, bottom, left, right)`
 entry crops. The public functions turn PyTorch's arguments ("same", output_padding) into it, and
 the gradient rules use negative entries to drop rows a strided window never reads. conv1d runs
 the 2-D primitive on a height-1 image. The window helpers below are shared with `pooling.py`.
+
+Under vmap both operands arrive with one batch prefix (x `(P.., N, C, H, W)`, w `(P.., O, C/g, kH, kW)`);
+the kernels fold the prefix into the groups (one grouped convolution, `groups * prod(P)`), since a
+batched weight cannot be told from a broadcast one at op level. `_apply` avoids that broadcast
+when the weight is unbatched and needs no gradient: x's batch dims then join its leading dims.
 """
 
 from __future__ import annotations
@@ -23,7 +28,8 @@ from max.graph import ops
 from numpy.lib.stride_tricks import sliding_window_view
 
 from ..core.common import dtypes as _dt
-from ..core.tensor.tensor import Tensor
+from ..core.tensor.tensor import Tensor, grad_enabled_for
+from . import batching as _batching
 from . import binary as _bin
 from . import view as _view
 from .base import AVal, Operation, public
@@ -138,9 +144,59 @@ def _lead(shape: tuple, rank: int, op: str, arg: str = "x") -> tuple[int, ...]:
     return shape[:-rank]
 
 
-def _check_weight(shape: tuple, op: str) -> None:
-    if len(shape) != 4:
-        raise ValueError(f"{op}: weight must be 4-D (a batched/vmapped weight is not supported), got shape {shape}")
+def _check_weight(x: tuple, w: tuple, op: str) -> None:
+    """w is 4-D plus the vmap batch prefix it shares with x (operands are aligned)."""
+    bd = len(w) - 4
+    if bd < 0 or len(x) < bd + 3 or x[:bd] != w[:bd]:
+        raise ValueError(f"{op}: weight of shape {w} does not fit input {x} (expected a 4-D weight)")
+
+
+# -- vmap: a batched weight folds into the groups ---------------------------------------------------
+def _fold(x: Any, w: Any, groups: int, permute: Any, reshape: Any, shape: Any) -> tuple:
+    """x (P.., L.., C, H, W), w (P.., O, I, kH, kW) -> x (L.., P*C, H, W), w (P*O, I, kH, kW),
+    groups * P, and the function unfolding an output (L.., P*O', OH, OW) to (P.., L.., O', OH, OW).
+    `permute`, `reshape`, `shape` are the array library's (NumPy or MAX)."""
+    ws, xs = shape(w), shape(x)
+    bd = len(ws) - 4
+    if not bd:
+        return x, w, groups, lambda y: y
+    prefix, lead, p = ws[:bd], xs[bd:-3], math.prod(ws[:bd])
+    nl = len(lead)
+    chw = [bd + nl, bd + nl + 1, bd + nl + 2]  # the last three axes
+    x = reshape(permute(x, [*range(bd, bd + nl), *range(bd), *chw]), lead + (p * xs[-3],) + xs[-2:])
+    w = reshape(w, (p * ws[-4],) + ws[-3:])
+
+    def unfold(y: Any) -> Any:
+        ys = shape(y)
+        y = reshape(y, lead + prefix + (ys[-3] // p,) + ys[-2:])
+        return permute(y, [*range(nl, nl + bd), *range(nl), *chw])
+
+    return x, w, groups * p, unfold
+
+
+def _np_fold(x: np.ndarray, w: np.ndarray, groups: int) -> tuple:
+    return _fold(x, w, groups, np.transpose, np.reshape, np.shape)
+
+
+def _mx_fold(x: Any, w: Any, groups: int) -> tuple:
+    return _fold(x, w, groups, lambda v, p: ops.permute(v, list(p)), ops.reshape, _shape)
+
+
+def _apply(op: Operation, x: Tensor, w: Tensor, **kw: Any) -> Tensor:
+    """Call a conv primitive. An unbatched weight that needs no gradient is not broadcast over
+    x's extra vmap levels: they become leading (image) dims of x instead. (With a gradient, the
+    broadcast must stay: it is where per-example weight gradients come from.)"""
+    levels = x._impl.batch_dims
+    keep = w._impl.batch_dims
+    if levels <= keep or grad_enabled_for([w._impl]):
+        return op(x, w, **kw)
+    prefix = x._impl.physical_shape[:levels]
+    for level in range(levels, keep, -1):
+        x = _batching.move_from_batch(x, 0, prefix[:level])
+    y = op(x, w, **kw)
+    for level in range(keep, levels):
+        y = _batching.move_to_batch(y, 0, prefix[:level])
+    return y
 
 
 # -- conv2d ---------------------------------------------------------------------------------------
@@ -152,8 +208,8 @@ class Conv2dOp(Operation):
     def abstract_eval(self, x: AVal, w: AVal, *, stride: tuple, padding: Pads, dilation: tuple, groups: int) -> AVal:
         lead = _lead(x[0], 3, self.name)
         c, h, wd = x[0][-3:]
-        _check_weight(w[0], self.name)
-        o, cg, kh, kw = w[0]
+        _check_weight(x[0], w[0], self.name)
+        o, cg, kh, kw = w[0][-4:]
         if cg * groups != c or o % groups:
             raise ValueError(f"{self.name}: weight of shape {w[0]} with groups={groups} does not fit input {x[0]}")
         oh = _out_size(h, padding[0], padding[1], kh, stride[0], dilation[0])
@@ -163,6 +219,11 @@ class Conv2dOp(Operation):
         return lead + (o, oh, ow), x[1]
 
     def kernel(self, x: Any, w: Any, *, stride: tuple, padding: Pads, dilation: tuple, groups: int) -> Any:
+        x, w, groups, unfold = _mx_fold(x, w, groups)
+        return unfold(self._kernel(x, w, stride=stride, padding=padding, dilation=dilation, groups=groups))
+
+    @staticmethod
+    def _kernel(x: Any, w: Any, *, stride: tuple, padding: Pads, dilation: tuple, groups: int) -> Any:
         # negative pads crop the input; positive ones go to the conv
         xn, lead = _mx_to_nhwc(_mx_pad(x, tuple(min(p, 0) for p in padding)))
         pads = tuple(max(p, 0) for p in padding)
@@ -173,6 +234,11 @@ class Conv2dOp(Operation):
     def numpy_kernel(
         self, x: np.ndarray, w: np.ndarray, *, stride: tuple, padding: Pads, dilation: tuple, groups: int
     ) -> np.ndarray:
+        x, w, groups, unfold = _np_fold(x, w, groups)
+        return unfold(self._numpy(x, w, stride=stride, padding=padding, dilation=dilation, groups=groups))
+
+    @staticmethod
+    def _numpy(x: np.ndarray, w: np.ndarray, *, stride: tuple, padding: Pads, dilation: tuple, groups: int) -> Any:
         lead = x.shape[:-3]
         c, h, wd = x.shape[-3:]
         o, cg, kh, kw = w.shape
@@ -206,13 +272,13 @@ class Conv2dOp(Operation):
         exact = (padding[0], padding[1] - unread[0], padding[2], padding[3] - unread[1])
         dx = None
         if x.requires_grad:
-            dx = _conv_transpose2d(g, w, stride=stride, padding=exact, dilation=dilation, groups=groups)
+            dx = _apply(_conv_transpose2d, g, w, stride=stride, padding=exact, dilation=dilation, groups=groups)
         dw = _weight_grad(x, g, stride, exact, dilation, groups) if w.requires_grad else None
         return [dx, dw]
 
     def jvp_rule(self, primals: list, tangents: list, outputs: list, **kw: Any) -> list:
         x, w = primals
-        return [_bin.add(_conv2d(tangents[0], w, **kw), _conv2d(x, tangents[1], **kw))]
+        return [_bin.add(_apply(_conv2d, tangents[0], w, **kw), _apply(_conv2d, x, tangents[1], **kw))]
 
 
 def _weight_grad(inp: Tensor, gout: Tensor, stride: tuple, padding: Pads, dilation: tuple, groups: int) -> Tensor:
@@ -226,7 +292,7 @@ def _weight_grad(inp: Tensor, gout: Tensor, stride: tuple, padding: Pads, dilati
     # input: batch = C/G, channels = (G, N); weight: (G*O/G, N, OH, OW); stride and dilation swap
     a = _view.reshape(_view.permute(_view.reshape(inp, (n, groups, cg, h, w)), (2, 1, 0, 3, 4)), (cg, groups * n, h, w))
     b = _view.reshape(_view.permute(_view.reshape(gout, (n, groups, og, oh, ow)), (1, 2, 0, 3, 4)), (o, n, oh, ow))
-    res = _conv2d(a, b, stride=dilation, padding=padding, dilation=stride, groups=groups)  # (C/G, O, kH, kW)
+    res = _apply(_conv2d, a, b, stride=dilation, padding=padding, dilation=stride, groups=groups)  # (C/G, O, kH, kW)
     return _view.permute(res, (1, 0, 2, 3))
 
 
@@ -243,8 +309,8 @@ class ConvTranspose2dOp(Operation):
     def abstract_eval(self, x: AVal, w: AVal, *, stride: tuple, padding: Pads, dilation: tuple, groups: int) -> AVal:
         lead = _lead(x[0], 3, self.name)
         c, h, wd = x[0][-3:]
-        _check_weight(w[0], self.name)
-        cin, og, kh, kw = w[0]
+        _check_weight(x[0], w[0], self.name)
+        cin, og, kh, kw = w[0][-4:]
         if cin != c or c % groups:
             raise ValueError(f"{self.name}: weight of shape {w[0]} with groups={groups} does not fit input {x[0]}")
         oh = (h - 1) * stride[0] + dilation[0] * (kh - 1) + 1 - padding[0] - padding[1]
@@ -254,6 +320,11 @@ class ConvTranspose2dOp(Operation):
         return lead + (og * groups, oh, ow), x[1]
 
     def kernel(self, x: Any, w: Any, *, stride: tuple, padding: Pads, dilation: tuple, groups: int) -> Any:
+        x, w, groups, unfold = _mx_fold(x, w, groups)
+        return unfold(self._kernel(x, w, stride=stride, padding=padding, dilation=dilation, groups=groups))
+
+    @staticmethod
+    def _kernel(x: Any, w: Any, *, stride: tuple, padding: Pads, dilation: tuple, groups: int) -> Any:
         lead = _shape(x)[:-3]
         cin, og, kh, kw = _shape(w)
         top, bottom, left, right = padding
@@ -283,6 +354,11 @@ class ConvTranspose2dOp(Operation):
     def numpy_kernel(
         self, x: np.ndarray, w: np.ndarray, *, stride: tuple, padding: Pads, dilation: tuple, groups: int
     ) -> np.ndarray:
+        x, w, groups, unfold = _np_fold(x, w, groups)
+        return unfold(self._numpy(x, w, stride=stride, padding=padding, dilation=dilation, groups=groups))
+
+    @staticmethod
+    def _numpy(x: np.ndarray, w: np.ndarray, *, stride: tuple, padding: Pads, dilation: tuple, groups: int) -> Any:
         lead = x.shape[:-3]
         cin, h, wd = x.shape[-3:]
         _, og, kh, kw = w.shape
@@ -311,14 +387,18 @@ class ConvTranspose2dOp(Operation):
         x, w = primals
         g = cotangents[0]
         dx = (
-            _conv2d(g, w, stride=stride, padding=padding, dilation=dilation, groups=groups) if x.requires_grad else None
+            _apply(_conv2d, g, w, stride=stride, padding=padding, dilation=dilation, groups=groups)
+            if x.requires_grad
+            else None
         )
         dw = _weight_grad(g, x, stride, padding, dilation, groups) if w.requires_grad else None
         return [dx, dw]
 
     def jvp_rule(self, primals: list, tangents: list, outputs: list, **kw: Any) -> list:
         x, w = primals
-        return [_bin.add(_conv_transpose2d(tangents[0], w, **kw), _conv_transpose2d(x, tangents[1], **kw))]
+        return [
+            _bin.add(_apply(_conv_transpose2d, tangents[0], w, **kw), _apply(_conv_transpose2d, x, tangents[1], **kw))
+        ]
 
 
 _conv_transpose2d = ConvTranspose2dOp()
@@ -424,7 +504,7 @@ def _conv(
         stride, dilation, pads = (1, *stride), (1, *dilation), [(0, 0), *pads]
     else:
         x4, w4 = x, weight
-    out = _conv2d(x4, w4, stride=stride, padding=(*pads[0], *pads[1]), dilation=dilation, groups=groups)
+    out = _apply(_conv2d, x4, w4, stride=stride, padding=(*pads[0], *pads[1]), dilation=dilation, groups=groups)
     if spatial == 1:
         out = _view.squeeze(out, 2)
     if bias is not None:
@@ -539,7 +619,7 @@ def conv_transpose2d(
         if bias.dtype != x.dtype:
             raise TypeError(f"{op}: bias dtype {bias.dtype.name} differs from input dtype {x.dtype.name}")
     pads = (pad[0], pad[0] - out_pad[0], pad[1], pad[1] - out_pad[1])
-    out = _conv_transpose2d(x, weight, stride=stride, padding=pads, dilation=dilation, groups=groups)
+    out = _apply(_conv_transpose2d, x, weight, stride=stride, padding=pads, dilation=dilation, groups=groups)
     if bias is not None:
         out = _bin.add(out, _view.reshape(bias, (o, 1, 1)))
     return _view.squeeze(out, 0) if unbatched else out

@@ -7,6 +7,10 @@ lowers it with `max.graph.ops.custom` (a kernel registered with `@register("name
 package) or with `max_kernel` (Python code building MAX graph ops), and autodiff uses the `vjp`
 and `jvp` rules, which are written with nabla ops and so are themselves differentiable.
 
+Under vmap (`vmap_method`): "sequential" (the default) runs the user's kernels once per batch
+element, slicing the inputs and stacking the outputs inside the lowering; "broadcast_all" hands
+them the batched inputs, batch dims leading, for ops that treat leading dims independently.
+
 The Mojo package (`kernel_path`: a source directory with `__init__.mojo`, or a compiled
 `.mojoc`) is built once (cached by the content of its sources) and handed to MAX through `custom_extensions` by the MAX
 executor. The op's identity and its kernel path are part of the compiled-model cache key.
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import math
 import os
 import shutil
 import subprocess
@@ -41,6 +46,8 @@ __all__ = ["custom_op"]
 
 _UIDS = itertools.count()
 _KEY = "_custom_op"  # hidden kwarg: the op's identity in cache keys; stripped before user code
+_BATCH = "_batch_dims"  # hidden kwarg under vmap: how many leading dims are batch dims
+_VMAP_METHODS = ("sequential", "broadcast_all")
 _BUILT: dict[tuple, Path] = {}  # (source dir, its files' mtimes and sizes) -> compiled .mojoc
 _CACHE_DIR = Path(tempfile.gettempdir()) / f".nabla_{os.getuid()}" / "mojo_kernels"
 _BUILD_LOCK = threading.Lock()
@@ -105,6 +112,10 @@ def _as_aval(value: Any, name: str) -> AVal:
     return dims, _dt.as_dtype(dtype, arg=f"custom op {name!r}: abstract_eval dtype")
 
 
+def _as_tuple(result: Any) -> tuple:
+    return tuple(result) if isinstance(result, tuple | list) else (result,)
+
+
 class CustomOp(Operation):
     """A user-defined op (build one with `custom_op`).
 
@@ -127,6 +138,7 @@ class CustomOp(Operation):
         mojo_kernel: str | None = None,
         kernel_path: Any = None,
         differentiable: bool = True,
+        vmap_method: str = "sequential",
     ) -> None:
         if not isinstance(name, str) or not name:
             raise TypeError(f"custom_op: name must be a non-empty string, got {name!r}")
@@ -140,7 +152,10 @@ class CustomOp(Operation):
             raise ValueError(f"custom_op {name!r}: give either max_kernel or a Mojo kernel (kernel_path), not both")
         if mojo_kernel is not None and kernel_path is None:
             raise ValueError(f"custom_op {name!r}: mojo_kernel={mojo_kernel!r} needs kernel_path (its Mojo package)")
+        if vmap_method not in _VMAP_METHODS:
+            raise ValueError(f"custom_op {name!r}: vmap_method must be one of {_VMAP_METHODS}, got {vmap_method!r}")
         self.name = name
+        self.vmap_method = vmap_method
         self.differentiable = bool(differentiable)
         self._abstract_eval = abstract_eval
         self._numpy_kernel = numpy_kernel
@@ -161,22 +176,39 @@ class CustomOp(Operation):
         for i, a in enumerate(args):
             if not isinstance(a, Tensor):
                 raise TypeError(f"custom op {self.name!r}: argument {i} must be a Tensor, got {type(a).__name__}")
-        if _KEY in kwargs:
-            raise TypeError(f"custom op {self.name!r}: {_KEY} is a reserved keyword")
+        for key in (_KEY, _BATCH):
+            if key in kwargs:
+                raise TypeError(f"custom op {self.name!r}: {key} is a reserved keyword")
         return super().__call__(*args, **kwargs)
 
     def adapt_kwargs(self, impls: list[TensorImpl], kwargs: dict, batch_dims: int) -> dict:
-        if batch_dims:
-            raise NotImplementedError(f"custom op {self.name!r}: vmap over custom ops is not supported yet")
-        return {**kwargs, _KEY: self._key}
+        return {**kwargs, _KEY: self._key, **({_BATCH: batch_dims} if batch_dims else {})}
 
     @staticmethod
     def _user(kwargs: dict) -> dict:
-        return {k: v for k, v in kwargs.items() if k != _KEY}
+        return {k: v for k, v in kwargs.items() if k not in (_KEY, _BATCH)}
+
+    def _sequential(self, kwargs: dict) -> int:
+        """The number of batch dims the kernels loop over (0: call the user's kernel once)."""
+        return kwargs.get(_BATCH, 0) if self.vmap_method == "sequential" else 0
 
     # -- the pieces, delegating to the user's functions --------------------------------------
     def compute_physical_shape(self, impls: list[TensorImpl], kwargs: dict) -> list[AVal]:
-        return self._avals([(i.physical_shape, i.dtype) for i in impls], kwargs)
+        return self._physical_avals([(i.physical_shape, i.dtype) for i in impls], kwargs)
+
+    def _physical_avals(self, avals: list[AVal], kwargs: dict) -> list[AVal]:
+        bd = kwargs.get(_BATCH, 0)
+        prefix = avals[0][0][:bd] if bd else ()
+        if self._sequential(kwargs):  # the user's shape rule sees one batch element
+            return [(prefix + s, d) for s, d in self._avals([(s[bd:], d) for s, d in avals], kwargs)]
+        out = self._avals(avals, kwargs)
+        for shape, _ in out:
+            if shape[:bd] != prefix:
+                raise ValueError(
+                    f"custom op {self.name!r} (vmap_method='broadcast_all'): abstract_eval returned shape "
+                    f"{shape}, which does not keep the inputs' leading batch dims {prefix}"
+                )
+        return out
 
     def _avals(self, avals: list[AVal], kwargs: dict) -> list[AVal]:
         result = self._abstract_eval(*avals, **self._user(kwargs))
@@ -187,6 +219,22 @@ class CustomOp(Operation):
         return [_as_aval(result, self.name)]
 
     def kernel(self, *values: Any, **kwargs: Any) -> Any:
+        bd = self._sequential(kwargs)
+        if not bd:
+            return self._kernel(*values, **kwargs)
+        # vmap, sequential: one lowering per batch element, outputs stacked
+        prefix = tuple(int(d) for d in values[0].shape[:bd])
+        n = math.prod(prefix)
+        if n == 0:
+            avals = self._physical_avals([(prefix + tuple(v.shape[bd:]), v.dtype) for v in values], kwargs)
+            out = [ops.broadcast_to(ops.constant(0, d, values[0].device), s) for s, d in avals]
+        else:
+            flat = [ops.reshape(v, (n, *v.shape[bd:])) for v in values]
+            runs = [_as_tuple(self._kernel(*[f[i] for f in flat], **kwargs)) for i in range(n)]
+            out = [ops.reshape(ops.stack(list(r), 0), prefix + tuple(r[0].shape)) for r in zip(*runs, strict=True)]
+        return tuple(out) if len(out) > 1 else out[0]
+
+    def _kernel(self, *values: Any, **kwargs: Any) -> Any:
         user = self._user(kwargs)
         if self._max_kernel is not None:
             return self._max_kernel(*values, **user)
@@ -215,7 +263,22 @@ class CustomOp(Operation):
         return tensors if len(tensors) > 1 else tensors[0]
 
     def numpy_kernel(self, *arrays: np.ndarray, **kwargs: Any) -> Any:
-        return self._numpy_kernel(*arrays, **self._user(kwargs))
+        bd = self._sequential(kwargs)
+        user = self._user(kwargs)
+        if not bd:
+            return self._numpy_kernel(*arrays, **user)
+        prefix = arrays[0].shape[:bd]
+        n = math.prod(prefix)
+        if n == 0:
+            avals = self._physical_avals([(a.shape, _dt.from_numpy_dtype(a.dtype)) for a in arrays], kwargs)
+            out = [np.zeros(s, _dt.to_numpy_dtype(d)) for s, d in avals]
+        else:
+            flat = [a.reshape((n, *a.shape[bd:])) for a in arrays]
+            runs = [_as_tuple(self._numpy_kernel(*[f[i] for f in flat], **user)) for i in range(n)]
+            out = [
+                np.stack([np.asarray(x) for x in r]).reshape(prefix + np.shape(r[0])) for r in zip(*runs, strict=True)
+            ]
+        return tuple(out) if len(out) > 1 else out[0]
 
     def vjp_rule(self, primals: list, cotangents: list, outputs: list, **kwargs: Any) -> list:
         if self._vjp is None:
@@ -260,6 +323,7 @@ def custom_op(
     mojo_kernel: str | None = None,
     kernel_path: Any = None,
     differentiable: bool = True,
+    vmap_method: str = "sequential",
 ) -> CustomOp:
     """Define a new op from user functions; call the result like a function of Tensors.
 
@@ -283,6 +347,11 @@ def custom_op(
         kernel_path: the Mojo package holding the kernel: a source directory with
             `__init__.mojo` (built once, cached by content) or a compiled `.mojoc`.
         differentiable: False for ops whose outputs never carry gradients (integer outputs).
+        vmap_method: how `vmap` batches the op (names as in JAX's `pure_callback`).
+            "sequential" (default, always correct): the kernels run once per batch element
+            and the outputs are stacked. "broadcast_all": every piece receives the batched
+            inputs, all with the same leading batch dims, and must return outputs with those
+            leading dims (for elementwise ops, or ops that treat leading dims independently).
 
     Example:
         >>> cube = nabla.custom_op(
@@ -305,4 +374,5 @@ def custom_op(
         mojo_kernel=mojo_kernel,
         kernel_path=kernel_path,
         differentiable=differentiable,
+        vmap_method=vmap_method,
     )

@@ -262,7 +262,8 @@ def masked_fill(x: Tensor, mask: Tensor, value: Any) -> Tensor:
 def one_hot(indices: Tensor, num_classes: int = -1) -> Tensor:
     """int64 one-hot encoding with a new last dimension of size `num_classes` (torch's
     F.one_hot). `num_classes=-1` uses `max(indices) + 1`, which reads the data and so
-    realizes `indices`. Values must lie in [0, num_classes).
+    realizes `indices` (so it is not available under vmap with batched indices). Values must lie
+    in [0, num_classes).
 
     Example:
         >>> nabla.one_hot(nabla.tensor([0, 2]), 3).tolist()
@@ -276,6 +277,11 @@ def one_hot(indices: Tensor, num_classes: int = -1) -> Tensor:
     num_classes = int(num_classes)
     data = _known(indices)
     if num_classes == -1:
+        if indices._impl.batch_dims:  # the result's size would depend on each batch element's values
+            raise ValueError(
+                "one_hot: num_classes=-1 reads the indices to size the result, which indices batched by "
+                "vmap cannot provide (each batch element may need a different size); pass num_classes"
+            )
         if indices.numel() == 0:
             raise ValueError("one_hot: cannot infer num_classes from an empty tensor; pass num_classes")
         data = indices.numpy()

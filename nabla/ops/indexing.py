@@ -18,6 +18,10 @@ the mask's / indices' values to know the result's shape, so they realize those t
 computation pending behind them is evaluated first). Integer index arrays given as Python or
 NumPy data (or realized tensors) are bounds-checked at the call; indices computed lazily are
 not (out-of-range values then give undefined results on MAX).
+
+Under vmap, `take` and `take_scatter` work per batch element (operands arrive with one batch
+prefix, so an index batched by vmap, e.g. per-example labels, indexes its own element). A
+boolean mask batched by vmap is refused: the result's shape would depend on the element.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from typing import Any
 
 import numpy as np
 from max.dtype import DType
-from max.graph import DeviceRef, ops
+from max.graph import ops
 
 from ..core.common import dtypes as _dt
 from ..core.tensor.impl import TensorImpl
@@ -79,21 +83,6 @@ def _is_full(s: tuple[int, int, int], n: int) -> bool:
     return s == (0, n, 1) or (n == 0 and _slice_len(s) == 0)
 
 
-def _logical_slices(slices: Slices, primal: Tensor) -> Slices:
-    return slices  # rules receive kwargs adapted for unbatched operands
-
-
-def _check_same_batch(impls: list[TensorImpl], op: str, names: tuple[str, ...]) -> int:
-    """The data inputs must share their vmap depth; indices must not be batched (yet)."""
-    bd = impls[0].batch_dims
-    for impl, name in zip(impls, names, strict=False):
-        if name == "index" and impl.batch_dims:
-            raise NotImplementedError(f"{op}: batched (vmapped) indices are not supported yet")
-        if name != "index" and impl.batch_dims != bd:
-            raise NotImplementedError(f"{op}: x and {name} must have the same vmap batch dimensions")
-    return bd
-
-
 # -- slice ---------------------------------------------------------------------------------------
 class SliceOp(Operation):
     """`x[s0, s1, ...]` for one canonical (start, stop, step) per dimension; rank is kept."""
@@ -116,7 +105,7 @@ class SliceOp(Operation):
             x = ops.slice_tensor(x, positive)
         for d, s in enumerate(slices):
             if s[2] < 0:  # reversed order: a gather with a constant index vector
-                x = ops.gather(x, ops.constant(np.arange(*s, dtype=np.int64), DType.int64, DeviceRef.CPU()), d)
+                x = ops.gather(x, ops.constant(np.arange(*s, dtype=np.int64), DType.int64, x.device), d)
         return x
 
     def numpy_kernel(self, x: np.ndarray, *, slices: Slices) -> np.ndarray:
@@ -124,10 +113,10 @@ class SliceOp(Operation):
 
     def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, slices: Slices) -> list:
         x = primals[0]
-        return [_slice_scatter(zeros_like(x), cotangents[0], _logical_slices(slices, x))]
+        return [_slice_scatter(zeros_like(x), cotangents[0], slices)]
 
     def jvp_rule(self, primals: list, tangents: list, outputs: list, *, slices: Slices) -> list:
-        return [_slice(tangents[0], _logical_slices(slices, primals[0]))]
+        return [_slice(tangents[0], slices)]
 
 
 class SliceScatterOp(Operation):
@@ -136,7 +125,6 @@ class SliceScatterOp(Operation):
     name = "slice_scatter"
 
     def adapt_kwargs(self, impls: list[TensorImpl], kwargs: dict, batch_dims: int) -> dict:
-        _check_same_batch(impls, self.name, ("x", "src"))
         lead = tuple((0, n, 1) for n in impls[0].physical_shape[:batch_dims])
         return {"slices": lead + tuple(kwargs["slices"])}
 
@@ -150,7 +138,7 @@ class SliceScatterOp(Operation):
 
     def kernel(self, x: Any, src: Any, *, slices: Slices) -> Any:
         shape = [int(d) for d in x.shape]
-        device = DeviceRef.CPU()
+        device = x.device
         value, mask = src, None
         for d, (s, n) in enumerate(zip(slices, shape, strict=True)):
             if _is_full(s, n):
@@ -179,11 +167,10 @@ class SliceScatterOp(Operation):
     def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, slices: Slices) -> list:
         x, src = primals
         g = cotangents[0]
-        sl = _logical_slices(slices, x)
-        return [_slice_scatter(g, zeros_like(src), sl), _slice(g, sl)]
+        return [_slice_scatter(g, zeros_like(src), slices), _slice(g, slices)]
 
     def jvp_rule(self, primals: list, tangents: list, outputs: list, *, slices: Slices) -> list:
-        return [_slice_scatter(tangents[0], tangents[1], _logical_slices(slices, primals[0]))]
+        return [_slice_scatter(tangents[0], tangents[1], slices)]
 
 
 _SLICE, _SLICE_SCATTER = SliceOp(), SliceScatterOp()
@@ -202,39 +189,80 @@ def _slice_scatter(x: Tensor, src: Tensor, slices: Slices) -> Tensor:
 
 
 # -- take / take_scatter -------------------------------------------------------------------------
+def _batch_offsets(index: Any, batch_dims: int, n: int) -> Any:
+    """`index` (physical, with `batch_dims` leading vmap dims) plus `b * n` for the b-th batch
+    element (row-major): an index into the batch dims merged with an axis of length n."""
+    if not batch_dims:
+        return index
+    shape = [int(d) for d in index.shape]
+    lead = shape[:batch_dims]
+    offsets = (np.arange(_prod(lead), dtype=np.int64) * n).reshape(lead + [1] * (len(shape) - batch_dims))
+    return ops.add(index, ops.constant(offsets, DType.int64, index.device))
+
+
+def _batch_front(x: Any, batch_dims: int, first: list[int]) -> Any:
+    """Permute x to (batch dims, dims `first`, the rest in order), then merge batch dims and
+    `first` into one leading dim."""
+    rank = len(x.shape)
+    perm = [*range(batch_dims), *first, *[d for d in range(batch_dims, rank) if d not in first]]
+    if perm != list(range(rank)):
+        x = ops.permute(x, perm)
+    shape = [int(d) for d in x.shape]
+    lead = batch_dims + len(first)
+    return ops.reshape(x, [_prod(shape[:lead]), *shape[lead:]])
+
+
+def _np_batched(fn: Any, batch_dims: int, out: np.ndarray, *arrays: np.ndarray) -> np.ndarray:
+    """Apply `fn` to each batch element (the leading `batch_dims` dims), writing into `out`."""
+    for b in np.ndindex(*out.shape[:batch_dims]):
+        out[b] = fn(*(a[b] for a in arrays))
+    return out
+
+
 class TakeOp(Operation):
     """NumPy's `take(x, index, axis)`: shape `x[:axis] + index.shape + x[axis+1:]`.
 
-    Indices must be int64 in [0, x.shape[axis]) (callers wrap negatives)."""
+    Indices must be int64 in [0, x.shape[axis]) (callers wrap negatives). Under vmap x and the
+    index share a batch prefix (operands are aligned) and each batch element takes from its own x."""
 
     name = "take"
 
     def adapt_kwargs(self, impls: list[TensorImpl], kwargs: dict, batch_dims: int) -> dict:
-        _check_same_batch(impls, self.name, ("x", "index"))
-        return {"axis": kwargs["axis"] + batch_dims}
+        return {"axis": kwargs["axis"] + batch_dims, "batch_dims": batch_dims}
 
-    def abstract_eval(self, x: AVal, index: AVal, *, axis: int) -> AVal:
+    def abstract_eval(self, x: AVal, index: AVal, *, axis: int, batch_dims: int) -> AVal:
         if not _dt.is_integer(index[1]):
             raise TypeError(f"take: index must be an integer tensor, got dtype {index[1].name}")
-        return x[0][:axis] + index[0] + x[0][axis + 1 :], x[1]
+        return x[0][:axis] + index[0][batch_dims:] + x[0][axis + 1 :], x[1]
 
-    def kernel(self, x: Any, index: Any, *, axis: int) -> Any:
-        if index.rank == 0:  # MAX keeps a size-1 dimension for a scalar index
-            out = ops.gather(x, ops.reshape(index, [1]), axis)
-            return ops.reshape(out, [int(d) for i, d in enumerate(x.shape) if i != axis])
-        return ops.gather(x, index, axis)
+    def kernel(self, x: Any, index: Any, *, axis: int, batch_dims: int) -> Any:
+        k = batch_dims
+        if k == 0:
+            if index.rank == 0:  # MAX keeps a size-1 dimension for a scalar index
+                out = ops.gather(x, ops.reshape(index, [1]), axis)
+                return ops.reshape(out, [int(d) for i, d in enumerate(x.shape) if i != axis])
+            return ops.gather(x, index, axis)
+        # Batched: merge the batch dims into the taken axis (offset indices), take along it,
+        # then move the batch dims' index dims back to `axis`.
+        shape = [int(d) for d in x.shape]
+        flat = _batch_front(x, k, [axis])
+        out = ops.gather(flat, _batch_offsets(index, k, shape[axis]), 0)  # (batch, index, rest)
+        ir = index.rank - k
+        perm = [*range(k), *range(k + ir, ir + axis), *range(k, k + ir), *range(ir + axis, out.rank)]
+        return ops.permute(out, perm) if perm != list(range(out.rank)) else out
 
-    def numpy_kernel(self, x: np.ndarray, index: np.ndarray, *, axis: int) -> np.ndarray:
-        return np.take(x, index, axis=axis)
+    def numpy_kernel(self, x: np.ndarray, index: np.ndarray, *, axis: int, batch_dims: int) -> np.ndarray:
+        if not batch_dims:
+            return np.take(x, index, axis=axis)
+        out = np.empty(x.shape[:axis] + index.shape[batch_dims:] + x.shape[axis + 1 :], x.dtype)
+        return _np_batched(lambda a, i: np.take(a, i, axis=axis - batch_dims), batch_dims, out, x, index)
 
-    def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, axis: int) -> list:
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, axis: int, **kw: Any) -> list:
         x, index = primals
-        a = axis
-        return [_take_scatter(zeros_like(x), cotangents[0], index, a, "add"), None]
+        return [_take_scatter(zeros_like(x), cotangents[0], index, axis, "add"), None]
 
-    def jvp_rule(self, primals: list, tangents: list, outputs: list, *, axis: int) -> list:
-        x, index = primals
-        return [_take(tangents[0], index, axis)]
+    def jvp_rule(self, primals: list, tangents: list, outputs: list, *, axis: int, **kw: Any) -> list:
+        return [_take(tangents[0], primals[1], axis)]
 
 
 _SCATTER_ND = {
@@ -250,56 +278,64 @@ _NUMPY_AT = {"add": np.add.at, "mul": np.multiply.at, "min": np.minimum.at, "max
 class TakeScatterOp(Operation):
     """The inverse of `take`: combine `updates` (shaped like `take(x, index, axis)`) into `x`
     at `index` along `axis`. `mode`: "set" (duplicates: one of them wins), "add", "mul",
-    "min", "max" (duplicates combine, as JAX's scatter ops)."""
+    "min", "max" (duplicates combine, as JAX's scatter ops). Under vmap each batch element
+    scatters into its own x."""
 
     name = "take_scatter"
 
     def adapt_kwargs(self, impls: list[TensorImpl], kwargs: dict, batch_dims: int) -> dict:
-        _check_same_batch(impls, self.name, ("x", "updates", "index"))
-        return {"axis": kwargs["axis"] + batch_dims, "mode": kwargs["mode"]}
+        return {"axis": kwargs["axis"] + batch_dims, "mode": kwargs["mode"], "batch_dims": batch_dims}
 
-    def abstract_eval(self, x: AVal, updates: AVal, index: AVal, *, axis: int, mode: str) -> AVal:
+    def abstract_eval(self, x: AVal, updates: AVal, index: AVal, *, axis: int, mode: str, batch_dims: int) -> AVal:
         if mode not in _MODES:
             raise ValueError(f"take_scatter: mode must be one of {_MODES}, got {mode!r}")
         if not _dt.is_integer(index[1]):
             raise TypeError(f"take_scatter: index must be an integer tensor, got dtype {index[1].name}")
-        want = x[0][:axis] + index[0] + x[0][axis + 1 :]
+        want = x[0][:axis] + index[0][batch_dims:] + x[0][axis + 1 :]
         if updates[0] != want or updates[1] != x[1]:
             raise ValueError(
                 f"take_scatter: updates have shape {updates[0]} {updates[1].name}, expected {want} {x[1].name}"
             )
         return x
 
-    def kernel(self, x: Any, updates: Any, index: Any, *, axis: int, mode: str) -> Any:
+    def kernel(self, x: Any, updates: Any, index: Any, *, axis: int, mode: str, batch_dims: int) -> Any:
+        k = batch_dims
         shape = [int(d) for d in x.shape]
-        m = _prod([int(d) for d in index.shape])
-        if m == 0:
+        if _prod([int(d) for d in index.shape]) == 0:
             return x
-        rank = len(shape)
         is_bool = x.dtype == DType.bool
         if is_bool:  # scatter kernels work on numbers
             x, updates = ops.cast(x, DType.int32), ops.cast(updates, DType.int32)
-        u = ops.reshape(updates, shape[:axis] + [m] + shape[axis + 1 :])
-        idx = ops.reshape(index, [m, 1])
-        # scatter_nd indexes leading dimensions: bring `axis` to the front.
-        perm = [axis, *range(axis), *range(axis + 1, rank)]
-        if axis:
-            x, u = ops.permute(x, perm), ops.permute(u, perm)
-        out = _SCATTER_ND[mode](x, u, idx)
-        if axis:
+        # scatter_nd indexes the leading dim: merge the batch dims and `axis` into it (offset
+        # indices), and the batch dims and the index dims of the updates likewise.
+        ir = index.rank - k
+        flat_x = _batch_front(x, k, [axis])
+        flat_u = _batch_front(updates, k, list(range(axis, axis + ir)))
+        idx = ops.reshape(_batch_offsets(index, k, shape[axis]), [int(flat_u.shape[0]), 1])
+        out = _SCATTER_ND[mode](flat_x, flat_u, idx)
+        perm = [*range(k), axis, *range(k, axis), *range(axis + 1, len(shape))]
+        out = ops.reshape(out, [shape[p] for p in perm])
+        if perm != list(range(len(shape))):
             out = ops.permute(out, [int(i) for i in np.argsort(perm)])
         return ops.cast(out, DType.bool) if is_bool else out
 
-    def numpy_kernel(self, x: np.ndarray, updates: np.ndarray, index: np.ndarray, *, axis: int, mode: str) -> Any:
-        out = np.array(x)
-        key = (slice(None),) * axis + (index,)
-        if mode == "set":
-            out[key] = updates
-        else:
-            _NUMPY_AT[mode](out, key, updates)
-        return out
+    def numpy_kernel(
+        self, x: np.ndarray, updates: np.ndarray, index: np.ndarray, *, axis: int, mode: str, batch_dims: int
+    ) -> Any:
+        def scatter(x: np.ndarray, updates: np.ndarray, index: np.ndarray) -> np.ndarray:
+            out = np.array(x)
+            key = (slice(None),) * (axis - batch_dims) + (index,)
+            if mode == "set":
+                out[key] = updates
+            else:
+                _NUMPY_AT[mode](out, key, updates)
+            return out
 
-    def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, axis: int, mode: str) -> list:
+        if not batch_dims:
+            return scatter(x, updates, index)
+        return _np_batched(scatter, batch_dims, np.empty_like(x), x, updates, index)
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, axis: int, mode: str, **kw: Any) -> list:
         x, u, index = primals
         g = cotangents[0]
         a = axis
@@ -314,7 +350,7 @@ class TakeScatterOp(Operation):
         g = _bin.div(g, count)
         return [_bin.mul(g, mask_x), _bin.mul(_take(g, index, a), mask_u), None]
 
-    def jvp_rule(self, primals: list, tangents: list, outputs: list, *, axis: int, mode: str) -> list:
+    def jvp_rule(self, primals: list, tangents: list, outputs: list, *, axis: int, mode: str, **kw: Any) -> list:
         x, u, index = primals
         tx, tu = tangents[0], tangents[1]
         a = axis
@@ -427,6 +463,12 @@ def _parse(shape: tuple[int, ...], index: Any, op: str) -> _Parsed:
         elif isinstance(item, Tensor | np.ndarray | list | tuple):
             arr = _as_index_array(item, op)
             if isinstance(arr, Tensor) and arr.dtype == _dt.bool_:
+                if arr._impl.batch_dims:  # as JAX: no per-element result shapes under vmap
+                    raise IndexError(
+                        f"{op}: a boolean mask batched by vmap cannot be an index: the number of selected "
+                        "elements (the result's shape) may differ per batch element. Use an unbatched mask, "
+                        "or nabla.where(mask, x, fill) / masked_fill to keep the shape"
+                    )
                 arr = arr.numpy()  # the result's shape depends on the mask's values
             if isinstance(arr, np.ndarray) and arr.dtype == np.bool_:
                 conv.append(("bool", bool(arr)) if arr.ndim == 0 else ("mask", arr))
@@ -678,7 +720,7 @@ def getitem(x: Tensor, index: Any) -> Tensor:
     Basic indices (ints, slices with any step, None, Ellipsis) are one static slice; integer
     arrays/lists/tensors are advanced indices (they broadcast together; when separated by a
     slice or None their dimensions go first, as NumPy). A bool mask selects the True positions:
-    its values decide the result's shape, so the mask is realized.
+    its values decide the result's shape, so the mask is realized (it cannot be batched by vmap).
 
     Example:
         >>> x = nabla.arange(12).reshape(3, 4)

@@ -22,6 +22,7 @@ from ..core.common import dtypes as _dt
 from ..core.tensor.impl import TensorImpl
 from ..core.tensor.tensor import Tensor
 from . import binary as _bin
+from . import control_flow as _cf
 from . import creation as _cr
 from . import reduction as _red
 from .base import AVal, Operation, public
@@ -667,8 +668,12 @@ def repeat_interleave(x: Tensor, repeats: Any, axis: Any = None) -> Tensor:
             x = reshape(x, (1,))
         a = normalize_axis(axis, x.ndim, "repeat_interleave")
     n = x.shape[a]
-    if isinstance(repeats, Tensor):
-        repeats = repeats.numpy()
+    if isinstance(repeats, Tensor):  # static counts: under vmap they must agree across the batch
+        impl = repeats._impl
+        values = _cf.host_array(repeats).reshape((math.prod(impl.physical_shape[: impl.batch_dims]), *repeats.shape))
+        if not len(values) or np.any(values != values[:1]):
+            raise ValueError("repeat_interleave: under vmap, repeats must be the same for every batch element")
+        repeats = values[0]
     if isinstance(repeats, bool) or isinstance(repeats, float):
         raise TypeError(f"repeat_interleave: repeats must be an int or a sequence of ints, got {repeats!r}")
     reps = np.asarray(repeats)

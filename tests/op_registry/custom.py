@@ -7,6 +7,9 @@ Two example ops cover both MAX lowerings:
   so derivatives exercise the custom kernel too.
 - `nabla_square_and_double` returns two outputs (x * x, x + x) and lowers with `max_kernel`
   (MAX graph ops, no Mojo).
+- `nabla_axpy` (alpha * x + y, two inputs) is elementwise and declares
+  `vmap_method="broadcast_all"`: under vmap its pieces see the batch dims. The other two use
+  the default "sequential" batching (one kernel call per batch element).
 """
 
 from __future__ import annotations
@@ -53,9 +56,20 @@ square_and_double = nb.custom_op(
     jvp=lambda primals, tans, outs: [tans[0] * primals[0] * 2, tans[0] * 2],
 )
 
+axpy = nb.custom_op(
+    "nabla_axpy",
+    abstract_eval=lambda x, y, *, alpha: x,
+    numpy_kernel=lambda x, y, *, alpha: alpha * x + y,
+    max_kernel=lambda x, y, *, alpha: ops.add(ops.mul(x, ops.constant(alpha, x.dtype, x.device)), y),
+    vjp=lambda primals, cots, outs, *, alpha: [cots[0] * alpha, cots[0]],
+    jvp=lambda primals, tans, outs, *, alpha: [tans[0] * alpha + tans[1]],
+    vmap_method="broadcast_all",
+)
+
 _CASES = {
     "int_pow": (lambda x, power: int_pow(x, power=power), lambda x, power: x**power),
     "two_outputs": (lambda x: square_and_double(x), lambda x: (x * x, x + x)),
+    "axpy": (lambda x, y: axpy(x, y, alpha=1.5), lambda x, y: 1.5 * x + y),
 }
 
 SPECS: list[OpSpec] = [
@@ -69,6 +83,7 @@ SPECS: list[OpSpec] = [
             Sample((uniform((), seed="ip"), 1), {"case": "int_pow"}, label="int_pow-identity-0d"),
             Sample((uniform((2, 3, 2), seed="sd"),), {"case": "two_outputs"}, label="two_outputs"),
             Sample((np.zeros((0, 3)),), {"case": "two_outputs"}, label="two_outputs-empty"),
+            Sample((uniform((2, 3), seed="ax"), uniform((2, 3), seed="ay")), {"case": "axpy"}, label="axpy"),
         ],
         family=FAMILY,
         covers=("custom",),

@@ -298,7 +298,7 @@ MASKED_FILL_SAMPLES = [
 
 ONE_HOT_SAMPLES = [
     Sample((np.array([0, 2, 1, 2], I64),), {"num_classes": 4}, label="1d"),
-    Sample((np.array([[1, 0], [3, 3]], I64),), {"num_classes": -1}, label="inferred"),
+    Sample((np.array([[1, 0], [3, 3]], I64),), {"num_classes": -1}, label="inferred", vmap_ints=False),
     Sample((np.array(2, I64),), {"num_classes": 3}, label="0d"),
     Sample((np.array([], I64),), {"num_classes": 2}, label="empty"),
 ]

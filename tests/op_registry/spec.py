@@ -28,6 +28,10 @@ class Sample:
     label: str = ""
     grad: bool = True
     max: bool = True  # include in the MAX graphs
+    # False: integer arrays set the output's shape by their values (one_hot's inferred
+    # num_classes, repeat_interleave's repeats), which cannot differ per vmap batch element;
+    # the vmap level then leaves them unmapped.
+    vmap_ints: bool = True
 
 
 @dataclass
