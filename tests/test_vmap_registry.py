@@ -17,35 +17,17 @@ import numpy as np
 import pytest
 from op_registry import REGISTRY, OpSpec, Sample
 from op_registry.spec import diff_indices, float_args
+from op_registry.vmapping import B, mappable, variants, weighted_sum
 
 import nabla as nb
-
-B = 3
-SCALES = (1.0, 0.75, 0.5)
-
-
-def _mappable(sample: Sample) -> list[int]:
-    """Positions of the array arguments the vmap level maps."""
-    return [
-        i for i, a in enumerate(sample.args) if isinstance(a, np.ndarray) and (sample.vmap_ints or a.dtype.kind == "f")
-    ]
-
 
 CASES = [
     pytest.param(spec, sample, mode, id=f"{sid}-{mode}")
     for spec in REGISTRY
     for sample, sid in zip(spec.samples, spec.sample_ids(), strict=True)
-    if _mappable(sample)
+    if mappable(sample)
     for mode in ("all", "first", "nested")
 ]
-
-
-def _variants(a: np.ndarray) -> list[np.ndarray]:
-    if a.dtype.kind == "f":
-        return [np.asarray(a * s, dtype=a.dtype) for s in SCALES]
-    if a.dtype.kind in "iu" and a.size > 1:  # same values (still valid indices), other places
-        return [np.roll(a.ravel(), b).reshape(a.shape) for b in range(len(SCALES))]
-    return [a.copy() for _ in SCALES]
 
 
 def _loop(spec: OpSpec, per_elem: list[tuple], kwargs: dict) -> list[np.ndarray]:
@@ -59,23 +41,23 @@ def _loop(spec: OpSpec, per_elem: list[tuple], kwargs: dict) -> list[np.ndarray]
 @pytest.mark.parametrize("spec, sample, mode", CASES)
 def test_vmap_matches_loop(spec: OpSpec, sample: Sample, mode: str):
     args = float_args(sample.args, np.float32)
-    arrays = _mappable(sample)
+    arrays = mappable(sample)
     mapped = arrays if mode in ("all", "nested") else arrays[:1]
-    variants = {i: _variants(args[i]) for i in mapped}
-    per_elem = [tuple(variants[i][b] if i in variants else a for i, a in enumerate(args)) for b in range(B)]
+    per_arg = {i: variants(args[i]) for i in mapped}
+    per_elem = [tuple(per_arg[i][b] if i in per_arg else a for i, a in enumerate(args)) for b in range(B)]
     want = _loop(spec, per_elem, sample.kwargs)
 
     in_axes, batched = [], []
     for i, a in enumerate(args):
-        if i not in variants:
+        if i not in per_arg:
             in_axes.append(None)
             batched.append(nb.asarray(a) if isinstance(a, np.ndarray) else a)
         elif mode == "first":  # mapped along the last axis
             in_axes.append(a.ndim)
-            batched.append(nb.asarray(np.stack(variants[i], axis=-1)))
+            batched.append(nb.asarray(np.stack(per_arg[i], axis=-1)))
         else:
             in_axes.append(0)
-            batched.append(nb.asarray(np.stack(variants[i])))
+            batched.append(nb.asarray(np.stack(per_arg[i])))
     fn = nb.vmap(lambda *xs: spec.fn(*xs, **sample.kwargs), in_axes=tuple(in_axes))
     if mode == "nested":
         outer_axes = tuple(0 if ax is not None else None for ax in in_axes)
@@ -101,34 +83,17 @@ GRAD_CASES = [
 ]
 
 
-def _weighted_sum(spec: OpSpec, kwargs: dict, diff: tuple, args: tuple):
-    """A scalar function of the differentiable arguments: sum of outputs times fixed weights."""
-
-    def f(*dargs):
-        full = list(args)
-        for i, a in zip(diff, dargs, strict=True):
-            full[i] = a
-        total = 0.0
-        for k, o in enumerate(nb.tree_leaves(spec.fn(*full, **kwargs))):
-            if o.dtype in (nb.float32, nb.float64):
-                w = np.cos(np.arange(int(np.prod(o.shape))) + k).reshape(o.shape).astype(np.float32)
-                total = total + (o * nb.asarray(w)).sum()
-        return total
-
-    return f
-
-
 @pytest.mark.parametrize("spec, sample", GRAD_CASES)
 def test_vmap_of_grad_matches_loop(spec: OpSpec, sample: Sample):
     args = float_args(sample.args, np.float32)
     diff = tuple(diff_indices(spec, sample))
-    variants = {i: _variants(args[i]) for i in diff}
+    per_arg = {i: variants(args[i]) for i in diff}
     as_nb = tuple(nb.asarray(a) if isinstance(a, np.ndarray) else a for a in args)
-    f = _weighted_sum(spec, sample.kwargs, diff, as_nb)
+    f = weighted_sum(spec, sample.kwargs, diff, as_nb)
     argnums = tuple(range(len(diff)))
-    want = [nb.grad(f, argnums)(*[nb.asarray(variants[i][b]) for i in diff]) for b in range(B)]
+    want = [nb.grad(f, argnums)(*[nb.asarray(per_arg[i][b]) for i in diff]) for b in range(B)]
     want = [np.stack([w[k].numpy() for w in want]) for k in range(len(diff))]
-    got = nb.vmap(nb.grad(f, argnums))(*[nb.asarray(np.stack(variants[i])) for i in diff])
+    got = nb.vmap(nb.grad(f, argnums))(*[nb.asarray(np.stack(per_arg[i])) for i in diff])
     for k, (g, w) in enumerate(zip(got, want, strict=True)):
         assert g.shape == w.shape, f"{spec.name} grad {k}: vmap shape {g.shape}, loop shape {w.shape}"
         np.testing.assert_allclose(g.numpy(), w, rtol=1e-4, atol=1e-4, err_msg=f"{spec.name} grad {k}")
@@ -138,7 +103,7 @@ MAX_CASES = [
     pytest.param(spec, sample, id=sid)
     for spec in REGISTRY
     for sample, sid in zip(spec.samples, spec.sample_ids(), strict=True)
-    if sample.max and _mappable(sample)
+    if sample.max and mappable(sample)
 ]
 
 
@@ -147,8 +112,8 @@ def test_vmap_max_shape_inference_agrees(spec: OpSpec, sample: Sample):
     """Batched ops (and the gradient of their weighted outputs) build valid MAX nodes whose
     shapes and dtypes agree with ours: eager graph building, no compile."""
     args = float_args(sample.args, np.float32)
-    arrays = _mappable(sample)
-    batched = tuple(nb.asarray(np.stack(_variants(a))) if i in arrays else a for i, a in enumerate(args))
+    arrays = mappable(sample)
+    batched = tuple(nb.asarray(np.stack(variants(a))) if i in arrays else a for i, a in enumerate(args))
     in_axes = tuple(0 if i in arrays else None for i in range(len(args)))
     nb.set_eager_max_graph(True, verify_shapes=True)
     try:
@@ -156,7 +121,7 @@ def test_vmap_max_shape_inference_agrees(spec: OpSpec, sample: Sample):
         diff = tuple(diff_indices(spec, sample))
         if spec.differentiable and spec.check is None and sample.grad and diff:
             unbatched = tuple(nb.asarray(a) if isinstance(a, np.ndarray) else a for a in args)
-            f = _weighted_sum(spec, sample.kwargs, diff, unbatched)
+            f = weighted_sum(spec, sample.kwargs, diff, unbatched)
             nb.vmap(nb.grad(f, tuple(range(len(diff)))))(*[batched[i] for i in diff])
     finally:
         nb.set_eager_max_graph(False, verify_shapes=False)
