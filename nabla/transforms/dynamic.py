@@ -16,6 +16,7 @@ from typing import Any
 
 from max.graph import Dim
 
+from ..core.graph.opnode import freeze
 from ..core.graph.program import Program
 
 PROBE_STEPS = (1, 2)
@@ -116,12 +117,17 @@ class DynamicPlan:
         if not executor.compiles:
             self._specialized = {}
             return self
+        key = (executor.name, _structure(self.program))
+        model = _MODELS.get(key)
+        if model is not None:  # the same symbolic program, traced again (e.g. a rebound global)
+            return model
         resolve = _resolver(SymInt.to_dim)
         try:
             model = executor.prepare(self.program, resolve)
         except Exception as err:  # a kernel that needs static sizes, or MAX rejects the graph
             raise SymbolicProgramError(f"MAX could not build the symbolic model ({type(err).__name__}: {err})") from err
         self.compiles += 1
+        _MODELS[key] = model
         return model
 
     def run(self, executor: Any, prepared: Any, storages: list, values: list, sources: list) -> list:
@@ -144,6 +150,15 @@ class DynamicPlan:
             )
             self._specialized[key] = program
         return executor.run(program, storages)
+
+
+_MODELS: dict[tuple, Any] = {}  # symbolic programs compiled in this process, by structure
+
+
+def _structure(program: Program) -> tuple:
+    steps = tuple((st.op.name, freeze(st.kwargs), st.args, st.outs) for st in program.steps)
+    inputs = tuple((dtype, freeze(shape)) for dtype, shape in program.input_types)
+    return steps, inputs, tuple(program.input_slots), tuple(program.output_slots)
 
 
 def make_symbolic(base: Any, sizes: dict[str, int], probes: list[tuple[str, list]]) -> DynamicPlan:
