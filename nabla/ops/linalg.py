@@ -37,7 +37,12 @@ class MatmulOp(Operation):
         return x[0][:-1] + (y[0][-1],), x[1]
 
     def kernel(self, x: Any, y: Any) -> Any:
-        return ops.matmul(x, y)
+        if x.rank <= 4:
+            return ops.matmul(x, y)
+        # MAX's batched matmul takes rank <= 4 (vmap adds batch dims): merge the batch dims.
+        batch, (m, k), n = list(x.shape[:-2]), x.shape[-2:], y.shape[-1]
+        out = ops.matmul(ops.reshape(x, [-1, m, k]), ops.reshape(y, [-1, k, n]))
+        return ops.reshape(out, [*batch, m, n])
 
     def numpy_kernel(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         return np.matmul(x, y)
