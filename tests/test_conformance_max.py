@@ -87,7 +87,7 @@ def test_max_matches_numpy_executor(group: str):
 
 # Families whose batching rules have kernels of their own (batched indices, conv with batched
 # weights folded into groups, per-element custom kernels, batched while/cond): their vmapped
-# forward values and per-example gradients, two samples per op, as one MAX graph.
+# forward values and per-example gradients, the first sample of each op, as one MAX graph.
 VMAP_FAMILIES = ("indexing", "conv", "custom", "control_flow")
 VMAP_EXTRA = ("repeat_interleave", "take_along_axis", "index_select")
 
@@ -97,7 +97,7 @@ def _vmap_program() -> dict[str, nb.Tensor]:
     for spec in REGISTRY:
         if spec.family not in VMAP_FAMILIES and spec.name not in VMAP_EXTRA:
             continue
-        for sample, sid in list(zip(spec.samples, spec.sample_ids(), strict=True))[:2]:
+        for sample, sid in list(zip(spec.samples, spec.sample_ids(), strict=True))[:1]:
             mapped = mappable(sample)
             if not sample.max or not mapped:
                 continue
@@ -131,7 +131,7 @@ def test_vmapped_ops_on_max_match_numpy_executor():
     info = nb.cache_info().per_executor["max"]
     assert info.compiles + info.hits <= 1, f"vmapped ops needed {info.compiles} compiles"
     specs = {s.name: s for s in REGISTRY}
-    assert len(want) > 50
+    assert len(want) > 30
     for key, w in want.items():
         spec = specs[key.split("[")[0]]
         g = program[key].numpy()
