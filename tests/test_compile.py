@@ -308,3 +308,23 @@ def test_python_scalar_inputs_keep_python_scalar_promotion():
     assert f(i, 3).dtype == (i * 3).dtype == nb.int32
     np.testing.assert_array_equal(f(i, 3).numpy(), [3, 6])
     assert f(i, 2.5).dtype == (i * 2.5).dtype == nb.float32
+
+
+def test_compiled_function_inside_grad_jvp_and_vmap_is_inlined():
+    f = nb.compile(lambda x, w: (nb.sin(x) * w).sum())
+    x, w = nb.tensor([0.5, 1.0]), nb.tensor([2.0, 3.0])
+    np.testing.assert_allclose(nb.grad(f)(x, w).numpy(), np.cos([0.5, 1.0]) * [2.0, 3.0], rtol=1e-6)
+    _, t = nb.jvp(lambda v: f(v, w), (x,), (nb.ones(2),))
+    np.testing.assert_allclose(t.numpy(), (np.cos([0.5, 1.0]) * [2.0, 3.0]).sum(), rtol=1e-6)
+    per_row = nb.vmap(f, in_axes=(0, None))(nb.stack([x, 2 * x]), w)
+    np.testing.assert_allclose(
+        per_row.numpy(), [(np.sin([0.5, 1.0]) * [2, 3]).sum(), (np.sin([1.0, 2.0]) * [2, 3]).sum()], rtol=1e-6
+    )
+    assert f.stats.misses == 0  # never traced on its own: the outer transforms saw its ops
+
+
+def test_tensor_kwargs_are_inputs():
+    f = nb.compile(lambda x, *, scale: x * scale)
+    np.testing.assert_allclose(f(nb.ones(2), scale=nb.full((2,), 3.0)).numpy(), [3.0, 3.0])
+    np.testing.assert_allclose(f(nb.ones(2), scale=nb.full((2,), 4.0)).numpy(), [4.0, 4.0])
+    assert (f.stats.misses, f.stats.hits) == (1, 1)

@@ -136,6 +136,10 @@ class CompiledFunction:
     # -- call ---------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         values, treedef, leaves = self._flatten(args, kwargs)
+        if _inside_transform(values):
+            # Called under grad/jvp/vmap (an input is traced): run the function inline so the
+            # outer transform sees its ops, as jit does inside JAX's transforms.
+            return self.fn(*args, **kwargs)
         structure = (treedef, tuple((lf.kind, lf.key if lf.kind != "scalar" else lf.key[0]) for lf in leaves))
         specialize = structure in self._static_scalars
         key = self._key(treedef, leaves, values, structure)
@@ -490,6 +494,15 @@ class _Traced:
     state: TraceState
     scan: Any
     placeholders: list
+
+
+def _inside_transform(values: list) -> bool:
+    for v in values:
+        if isinstance(v, Tensor):
+            impl = v._impl
+            if impl.batch_dims or impl.tangent is not None or (impl.requires_grad and not impl.is_leaf):
+                return True
+    return False
 
 
 def _wrap(data: Any) -> Tensor:
