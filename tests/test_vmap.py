@@ -202,13 +202,22 @@ def test_nested_vmap_matches_torch_func():
     _close(got, want.numpy())
 
 
-def test_random_ops_inside_vmap_do_not_crash():
-    # Random draws are not batched: every batch element sees the same numbers (known limitation).
-    x = _r(4, 3)
-    out = nb.vmap(lambda t: t + nb.randn(3) + nb.rand_like(t))(nb.tensor(x))
-    assert out.shape == (4, 3) and np.isfinite(out.numpy()).all()
-    out = nb.vmap(lambda t: nb.uniform(t.shape) * t)(nb.tensor(x))
-    assert out.shape == (4, 3)
+def test_random_ops_inside_vmap_follow_randomness():
+    x = nb.zeros((4, 3))
+    out = nb.vmap(lambda t: t + nb.randn(3) + nb.rand_like(t))(x).numpy()  # default: "different"
+    assert out.shape == (4, 3) and np.isfinite(out).all()
+    assert len({tuple(r) for r in out.round(6)}) == 4, "each batch element draws its own numbers"
+    same = nb.vmap(lambda t: t + nb.rand(3), randomness="same")(x).numpy()
+    assert np.allclose(same, same[0])
+    with pytest.raises(RuntimeError, match="randomness='error'"):
+        nb.vmap(lambda t: t + nb.rand(3), randomness="error")(x)
+    with pytest.raises(ValueError, match="randomness must be"):
+        nb.vmap(lambda t: t, randomness="maybe")
+    # dropout keeps about 1 - p of each row, with a mask per row; nested levels mix modes
+    drop = nb.vmap(lambda t: nb.dropout(t, 0.5))(nb.ones((64, 32))).numpy()
+    assert len({tuple(r) for r in drop}) > 60 and 0.3 < (drop > 0).mean() < 0.7
+    nested = nb.vmap(nb.vmap(lambda t: t + nb.rand(()), randomness="same"))(nb.zeros((3, 5))).numpy()
+    assert np.allclose(nested, nested[:, :1]) and not np.allclose(nested, nested[:1])
 
 
 def test_inner_output_that_depends_only_on_the_outer_level():

@@ -163,6 +163,7 @@ def broadcast_batch(x: Tensor, prefix: tuple[int, ...]) -> Tensor:
     return _broadcast_batch(x, sizes=tuple(prefix[len(have) :]))
 
 
+@register("move_to_batch")
 def move_to_batch(x: Tensor, axis: int, prefix: tuple[int, ...]) -> Tensor:
     """Make logical `axis` of `x` the batch dim of level `len(prefix) + 1`."""
     return _move_to_batch(broadcast_batch(x, prefix), axis=axis)

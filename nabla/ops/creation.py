@@ -17,8 +17,9 @@ import numpy as np
 from max.graph import DeviceRef, Dim, TensorType, ops
 
 from ..core.common import dtypes as _dt
+from ..core.common.context import vmap_randomness, vmap_sizes
 from ..core.graph.tracing import note_seed
-from ..core.tensor.dispatch import register
+from ..core.tensor.dispatch import OPS, register
 from ..core.tensor.impl import Device
 from ..core.tensor.tensor import Tensor
 from . import binary as _bin
@@ -594,7 +595,26 @@ _random = RandomOp()
 
 
 def _draw(distribution: str, shape: tuple, dtype: Any, a: Any = 0.0, b: Any = 0.0) -> Tensor:
-    return _random(_seed_tensor(), distribution=distribution, shape=shape, dtype=dtype, a=a, b=b)
+    modes = vmap_randomness()
+    if not modes or all(m == "same" for m in modes):
+        return _random(_seed_tensor(), distribution=distribution, shape=shape, dtype=dtype, a=a, b=b)
+    if "error" in modes:
+        raise RuntimeError(
+            "vmap: a random op was called inside vmap(..., randomness='error'); pass randomness='different' "
+            "(independent draws per batch element) or randomness='same'"
+        )
+    if distribution == "permutation":
+        raise NotImplementedError("randperm inside vmap(randomness='different') is not supported; draw it outside")
+    # One draw with a leading dim per vmap level ("same" levels get size 1, then broadcast),
+    # each made a batch dim: every batch element gets its own numbers.
+    sizes = vmap_sizes()
+    lead = tuple(n if m == "different" else 1 for n, m in zip(sizes, modes, strict=True))
+    x = _random(_seed_tensor(), distribution=distribution, shape=lead + shape, dtype=dtype, a=a, b=b)
+    if lead != sizes:
+        x = OPS.broadcast_to(x, sizes + shape)
+    for level in range(len(sizes)):
+        x = OPS.move_to_batch(x, 0, sizes[:level])
+    return x
 
 
 def _float_dtype(dtype: Any, op: str) -> Any:

@@ -28,6 +28,7 @@ def vmap(
     in_axes: AxisSpec = 0,
     out_axes: AxisSpec = 0,
     axis_size: int | None = None,
+    randomness: str = "different",
 ) -> Callable:
     """Vectorize `fn` over an axis of its inputs (JAX's `vmap`, PyTorch's `torch.func.vmap`).
 
@@ -38,9 +39,11 @@ def vmap(
         out_axes: where the mapped axis goes in each output (same forms; None for outputs
             that do not depend on the mapped axis).
         axis_size: the batch size, required only when no input is mapped.
+        randomness: random ops inside `fn` draw independent numbers per batch element
+            ("different", e.g. a dropout mask per example), the same numbers for all ("same"),
+            or raise ("error"), as in `torch.func.vmap`.
 
-    Keyword arguments of the call are passed to `fn` unmapped. Random ops inside `fn` are not
-    batched: every batch element sees the same draws (unlike JAX with split keys).
+    Keyword arguments of the call are passed to `fn` unmapped.
 
     Example:
         >>> batched_dot = nabla.vmap(lambda a, b: (a * b).sum())
@@ -54,6 +57,8 @@ def vmap(
         not isinstance(axis_size, int | np.integer) or isinstance(axis_size, bool) or axis_size < 0
     ):
         raise ValueError(f"vmap: axis_size must be a non-negative int, got {axis_size!r}")
+    if randomness not in ("different", "same", "error"):
+        raise ValueError(f"vmap: randomness must be 'different', 'same' or 'error', got {randomness!r}")
 
     @functools.wraps(fn)
     def batched(*args: Any, **kwargs: Any) -> Any:
@@ -66,7 +71,7 @@ def vmap(
         outer = vmap_sizes()
         for x, name in zip(leaves, names, strict=True):
             _check_not_escaped(x, name, len(outer))
-        with vmap_level(size):
+        with vmap_level(size, randomness):
             inner = [move_to_batch(x, a, outer) if a is not None else x for x, a in zip(leaves, leaf_axes, strict=True)]
             out = fn(*tree_unflatten(treedef, inner), **kwargs)
             return _unbatch_outputs(out, out_axes, outer + (size,))

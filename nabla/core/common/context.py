@@ -65,6 +65,7 @@ class enable_grad(set_grad_enabled):
 class _VmapState(threading.local):
     def __init__(self) -> None:
         self.sizes: list[int] = []
+        self.randomness: list[str] = []
 
 
 _VMAP = _VmapState()
@@ -80,15 +81,23 @@ def vmap_depth() -> int:
     return len(_VMAP.sizes)
 
 
+def vmap_randomness() -> tuple[str, ...]:
+    """Per active vmap level: how random ops behave ("different", "same" or "error")."""
+    return tuple(_VMAP.randomness)
+
+
 class vmap_level:
     """Context manager entered by `vmap` for the duration of one batched call."""
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, randomness: str = "different") -> None:
         self.size = size
+        self.randomness = randomness
 
     def __enter__(self) -> int:
         _VMAP.sizes.append(self.size)
+        _VMAP.randomness.append(self.randomness)
         return len(_VMAP.sizes)
 
     def __exit__(self, *exc: object) -> None:
         _VMAP.sizes.pop()
+        _VMAP.randomness.pop()
