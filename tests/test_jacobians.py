@@ -328,14 +328,27 @@ def test_jvp_tangent_shape_or_dtype_mismatch_names_both():
         nb.jvp(nb.sin, x, x)
 
 
-def test_nested_forward_mode_raises_a_clear_error():
+def test_nested_forward_mode():
     x = nb.tensor(_r(3))
-    with pytest.raises(NotImplementedError, match="nested forward mode.*not supported.*hessian"):
-        nb.jvp(lambda v: nb.jvp(nb.sin, (v,), (v,))[1], (x,), (x,))
-    with pytest.raises(NotImplementedError, match="nested forward mode"):
-        nb.jacfwd(nb.jacfwd(lambda v: nb.sin(v).sum()))(x)
+    xv = x.numpy()
+    # d/dt [cos(v) * v] at v = x + t x: the inner jvp's tangent, differentiated by the outer one
+    _, t2 = nb.jvp(lambda v: nb.jvp(nb.sin, (v,), (v,))[1], (x,), (x,))
+    _close(t2, (-np.sin(xv) * xv + np.cos(xv)) * xv)
+    f = lambda v: nb.sin(v).sum() * v[0] + (v * v * v).sum()  # noqa: E731
+    _close(nb.jacfwd(nb.jacfwd(f))(x), nb.hessian(f)(x).numpy())
+    _close(nb.jacrev(nb.jacfwd(f))(x), nb.hessian(f)(x).numpy())
     # forward mode still works afterwards
-    _close(nb.jvp(nb.sin, (x,), (nb.ones_like(x),))[1], np.cos(x.numpy()))
+    _close(nb.jvp(nb.sin, (x,), (nb.ones_like(x),))[1], np.cos(xv))
+
+
+def test_nested_forward_mode_has_no_perturbation_confusion():
+    # d/dx [x * (d/dy (x + y))] = d/dx [x * 1] = 1 (confusing the two perturbations gives 2)
+    def f(x):
+        inner = nb.jvp(lambda y: x + y, (nb.tensor(1.0),), (nb.tensor(1.0),))[1]
+        return x * inner
+
+    _, t = nb.jvp(f, (nb.tensor(2.0),), (nb.tensor(1.0),))
+    assert t.item() == 1.0
 
 
 def test_grad_of_non_scalar_output_names_the_shape():

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import itertools
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -65,11 +66,26 @@ def public(name: str | None = None) -> Callable[[Callable], Callable]:
 
 
 class _JvpState(threading.local):
+    """Forward mode bookkeeping. Tangents are keyed by jvp level (nested jvps get higher
+    levels); while the rule for level L runs, its ops carry only levels below L, so the
+    tangent of a tangent is computed and levels never mix (no perturbation confusion)."""
+
     def __init__(self) -> None:
-        self.in_rule = False
+        self.limit = float("inf")
+        self.zeros: set[int] = set()  # ids of the zero tangents handed to the running rule
 
 
 _JVP = _JvpState()
+_JVP_LEVELS = itertools.count(1)
+
+
+def new_jvp_level() -> int:
+    return next(_JVP_LEVELS)
+
+
+def is_zero_tangent(t: Tensor) -> bool:
+    """In a jvp_rule: whether this tangent stands for an input that has none (a constant)."""
+    return id(t) in _JVP.zeros
 
 
 class Operation:
@@ -93,7 +109,7 @@ class Operation:
         # 1. metadata: vmap depth, autodiff recording, forward-mode tangents
         batch_dims = max((i.batch_dims for i in impls), default=0)
         traced = self.differentiable and grad_enabled_for(impls)
-        has_tangent = not _JVP.in_rule and any(i.tangent is not None for i in impls)
+        has_tangent = any(i.tangent is not None and min(i.tangent) < _JVP.limit for i in impls)
         # 2. adapt logical kwargs to physical ones (axes shift by batch_dims)
         adapted = self.adapt_kwargs(impls, kwargs, batch_dims)
         # 4. (before hashing so that bad input fails first) physical shapes; never builds MAX nodes
@@ -172,15 +188,29 @@ class Operation:
 
 
 def _apply_jvp(op: Operation, primals: list[Tensor], outputs: list[Tensor], kwargs: dict) -> None:
-    tangents = [Tensor(p._impl.tangent) if p._impl.tangent is not None else OPS.zeros_like(p) for p in primals]
-    _JVP.in_rule = True
-    try:
-        out_tangents = op.jvp_rule(primals, tangents, outputs, **kwargs)
-    finally:
-        _JVP.in_rule = False
-    for out, tangent in zip(outputs, out_tangents, strict=True):
-        if tangent is not None:
-            out._impl.tangent = tangent._impl
+    limit = _JVP.limit
+    levels = sorted({lv for p in primals if p._impl.tangent for lv in p._impl.tangent if lv < limit}, reverse=True)
+    for level in levels:
+        tangents, zeros = [], set()
+        for p in primals:
+            t = (p._impl.tangent or {}).get(level)
+            if t is None:
+                z = OPS.zeros_like(p)
+                zeros.add(id(z))
+                tangents.append(z)
+            else:
+                tangents.append(Tensor(t))
+        saved = _JVP.zeros
+        _JVP.limit, _JVP.zeros = level, zeros
+        try:
+            out_tangents = op.jvp_rule(primals, tangents, outputs, **kwargs)
+        finally:
+            _JVP.limit, _JVP.zeros = limit, saved
+        for out, tangent in zip(outputs, out_tangents, strict=True):
+            if tangent is not None:
+                if out._impl.tangent is None:
+                    out._impl.tangent = {}
+                out._impl.tangent[level] = tangent._impl
 
 
 class _EagerGraph:

@@ -25,7 +25,7 @@ from ..core.common import dtypes as _dt
 from ..core.tensor.tensor import Tensor
 from . import control_flow as _cf
 from . import unary as _un
-from .base import AVal, Operation, public
+from .base import AVal, Operation, is_zero_tangent, public
 from .cast import cast
 from .creation import full, tensor
 from .view import broadcast_shapes, broadcast_to
@@ -307,7 +307,7 @@ class PowOp(BinaryOperation):
     def jvp_rule(self, primals: list, tangents: list, outputs: list) -> list:
         x, y = primals
         dx = mul(tangents[0], mul(y, pow(x, sub(y, 1))))
-        if y._impl.tangent is None:  # constant exponent: no log(x) term (nan for x < 0)
+        if is_zero_tangent(tangents[1]):  # constant exponent: no log(x) term (nan for x < 0)
             return [dx]
         safe_log = _un.log(where_(equal(x, 0), full((), 1, x.dtype), x))
         return [add(dx, mul(tangents[1], mul(outputs[0], safe_log)))]

@@ -11,6 +11,7 @@ from ..core.common import dtypes as _dt
 from ..core.common.context import enable_grad, vmap_depth
 from ..core.common.pytree import leaf_paths, tree_flatten, tree_unflatten
 from ..core.tensor.tensor import Tensor
+from ..ops.base import new_jvp_level
 from ..ops.creation import tensor, zeros_like
 from ..ops.view import detach, identity
 
@@ -183,6 +184,7 @@ def jvp(fn: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux: 
     if p_def != t_def:
         raise ValueError(f"jvp: tangents structure {t_def} does not match primals structure {p_def}")
     inputs = []
+    level = new_jvp_level()  # nested jvps get higher levels than the ones around them
     for path, p, t in zip(leaf_paths(tuple(primals)), p_leaves, t_leaves, strict=True):
         p = p if isinstance(p, Tensor) else tensor(p)
         t = t if isinstance(t, Tensor) else tensor(t, p.dtype)
@@ -191,13 +193,8 @@ def jvp(fn: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux: 
                 f"jvp: tangents{path} has shape {t.shape} and dtype {t.dtype.name}, "
                 f"but primals{path} has shape {p.shape} and dtype {p.dtype.name}"
             )
-        if p._impl.tangent is not None:
-            raise NotImplementedError(
-                "jvp: nested forward mode (jvp of jvp, jacfwd of jacfwd) is not supported yet; "
-                "use forward-over-reverse (jacfwd(jacrev(f)), nabla.hessian) or reverse-over-reverse"
-            )
-        x = identity(p)
-        x._impl.tangent = t._impl
+        x = identity(p)  # carries p's tangents of outer jvps, if any
+        x._impl.tangent = {**(x._impl.tangent or {}), level: t._impl}
         inputs.append(x)
     out = fn(*tree_unflatten(p_def, inputs))
     aux = None
@@ -206,15 +203,15 @@ def jvp(fn: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux: 
             raise TypeError("jvp: with has_aux=True, fn must return a pair (output, aux)")
         out, aux = out
     o_leaves, o_def = tree_flatten(out)
-    tans = [Tensor(o._impl.tangent) if o._impl.tangent is not None else zeros_like(o) for o in o_leaves]
+    tans = [Tensor(o._impl.tangent[level]) if level in (o._impl.tangent or {}) else zeros_like(o) for o in o_leaves]
     roots = [x._impl for x in [*inputs, *o_leaves, *tree_flatten(aux)[0]] if isinstance(x, Tensor)]
     if inputs:
-        _clear_tangents(roots, min(x._impl.seq for x in inputs))
+        _clear_tangents(roots, min(x._impl.seq for x in inputs), level)
     tangent_out = tree_unflatten(o_def, tans)
     return (out, tangent_out, aux) if has_aux else (out, tangent_out)
 
 
-def _clear_tangents(roots: list, start: int) -> None:
+def _clear_tangents(roots: list, start: int, level: int) -> None:
     """Drop the tangents one jvp attached (to its inputs, intermediates and outputs): left in
     place, they would make later ops on these tensors (a VJP rule during backward, another jvp)
     run forward mode again. Only tensors created by this call (seq >= start) are touched."""
@@ -225,7 +222,9 @@ def _clear_tangents(roots: list, start: int) -> None:
         if id(impl) in seen:
             continue
         seen.add(id(impl))
-        impl.tangent = None
+        if impl.tangent and level in impl.tangent:
+            del impl.tangent[level]
+            impl.tangent = impl.tangent or None
         node = impl.output_refs
         if node is not None:
             stack.extend(a for a in node.args if a.seq >= start)

@@ -74,7 +74,7 @@ class TensorImpl:
         self.output_refs = None  # OpNode for promises (and for realized tensors autograd needs)
         self.output_index = 0
         self.requires_grad = requires_grad
-        self.tangent: TensorImpl | None = None  # forward-mode tangent (JVP)
+        self.tangent: dict[int, TensorImpl] | None = None  # forward-mode tangents, by jvp level
         self.graph_values: list = []  # MAX values in the eager graph (NABLA_EAGER_MAX_GRAPH)
         self.graph_values_epoch = -1  # -1 marks a promise without eager graph values
         self.facade: weakref.ref | None = None  # the leaf Tensor whose .grad backward fills
