@@ -54,13 +54,15 @@ def main(steps: int = 200, batch: int = 128, d_in: int = 64, hidden: int = 128, 
         fn = step if mode == "compiled" else train_step
         t0 = time.perf_counter()
         for k in (0, 1):  # warm-up: both batch sizes (the lazy path compiles one model each)
-            params, loss = fn(params, *batches[k], 0.5)
-            loss.item()
+            params, loss = fn(params, *batches[k], 0.5 if mode == "compiled" else nb.tensor(np.float32(0.5)))
+            nb.evaluate(loss, *params.values())
         warm = time.perf_counter() - t0
         first = loss.item()
         t0 = time.perf_counter()
         for k in range(steps):
-            params, loss = fn(params, *batches[k % 20], 0.5 / (1 + 0.01 * k))
+            lr = 0.5 / (1 + 0.01 * k)
+            # The lazy engine bakes Python floats into the graph: a changing rate must be a tensor.
+            params, loss = fn(params, *batches[k % 20], lr if mode == "compiled" else nb.tensor(np.float32(lr)))
             if mode == "lazy":
                 nb.evaluate(loss, *params.values())  # one graph per step, as a training loop would
         last = loss.item()
