@@ -18,7 +18,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from max.graph import DeviceRef, Graph, Module, Weight
+from max.graph import DeviceRef, Graph, Module, StaticDim, Weight
 
 from ..core.common import dtypes as _dt
 from ..core.common.config import CONFIG
@@ -63,6 +63,12 @@ def public(name: str | None = None) -> Callable[[Callable], Callable]:
         return register(name or fn.__name__)(torch_names(fn))
 
     return deco
+
+
+def shape_of(value: Any) -> tuple:
+    """A MAX value's shape for kernels: ints for static dims, `Dim`s for symbolic ones (a
+    `nabla.compile` dynamic dim), which MAX's shape arguments accept as they are."""
+    return tuple(int(d) if isinstance(d, StaticDim) else d for d in value.shape)
 
 
 class _JvpState(threading.local):

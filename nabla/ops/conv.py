@@ -32,7 +32,7 @@ from ..core.tensor.tensor import Tensor, grad_enabled_for
 from . import batching as _batching
 from . import binary as _bin
 from . import view as _view
-from .base import AVal, Operation, public
+from .base import AVal, Operation, public, shape_of
 
 __all__ = ["conv1d", "conv2d", "conv_transpose2d"]
 
@@ -68,7 +68,7 @@ def _out_size(size: int, before: int, after: int, kernel: int, stride: int, dila
 
 
 def _shape(v: Any) -> tuple[int, ...]:
-    return tuple(int(d) for d in v.shape)
+    return shape_of(v)
 
 
 def _mx_pad(v: Any, pads: Pads, value: float = 0.0) -> Any:

@@ -39,7 +39,7 @@ from ..core.tensor.tensor import Tensor
 from . import binary as _bin
 from . import control_flow as _cf
 from . import unary as _un
-from .base import AVal, Operation, public
+from .base import AVal, Operation, public, shape_of
 from .cast import cast
 from .creation import full, tensor, zeros_like
 from .view import broadcast_shapes, broadcast_to, permute, reshape
@@ -99,7 +99,7 @@ class SliceOp(Operation):
         return tuple(_slice_len(s) for s in slices), x[1]
 
     def kernel(self, x: Any, *, slices: Slices) -> Any:
-        shape = [int(d) for d in x.shape]
+        shape = list(shape_of(x))
         positive = [slice(*s) if s[2] > 0 else slice(None) for s in slices]
         if any(not _is_full(s, n) for s, n in zip(slices, shape, strict=True) if s[2] > 0):
             x = ops.slice_tensor(x, positive)
@@ -137,7 +137,7 @@ class SliceScatterOp(Operation):
         return x
 
     def kernel(self, x: Any, src: Any, *, slices: Slices) -> Any:
-        shape = [int(d) for d in x.shape]
+        shape = list(shape_of(x))
         device = x.device
         value, mask = src, None
         for d, (s, n) in enumerate(zip(slices, shape, strict=True)):
@@ -194,7 +194,7 @@ def _batch_offsets(index: Any, batch_dims: int, n: int) -> Any:
     element (row-major): an index into the batch dims merged with an axis of length n."""
     if not batch_dims:
         return index
-    shape = [int(d) for d in index.shape]
+    shape = list(shape_of(index))
     lead = shape[:batch_dims]
     offsets = (np.arange(_prod(lead), dtype=np.int64) * n).reshape(lead + [1] * (len(shape) - batch_dims))
     return ops.add(index, ops.constant(offsets, DType.int64, index.device))
@@ -207,7 +207,7 @@ def _batch_front(x: Any, batch_dims: int, first: list[int]) -> Any:
     perm = [*range(batch_dims), *first, *[d for d in range(batch_dims, rank) if d not in first]]
     if perm != list(range(rank)):
         x = ops.permute(x, perm)
-    shape = [int(d) for d in x.shape]
+    shape = list(shape_of(x))
     lead = batch_dims + len(first)
     return ops.reshape(x, [_prod(shape[:lead]), *shape[lead:]])
 
@@ -244,7 +244,7 @@ class TakeOp(Operation):
             return ops.gather(x, index, axis)
         # Batched: merge the batch dims into the taken axis (offset indices), take along it,
         # then move the batch dims' index dims back to `axis`.
-        shape = [int(d) for d in x.shape]
+        shape = list(shape_of(x))
         flat = _batch_front(x, k, [axis])
         out = ops.gather(flat, _batch_offsets(index, k, shape[axis]), 0)  # (batch, index, rest)
         ir = index.rank - k
@@ -300,8 +300,8 @@ class TakeScatterOp(Operation):
 
     def kernel(self, x: Any, updates: Any, index: Any, *, axis: int, mode: str, batch_dims: int) -> Any:
         k = batch_dims
-        shape = [int(d) for d in x.shape]
-        if _prod([int(d) for d in index.shape]) == 0:
+        shape = list(shape_of(x))
+        if _prod(list(shape_of(index))) == 0:
             return x
         is_bool = x.dtype == DType.bool
         if is_bool:  # scatter kernels work on numbers

@@ -23,7 +23,7 @@ from ..core.tensor.tensor import Tensor
 from . import binary as _bin
 from . import unary as _un
 from . import view as _view
-from .base import AVal, Operation, public
+from .base import AVal, Operation, public, shape_of
 from .cast import cast
 
 __all__ = [
@@ -95,7 +95,7 @@ class ReduceOperation(Operation):
         for a in axes:
             x = self.max_reducer(x, axis=a)
         if not keepdims and axes:
-            x = ops.reshape(x, _reduced_shape(tuple(int(d) for d in x.shape), axes, False))
+            x = ops.reshape(x, _reduced_shape(shape_of(x), axes, False))
         return x
 
 
@@ -190,7 +190,7 @@ class _ArgOp(ReduceOperation):
     def kernel(self, x: Any, *, axes: tuple, keepdims: bool) -> Any:
         (a,) = axes
         if int(x.shape[a]) == 1:  # MAX's arg reductions reject an axis that does not shrink
-            shape = _reduced_shape(tuple(int(d) for d in x.shape), axes, keepdims)
+            shape = _reduced_shape(shape_of(x), axes, keepdims)
             return ops.broadcast_to(ops.constant(0, _dt.int64, x.device), shape)
         out = self.max_reducer(x, axis=a)
         out = ops.cast(out, _dt.int64)
@@ -237,7 +237,7 @@ class LogsumexpOp(ReduceOperation):
         return super().abstract_eval(x, axes=axes, keepdims=keepdims)
 
     def kernel(self, x: Any, *, axes: tuple, keepdims: bool) -> Any:
-        shape = tuple(int(d) for d in x.shape)
+        shape = shape_of(x)
         kept = _reduced_shape(shape, axes, True)
         if _builtins.any(shape[a] == 0 for a in axes):
             return ops.broadcast_to(ops.constant(-math.inf, x.dtype, x.device), _reduced_shape(shape, axes, keepdims))
@@ -325,7 +325,7 @@ class CumsumOp(_AxisOperation):
 def _max_shift_in(x: Any, axis: int, shift: int, fill: Any) -> Any:
     """MAX: `x` moved `shift` steps along `axis`, `fill` entering at the front."""
     n = int(x.shape[axis])
-    head_shape = [int(d) for d in x.shape]
+    head_shape = list(shape_of(x))
     head_shape[axis] = shift
     head = ops.broadcast_to(ops.constant(fill, x.dtype, x.device), head_shape)
     index = [slice(None)] * x.rank

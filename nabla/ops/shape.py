@@ -25,7 +25,7 @@ from . import binary as _bin
 from . import control_flow as _cf
 from . import creation as _cr
 from . import reduction as _red
-from .base import AVal, Operation, public
+from .base import AVal, Operation, public, shape_of
 from .cast import cast
 from .view import broadcast_to, normalize_axis, permute, reshape, unsqueeze
 
@@ -88,7 +88,7 @@ def _empty(shape: tuple[int, ...], dtype: Any, device: Any) -> Any:
 
 
 def _static_shape(value: Any) -> tuple[int, ...]:
-    return tuple(int(d) for d in value.shape)
+    return shape_of(value)
 
 
 def _tensor_list(tensors: Any, op: str) -> list[Tensor]:
