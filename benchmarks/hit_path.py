@@ -50,8 +50,20 @@ def main(iters: int = 2000) -> None:
         model.execute(buffers[k % 8])
     execute = (time.perf_counter() - t0) / iters
 
+    # 4) the same step through nabla.compile: a hit only feeds the buffer and runs the model
+    compiled = nb.compile(step)
+    inputs = [nb.tensor(d) for d in data]
+    compiled(inputs[0])
+    t0 = time.perf_counter()
+    for k in range(iters):
+        compiled(inputs[k % 8])
+    compiled_call = (time.perf_counter() - t0) / iters
+    assert compiled.stats.compiles <= 1 and compiled.stats.misses == 1
+
     info = nb.cache_info()
     for name, value in (
+        ("compiled_call_ms", compiled_call * 1e3),
+        ("compiled_overhead_ms", (compiled_call - execute) * 1e3),
         ("op_dispatch_per_step_ms", dispatch * 1e3),
         ("evaluate_hit_ms", evaluate * 1e3),
         ("model_execute_ms", execute * 1e3),
@@ -59,7 +71,7 @@ def main(iters: int = 2000) -> None:
     ):
         print(json.dumps({"benchmark": "hit_path", "metric": name, "value": round(value, 4), "ops_per_step": 6}))
     print(json.dumps({"benchmark": "hit_path", "metric": "compiles", "value": info.compiles, "hits": info.hits}))
-    assert info.compiles == 1, "the hit path compiled again"
+    assert info.compiles <= 2, "the hit path compiled again"
 
 
 if __name__ == "__main__":

@@ -328,3 +328,12 @@ def test_tensor_kwargs_are_inputs():
     np.testing.assert_allclose(f(nb.ones(2), scale=nb.full((2,), 3.0)).numpy(), [3.0, 3.0])
     np.testing.assert_allclose(f(nb.ones(2), scale=nb.full((2,), 4.0)).numpy(), [4.0, 4.0])
     assert (f.stats.misses, f.stats.hits) == (1, 1)
+
+
+def test_no_recompile_covers_compiled_functions():
+    f = nb.compile(lambda x: x + 1)
+    f(nb.ones(2))
+    with nb.no_recompile():
+        f(nb.ones(2))
+        with pytest.raises(nb.RecompileError, match=r"would recompile: arg 0 shape \(2,\) -> \(3,\)"):
+            f(nb.ones(3))

@@ -33,7 +33,7 @@ import numpy as np
 from ..core.common import dtypes as _dt
 from ..core.common.config import CONFIG
 from ..core.common.pytree import tree_flatten, tree_leaves, tree_unflatten
-from ..core.graph.engine import GRAPH
+from ..core.graph.engine import GRAPH, RecompileError
 from ..core.graph.executors import get_executor_impl
 from ..core.graph.program import collect
 from ..core.graph.tracing import ConcretizationError, TraceState, trace_scope
@@ -150,6 +150,9 @@ class CompiledFunction:
             return self._run(entry, values)
         self._leaf_labels = [lf.label for lf in leaves]
         reason = self._explain(key, entry)
+        if GRAPH._no_recompile_depth:
+            what = reason or "nothing is compiled for this function yet"
+            raise RecompileError(f"no_recompile: {getattr(self.fn, '__qualname__', '?')} would recompile: {what}")
         self._structure = structure
         entry = self._trace(args, kwargs, values, treedef, leaves, specialize, structure)
         self._record_miss(reason)
