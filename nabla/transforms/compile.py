@@ -32,7 +32,7 @@ import numpy as np
 
 from ..core.common import dtypes as _dt
 from ..core.common.config import CONFIG
-from ..core.common.pytree import tree_flatten, tree_leaves, tree_unflatten
+from ..core.common.pytree import leaf_paths, tree_flatten, tree_leaves, tree_unflatten
 from ..core.graph.engine import GRAPH, RecompileError
 from ..core.graph.executors import get_executor_impl
 from ..core.graph.program import collect
@@ -190,17 +190,13 @@ class CompiledFunction:
                 values.append(arg)
                 leaves.append(_Leaf(f"arg {i}", "static", ("static", arg)))
                 continue
-            sub = tree_leaves(arg)
-            for j, v in enumerate(sub):
-                label = f"arg {i}" if len(sub) == 1 else f"arg {i} leaf {j}"
+            for v, path in zip(tree_leaves(arg), leaf_paths(arg), strict=True):
                 values.append(v)
-                leaves.append(self._classify(v, label, i))
+                leaves.append(self._classify(v, f"arg {i}{path}", i))
         for name in sorted(kwargs):
-            sub = tree_leaves(kwargs[name])
-            for j, v in enumerate(sub):
-                label = f"kwarg {name!r}" if len(sub) == 1 else f"kwarg {name!r} leaf {j}"
+            for v, path in zip(tree_leaves(kwargs[name]), leaf_paths(kwargs[name]), strict=True):
                 values.append(v)
-                leaves.append(self._classify(v, label, name))
+                leaves.append(self._classify(v, f"kwarg {name!r}{path}", name))
         static_mask = [i in self.static_argnums for i in range(len(args))]
         treedef = tree_flatten(([None if s else a for a, s in zip(args, static_mask, strict=True)], kwargs))[1]
         return values, treedef, leaves
@@ -581,11 +577,11 @@ def _add_capture(scan: _Scan, label: str, getter: Callable[[], Any]) -> None:
         return
     if isinstance(value, dict | list | tuple) and len(value) <= 1024:
         leaves, _ = tree_flatten(value)
-        for k, leaf in enumerate(leaves):
+        for k, (leaf, path) in enumerate(zip(leaves, leaf_paths(value), strict=True)):
             if isinstance(leaf, Tensor):
                 leaf_getter = functools.partial(_leaf_of, getter, k)
-                scan.by_impl.setdefault(id(leaf._impl), (f"{label} leaf {k}", leaf_getter))
-                scan.checks.append((leaf_getter, id(leaf), f"{label} leaf {k}"))
+                scan.by_impl.setdefault(id(leaf._impl), (f"{label}{path}", leaf_getter))
+                scan.checks.append((leaf_getter, id(leaf), f"{label}{path}"))
                 scan.tensors.append(leaf)
 
 
