@@ -69,7 +69,6 @@ class CompileStats:
 
 @dataclass
 class _Leaf:
-    label: str  # "arg 0", "arg 1[2]", "kwarg 'lr'"
     kind: str  # "tensor", "scalar", "static"
     key: Any
 
@@ -82,7 +81,7 @@ class _Source:
     index: int = -1  # leaf index for "leaf"/"scalar"
     dtype: Any = None
     getter: Callable[[], Tensor] | None = None  # for "captured"
-    label: str = ""
+    label: str = ""  # for "captured": where the tensor lives ("global 'W'")
     aval: tuple = ()  # (physical shape, dtype) seen at trace time, for "captured"
 
 
@@ -95,7 +94,6 @@ class _Entry:
     out_slots: list  # per output leaf: ("out", k) or ("const", value)
     mutations: list  # (target getter, k): rebind a facade's impl to program output k
     grads: list  # (target getter, k or None): set a facade's .grad
-    num_outputs: int
     plan: DynamicPlan | None
     name_checks: list  # (getter, id of the Tensor object seen at trace time, label)
 
@@ -141,20 +139,19 @@ class CompiledFunction:
             # outer transform sees its ops, as jit does inside JAX's transforms.
             return self.fn(*args, **kwargs)
         structure = (treedef, tuple((lf.kind, lf.key if lf.kind != "scalar" else lf.key[0]) for lf in leaves))
-        specialize = structure in self._static_scalars
+        specialize = bool(self._static_scalars) and structure in self._static_scalars
         key = self._key(treedef, leaves, values, structure)
         entry = self._entries.get(key)
         if entry is not None and self._captures_current(entry):
             self._entries.move_to_end(key)
             self.stats.hits += 1
             return self._run(entry, values)
-        self._leaf_labels = [lf.label for lf in leaves]
-        reason = self._explain(key, entry)
+        labels = self._labels(args, kwargs)  # only a miss needs names for its explanation
+        reason = self._explain(key, entry, labels)
         if GRAPH._no_recompile_depth:
             what = reason or "nothing is compiled for this function yet"
             raise RecompileError(f"no_recompile: {getattr(self.fn, '__qualname__', '?')} would recompile: {what}")
-        self._structure = structure
-        entry = self._trace(args, kwargs, values, treedef, leaves, specialize, structure)
+        entry = self._trace(args, kwargs, values, leaves, labels, specialize, structure)
         self._record_miss(reason)
         key = self._key(treedef, leaves, values, structure)
         self._entries[key] = entry
@@ -167,8 +164,9 @@ class CompiledFunction:
         input (for `nabla.trace`)."""
         values, _, leaves = self._flatten(args, kwargs)
         placeholders = self._placeholders(values, leaves, False)
-        traced = self._run_traced(args, kwargs, values, leaves, placeholders, False)
-        labels = {id(p._impl): lf.label for p, lf in zip(placeholders, leaves, strict=True) if isinstance(p, Tensor)}
+        traced = self._run_traced(args, kwargs, placeholders)
+        names = self._labels(args, kwargs)
+        labels = {id(p._impl): n for p, n in zip(placeholders, names, strict=True) if isinstance(p, Tensor)}
         labels.update({id(s): "random seed" for s in traced.state.seeds})
         for impl in traced.collected.inputs:
             if id(impl) not in labels:
@@ -188,22 +186,33 @@ class CompiledFunction:
                         f"compile: static argument {i} must be hashable, got {type(arg).__name__}"
                     ) from None
                 values.append(arg)
-                leaves.append(_Leaf(f"arg {i}", "static", ("static", arg)))
+                leaves.append(_Leaf("static", ("static", arg)))
                 continue
-            for v, path in zip(tree_leaves(arg), leaf_paths(arg), strict=True):
+            for j, v in enumerate(tree_leaves(arg)):
                 values.append(v)
-                leaves.append(self._classify(v, f"arg {i}{path}", i))
+                leaves.append(self._classify(v, i, lambda i=i, a=arg, j=j: f"arg {i}{leaf_paths(a)[j]}"))
         for name in sorted(kwargs):
-            for v, path in zip(tree_leaves(kwargs[name]), leaf_paths(kwargs[name]), strict=True):
+            for j, v in enumerate(tree_leaves(kwargs[name])):
                 values.append(v)
-                leaves.append(self._classify(v, f"kwarg {name!r}{path}", name))
+                leaves.append(self._classify(v, name, lambda n=name, j=j: f"kwarg {n!r}{leaf_paths(kwargs[n])[j]}"))
         static_mask = [i in self.static_argnums for i in range(len(args))]
         treedef = tree_flatten(([None if s else a for a, s in zip(args, static_mask, strict=True)], kwargs))[1]
         return values, treedef, leaves
 
-    def _classify(self, v: Any, label: str, arg: Any) -> _Leaf:
+    def _labels(self, args: tuple, kwargs: dict) -> list[str]:
+        """A name per leaf, in `_flatten` order: `arg 0['w1']`, `kwarg 'lr'`."""
+        out = []
+        for i, arg in enumerate(args):
+            paths = [""] if i in self.static_argnums else leaf_paths(arg)
+            out.extend(f"arg {i}{p}" for p in paths)
+        for name in sorted(kwargs):
+            out.extend(f"kwarg {name!r}{p}" for p in leaf_paths(kwargs[name]))
+        return out
+
+    def _classify(self, v: Any, arg: Any, label: Callable[[], str]) -> _Leaf:
+        """`label` names the leaf in errors; it is only called on bad input (not on hits)."""
         if isinstance(v, np.ndarray):
-            raise TypeError(f"compile: {label} is a NumPy array; pass nabla.tensor(array) (a Tensor) instead")
+            raise TypeError(f"compile: {label()} is a NumPy array; pass nabla.tensor(array) (a Tensor) instead")
         if isinstance(v, Tensor):
             impl = v._impl
             dims = self.dynamic_dims.get(arg, {})
@@ -211,20 +220,21 @@ class CompiledFunction:
             for d in dims:
                 if d >= len(impl.logical_shape):
                     raise ValueError(
-                        f"compile: dynamic_dims names dim {d} of {label}, which has shape {impl.logical_shape}"
+                        f"compile: dynamic_dims names dim {d} of {label()}, which has shape {impl.logical_shape}"
                     )
-            return _Leaf(label, "tensor", (impl.dtype, shape, impl.batch_dims, impl.requires_grad))
+            return _Leaf("tensor", (impl.dtype, shape, impl.batch_dims, impl.requires_grad))
         if isinstance(v, float | int) and not isinstance(v, bool):
-            return _Leaf(label, "scalar", (type(v), v))
+            return _Leaf("scalar", (type(v), v))
         try:
             hash(v)
         except TypeError:
-            return _Leaf(label, "static", ("id", type(v).__name__, id(v)))
-        return _Leaf(label, "static", ("value", type(v).__name__, v))
+            return _Leaf("static", ("id", type(v).__name__, id(v)))
+        return _Leaf("static", ("value", type(v).__name__, v))
 
     def _key(self, treedef: Any, leaves: list[_Leaf], values: list, structure: tuple) -> tuple:
-        specialize = structure in self._static_scalars
-        concrete = structure in self._static_dims
+        # (the sets are empty unless a fallback happened: skip hashing the structure on hits)
+        specialize = bool(self._static_scalars) and structure in self._static_scalars
+        concrete = bool(self._static_dims) and structure in self._static_dims
         parts = []
         for lf, v in zip(leaves, values, strict=True):
             if lf.kind == "scalar":
@@ -235,13 +245,13 @@ class CompiledFunction:
                 parts.append((lf.kind, lf.key))
         return (treedef, tuple(parts), CONFIG.executor)
 
-    def _explain(self, key: tuple, stale: _Entry | None) -> str | None:
+    def _explain(self, key: tuple, stale: _Entry | None, labels: list[str]) -> str | None:
         if stale is not None:
             return "a captured tensor was rebound to one of another shape or dtype"
         if not self._entries:
             return None
         closest = max(self._entries, key=lambda k: _similarity(k, key))
-        return _describe(closest, key, self._leaf_labels)
+        return _describe(closest, key, labels)
 
     def _record_miss(self, reason: str | None) -> None:
         self.stats.misses += 1
@@ -253,27 +263,27 @@ class CompiledFunction:
             print(message, file=sys.stderr)
 
     # -- tracing -------------------------------------------------------------------------
-    def _trace(self, args, kwargs, values, treedef, leaves, specialize, structure) -> _Entry:
+    def _trace(self, args, kwargs, values, leaves, labels, specialize, structure) -> _Entry:
         try:
-            return self._trace_once(args, kwargs, values, leaves, specialize)
+            return self._trace_once(args, kwargs, values, leaves, labels, specialize, structure)
         except ConcretizationError:
             if specialize or not any(lf.kind == "scalar" for lf in leaves):
                 raise
         # A Python number was used as a Python value (a shape, a loop bound): compile per value.
         self._static_scalars.add(structure)
-        return self._trace_once(args, kwargs, values, leaves, True)
+        return self._trace_once(args, kwargs, values, leaves, labels, True, structure)
 
-    def _trace_once(self, args, kwargs, values, leaves, specialize) -> _Entry:
+    def _trace_once(self, args, kwargs, values, leaves, labels, specialize, structure) -> _Entry:
         rng = rng_state()
         try:
-            return self._trace_all(args, kwargs, values, leaves, specialize)
+            return self._trace_all(args, kwargs, values, leaves, labels, specialize, structure)
         finally:
             set_rng_state(rng)  # tracing draws seeds nobody uses; the first run draws them again
 
-    def _trace_all(self, args, kwargs, values, leaves, specialize) -> _Entry:
-        sizes = self._dynamic_sizes(values, leaves, args)
+    def _trace_all(self, args, kwargs, values, leaves, labels, specialize, structure) -> _Entry:
+        sizes = self._dynamic_sizes(values, leaves, labels)
         placeholders = self._placeholders(values, leaves, specialize)
-        traced = self._run_traced(args, kwargs, values, leaves, placeholders, specialize)
+        traced = self._run_traced(args, kwargs, placeholders)
         plan = None
         if sizes:
             probes = []
@@ -281,22 +291,22 @@ class CompiledFunction:
                 for step in PROBE_STEPS:
                     bumped = {n: s + (step if n == name else 0) for n, s in sizes.items()}
                     p = self._placeholders(values, leaves, specialize, bumped)
-                    probes.append((name, self._run_traced(args, kwargs, values, leaves, p, specialize).collected))
+                    probes.append((name, self._run_traced(args, kwargs, p).collected))
             try:
                 plan = make_symbolic(traced.collected, sizes, probes)
             except SymbolicProgramError as err:
-                self._static_dims.add(self._structure)
+                self._static_dims.add(structure)
                 self._record_note(f"dynamic dims {sorted(sizes)} are specialized per size: {err}")
-        return self._build_entry(traced, plan, leaves, placeholders)
+        return self._build_entry(traced, plan, leaves, placeholders, structure)
 
     def _record_note(self, note: str) -> None:
         self.stats.recompile_reasons.append(note)
         if CONFIG.log_recompiles:
             print(f"nabla.compile({getattr(self.fn, '__qualname__', '?')}): {note}", file=sys.stderr)
 
-    def _dynamic_sizes(self, values: list, leaves: list[_Leaf], args: tuple) -> dict[str, int]:
+    def _dynamic_sizes(self, values: list, leaves: list[_Leaf], labels: list[str]) -> dict[str, int]:
         sizes: dict[str, int] = {}
-        for v, lf in zip(values, leaves, strict=True):
+        for v, lf, label in zip(values, leaves, labels, strict=True):
             if lf.kind != "tensor":
                 continue
             for d, sym in enumerate(lf.key[1]):
@@ -305,7 +315,7 @@ class CompiledFunction:
                     if sizes.setdefault(sym, n) != n:
                         raise ValueError(
                             f"compile: dynamic dim {sym!r} has size {sizes[sym]} in one argument and {n} in "
-                            f"{lf.label} (shape {v.shape}); give the dims different names in dynamic_dims"
+                            f"{label} (shape {v.shape}); give the dims different names in dynamic_dims"
                         )
         return sizes
 
@@ -336,7 +346,7 @@ class CompiledFunction:
                 out.append(v)
         return out
 
-    def _run_traced(self, args, kwargs, values, leaves, placeholders, specialize) -> _Traced:
+    def _run_traced(self, args, kwargs, placeholders) -> _Traced:
         self.stats.traces += 1
         scan = _scan_captures(self.fn)
         lazy = [t._impl for t in scan.tensors if not t._impl.is_realized]
@@ -373,9 +383,9 @@ class CompiledFunction:
                     grd.append((f, len(targets)))
                     targets.append(_as_target(g))
             collected = collect([t._impl for t in targets], placeholders=True)
-        return _Traced(collected, out_def, out_slots, mut, grd, state, scan, placeholders)
+        return _Traced(collected, out_def, out_slots, mut, grd, state, scan)
 
-    def _build_entry(self, traced: _Traced, plan: DynamicPlan | None, leaves, placeholders) -> _Entry:
+    def _build_entry(self, traced: _Traced, plan: DynamicPlan | None, leaves, placeholders, structure) -> _Entry:
         collected = traced.collected
         leaf_of = {id(p._impl): i for i, p in enumerate(placeholders) if isinstance(p, Tensor)}
         facade_of = {id(f): i for i, f in enumerate(placeholders) if isinstance(f, Tensor)}
@@ -385,7 +395,7 @@ class CompiledFunction:
             i = leaf_of.get(id(impl))
             if i is not None:
                 kind = "leaf" if leaves[i].kind == "tensor" else "scalar"
-                sources.append(_Source(kind, i, impl.dtype, label=leaves[i].label))
+                sources.append(_Source(kind, i, impl.dtype))
             elif id(impl) in seeds:
                 sources.append(_Source("seed"))
             else:
@@ -397,7 +407,7 @@ class CompiledFunction:
             try:
                 prepared = plan.prepare(executor)
             except SymbolicProgramError as err:
-                self._static_dims.add(self._structure)
+                self._static_dims.add(structure)
                 self._record_note(f"dynamic dims are specialized per size: {err}")
                 plan = None
         if plan is None:
@@ -416,7 +426,6 @@ class CompiledFunction:
             out_slots=traced.out_slots,
             mutations=[(target(f), k) for f, k in traced.mutations],
             grads=[(target(f), k) for f, k in traced.grads],
-            num_outputs=len(collected.targets),
             plan=plan,
             name_checks=traced.scan.checks,
         )
@@ -492,7 +501,6 @@ class _Traced:
     grads: list
     state: TraceState
     scan: Any
-    placeholders: list
 
 
 def _inside_transform(values: list) -> bool:
