@@ -31,11 +31,12 @@ def _wrt_leaf(x: Any, where: str, name: str) -> Tensor:
     return w
 
 
-def _argnums_tuple(argnums: int | Sequence[int], nargs: int, where: str) -> tuple[int, ...]:
+def argnums_tuple(argnums: int | Sequence[int], nargs: int, where: str) -> tuple[int, ...]:
+    """`argnums` (an int or a sequence) as non-negative positions; `where` names the transform."""
     nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
     for n in nums:
         if not -nargs <= n < nargs:
-            raise ValueError(f"{where}: argnums {argnums} out of range for {nargs} positional arguments")
+            raise ValueError(f"{where}: argnums {argnums} is out of range for {nargs} positional arguments")
     return tuple(n % nargs for n in nums)
 
 
@@ -122,7 +123,7 @@ def value_and_grad(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool
     """
 
     def wrapped(*args: Any, **kwargs: Any) -> Any:
-        nums = _argnums_tuple(argnums, len(args), "grad")
+        nums = argnums_tuple(argnums, len(args), "grad")
 
         def partial(*diff_args: Any) -> Any:
             full = list(args)

@@ -18,16 +18,8 @@ from ..core.tensor.tensor import Tensor
 from ..ops.creation import tensor
 from ..ops.shape import moveaxis
 from ..ops.view import reshape
-from .grad import _vjp, jvp
+from .grad import _vjp, argnums_tuple, jvp
 from .vmap import vmap
-
-
-def _argnums(argnums: int | Sequence[int], nargs: int, where: str) -> tuple[int, ...]:
-    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
-    for n in nums:
-        if not -nargs <= n < nargs:
-            raise ValueError(f"{where}: argnums {argnums} is out of range for {nargs} positional arguments")
-    return tuple(n % nargs for n in nums)
 
 
 def _flat_inputs(args: tuple, nums: tuple[int, ...], where: str) -> tuple[list[Tensor], list, list[str]]:
@@ -100,7 +92,7 @@ def jacrev(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False
     """
 
     def wrapped(*args: Any, **kwargs: Any) -> Any:
-        nums = _argnums(argnums, len(args), "jacrev")
+        nums = argnums_tuple(argnums, len(args), "jacrev")
         flat, defs, names = _flat_inputs(args, nums, "jacrev")
         flat_fn = _with_args(fn, args, kwargs, nums, defs)
         result = _vjp(flat_fn, tuple(flat), has_aux, "jacrev", names)
@@ -135,7 +127,7 @@ def jacfwd(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False
     """
 
     def wrapped(*args: Any, **kwargs: Any) -> Any:
-        nums = _argnums(argnums, len(args), "jacfwd")
+        nums = argnums_tuple(argnums, len(args), "jacfwd")
         flat, defs, _ = _flat_inputs(args, nums, "jacfwd")
         flat_fn = _with_args(fn, args, kwargs, nums, defs)
         sizes = [x.numel() for x in flat]
