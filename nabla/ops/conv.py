@@ -199,8 +199,23 @@ def _apply(op: Operation, x: Tensor, w: Tensor, **kw: Any) -> Tensor:
     return y
 
 
+class _ConvOperation(Operation):
+    """A conv primitive whose weight may carry vmap batch dims: both kernels fold them into the
+    groups (`_fold`), run the unbatched `_kernel` (MAX) or `_numpy`, and unfold the result."""
+
+    def kernel(self, x: Any, w: Any, *, stride: tuple, padding: Pads, dilation: tuple, groups: int) -> Any:
+        x, w, groups, unfold = _mx_fold(x, w, groups)
+        return unfold(self._kernel(x, w, stride=stride, padding=padding, dilation=dilation, groups=groups))
+
+    def numpy_kernel(
+        self, x: np.ndarray, w: np.ndarray, *, stride: tuple, padding: Pads, dilation: tuple, groups: int
+    ) -> np.ndarray:
+        x, w, groups, unfold = _np_fold(x, w, groups)
+        return unfold(self._numpy(x, w, stride=stride, padding=padding, dilation=dilation, groups=groups))
+
+
 # -- conv2d ---------------------------------------------------------------------------------------
-class Conv2dOp(Operation):
+class Conv2dOp(_ConvOperation):
     """`x (..., C, H, W)` with `w (O, C/groups, kH, kW)` -> `(..., O, OH, OW)`; explicit pads."""
 
     name = "conv2d"
@@ -218,10 +233,6 @@ class Conv2dOp(Operation):
             raise ValueError(f"{self.name}: input {x[0]} with padding {padding} is smaller than the kernel")
         return lead + (o, oh, ow), x[1]
 
-    def kernel(self, x: Any, w: Any, *, stride: tuple, padding: Pads, dilation: tuple, groups: int) -> Any:
-        x, w, groups, unfold = _mx_fold(x, w, groups)
-        return unfold(self._kernel(x, w, stride=stride, padding=padding, dilation=dilation, groups=groups))
-
     @staticmethod
     def _kernel(x: Any, w: Any, *, stride: tuple, padding: Pads, dilation: tuple, groups: int) -> Any:
         # negative pads crop the input; positive ones go to the conv
@@ -230,12 +241,6 @@ class Conv2dOp(Operation):
         filt = ops.permute(w, [2, 3, 1, 0])  # OIHW -> RSCF
         y = ops.conv2d(xn, filt, stride=tuple(stride), dilation=tuple(dilation), padding=pads, groups=groups)
         return _mx_from_nhwc(y, lead)
-
-    def numpy_kernel(
-        self, x: np.ndarray, w: np.ndarray, *, stride: tuple, padding: Pads, dilation: tuple, groups: int
-    ) -> np.ndarray:
-        x, w, groups, unfold = _np_fold(x, w, groups)
-        return unfold(self._numpy(x, w, stride=stride, padding=padding, dilation=dilation, groups=groups))
 
     @staticmethod
     def _numpy(x: np.ndarray, w: np.ndarray, *, stride: tuple, padding: Pads, dilation: tuple, groups: int) -> Any:
@@ -300,7 +305,7 @@ _conv2d = Conv2dOp()
 
 
 # -- conv_transpose2d -----------------------------------------------------------------------------
-class ConvTranspose2dOp(Operation):
+class ConvTranspose2dOp(_ConvOperation):
     """`x (..., Cin, H, W)` with `w (Cin, Cout/groups, kH, kW)`. The full output has extent
     `(H - 1) * s + d * (k - 1) + 1`; `padding` crops it per side (negative entries extend it)."""
 
@@ -318,10 +323,6 @@ class ConvTranspose2dOp(Operation):
         if oh < 1 or ow < 1:
             raise ValueError(f"{self.name}: output size ({oh}, {ow}) for input {x[0]} is too small")
         return lead + (og * groups, oh, ow), x[1]
-
-    def kernel(self, x: Any, w: Any, *, stride: tuple, padding: Pads, dilation: tuple, groups: int) -> Any:
-        x, w, groups, unfold = _mx_fold(x, w, groups)
-        return unfold(self._kernel(x, w, stride=stride, padding=padding, dilation=dilation, groups=groups))
 
     @staticmethod
     def _kernel(x: Any, w: Any, *, stride: tuple, padding: Pads, dilation: tuple, groups: int) -> Any:
@@ -350,12 +351,6 @@ class ConvTranspose2dOp(Operation):
         pads = (max(eh - top, 0), max(eh - bottom, 0), max(ew - left, 0), max(ew - right, 0))
         y = ops.conv2d(ops.permute(xd, [0, 2, 3, 1]), filt, dilation=tuple(dilation), padding=pads, groups=groups)
         return _mx_from_nhwc(y, lead)
-
-    def numpy_kernel(
-        self, x: np.ndarray, w: np.ndarray, *, stride: tuple, padding: Pads, dilation: tuple, groups: int
-    ) -> np.ndarray:
-        x, w, groups, unfold = _np_fold(x, w, groups)
-        return unfold(self._numpy(x, w, stride=stride, padding=padding, dilation=dilation, groups=groups))
 
     @staticmethod
     def _numpy(x: np.ndarray, w: np.ndarray, *, stride: tuple, padding: Pads, dilation: tuple, groups: int) -> Any:
