@@ -31,6 +31,10 @@ def _wrt_leaf(x: Any, where: str, name: str) -> Tensor:
     return w
 
 
+def _is_constant_leaf(x: Any, direct: set[int]) -> bool:
+    return isinstance(x, Tensor) and not _dt.is_float(x.dtype) and id(x) not in direct
+
+
 def argnums_tuple(argnums: int | Sequence[int], nargs: int, where: str) -> tuple[int, ...]:
     """`argnums` (an int or a sequence) as non-negative positions; `where` names the transform."""
     nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
@@ -60,7 +64,10 @@ def _vjp(fn: Callable, primals: tuple, has_aux: bool, where: str, names: list[st
     names = names or [f"primals{p}" for p in leaf_paths(primals)]
     # Inside an outer grad (or with inputs that require grad) keep the result differentiable.
     nested = any(isinstance(x, Tensor) and x.requires_grad for x in leaves)
-    wrt = [_wrt_leaf(x, where, n) for x, n in zip(leaves, names, strict=True)]
+    # Integer/bool tensors inside a container (a Module's step counters) are carried along as
+    # constants with a None gradient; a non-float tensor passed directly is an error.
+    direct = {id(p) for p in primals}
+    wrt = [x if _is_constant_leaf(x, direct) else _wrt_leaf(x, where, n) for x, n in zip(leaves, names, strict=True)]
     depth = vmap_depth()
     with enable_grad():
         result = fn(*tree_unflatten(treedef, wrt))
@@ -89,9 +96,12 @@ def _vjp(fn: Callable, primals: tuple, has_aux: bool, where: str, names: list[st
                 raise ValueError(f"vjp_fn: cotangent {i} has shape {c.shape}, output has shape {o.shape}")
             cots.append(c)
         grads = backward_on_trace([o._impl for o in out_leaves], cots, [w._impl for w in wrt])
-        res = [grads[id(w._impl)][1] if id(w._impl) in grads else zeros_like(w) for w in wrt]
+        res = [
+            None if _is_constant_leaf(w, direct) else grads[id(w._impl)][1] if id(w._impl) in grads else zeros_like(w)
+            for w in wrt
+        ]
         if not nested:  # top level: results are plain values, as with torch.func / JAX
-            res = [detach(r) for r in res]
+            res = [None if r is None else detach(r) for r in res]
         return tree_unflatten(treedef, res)
 
     return (result, vjp_fn, aux) if has_aux else (result, vjp_fn)

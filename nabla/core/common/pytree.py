@@ -9,6 +9,18 @@ from dataclasses import dataclass
 from typing import Any
 
 _REGISTRY: dict[type, tuple[Callable, Callable]] = {}
+_SUBCLASS_CACHE: dict[type, tuple[Callable, Callable] | None] = {}
+
+
+def _registered(t: type) -> tuple[Callable, Callable] | None:
+    """The (flatten, unflatten) pair for `t`: its own, or that of its nearest registered base
+    class (registering `nabla_nn.Module` covers every user subclass)."""
+    try:
+        return _SUBCLASS_CACHE[t]
+    except KeyError:
+        entry = next((_REGISTRY[b] for b in t.__mro__ if b in _REGISTRY), None)
+        _SUBCLASS_CACHE[t] = entry
+        return entry
 
 
 def register_pytree_node(
@@ -29,6 +41,7 @@ def register_pytree_node(
     if cls in _REGISTRY or cls in (tuple, list, dict, OrderedDict, type(None)):
         raise ValueError(f"register_pytree_node: {cls.__name__} is already a pytree node type")
     _REGISTRY[cls] = (flatten, unflatten)
+    _SUBCLASS_CACHE.clear()
 
 
 @dataclass(frozen=True)
@@ -72,8 +85,9 @@ def _children(node: Any) -> tuple[type, Hashable, list[Any]] | None:
         return t, tuple(node), list(node.values())
     if node is None:
         return type(None), None, []
-    if t in _REGISTRY:
-        children, aux = _REGISTRY[t][0](node)
+    entry = _registered(t)
+    if entry is not None:
+        children, aux = entry[0](node)
         return t, aux, list(children)
     if isinstance(node, tuple) and hasattr(node, "_fields"):  # namedtuple
         return t, None, list(node)
@@ -112,8 +126,9 @@ def _unflatten(td: PyTreeDef, it: Iterator[Any]) -> Any:
         return td.kind(zip(td.aux, kids, strict=True))
     if td.kind is type(None):
         return None
-    if td.kind in _REGISTRY:
-        return _REGISTRY[td.kind][1](td.aux, kids)
+    entry = _registered(td.kind)
+    if entry is not None:
+        return entry[1](td.aux, kids)
     return td.kind(*kids)  # namedtuple
 
 
@@ -159,7 +174,7 @@ def _paths(node: Any, path: str, out: list[str]) -> None:
     kind, aux, kids = info
     if kind is dict or kind is OrderedDict:
         names = [f"[{k!r}]" for k in aux]
-    elif hasattr(kind, "_fields") and kind not in _REGISTRY:
+    elif hasattr(kind, "_fields") and _registered(kind) is None:
         names = [f".{f}" for f in kind._fields]
     else:
         names = [f"[{i}]" for i in range(len(kids))]

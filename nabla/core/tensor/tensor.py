@@ -140,6 +140,42 @@ class Tensor:
         """A tensor with the same value that is not part of any autodiff trace."""
         return OPS.detach(self)
 
+    def __deepcopy__(self, memo: dict) -> Tensor:
+        """A copy that shares no state (`copy.deepcopy(model)`); realized storage is immutable
+        (in-place ops swap in a new value), so the copy may share it."""
+        impl = self.realize()._impl
+        new = type(self).__new__(type(self))
+        Tensor.__init__(new, TensorImpl(impl.physical_shape, impl.dtype, data=impl.data, batch_dims=impl.batch_dims))
+        if self.requires_grad:
+            new.requires_grad_(True)
+        memo[id(self)] = new
+        return new
+
+    @property
+    def data(self) -> Tensor:
+        """PyTorch's `.data`: the value without autodiff history (a realized tensor shares storage)."""
+        if self._impl.is_realized and not self._impl.batch_dims:
+            return Tensor(TensorImpl(self._impl.physical_shape, self._impl.dtype, data=self._impl.data))
+        return OPS.detach(self)
+
+    @data.setter
+    def data(self, value: Tensor) -> None:
+        """Swap in a new value (any shape) outside autodiff, keeping `requires_grad`: how
+        initializers and checkpoint loading fill a parameter without recording an op."""
+        if not isinstance(value, Tensor):
+            raise TypeError(f".data must be assigned a Tensor, got {type(value).__name__}")
+        note_mutation(self)
+        requires_grad = self._impl.requires_grad
+        if value._impl.is_realized and not value._impl.batch_dims:
+            impl = TensorImpl(value._impl.physical_shape, value._impl.dtype, data=value._impl.data)
+        else:
+            impl = OPS.detach(value)._impl
+        impl.requires_grad = requires_grad
+        self._impl = impl
+        if not impl.is_realized:
+            GRAPH.add_unrealized(self)
+        impl.facade = weakref.ref(self) if requires_grad else None
+
     def backward(self, gradient: Tensor | None = None, retain_graph: bool = False, create_graph: bool = False) -> None:
         """Accumulate d(self)/d(leaf) into `.grad` of every leaf with `requires_grad=True`.
 

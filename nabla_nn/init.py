@@ -1,0 +1,200 @@
+"""Parameter initialisation (PyTorch's `torch.nn.init`), in place and without autodiff.
+
+Values are drawn on the host from nabla's global generator (`nabla.manual_seed` makes them
+repeat) and swapped into the tensor already realized, so a new model holds plain buffers and
+its first training step has the same graph as every later one. No graph is built or compiled.
+
+Example:
+    >>> w = nn.Parameter(nb.empty(64, 32))
+    >>> init.kaiming_uniform_(w, a=math.sqrt(5))   # what nn.Linear does
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from nabla import Tensor
+from nabla.core.common import dtypes as _dt
+from nabla.ops.creation import next_seed_array
+
+__all__ = [
+    "calculate_gain",
+    "constant_",
+    "dirac_",
+    "eye_",
+    "kaiming_normal_",
+    "kaiming_uniform_",
+    "normal_",
+    "ones_",
+    "orthogonal_",
+    "trunc_normal_",
+    "uniform_",
+    "xavier_normal_",
+    "xavier_uniform_",
+    "zeros_",
+]
+
+
+def _rng() -> np.random.Generator:
+    # The same draw a `nabla.uniform`/`normal` op makes on the NumPy executor: one seed from
+    # the global generator per call.
+    return np.random.default_rng(int(next_seed_array()[0]))
+
+
+def _assign(tensor: Tensor, values: np.ndarray) -> Tensor:
+    if not isinstance(tensor, Tensor):
+        raise TypeError(f"init: expected a Tensor, got {type(tensor).__name__}")
+    storage = np.ascontiguousarray(np.broadcast_to(values, tensor.shape), dtype=_dt.to_numpy_dtype(tensor.dtype))
+    tensor.data = Tensor.from_numpy(storage, dtype=tensor.dtype)
+    return tensor
+
+
+def _check_float(tensor: Tensor, fn: str) -> None:
+    if not isinstance(tensor, Tensor):
+        raise TypeError(f"{fn}: expected a Tensor, got {type(tensor).__name__}")
+    if not _dt.is_float(tensor.dtype):
+        raise TypeError(f"{fn}: tensor must have a floating dtype, got {tensor.dtype.name}")
+
+
+def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
+    """The recommended gain for a nonlinearity (PyTorch's table), e.g. sqrt(2) for relu."""
+    linear = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d")
+    if nonlinearity in linear or nonlinearity == "sigmoid":
+        return 1.0
+    if nonlinearity == "tanh":
+        return 5.0 / 3
+    if nonlinearity == "relu":
+        return math.sqrt(2.0)
+    if nonlinearity == "leaky_relu":
+        slope = 0.01 if param is None else param
+        if isinstance(slope, bool) or not isinstance(slope, int | float):
+            raise ValueError(f"negative_slope {slope} not a valid number")
+        return math.sqrt(2.0 / (1 + slope**2))
+    if nonlinearity == "selu":
+        return 3.0 / 4
+    raise ValueError(f"Unsupported nonlinearity {nonlinearity}")
+
+
+def _calculate_fan_in_and_fan_out(tensor: Tensor) -> tuple[int, int]:
+    if tensor.ndim < 2:
+        raise ValueError(
+            f"Fan in and fan out can not be computed for a tensor with fewer than 2 dimensions (shape {tensor.shape})"
+        )
+    receptive = math.prod(tensor.shape[2:])
+    return tensor.shape[1] * receptive, tensor.shape[0] * receptive
+
+
+def _fan(tensor: Tensor, mode: str) -> int:
+    if mode not in ("fan_in", "fan_out"):
+        raise ValueError(f"Mode {mode} not supported, please use one of fan_in, fan_out")
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    return fan_in if mode == "fan_in" else fan_out
+
+
+def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0) -> Tensor:
+    """Fill with samples from U(a, b)."""
+    _check_float(tensor, "uniform_")
+    return _assign(tensor, _rng().uniform(a, b, size=tensor.shape))
+
+
+def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0) -> Tensor:
+    """Fill with samples from N(mean, std^2)."""
+    _check_float(tensor, "normal_")
+    return _assign(tensor, _rng().normal(mean, std, size=tensor.shape))
+
+
+def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0) -> Tensor:
+    """Fill with N(mean, std^2) samples redrawn until they fall in [a, b]."""
+    _check_float(tensor, "trunc_normal_")
+    if not a < b:
+        raise ValueError(f"trunc_normal_: a={a} must be less than b={b}")
+    rng = _rng()
+    values = rng.normal(mean, std, size=tensor.shape)
+    bad = (values < a) | (values > b)
+    while bad.any():
+        values[bad] = rng.normal(mean, std, size=int(bad.sum()))
+        bad = (values < a) | (values > b)
+    return _assign(tensor, values)
+
+
+def constant_(tensor: Tensor, val: float) -> Tensor:
+    return _assign(tensor, np.asarray(val))
+
+
+def ones_(tensor: Tensor) -> Tensor:
+    return constant_(tensor, 1.0)
+
+
+def zeros_(tensor: Tensor) -> Tensor:
+    return constant_(tensor, 0.0)
+
+
+def eye_(tensor: Tensor) -> Tensor:
+    """Fill a 2-D tensor with the identity matrix."""
+    if tensor.ndim != 2:
+        raise ValueError(f"eye_: only tensors with 2 dimensions are supported, got shape {tensor.shape}")
+    return _assign(tensor, np.eye(*tensor.shape))
+
+
+def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
+    """Fill a 3-5-D conv weight with the Dirac delta (the conv passes its input through)."""
+    if tensor.ndim not in (3, 4, 5):
+        raise ValueError(f"dirac_: only tensors with 3, 4, or 5 dimensions are supported, got shape {tensor.shape}")
+    out_per_group = tensor.shape[0] // groups
+    min_dim = min(out_per_group, tensor.shape[1])
+    values = np.zeros(tensor.shape)
+    centre = tuple(s // 2 for s in tensor.shape[2:])
+    for g in range(groups):
+        for d in range(min_dim):
+            values[(g * out_per_group + d, d, *centre)] = 1
+    return _assign(tensor, values)
+
+
+def xavier_uniform_(tensor: Tensor, gain: float = 1.0) -> Tensor:
+    """Glorot uniform: U(-a, a) with a = gain * sqrt(6 / (fan_in + fan_out))."""
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    bound = gain * math.sqrt(6.0 / float(fan_in + fan_out))
+    return uniform_(tensor, -bound, bound)
+
+
+def xavier_normal_(tensor: Tensor, gain: float = 1.0) -> Tensor:
+    """Glorot normal: N(0, std^2) with std = gain * sqrt(2 / (fan_in + fan_out))."""
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    return normal_(tensor, 0.0, gain * math.sqrt(2.0 / float(fan_in + fan_out)))
+
+
+def kaiming_uniform_(tensor: Tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu") -> Tensor:
+    """He uniform: U(-b, b) with b = gain * sqrt(3 / fan). `nn.Linear` and `nn.Conv*` use
+    `a=sqrt(5)`, which gives U(-1/sqrt(fan_in), 1/sqrt(fan_in))."""
+    fan = _fan(tensor, mode)
+    if fan == 0:
+        return tensor
+    bound = math.sqrt(3.0) * calculate_gain(nonlinearity, a) / math.sqrt(fan)
+    return uniform_(tensor, -bound, bound)
+
+
+def kaiming_normal_(tensor: Tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu") -> Tensor:
+    """He normal: N(0, std^2) with std = gain / sqrt(fan)."""
+    fan = _fan(tensor, mode)
+    if fan == 0:
+        return tensor
+    return normal_(tensor, 0.0, calculate_gain(nonlinearity, a) / math.sqrt(fan))
+
+
+def orthogonal_(tensor: Tensor, gain: float = 1.0) -> Tensor:
+    """A (semi-)orthogonal matrix (trailing dims flattened), scaled by `gain`."""
+    _check_float(tensor, "orthogonal_")
+    if tensor.ndim < 2:
+        raise ValueError(f"orthogonal_: only tensors with 2 or more dimensions are supported, got {tensor.shape}")
+    rows = tensor.shape[0]
+    cols = tensor.numel() // rows if rows else 0
+    flat = _rng().normal(0.0, 1.0, size=(rows, cols))
+    if rows < cols:
+        flat = flat.T
+    q, r = np.linalg.qr(flat)
+    q = q * np.sign(np.diag(r))  # makes the decomposition unique (uniform over orthogonal matrices)
+    if rows < cols:
+        q = q.T
+    return _assign(tensor, gain * q.reshape(tensor.shape))

@@ -1,0 +1,594 @@
+"""Module: the base class of every layer and model (PyTorch's `torch.nn.Module`).
+
+A module owns parameters, buffers and submodules, registered by attribute assignment, and
+names them the way PyTorch does ("layers.0.weight"), so state_dicts move between the two.
+Modules are pytrees (their leaves are parameters and buffers), so a model passes through
+`nabla.grad`, `nabla.vmap` and `nabla.compile` as an argument.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, NamedTuple
+
+import numpy as np
+
+import nabla as nb
+from nabla import Tensor
+from nabla.core.common import dtypes as _dt
+
+from . import serialization
+from .parameter import Parameter
+
+__all__ = ["Module", "RemovableHandle", "IncompatibleKeys"]
+
+
+class IncompatibleKeys(NamedTuple):
+    """What `load_state_dict` did not match: keys the module expected and keys it did not know."""
+
+    missing_keys: list[str]
+    unexpected_keys: list[str]
+
+
+class RemovableHandle:
+    """Returned by `register_forward_hook`: `handle.remove()` unregisters the hook."""
+
+    _ids = itertools.count()
+
+    def __init__(self, hooks: dict) -> None:
+        self._hooks = hooks
+        self.id = next(RemovableHandle._ids)
+
+    def remove(self) -> None:
+        self._hooks.pop(self.id, None)
+
+
+class _CallStack(threading.local):
+    """The modules being called, outermost first: how a layer names its path in an error."""
+
+    def __init__(self) -> None:
+        self.modules: list[Module] = []
+
+
+_CALLS = _CallStack()
+
+
+class Module:
+    """Base class for all layers and models.
+
+    Subclass it, create parameters and submodules in `__init__`, and write `forward`:
+
+    Example:
+        >>> class MLP(Module):
+        ...     def __init__(self):
+        ...         super().__init__()
+        ...         self.fc1 = nn.Linear(4, 8)
+        ...         self.fc2 = nn.Linear(8, 2)
+        ...     def forward(self, x):
+        ...         return self.fc2(nb.relu(self.fc1(x)))
+        >>> [name for name, _ in MLP().named_parameters()]
+        ['fc1.weight', 'fc1.bias', 'fc2.weight', 'fc2.bias']
+    """
+
+    training: bool
+
+    def __init__(self) -> None:
+        object.__setattr__(self, "training", True)
+        object.__setattr__(self, "_parameters", OrderedDict())
+        object.__setattr__(self, "_buffers", OrderedDict())
+        object.__setattr__(self, "_non_persistent_buffers", set())
+        object.__setattr__(self, "_modules", OrderedDict())
+        object.__setattr__(self, "_forward_hooks", OrderedDict())
+        object.__setattr__(self, "_forward_pre_hooks", OrderedDict())
+        object.__setattr__(self, "_compiled", None)
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
+
+    # -- calling ------------------------------------------------------------------------------
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        _CALLS.modules.append(self)
+        try:
+            for hook in tuple(self._forward_pre_hooks.values()):
+                result = hook(self, args)
+                if result is not None:
+                    args = result if isinstance(result, tuple) else (result,)
+            compiled = self._compiled
+            if compiled is not None and not self._needs_autodiff():
+                out = compiled(self, *args, **kwargs)
+            else:
+                out = self.forward(*args, **kwargs)
+            for hook in tuple(self._forward_hooks.values()):
+                result = hook(self, args, out)
+                if result is not None:
+                    out = result
+            return out
+        finally:
+            _CALLS.modules.pop()
+
+    def _needs_autodiff(self) -> bool:
+        return nb.is_grad_enabled() and any(p.requires_grad for p in self.parameters())
+
+    def register_forward_hook(self, hook: Callable) -> RemovableHandle:
+        """Call `hook(module, args, output)` after every forward; a non-None result replaces the output."""
+        handle = RemovableHandle(self._forward_hooks)
+        self._forward_hooks[handle.id] = hook
+        return handle
+
+    def register_forward_pre_hook(self, hook: Callable) -> RemovableHandle:
+        """Call `hook(module, args)` before every forward; a non-None result replaces the args."""
+        handle = RemovableHandle(self._forward_pre_hooks)
+        self._forward_pre_hooks[handle.id] = hook
+        return handle
+
+    def compile(self, **kwargs: Any) -> None:
+        """Compile this module's forward for hot paths (`nabla.compile` keyword arguments apply).
+
+        Calls without autodiff (under `nb.no_grad()`, or with frozen parameters) then run one
+        cached MAX model per input signature; recompiles are explained in `self.compile_stats`.
+        Calls that record gradients run the lazy path, which already makes a training step,
+        forward, backward and update, one cached model.
+        """
+        object.__setattr__(self, "_compiled", nb.compile(_call_forward, **kwargs))
+
+    @property
+    def compile_stats(self) -> Any:
+        """The compiled forward's `CompileStats` (hits, misses, recompile_reasons), or None."""
+        return None if self._compiled is None else self._compiled.stats
+
+    def input_error(self, got: tuple, expected: str) -> ValueError:
+        """An error naming this layer's path in the model being called, e.g.
+        `layers.1 (Linear in_features=512) got input (32, 256), expected (..., 512)`."""
+        label = f"{type(self).__name__} {self.extra_repr().replace(', ', ' ')}".strip()
+        path = _call_path(self)
+        where = f"{path} ({label})" if path else f"({label})"
+        return ValueError(f"{where} got input {_shape_str(got)}, expected {expected}")
+
+    # -- registration -------------------------------------------------------------------------
+    def __setattr__(self, name: str, value: Any) -> None:
+        params = self.__dict__.get("_parameters")
+        if isinstance(value, Parameter):
+            if params is None:
+                raise AttributeError("cannot assign parameters before Module.__init__() call")
+            self._forget(name)
+            self.register_parameter(name, value)
+        elif params is not None and name in params:
+            if value is not None:
+                raise TypeError(
+                    f"cannot assign '{type(value).__name__}' as parameter '{name}' (Parameter or None expected)"
+                )
+            params[name] = None
+        elif isinstance(value, Module):
+            if params is None:
+                raise AttributeError("cannot assign module before Module.__init__() call")
+            self._forget(name)
+            self._modules[name] = value
+        elif params is not None and name in self._modules:
+            if value is not None:
+                raise TypeError(f"cannot assign '{type(value).__name__}' as child module '{name}' (Module or None)")
+            self._modules[name] = None
+        elif params is not None and name in self._buffers:
+            if value is not None and not isinstance(value, Tensor):
+                raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' (Tensor or None expected)")
+            self._buffers[name] = value
+        else:
+            object.__setattr__(self, name, value)
+
+    def _forget(self, name: str) -> None:
+        self.__dict__.pop(name, None)
+        for d in (self._parameters, self._buffers, self._modules):
+            d.pop(name, None)
+        self._non_persistent_buffers.discard(name)
+
+    def __getattr__(self, name: str) -> Any:
+        d = self.__dict__
+        for store in ("_parameters", "_buffers", "_modules"):
+            if store in d and name in d[store]:
+                return d[store][name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __delattr__(self, name: str) -> None:
+        for store in (self._parameters, self._buffers, self._modules):
+            if name in store:
+                del store[name]
+                self._non_persistent_buffers.discard(name)
+                return
+        object.__delattr__(self, name)
+
+    def __dir__(self) -> list[str]:
+        return sorted(set(super().__dir__()) | set(self._parameters) | set(self._buffers) | set(self._modules))
+
+    def _check_name(self, name: Any, what: str) -> None:
+        if not isinstance(name, str):
+            raise TypeError(f"{what} name should be a string, got {type(name).__name__}")
+        if not name or "." in name:
+            raise KeyError(f'{what} name can\'t be empty or contain ".", got {name!r}')
+        if hasattr(self, name) and name not in self._parameters and name not in self._buffers:
+            if name not in self._modules:
+                raise KeyError(f"attribute '{name}' already exists")
+
+    def register_parameter(self, name: str, param: Parameter | None) -> None:
+        """Add a parameter (or a None placeholder) under `name`."""
+        if "_parameters" not in self.__dict__:
+            raise AttributeError("cannot assign parameter before Module.__init__() call")
+        self._check_name(name, "parameter")
+        if param is not None and not isinstance(param, Parameter):
+            raise TypeError(f"cannot assign '{type(param).__name__}' object to parameter '{name}' (Parameter or None)")
+        self._forget(name)
+        self._parameters[name] = param
+
+    def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
+        """Add a buffer: state that is not trained (BatchNorm's running_mean). Persistent
+        buffers are part of the state_dict."""
+        if "_buffers" not in self.__dict__:
+            raise AttributeError("cannot assign buffer before Module.__init__() call")
+        self._check_name(name, "buffer")
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' (Tensor or None)")
+        if isinstance(tensor, Parameter):
+            raise TypeError(f"buffer '{name}' cannot be a Parameter; use register_parameter")
+        self._forget(name)
+        self._buffers[name] = tensor
+        if not persistent:
+            self._non_persistent_buffers.add(name)
+
+    def add_module(self, name: str, module: Module | None) -> None:
+        """Add a child module under `name` (`self.name = module` does the same)."""
+        if module is not None and not isinstance(module, Module):
+            raise TypeError(f"{type(module).__name__} is not a Module subclass")
+        self._check_name(name, "module")
+        self._forget(name)
+        self._modules[name] = module
+
+    register_module = add_module
+
+    # -- traversal ----------------------------------------------------------------------------
+    def named_modules(
+        self, memo: set | None = None, prefix: str = "", remove_duplicate: bool = True
+    ) -> Iterator[tuple[str, Module]]:
+        """(name, module) for this module and every descendant, depth first."""
+        if memo is None:
+            memo = set()
+        if remove_duplicate:
+            if id(self) in memo:
+                return
+            memo.add(id(self))
+        yield prefix, self
+        for name, module in self._modules.items():
+            if module is not None:
+                yield from module.named_modules(memo, f"{prefix}.{name}" if prefix else name, remove_duplicate)
+
+    def modules(self) -> Iterator[Module]:
+        for _, m in self.named_modules():
+            yield m
+
+    def named_children(self) -> Iterator[tuple[str, Module]]:
+        seen: set[int] = set()
+        for name, m in self._modules.items():
+            if m is not None and id(m) not in seen:
+                seen.add(id(m))
+                yield name, m
+
+    def children(self) -> Iterator[Module]:
+        for _, m in self.named_children():
+            yield m
+
+    def _named_members(
+        self, store: str, prefix: str, recurse: bool, remove_duplicate: bool
+    ) -> Iterator[tuple[str, Tensor]]:
+        modules = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) if recurse else [(prefix, self)]
+        seen: set[int] = set()
+        for mod_prefix, module in modules:
+            for name, value in getattr(module, store).items():
+                if value is None or (remove_duplicate and id(value) in seen):
+                    continue
+                seen.add(id(value))
+                yield (f"{mod_prefix}.{name}" if mod_prefix else name), value
+
+    def named_parameters(
+        self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True
+    ) -> Iterator[tuple[str, Parameter]]:
+        """(name, parameter) pairs with PyTorch's dotted names; a shared parameter appears once."""
+        yield from self._named_members("_parameters", prefix, recurse, remove_duplicate)
+
+    def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
+        for _, p in self.named_parameters(recurse=recurse):
+            yield p
+
+    def named_buffers(
+        self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True
+    ) -> Iterator[tuple[str, Tensor]]:
+        yield from self._named_members("_buffers", prefix, recurse, remove_duplicate)
+
+    def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
+        for _, b in self.named_buffers(recurse=recurse):
+            yield b
+
+    def get_submodule(self, target: str) -> Module:
+        """The submodule at a dotted path ("layers.0"); "" is this module."""
+        module = self
+        for i, part in enumerate(target.split(".") if target else []):
+            child = module._modules.get(part)
+            if not isinstance(child, Module):
+                where = ".".join(target.split(".")[:i]) or type(self).__name__
+                raise AttributeError(f"{where} has no submodule '{part}' (looking up '{target}')")
+            module = child
+        return module
+
+    def get_parameter(self, target: str) -> Parameter:
+        module_path, _, name = target.rpartition(".")
+        module = self.get_submodule(module_path)
+        if name not in module._parameters:
+            raise AttributeError(f"'{target}' is not a parameter")
+        return module._parameters[name]
+
+    def get_buffer(self, target: str) -> Tensor:
+        module_path, _, name = target.rpartition(".")
+        module = self.get_submodule(module_path)
+        if name not in module._buffers:
+            raise AttributeError(f"'{target}' is not a buffer")
+        return module._buffers[name]
+
+    # -- modes and bulk changes ---------------------------------------------------------------
+    def apply(self, fn: Callable[[Module], Any]) -> Module:
+        """Call `fn` on every submodule (children first) and on self; returns self."""
+        for m in self.children():
+            m.apply(fn)
+        fn(self)
+        return self
+
+    def train(self, mode: bool = True) -> Module:
+        """Set training mode (Dropout drops, BatchNorm uses batch statistics); returns self."""
+        if not isinstance(mode, bool):
+            raise ValueError(f"training mode is expected to be boolean, got {mode!r}")
+        for m in self.modules():
+            object.__setattr__(m, "training", mode)
+        return self
+
+    def eval(self) -> Module:
+        return self.train(False)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Module:
+        for p in self.parameters():
+            p.requires_grad_(requires_grad)
+        return self
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Reset every parameter's `.grad` (to None, or to realized zeros)."""
+        for p in self.parameters():
+            if p.grad is None:
+                continue
+            p.grad = None if set_to_none else _realized(np.zeros(p.shape, _dt.to_numpy_dtype(p.dtype)), p.dtype)
+
+    def to(self, dtype: Any = None, device: Any = None) -> Module:
+        """Cast floating parameters and buffers to `dtype` (in place); `device` must be the CPU.
+
+        Example:
+            >>> model.to(nb.bfloat16)
+        """
+        if isinstance(dtype, str) and dtype.startswith("cpu"):
+            dtype, device = None, dtype
+        if device is not None and str(device) not in ("cpu", "cpu:0"):
+            raise ValueError(f"to(): device must be 'cpu' in this version, got {device!r}")
+        if dtype is None:
+            return self
+        dt = _dt.as_dtype(dtype)
+        if not _dt.is_float(dt):
+            raise TypeError(f"Module.to only accepts floating dtypes, got {dt.name}")
+        tensors = [t for _, t in self._all_tensors() if _dt.is_float(t.dtype) and t.dtype != dt]
+        for t in tensors:
+            t.data = nb.cast(t.data, dt)
+        nb.evaluate(*tensors)
+        return self
+
+    def float(self) -> Module:
+        return self.to(nb.float32)
+
+    def double(self) -> Module:
+        return self.to(nb.float64)
+
+    def half(self) -> Module:
+        return self.to(nb.float16)
+
+    def bfloat16(self) -> Module:
+        return self.to(nb.bfloat16)
+
+    def cpu(self) -> Module:
+        return self
+
+    def _all_tensors(self) -> list[tuple[str, Tensor]]:
+        return [*self.named_parameters(), *self.named_buffers()]
+
+    # -- state_dict ---------------------------------------------------------------------------
+    def state_dict(self, destination: Any = None, prefix: str = "", keep_vars: bool = False) -> OrderedDict:
+        """Parameters and persistent buffers by PyTorch name ("layers.0.weight"), in
+        registration order. Shared tensors appear under every name. Values share storage with
+        the module (realized storage is never written in place); `keep_vars=True` returns
+        the Parameter objects themselves."""
+        out = OrderedDict() if destination is None else destination
+        for mod_prefix, module in self.named_modules(prefix=prefix.rstrip("."), remove_duplicate=False):
+            dot = f"{mod_prefix}." if mod_prefix else ""
+            for name, p in module._parameters.items():
+                if p is not None:
+                    out[dot + name] = p if keep_vars else p.data
+            for name, b in module._buffers.items():
+                if b is not None and name not in module._non_persistent_buffers:
+                    out[dot + name] = b if keep_vars else b.data
+        return out
+
+    def _state_targets(self) -> OrderedDict:
+        return self.state_dict(keep_vars=True)
+
+    def load_state_dict(
+        self, state_dict: Mapping[str, Any], strict: bool = True, assign: bool = False
+    ) -> IncompatibleKeys:
+        """Copy values from `state_dict` into this module's parameters and persistent buffers.
+
+        Every value is checked before anything changes: a shape or dtype mismatch raises
+        naming the key, the expected and the actual value; with `strict`, missing and
+        unexpected keys are listed in the error. Returns `(missing_keys, unexpected_keys)`.
+        Values may be Tensors or NumPy arrays; they are realized, so a loaded model's
+        training step has the same structure as any other.
+        """
+        if not isinstance(state_dict, Mapping):
+            raise TypeError(f"load_state_dict: expected a mapping of name -> tensor, got {type(state_dict).__name__}")
+        targets = self._state_targets()
+        missing = [k for k in targets if k not in state_dict]
+        unexpected = [k for k in state_dict if k not in targets]
+        problems = []
+        values: list[tuple[Tensor, Tensor]] = []
+        for key, target in targets.items():
+            if key not in state_dict:
+                continue
+            value = state_dict[key]
+            if isinstance(value, np.ndarray | np.generic):
+                value = nb.Tensor.from_numpy(np.asarray(value))
+            if not isinstance(value, Tensor):
+                problems.append(f"{key}: expected a Tensor, got {type(value).__name__}")
+            elif tuple(value.shape) != tuple(target.shape):
+                problems.append(f"{key}: shape {tuple(value.shape)} in the state_dict, the module has {target.shape}")
+            elif value.dtype != target.dtype and not assign:
+                problems.append(
+                    f"{key}: dtype {value.dtype.name} in the state_dict, the module has {target.dtype.name}"
+                )
+            else:
+                values.append((target, value))
+        if strict and (missing or unexpected):
+            problems += [f"missing key(s): {', '.join(missing)}"] if missing else []
+            problems += [f"unexpected key(s): {', '.join(unexpected)}"] if unexpected else []
+        if problems:
+            raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}:\n  " + "\n  ".join(problems))
+        nb.evaluate(*(v for _, v in values))
+        for target, value in values:
+            target.data = value
+        return IncompatibleKeys(missing, unexpected)
+
+    def save_weights(self, path: Any, metadata: dict | None = None) -> None:
+        """Write the state_dict as safetensors (atomically: a crash never loses the old file)."""
+        serialization.save(self, path, metadata=metadata)
+
+    def load_weights(self, path: Any, strict: bool = True) -> IncompatibleKeys:
+        """Load a safetensors file (ours or PyTorch's); a bad file leaves the module unchanged."""
+        return serialization.load_into(self, path, strict=strict)
+
+    # -- printing -----------------------------------------------------------------------------
+    def extra_repr(self) -> str:
+        """The text inside this module's parentheses in `repr` (override in layers)."""
+        return ""
+
+    def _get_name(self) -> str:
+        return type(self).__name__
+
+    def __repr__(self) -> str:
+        lines = [line for line in self.extra_repr().split("\n") if line]
+        for name, module in self._modules.items():
+            child = repr(module).replace("\n", "\n  ")
+            lines.append(f"({name}): {child}")
+        if not self._modules:
+            return f"{self._get_name()}({', '.join(lines)})" if len(lines) <= 1 else self._block(lines)
+        return self._block(lines)
+
+    def _block(self, lines: list[str]) -> str:
+        return f"{self._get_name()}(\n  " + "\n  ".join(lines) + "\n)"
+
+    def __getstate__(self) -> dict:
+        return self.__dict__.copy()
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+
+
+def _realized(array: np.ndarray, dtype: Any) -> Tensor:
+    return Tensor.from_numpy(array, dtype=dtype)
+
+
+def _shape_str(shape: tuple) -> str:
+    return "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+def _call_path(module: Module) -> str:
+    """The dotted name of `module` under the outermost module being called ("" at the top)."""
+    stack = _CALLS.modules
+    if module not in stack:
+        return ""
+    chain = stack[: stack.index(module) + 1]
+    parts = []
+    for parent, child in itertools.pairwise(chain):
+        name = next((n for n, m in parent._modules.items() if m is child), None)
+        if name is None:  # called through a plain attribute or a closure: no registered name
+            continue
+        parts.append(name)
+    return ".".join(parts)
+
+
+def _call_forward(module: Module, *args: Any, **kwargs: Any) -> Any:
+    """What `Module.compile` compiles: the module comes in as a pytree, so its parameters and
+    buffers are inputs of the compiled model, never stale constants."""
+    return module.forward(*args, **kwargs)
+
+
+# -- Modules as pytrees: leaves are the parameters and buffers, the module is the structure ----
+class _ModuleDef:
+    """The hashable structure of a flattened module: the original module (by identity), the
+    names of its leaves, and every submodule's training flag (train/eval changes the trace)."""
+
+    __slots__ = ("module", "names", "modes")
+
+    def __init__(self, module: Module, names: tuple) -> None:
+        self.module = module
+        self.names = names
+        self.modes = tuple(m.training for m in module.modules())
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, _ModuleDef)
+            and other.module is self.module
+            and other.names == self.names
+            and other.modes == self.modes
+        )
+
+    def __hash__(self) -> int:
+        return hash((id(self.module), self.names, self.modes))
+
+    def __repr__(self) -> str:
+        return f"{type(self.module).__name__}<{len(self.names)} tensors>"
+
+
+def _flatten_module(module: Module) -> tuple[list, _ModuleDef]:
+    named = module._all_tensors()
+    return [t for _, t in named], _ModuleDef(module, tuple(n for n, _ in named))
+
+
+def _unflatten_module(definition: _ModuleDef, leaves: list) -> Module:
+    """A structural copy of the module whose parameters/buffers are `leaves` (placeholders
+    while tracing, gradients from `grad`); the original module is untouched. A tensor shared
+    by several submodules (tied weights) is replaced everywhere it appears."""
+    originals = [t for _, t in definition.module._all_tensors()]
+    replace = {id(t): leaf for t, leaf in zip(originals, leaves, strict=True)}
+    clone = _clone_structure(definition.module, {})
+    for module in clone.modules():
+        for store in (module._parameters, module._buffers):
+            for name, value in store.items():
+                if value is not None and id(value) in replace:
+                    store[name] = replace[id(value)]
+    return clone
+
+
+def _clone_structure(module: Module, memo: dict) -> Module:
+    if id(module) in memo:
+        return memo[id(module)]
+    clone = copy.copy(module)
+    memo[id(module)] = clone
+    for store in ("_parameters", "_buffers", "_non_persistent_buffers", "_forward_hooks", "_forward_pre_hooks"):
+        object.__setattr__(clone, store, copy.copy(module.__dict__[store]))
+    children = OrderedDict((n, None if m is None else _clone_structure(m, memo)) for n, m in module._modules.items())
+    object.__setattr__(clone, "_modules", children)
+    object.__setattr__(clone, "_compiled", None)
+    return clone
+
+
+nb.register_pytree_node(Module, _flatten_module, _unflatten_module)

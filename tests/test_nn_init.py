@@ -1,0 +1,90 @@
+"""nabla_nn.init: PyTorch's initialisers, drawn on the host (no graph) and reproducible."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import nabla as nb
+from nabla_nn import init
+from nabla_nn.parameter import Parameter
+
+try:
+    import torch
+except ImportError:
+    torch = None
+
+
+def _p(*shape: int) -> Parameter:
+    return Parameter(nb.Tensor.from_numpy(np.zeros(shape, np.float32)))
+
+
+def test_initialisers_build_no_graph_and_leave_realized_parameters():
+    nb.reset_cache_info()
+    w = _p(64, 32)
+    for fn in (init.kaiming_uniform_, init.kaiming_normal_, init.xavier_uniform_, init.orthogonal_):
+        fn(w)
+        assert w.is_realized and w.requires_grad and w.is_leaf and isinstance(w, Parameter)
+    info = nb.cache_info()
+    assert (info.misses, info.executions) == (0, 0)
+
+
+def test_uniform_bounds_and_normal_statistics():
+    w = init.uniform_(_p(200, 100), -0.5, 0.25).numpy()
+    assert w.min() >= -0.5 and w.max() < 0.25 and abs(w.mean() + 0.125) < 0.01
+    w = init.normal_(_p(200, 100), 1.0, 2.0).numpy()
+    assert abs(w.mean() - 1.0) < 0.05 and abs(w.std() - 2.0) < 0.05
+
+
+def test_kaiming_and_xavier_scales():
+    fan_in, fan_out = 300, 200
+    w = init.kaiming_uniform_(_p(fan_out, fan_in), a=math.sqrt(5)).numpy()
+    assert np.abs(w).max() <= 1 / math.sqrt(fan_in) + 1e-7 and np.abs(w).max() > 0.9 / math.sqrt(fan_in)
+    w = init.kaiming_normal_(_p(fan_out, fan_in), nonlinearity="relu").numpy()
+    assert abs(w.std() - math.sqrt(2 / fan_in)) < 0.003
+    w = init.kaiming_normal_(_p(fan_out, fan_in), mode="fan_out", nonlinearity="relu").numpy()
+    assert abs(w.std() - math.sqrt(2 / fan_out)) < 0.003
+    w = init.xavier_uniform_(_p(fan_out, fan_in), gain=2.0).numpy()
+    assert np.abs(w).max() <= 2 * math.sqrt(6 / (fan_in + fan_out)) + 1e-7
+    w = init.xavier_normal_(_p(16, 8, 3, 3)).numpy()  # conv weight: receptive field 9
+    assert abs(w.std() - math.sqrt(2 / (8 * 9 + 16 * 9))) < 0.01
+
+
+def test_trunc_normal_orthogonal_constant_eye_dirac():
+    w = init.trunc_normal_(_p(100, 100), std=1.0, a=-0.5, b=0.5).numpy()
+    assert w.min() >= -0.5 and w.max() <= 0.5
+    q = init.orthogonal_(_p(8, 20), gain=3.0).numpy()
+    np.testing.assert_allclose(q @ q.T, 9 * np.eye(8), atol=1e-4)
+    assert np.all(init.constant_(_p(3), 0.5).numpy() == 0.5)
+    assert np.all(init.ones_(_p(3)).numpy() == 1) and np.all(init.zeros_(_p(3)).numpy() == 0)
+    np.testing.assert_array_equal(init.eye_(_p(2, 3)).numpy(), np.eye(2, 3))
+    d = init.dirac_(_p(2, 2, 3)).numpy()
+    assert d[0, 0, 1] == 1 and d[1, 1, 1] == 1 and d.sum() == 2
+
+
+def test_manual_seed_repeats_draws():
+    nb.manual_seed(7)
+    a = init.normal_(_p(5)).numpy().copy()
+    nb.manual_seed(7)
+    np.testing.assert_array_equal(init.normal_(_p(5)).numpy(), a)
+
+
+def test_errors():
+    with pytest.raises(ValueError, match="fewer than 2 dimensions"):
+        init.xavier_uniform_(_p(5))
+    with pytest.raises(ValueError, match="Mode fan_up not supported"):
+        init.kaiming_uniform_(_p(2, 2), mode="fan_up")
+    with pytest.raises(ValueError, match="Unsupported nonlinearity"):
+        init.calculate_gain("swish")
+    with pytest.raises(TypeError, match="floating dtype"):
+        init.uniform_(nb.Tensor.from_numpy(np.zeros(3, np.int64)))
+
+
+@pytest.mark.skipif(torch is None, reason="PyTorch is not installed (optional oracle)")
+@pytest.mark.parametrize(
+    "name, param", [("relu", None), ("tanh", None), ("leaky_relu", 0.2), ("selu", None), ("conv2d", None)]
+)
+def test_calculate_gain_matches_torch(name, param):
+    assert init.calculate_gain(name, param) == pytest.approx(torch.nn.init.calculate_gain(name, param))

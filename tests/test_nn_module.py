@@ -1,0 +1,286 @@
+"""nabla_nn.Module: registration, PyTorch names, traversal, modes, hooks, state_dict checks,
+layer-path errors, and modules as pytrees through grad / vmap / compile.
+
+Layers are defined here by hand so these tests depend only on Module and Parameter.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import numpy as np
+import pytest
+
+import nabla as nb
+from nabla_nn import init
+from nabla_nn.module import IncompatibleKeys, Module
+from nabla_nn.parameter import Parameter
+
+
+class Affine(Module):
+    def __init__(self, n_in: int, n_out: int) -> None:
+        super().__init__()
+        self.in_features, self.out_features = n_in, n_out
+        self.weight = Parameter(nb.empty(n_out, n_in))
+        self.bias = Parameter(nb.empty(n_out))
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        init.uniform_(self.bias, -1 / math.sqrt(n_in), 1 / math.sqrt(n_in))
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, out_features={self.out_features}"
+
+    def forward(self, x):
+        if x.shape[-1] != self.in_features:
+            raise self.input_error(x.shape, f"(..., {self.in_features})")
+        return x @ self.weight.T + self.bias
+
+
+class Counter(Module):
+    """A layer with a persistent int buffer and a non-persistent float buffer."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("steps", nb.Tensor.from_numpy(np.zeros((), np.int64)))
+        self.register_buffer("scratch", nb.Tensor.from_numpy(np.ones(2, np.float32)), persistent=False)
+
+    def forward(self, x):
+        if self.training:
+            self.steps.add_(1)
+        return x
+
+
+class Net(Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.body = Chain(Affine(4, 8), Affine(8, 3))
+        self.count = Counter()
+
+    def forward(self, x):
+        return self.count(self.body(x))
+
+
+class Chain(Module):
+    def __init__(self, *layers: Module) -> None:
+        super().__init__()
+        for i, layer in enumerate(layers):
+            self.add_module(str(i), layer)
+
+    def forward(self, x):
+        for layer in self._modules.values():
+            x = nb.relu(layer(x))
+        return x
+
+
+def _x(n: int = 5) -> nb.Tensor:
+    return nb.tensor(np.random.default_rng(0).standard_normal((n, 4)).astype(np.float32))
+
+
+def test_names_follow_pytorch_and_traversal_orders_match():
+    net = Net()
+    assert [n for n, _ in net.named_parameters()] == ["body.0.weight", "body.0.bias", "body.1.weight", "body.1.bias"]
+    assert [n for n, _ in net.named_buffers()] == ["count.steps", "count.scratch"]
+    assert list(net.state_dict()) == ["body.0.weight", "body.0.bias", "body.1.weight", "body.1.bias", "count.steps"]
+    assert [n for n, _ in net.named_modules()] == ["", "body", "body.0", "body.1", "count"]
+    assert [n for n, _ in net.named_children()] == ["body", "count"]
+    assert net.get_submodule("body.1") is net.body._modules["1"]
+    assert net.get_parameter("body.0.bias") is net.body._modules["0"].bias
+    assert net.get_buffer("count.steps") is net.count.steps
+    assert [n for n, _ in net.named_parameters(prefix="m", recurse=True)][0] == "m.body.0.weight"
+    assert list(net.body._modules["0"].named_parameters(recurse=False))[0][0] == "weight"
+    with pytest.raises(AttributeError, match="no submodule 'nope'"):
+        net.get_submodule("body.nope")
+
+
+def test_parameters_are_realized_leaves_after_init():
+    layer = Affine(3, 2)
+    for p in layer.parameters():
+        assert isinstance(p, Parameter) and p.is_realized and p.is_leaf and p.requires_grad
+    bound = 1 / math.sqrt(3)
+    assert np.all(np.abs(layer.weight.numpy()) <= bound + 1e-7)
+
+
+def test_registration_rules_and_errors():
+    m = Module()
+    m.w = Parameter(nb.ones(2))
+    assert "w" in m._parameters
+    with pytest.raises(TypeError, match="cannot assign 'Tensor' as parameter 'w'"):
+        m.w = nb.ones(2)
+    m.w = None
+    assert m._parameters["w"] is None and list(m.parameters()) == []
+    m.register_buffer("b", nb.zeros(2))
+    with pytest.raises(TypeError, match="buffer 'b'"):
+        m.b = 3
+    with pytest.raises(KeyError, match="contain"):
+        m.register_parameter("a.b", None)
+    with pytest.raises(TypeError, match="Parameter or None"):
+        m.register_parameter("c", nb.ones(1))
+    m.child = Affine(2, 2)
+    assert "child" in m._modules
+    del m.child
+    assert "child" not in m._modules
+    with pytest.raises(AttributeError, match="'Module' object has no attribute 'missing'"):
+        _ = m.missing
+
+    class Early(Module):
+        def __init__(self):
+            self.p = Parameter(nb.ones(1))
+
+    with pytest.raises(AttributeError, match="before Module.__init__"):
+        Early()
+
+
+def test_shared_parameter_listed_once_but_under_both_state_dict_keys():
+    net = Chain(Affine(3, 3), Affine(3, 3))
+    net._modules["1"].weight = net._modules["0"].weight
+    assert len(list(net.parameters())) == 3
+    assert len(list(net.named_parameters(remove_duplicate=False))) == 4
+    assert {"0.weight", "1.weight"} <= set(net.state_dict())
+
+
+def test_train_eval_apply_requires_grad_and_zero_grad():
+    net = Net()
+    assert net.training and net.count.training
+    assert net.eval() is net and not net.count.training
+    net.train()
+    seen = []
+    net.apply(lambda m: seen.append(type(m).__name__))
+    assert seen == ["Affine", "Affine", "Chain", "Counter", "Net"]
+    net(_x()).sum().backward()
+    assert all(p.grad is not None for p in net.parameters())
+    net.zero_grad(set_to_none=False)
+    assert all(np.all(p.grad.numpy() == 0) for p in net.parameters())
+    net.zero_grad()
+    assert all(p.grad is None for p in net.parameters())
+    net.requires_grad_(False)
+    assert not any(p.requires_grad for p in net.parameters())
+    with pytest.raises(ValueError, match="boolean"):
+        net.train("yes")
+
+
+def test_buffers_update_in_training_only():
+    net = Net()
+    net(_x())
+    net(_x())
+    assert int(net.count.steps.item()) == 2
+    net.eval()(_x())
+    assert int(net.count.steps.item()) == 2
+
+
+def test_forward_hooks_can_replace_output_and_be_removed():
+    layer = Affine(4, 2)
+    calls = []
+    pre = layer.register_forward_pre_hook(lambda m, args: calls.append("pre"))
+    post = layer.register_forward_hook(lambda m, args, out: out * 0)
+    assert np.all(layer(_x()).numpy() == 0) and calls == ["pre"]
+    pre.remove()
+    post.remove()
+    assert not np.all(layer(_x()).numpy() == 0) and calls == ["pre"]
+
+
+def test_bad_input_names_the_layer_path_and_expected_shape():
+    net = Net()
+    net.body._modules["1"] = Affine(16, 3)
+    with pytest.raises(ValueError) as err:
+        net(_x(3))
+    assert "body.1 (Affine in_features=16 out_features=3) got input (3, 8), expected (..., 16)" in str(err.value)
+    with pytest.raises(ValueError, match=r"^\(Affine in_features=4 out_features=2\) got input \(3, 5\)"):
+        Affine(4, 2)(nb.ones(3, 5))
+
+
+def test_state_dict_round_trip_and_load_checks_everything_before_changing_anything():
+    src, dst = Net(), Net()
+    sd = {k: v.numpy() for k, v in src.state_dict().items()}
+    assert dst.load_state_dict(sd) == IncompatibleKeys([], [])
+    for (k, a), b in zip(src.state_dict().items(), dst.state_dict().values(), strict=True):
+        np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=k)
+        assert b.is_realized
+    before = dst.body._modules["0"].weight.numpy().copy()
+    bad = dict(sd, **{"body.0.weight": np.zeros((8, 4), np.float32), "body.1.bias": np.zeros(5, np.float32)})
+    with pytest.raises(RuntimeError, match=r"body.1.bias: shape \(5,\) in the state_dict, the module has \(3,\)"):
+        dst.load_state_dict(bad)
+    np.testing.assert_array_equal(dst.body._modules["0"].weight.numpy(), before)  # unchanged
+    with pytest.raises(RuntimeError, match="dtype float64 in the state_dict, the module has float32"):
+        dst.load_state_dict(dict(sd, **{"body.0.bias": np.zeros(8, np.float64)}))
+    partial = {k: v for k, v in sd.items() if k != "count.steps"} | {"extra": np.ones(1)}
+    with pytest.raises(RuntimeError) as err:
+        dst.load_state_dict(partial)
+    assert "missing key(s): count.steps" in str(err.value) and "unexpected key(s): extra" in str(err.value)
+    assert dst.load_state_dict(partial, strict=False) == IncompatibleKeys(["count.steps"], ["extra"])
+
+
+def test_loaded_parameter_stays_a_parameter():
+    layer = Affine(2, 2)
+    weight = layer.weight
+    layer.load_state_dict({"weight": np.eye(2, dtype=np.float32), "bias": np.zeros(2, np.float32)})
+    assert layer.weight is weight and isinstance(layer.weight, Parameter) and layer.weight.requires_grad
+
+
+def test_to_dtype_casts_floating_tensors_only():
+    net = Net().to(nb.float64)
+    assert all(p.dtype == nb.float64 and isinstance(p, Parameter) for p in net.parameters())
+    assert net.count.steps.dtype == nb.int64 and net.count.scratch.dtype == nb.float64
+    assert net.body._modules["0"].weight.is_realized
+    with pytest.raises(ValueError, match="device must be 'cpu'"):
+        net.to(device="cuda")
+
+
+def test_repr_prints_the_tree_like_pytorch():
+    assert repr(Net()) == (
+        "Net(\n"
+        "  (body): Chain(\n"
+        "    (0): Affine(in_features=4, out_features=8)\n"
+        "    (1): Affine(in_features=8, out_features=3)\n"
+        "  )\n"
+        "  (count): Counter()\n"
+        ")"
+    )
+
+
+def test_deepcopy_gives_independent_parameters():
+    net = Net()
+    twin = copy.deepcopy(net)
+    w, w2 = net.body._modules["0"].weight, twin.body._modules["0"].weight
+    assert w2 is not w and isinstance(w2, Parameter) and w2.requires_grad
+    np.testing.assert_array_equal(w.numpy(), w2.numpy())
+    with nb.no_grad():
+        w2.mul_(0.0)
+    assert not np.all(w.numpy() == 0)
+
+
+def test_grad_of_a_module_returns_a_module_of_gradients():
+    net = Net()
+    x = _x()
+    net(x).sum().backward()
+    g = nb.grad(lambda m, x: m(x).sum())(net, x)
+    assert type(g) is Net and g.count.steps is None  # the int buffer is carried, not differentiated
+    for (name, p), gp in zip(net.named_parameters(), g.parameters(), strict=True):
+        np.testing.assert_allclose(gp.numpy(), p.grad.numpy(), rtol=1e-6, err_msg=name)
+    assert net.body._modules["0"].weight.grad is not None  # the original module is untouched
+
+
+def test_vmap_over_inputs_with_a_module_argument():
+    layer = Affine(4, 2)
+    xs = nb.tensor(np.random.default_rng(1).standard_normal((6, 3, 4)).astype(np.float32))
+    out = nb.vmap(lambda m, x: m(x), in_axes=(None, 0))(layer, xs)
+    np.testing.assert_allclose(out.numpy(), layer(xs).numpy(), rtol=1e-6)
+
+
+def test_module_compile_matches_uncompiled_and_caches_per_signature():
+    net = Net()
+    ref = copy.deepcopy(net)
+    net.compile()
+    with nb.no_grad():
+        for n in (5, 5, 5, 7):
+            np.testing.assert_allclose(net(_x(n)).numpy(), ref(_x(n)).numpy(), rtol=1e-6)
+    stats = net.compile_stats
+    assert (stats.misses, stats.hits) == (2, 2) and "shape (5, 4) -> (7, 4)" in stats.recompile_reasons[0]
+    assert int(net.count.steps.item()) == int(ref.count.steps.item()) == 4  # buffer updates replayed
+    net.eval()
+    with nb.no_grad():
+        net(_x(5))
+    assert net.compile_stats.misses == 3 and int(net.count.steps.item()) == 4  # eval mode is a new trace
+    # With autodiff recorded the lazy path runs, so backward works as usual.
+    net.train()
+    net(_x()).sum().backward()
+    assert net.body._modules["0"].weight.grad is not None and net.compile_stats.misses == 3
