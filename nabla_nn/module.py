@@ -518,7 +518,8 @@ def _call_path(module: Module) -> str:
     chain = stack[: stack.index(module) + 1]
     parts = []
     for parent, child in itertools.pairwise(chain):
-        name = next((n for n, m in parent._modules.items() if m is child), None)
+        # Containers a parent iterates without calling (ModuleList) sit between the two.
+        name = next((n for n, m in parent.named_modules(remove_duplicate=False) if n and m is child), None)
         if name is None:  # called through a plain attribute or a closure: no registered name
             continue
         parts.append(name)

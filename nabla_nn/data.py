@@ -1,0 +1,337 @@
+"""PyTorch-style data loading: datasets and a DataLoader that yields nabla Tensors.
+
+Batches are NumPy arrays wrapped as realized tensors (`Tensor.from_numpy`, no copy), so
+they are graph inputs: every step of a training loop has the same graph structure and the
+compiled model is reused. A `TensorDataset` is batched by indexing its arrays with one index
+array per batch (no per-sample Python loop).
+
+Example:
+    >>> import numpy as np
+    >>> from tqdm import tqdm
+    >>> import nabla_nn as nn
+    >>> from nabla_nn.data import DataLoader, TensorDataset
+    >>> xs = np.random.rand(1000, 784).astype(np.float32)
+    >>> ys = np.random.randint(0, 10, 1000)
+    >>> loader = DataLoader(TensorDataset(xs, ys), batch_size=128, shuffle=True, seed=0)
+    >>> for epoch in range(3):
+    ...     bar = tqdm(loader, desc=f"epoch {epoch}")
+    ...     for x, y in bar:
+    ...         opt.zero_grad()
+    ...         loss = nn.functional.cross_entropy(model(x), y)
+    ...         loss.backward()
+    ...         opt.step()
+    ...         bar.set_postfix(loss=f"{loss.item():.4f}")
+"""
+
+from __future__ import annotations
+
+import abc
+import math
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from nabla import Tensor
+
+__all__ = ["DataLoader", "Dataset", "Subset", "TensorDataset", "default_collate", "random_split"]
+
+
+class Dataset(abc.ABC):
+    """A map-style dataset: `dataset[i]` is the i-th sample, `len(dataset)` the number of samples.
+
+    Example:
+        >>> class Squares(Dataset):
+        ...     def __len__(self):
+        ...         return 10
+        ...     def __getitem__(self, i):
+        ...         return np.float32(i), np.float32(i * i)
+        >>> x, y = next(iter(DataLoader(Squares(), batch_size=4)))
+        >>> y.numpy()
+        array([0., 1., 4., 9.], dtype=float32)
+    """
+
+    @abc.abstractmethod
+    def __getitem__(self, index: int) -> Any: ...
+
+    @abc.abstractmethod
+    def __len__(self) -> int: ...
+
+
+class TensorDataset(Dataset):
+    """Samples are rows of the given arrays: `dataset[i] == (tensors[0][i], tensors[1][i], ...)`.
+
+    Args:
+        *tensors: nabla Tensors or NumPy arrays with the same first dimension. NumPy arrays
+            are kept (not copied) when C-contiguous; Tensors are read once, here.
+
+    Example:
+        >>> ds = TensorDataset(np.zeros((5, 3), np.float32), np.arange(5))
+        >>> x, y = ds[2]
+        >>> x.shape, int(y)
+        ((3,), 2)
+    """
+
+    def __init__(self, *tensors: Tensor | np.ndarray) -> None:
+        if not tensors:
+            raise ValueError("TensorDataset needs at least one tensor")
+        self._arrays: list[np.ndarray] = []
+        self._dtypes: list[Any] = []
+        for i, t in enumerate(tensors):
+            if isinstance(t, Tensor):
+                self._dtypes.append(t.dtype)  # bfloat16 is read as float32 and cast back per batch
+                array = t.numpy()
+            elif isinstance(t, np.ndarray):
+                self._dtypes.append(None)
+                array = t
+            else:
+                raise TypeError(
+                    f"TensorDataset: argument {i} must be a Tensor or a NumPy array, got {type(t).__name__}"
+                )
+            if array.ndim == 0:
+                raise ValueError(f"TensorDataset: argument {i} is 0-d; every tensor needs a first (sample) dimension")
+            self._arrays.append(np.ascontiguousarray(array))
+        sizes = [a.shape[0] for a in self._arrays]
+        if len(set(sizes)) > 1:
+            raise ValueError(f"TensorDataset: size mismatch between tensors: first dimensions are {sizes}")
+
+    @property
+    def tensors(self) -> tuple[Tensor, ...]:
+        return tuple(self._wrap(i, a) for i, a in enumerate(self._arrays))
+
+    def _wrap(self, i: int, array: np.ndarray) -> Tensor:
+        return Tensor.from_numpy(np.asarray(array), dtype=self._dtypes[i])
+
+    def _batch(self, index: Any) -> list[Tensor]:
+        """Rows `index` (an index array or a slice) of every tensor, one indexing op each."""
+        return [self._wrap(i, a[index]) for i, a in enumerate(self._arrays)]
+
+    def __getitem__(self, index: int) -> tuple[Tensor, ...]:
+        return tuple(self._batch(index))
+
+    def __len__(self) -> int:
+        return self._arrays[0].shape[0]
+
+
+class Subset(Dataset):
+    """The samples of `dataset` at `indices`, in that order.
+
+    Args:
+        dataset: the dataset to take samples from.
+        indices: positions in `dataset`.
+
+    Example:
+        >>> evens = Subset(TensorDataset(np.arange(10)), [0, 2, 4])
+        >>> len(evens), int(evens[1][0])
+        (3, 2)
+    """
+
+    def __init__(self, dataset: Dataset, indices: Sequence[int] | np.ndarray) -> None:
+        self.dataset = dataset
+        self.indices = np.asarray(indices, dtype=np.int64).reshape(-1)
+        n = len(dataset)
+        if self.indices.size and (self.indices.min() < -n or self.indices.max() >= n):
+            raise IndexError(f"Subset: indices must lie in [-{n}, {n}) for a dataset of {n} samples")
+
+    def __getitem__(self, index: int) -> Any:
+        return self.dataset[int(self.indices[index])]
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+
+def random_split(dataset: Dataset, lengths: Sequence[int | float], seed: int | None = None) -> list[Subset]:
+    """Split `dataset` into non-overlapping random subsets of the given lengths.
+
+    Args:
+        dataset: the dataset to split.
+        lengths: sample counts summing to `len(dataset)`, or fractions summing to 1 (the
+            remainder of the floors goes one sample each to the first subsets, as in PyTorch).
+        seed: seed of `numpy.random.default_rng`; the same seed gives the same split.
+
+    Example:
+        >>> train, val = random_split(TensorDataset(np.arange(10)), [0.8, 0.2], seed=0)
+        >>> len(train), len(val)
+        (8, 2)
+    """
+    n = len(dataset)
+    lengths = list(lengths)
+    if lengths and all(isinstance(x, float) for x in lengths) and math.isclose(sum(lengths), 1.0):
+        if any(not 0.0 <= x <= 1.0 for x in lengths):
+            raise ValueError(f"random_split: fractions must lie in [0, 1], got {lengths}")
+        counts = [math.floor(n * x) for x in lengths]
+        for i in range(n - sum(counts)):
+            counts[i % len(counts)] += 1
+        lengths = counts
+    if any(not isinstance(x, int) or isinstance(x, bool) or x < 0 for x in lengths):
+        raise ValueError(f"random_split: lengths must be non-negative ints or fractions summing to 1, got {lengths}")
+    if sum(lengths) != n:
+        raise ValueError(f"random_split: lengths sum to {sum(lengths)}, the dataset has {n} samples")
+    order = np.random.default_rng(seed).permutation(n)
+    bounds = np.cumsum([0, *lengths])
+    return [Subset(dataset, order[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+
+
+# -- collation ---------------------------------------------------------------------------------------
+def default_collate(batch: Sequence[Any]) -> Any:
+    """Stack a list of samples into a batch, as PyTorch's `default_collate` does.
+
+    Tensors and NumPy arrays are stacked along a new first dimension (into a Tensor); Python
+    floats become a float64 tensor, ints an int64 tensor (bools a bool tensor), NumPy scalars
+    keep their dtype; strings stay a list; dicts, tuples, lists and namedtuples are collated
+    field by field (tuples come back as lists, like PyTorch).
+
+    Example:
+        >>> x, y = default_collate([(np.zeros(3, np.float32), 1), (np.ones(3, np.float32), 0)])
+        >>> x.shape, y.dtype.name
+        ((2, 3), 'int64')
+    """
+    if not batch:
+        raise ValueError("default_collate: got an empty batch")
+    elem = batch[0]
+    if isinstance(elem, str | bytes):  # before np.generic: np.str_ is both
+        return list(batch)
+    if isinstance(elem, Tensor | np.ndarray | np.generic):
+        return _stack(batch)
+    if isinstance(elem, bool | int | float):
+        kind = bool if all(isinstance(x, bool) for x in batch) else float if isinstance(elem, float) else int
+        dtype = {bool: np.bool_, int: np.int64, float: np.float64}[kind]
+        return Tensor.from_numpy(np.asarray(batch, dtype=dtype))
+    if isinstance(elem, Mapping):
+        return {key: default_collate([sample[key] for sample in batch]) for key in elem}
+    if isinstance(elem, tuple) and hasattr(elem, "_fields"):  # namedtuple
+        return type(elem)(*(default_collate(list(field)) for field in zip(*batch, strict=True)))
+    if isinstance(elem, Sequence):
+        if any(len(sample) != len(elem) for sample in batch):
+            raise RuntimeError("default_collate: each element in list of batch should be of equal size")
+        return [default_collate(list(field)) for field in zip(*batch, strict=True)]
+    raise TypeError(
+        f"default_collate: batch must contain tensors, NumPy arrays, numbers, dicts or lists; found {type(elem).__name__}"
+    )
+
+
+def _stack(batch: Sequence[Any]) -> Tensor:
+    dtype = batch[0].dtype if isinstance(batch[0], Tensor) else None
+    arrays = [x.numpy() if isinstance(x, Tensor) else np.asarray(x) for x in batch]
+    for i, a in enumerate(arrays):
+        if a.shape != arrays[0].shape:
+            raise RuntimeError(
+                f"default_collate: stack expects each tensor to be equal size, but got {list(arrays[0].shape)} "
+                f"at entry 0 and {list(a.shape)} at entry {i}"
+            )
+    return Tensor.from_numpy(np.stack(arrays), dtype=dtype)
+
+
+def _convert(sample: Any) -> Any:
+    """Without batching (`batch_size=None`): arrays become Tensors, containers are walked."""
+    if isinstance(sample, np.ndarray):
+        return Tensor.from_numpy(sample)
+    if isinstance(sample, Mapping):
+        return {k: _convert(v) for k, v in sample.items()}
+    if isinstance(sample, tuple) and hasattr(sample, "_fields"):
+        return type(sample)(*(_convert(v) for v in sample))
+    if isinstance(sample, list | tuple):
+        return type(sample)(_convert(v) for v in sample)
+    return sample
+
+
+# -- DataLoader --------------------------------------------------------------------------------------
+class DataLoader:
+    """Iterate over a dataset in batches (PyTorch's `torch.utils.data.DataLoader`, single process).
+
+    Args:
+        dataset: a map-style dataset (`__getitem__` and `__len__`).
+        batch_size: samples per batch; None yields samples one by one, unbatched.
+        shuffle: visit samples in a new random order every epoch (every `iter(loader)`).
+        drop_last: drop the last batch if it is smaller than `batch_size`.
+        seed: seed of the loader's `numpy.random.default_rng`; the same seed gives the same
+            sequence of epoch orders. None seeds from the OS.
+        collate_fn: turns a list of samples into a batch (default: `default_collate`).
+
+    A `TensorDataset` (or a `Subset` of one) with the default `collate_fn` is batched by
+    indexing its arrays with each batch's index array; other datasets are read sample by
+    sample and collated.
+
+    Example:
+        >>> from tqdm import tqdm
+        >>> loader = DataLoader(TensorDataset(xs, ys), batch_size=64, shuffle=True, seed=0)
+        >>> len(loader)  # batches per epoch
+        16
+        >>> for epoch in range(10):
+        ...     with tqdm(loader, desc=f"epoch {epoch}") as bar:
+        ...         for x, y in bar:
+        ...             loss = train_step(x, y)
+        ...             bar.set_postfix(loss=f"{loss.item():.4f}")
+    """
+
+    def __init__(
+        self,
+        dataset: Dataset,
+        batch_size: int | None = 1,
+        shuffle: bool = False,
+        drop_last: bool = False,
+        seed: int | None = None,
+        collate_fn: Callable[[list[Any]], Any] | None = None,
+    ) -> None:
+        if batch_size is not None and (
+            not isinstance(batch_size, int | np.integer) or isinstance(batch_size, bool) or batch_size <= 0
+        ):
+            raise ValueError(
+                f"DataLoader: batch_size should be a positive integer value, but got batch_size={batch_size!r}"
+            )
+        if batch_size is None and drop_last:
+            raise ValueError("DataLoader: batch_size=None disables batching and is mutually exclusive with drop_last")
+        if not isinstance(shuffle, bool):
+            raise TypeError(f"DataLoader: shuffle must be a bool, got {shuffle!r}")
+        if not hasattr(dataset, "__getitem__") or not hasattr(dataset, "__len__"):
+            raise TypeError(f"DataLoader: dataset must define __getitem__ and __len__, got {type(dataset).__name__}")
+        self.dataset = dataset
+        self.batch_size = None if batch_size is None else int(batch_size)
+        self.shuffle = shuffle
+        self.drop_last = drop_last
+        self.collate_fn = collate_fn
+        self._rng = np.random.default_rng(seed)
+
+    def __len__(self) -> int:
+        n = len(self.dataset)
+        if self.batch_size is None:
+            return n
+        return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+
+    def __iter__(self) -> Iterator[Any]:
+        n = len(self.dataset)
+        order = self._rng.permutation(n) if self.shuffle else None
+        if self.batch_size is None:
+            for i in range(n) if order is None else order:
+                item = self.dataset[int(i)]
+                yield _convert(item) if self.collate_fn is None else self.collate_fn(item)
+            return
+        fast = self._fast_source()
+        for start in range(0, len(self) * self.batch_size, self.batch_size):
+            stop = min(start + self.batch_size, n)
+            if fast is not None:
+                yield fast(slice(start, stop) if order is None else order[start:stop])
+            else:
+                indices = range(start, stop) if order is None else order[start:stop]
+                batch = [self.dataset[int(i)] for i in indices]
+                yield (self.collate_fn or default_collate)(batch)
+
+    def _fast_source(self) -> Callable[[Any], list[Tensor]] | None:
+        """Batching by array indexing, for a TensorDataset or a Subset (chain) of one."""
+        if self.collate_fn is not None:
+            return None
+        dataset, index_map = self.dataset, None
+        while isinstance(dataset, Subset):
+            index_map = dataset.indices if index_map is None else dataset.indices[index_map]
+            dataset = dataset.dataset
+        if not isinstance(dataset, TensorDataset):
+            return None
+        if index_map is None:
+            return dataset._batch  # a slice of rows is a view: no copy at all
+        return lambda index: dataset._batch(index_map[index])
+
+    def __repr__(self) -> str:
+        return (
+            f"DataLoader(dataset={type(self.dataset).__name__}, batch_size={self.batch_size}, "
+            f"shuffle={self.shuffle}, drop_last={self.drop_last})"
+        )

@@ -1,0 +1,285 @@
+"""nabla_nn.data: Dataset, TensorDataset, Subset, random_split, DataLoader, default_collate."""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+import pytest
+
+import nabla as nb
+from nabla_nn import data
+from nabla_nn.data import DataLoader, Dataset, Subset, TensorDataset, default_collate, random_split
+
+try:
+    import torch
+    import torch.utils.data as tud
+except ImportError:
+    torch = None
+
+needs_torch = pytest.mark.skipif(torch is None, reason="PyTorch is not installed")
+
+
+def _xy(n=10):
+    x = np.arange(n * 3, dtype=np.float32).reshape(n, 3)
+    y = np.arange(n, dtype=np.int64) * 10
+    return x, y
+
+
+class Squares(Dataset):
+    """A generic (non-TensorDataset) dataset: samples are (array, int, float) tuples."""
+
+    def __init__(self, n=7):
+        self.n = n
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        if not 0 <= i < self.n:
+            raise IndexError(i)
+        return np.full(2, i, np.float32), i, float(i * i)
+
+
+# -- datasets ---------------------------------------------------------------------------------------
+def test_tensor_dataset_items_and_len():
+    x, y = _xy()
+    ds = TensorDataset(x, nb.tensor(y))
+    assert len(ds) == 10
+    xi, yi = ds[3]
+    assert isinstance(xi, nb.Tensor) and xi.shape == (3,) and xi.dtype == nb.float32
+    assert xi.numpy().tolist() == [9, 10, 11] and yi.shape == () and yi.item() == 30
+    assert ds[-1][1].item() == 90
+    with pytest.raises(IndexError):
+        ds[10]
+    assert [t.shape for t in ds.tensors] == [(10, 3), (10,)]
+
+
+def test_tensor_dataset_keeps_the_dtype_of_tensors():
+    ds = TensorDataset(nb.ones(4, 2, dtype=nb.bfloat16), nb.tensor(np.array([1, 2, 3, 4], np.int32)))
+    xb, yb = next(iter(DataLoader(ds, batch_size=3)))
+    assert xb.dtype == nb.bfloat16 and xb.shape == (3, 2) and yb.dtype == nb.int32
+    assert xb.numpy().tolist() == [[1, 1]] * 3
+
+
+def test_tensor_dataset_errors():
+    with pytest.raises(ValueError, match="size mismatch.*\\[5, 4\\]"):
+        TensorDataset(np.zeros((5, 2)), np.zeros(4))
+    with pytest.raises(ValueError, match="at least one"):
+        TensorDataset()
+    with pytest.raises(ValueError, match="argument 1 is 0-d"):
+        TensorDataset(np.zeros(3), np.zeros(()))
+    with pytest.raises(TypeError, match="argument 0 must be a Tensor or a NumPy array, got list"):
+        TensorDataset([1, 2, 3])
+
+
+def test_dataset_is_abstract():
+    with pytest.raises(TypeError):
+        Dataset()
+
+    class OnlyItems(Dataset):
+        def __getitem__(self, i):
+            return i
+
+    with pytest.raises(TypeError):
+        OnlyItems()
+
+
+def test_subset_and_random_split():
+    x, y = _xy(10)
+    ds = TensorDataset(x, y)
+    sub = Subset(ds, [7, 2, 5])
+    assert len(sub) == 3 and sub[0][1].item() == 70 and sub[-1][1].item() == 50
+    with pytest.raises(IndexError, match="\\[-10, 10\\)"):
+        Subset(ds, [3, 10])
+
+    parts = random_split(ds, [6, 3, 1], seed=4)
+    assert [len(p) for p in parts] == [6, 3, 1]
+    seen = np.concatenate([p.indices for p in parts])
+    assert sorted(seen.tolist()) == list(range(10))  # a partition
+    again = random_split(ds, [6, 3, 1], seed=4)
+    assert all(np.array_equal(a.indices, b.indices) for a, b in zip(parts, again, strict=True))
+    assert not np.array_equal(random_split(ds, [10], seed=5)[0].indices, np.arange(10))  # shuffled
+
+    fractions = random_split(TensorDataset(np.arange(11)), [0.5, 0.3, 0.2], seed=0)
+    assert [len(p) for p in fractions] == [6, 3, 2]  # floors 5,3,2 + remainder to the first
+    with pytest.raises(ValueError, match="sum to 9, the dataset has 10"):
+        random_split(ds, [5, 4])
+    with pytest.raises(ValueError, match="non-negative ints"):
+        random_split(ds, [12, -2])
+
+
+@needs_torch
+def test_random_split_fraction_lengths_match_torch():
+    for n, fracs in [(11, [0.5, 0.3, 0.2]), (7, [0.25, 0.25, 0.5]), (100, [0.9, 0.1]), (3, [0.3, 0.3, 0.4])]:
+        ours = [len(p) for p in random_split(TensorDataset(np.arange(n)), fracs, seed=0)]
+        ref = [len(p) for p in tud.random_split(range(n), fracs)]
+        assert ours == ref, (n, fracs)
+
+
+# -- DataLoader: TensorDataset fast path ------------------------------------------------------------
+def test_batches_in_order_with_last_partial_batch():
+    x, y = _xy(10)
+    loader = DataLoader(TensorDataset(x, y), batch_size=4)
+    batches = list(loader)
+    assert len(loader) == 3 and len(batches) == 3
+    assert [b[0].shape for b in batches] == [(4, 3), (4, 3), (2, 3)]
+    assert all(isinstance(b, list) and len(b) == 2 for b in batches)  # PyTorch gives a list too
+    assert batches[0][0].dtype == nb.float32 and batches[0][1].dtype == nb.int64
+    assert all(t.is_realized for b in batches for t in b)
+    assert np.array_equal(np.concatenate([b[0].numpy() for b in batches]), x)
+    assert np.concatenate([b[1].numpy() for b in batches]).tolist() == y.tolist()
+
+
+def test_drop_last():
+    x, y = _xy(10)
+    loader = DataLoader(TensorDataset(x, y), batch_size=4, drop_last=True)
+    assert len(loader) == 2
+    assert [b[1].numpy().tolist() for b in loader] == [[0, 10, 20, 30], [40, 50, 60, 70]]
+    assert len(DataLoader(TensorDataset(x), batch_size=5, drop_last=True)) == 2
+    assert len(DataLoader(TensorDataset(x), batch_size=11, drop_last=True)) == 0
+    assert list(DataLoader(TensorDataset(x), batch_size=11, drop_last=True)) == []
+    assert len(DataLoader(TensorDataset(x), batch_size=11)) == 1
+
+
+def test_unshuffled_batches_share_memory_with_the_dataset():
+    x, _ = _xy(8)
+    (xb,) = next(iter(DataLoader(TensorDataset(x), batch_size=4)))
+    assert np.shares_memory(xb.numpy(), x)  # a slice of rows, wrapped without a copy
+
+
+def test_shuffle_covers_every_sample_and_changes_per_epoch():
+    x, y = _xy(50)
+    loader = DataLoader(TensorDataset(x, y), batch_size=8, shuffle=True, seed=123)
+    epochs = []
+    for _ in range(3):
+        order = np.concatenate([yb.numpy() for _, yb in loader]) // 10
+        assert sorted(order.tolist()) == list(range(50))  # every sample exactly once
+        epochs.append(order)
+    assert not np.array_equal(epochs[0], epochs[1]) and not np.array_equal(epochs[1], epochs[2])
+    assert not np.array_equal(epochs[0], np.arange(50))
+    for xb, yb in loader:  # rows stay paired across the tensors
+        assert np.array_equal(xb.numpy(), x[yb.numpy() // 10])
+
+
+def test_shuffle_is_reproducible_for_a_seed():
+    x, y = _xy(30)
+
+    def orders(seed):
+        loader = DataLoader(TensorDataset(x, y), batch_size=7, shuffle=True, seed=seed)
+        return [np.concatenate([yb.numpy() for _, yb in loader]).tolist() for _ in range(2)]
+
+    assert orders(5) == orders(5)
+    assert orders(5) != orders(6)
+    expected = np.random.default_rng(5).permutation(30) * 10  # documented: numpy's default_rng(seed)
+    assert orders(5)[0] == expected.tolist()
+
+
+def test_shuffle_with_drop_last_drops_a_random_remainder():
+    x, y = _xy(10)
+    loader = DataLoader(TensorDataset(x, y), batch_size=3, shuffle=True, drop_last=True, seed=0)
+    batches = [yb.numpy() for _, yb in loader]
+    assert [len(b) for b in batches] == [3, 3, 3]
+    assert len(set(np.concatenate(batches).tolist())) == 9
+
+
+def test_subset_of_tensor_dataset_uses_its_indices():
+    x, y = _xy(10)
+    inner = Subset(TensorDataset(x, y), [9, 8, 7, 6, 5])
+    outer = Subset(inner, [4, 0, 2])  # -> rows 5, 9, 7
+    batches = [yb.numpy().tolist() for _, yb in DataLoader(outer, batch_size=2)]
+    assert batches == [[50, 90], [70]]
+    train, val = random_split(TensorDataset(x, y), [0.7, 0.3], seed=1)
+    got = sorted(np.concatenate([yb.numpy() for _, yb in DataLoader(train, batch_size=4, shuffle=True, seed=0)]))
+    assert got == sorted((train.indices * 10).tolist())
+
+
+# -- DataLoader: generic path and collation ---------------------------------------------------------
+def test_generic_dataset_is_collated_like_pytorch():
+    loader = DataLoader(Squares(7), batch_size=3)
+    batches = list(loader)
+    assert len(loader) == 3 and len(batches) == 3
+    arrays, ints, floats = batches[0]
+    assert arrays.shape == (3, 2) and arrays.dtype == nb.float32
+    assert ints.dtype == nb.int64 and ints.numpy().tolist() == [0, 1, 2]
+    assert floats.dtype == nb.float64 and floats.numpy().tolist() == [0.0, 1.0, 4.0]  # PyTorch: float64
+    assert batches[-1][1].numpy().tolist() == [6]
+
+
+def test_default_collate_containers():
+    point = namedtuple("Point", "x y")
+    out = default_collate(
+        [{"a": np.ones(2), "name": "p", "pt": point(1, 2.5)}, {"a": np.zeros(2), "name": "q", "pt": point(3, 4.5)}]
+    )
+    assert set(out) == {"a", "name", "pt"} and out["name"] == ["p", "q"]
+    assert out["a"].shape == (2, 2) and out["a"].dtype == nb.float64
+    assert isinstance(out["pt"], point) and out["pt"].x.numpy().tolist() == [1, 3]
+    flags = default_collate([True, False])
+    assert flags.dtype == nb.bool_ and flags.numpy().tolist() == [True, False]
+    scalars = default_collate([np.float32(1.5), np.float32(2.0)])
+    assert scalars.dtype == nb.float32 and scalars.shape == (2,)
+    stacked = default_collate([nb.ones(2, 2), nb.zeros(2, 2)])
+    assert stacked.shape == (2, 2, 2) and stacked.numpy()[0].tolist() == [[1, 1], [1, 1]]
+    nested = default_collate([[np.ones(1), 1], [np.ones(1), 2]])
+    assert isinstance(nested, list) and nested[1].numpy().tolist() == [1, 2]
+
+
+def test_default_collate_errors():
+    with pytest.raises(RuntimeError, match="equal size, but got \\[2\\] at entry 0 and \\[3\\] at entry 1"):
+        default_collate([np.ones(2), np.ones(3)])
+    with pytest.raises(RuntimeError, match="equal size"):
+        default_collate([(1, 2), (1,)])
+    with pytest.raises(TypeError, match="found object"):
+        default_collate([object()])
+    with pytest.raises(ValueError, match="empty batch"):
+        default_collate([])
+
+
+@needs_torch
+def test_default_collate_matches_torch():
+    samples = [(np.full(2, i, np.float32), i, float(i) / 2, {"k": np.int32(i)}) for i in range(4)]
+    ours = default_collate(samples)
+    ref = tud.default_collate(samples)
+    assert isinstance(ref, list) and isinstance(ours, list) and len(ours) == len(ref)
+    for a, b in zip(ours[:3], ref[:3], strict=True):
+        assert np.array_equal(a.numpy(), b.numpy()) and str(a.numpy().dtype) == str(b.numpy().dtype)
+    assert np.array_equal(ours[3]["k"].numpy(), ref[3]["k"].numpy())
+
+
+def test_custom_collate_fn_and_unbatched_mode():
+    loader = DataLoader(Squares(5), batch_size=2, collate_fn=lambda batch: [s[1] for s in batch])
+    assert list(loader) == [[0, 1], [2, 3], [4]]
+    x, y = _xy(4)
+    tds = DataLoader(TensorDataset(x, y), batch_size=3, collate_fn=lambda b: len(b))
+    assert list(tds) == [3, 1]  # a collate_fn turns the fast path off
+    single = DataLoader(Squares(3), batch_size=None)
+    items = list(single)
+    assert len(single) == 3 and len(items) == 3
+    arr, i, f = items[2]
+    assert isinstance(arr, nb.Tensor) and arr.shape == (2,) and i == 2 and f == 4.0
+
+
+def test_shuffled_generic_dataset_visits_every_sample():
+    loader = DataLoader(Squares(9), batch_size=4, shuffle=True, seed=1)
+    ints = np.concatenate([b[1].numpy() for b in loader])
+    assert sorted(ints.tolist()) == list(range(9)) and ints.tolist() != list(range(9))
+
+
+def test_loader_argument_errors():
+    ds = TensorDataset(np.zeros(3))
+    for bad in (0, -1, 2.0, True):
+        with pytest.raises(
+            ValueError, match=f"batch_size should be a positive integer value, but got batch_size={bad!r}"
+        ):
+            DataLoader(ds, batch_size=bad)
+    with pytest.raises(ValueError, match="mutually exclusive with drop_last"):
+        DataLoader(ds, batch_size=None, drop_last=True)
+    with pytest.raises(TypeError, match="shuffle must be a bool"):
+        DataLoader(ds, shuffle="yes")
+    with pytest.raises(TypeError, match="__getitem__ and __len__"):
+        DataLoader(iter([1, 2]))
+    assert "batch_size=1" in repr(DataLoader(ds))
+
+
+def test_module_exports():
+    assert set(data.__all__) == {"DataLoader", "Dataset", "Subset", "TensorDataset", "default_collate", "random_split"}
