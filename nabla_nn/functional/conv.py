@@ -1,0 +1,166 @@
+"""Convolutions and padding with PyTorch's layouts and argument forms.
+
+conv1d / conv2d / conv_transpose2d are nabla's primitives (NCL / NCHW inputs, OIHW weights,
+"same"/"valid" padding strings); conv_transpose1d runs the 2-D transposed convolution on a
+height-1 image; `pad` is nabla.pad with PyTorch's `value=None` default.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+import nabla as nb
+from nabla import Tensor
+
+__all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "pad"]
+
+
+def conv1d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    dilation: Any = 1,
+    groups: int = 1,
+) -> Tensor:
+    """1-D convolution (cross-correlation) of (N, C_in, L) or (C_in, L).
+
+    Args:
+        input: (N, C_in, L) or unbatched (C_in, L).
+        weight: (C_out, C_in / groups, k).
+        bias: optional (C_out,).
+        stride, dilation: int or (int,).
+        padding: int, (int,), "valid" or "same".
+        groups: number of blocked connections from input to output channels.
+
+    Example:
+        >>> F.conv1d(nb.ones(2, 3, 10), nb.ones(4, 3, 3), padding="same").shape
+        (2, 4, 10)
+    """
+    return nb.conv1d(input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv2d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    dilation: Any = 1,
+    groups: int = 1,
+) -> Tensor:
+    """2-D convolution (cross-correlation) of (N, C_in, H, W) or (C_in, H, W).
+
+    Args:
+        input: (N, C_in, H, W) or unbatched (C_in, H, W).
+        weight: (C_out, C_in / groups, kH, kW).
+        bias: optional (C_out,).
+        stride, dilation: int or (h, w).
+        padding: int, (h, w), "valid" or "same" (stride 1 only).
+        groups: number of blocked connections from input to output channels.
+
+    Example:
+        >>> F.conv2d(nb.ones(1, 3, 8, 8), nb.ones(4, 3, 3, 3), padding=1).shape
+        (1, 4, 8, 8)
+    """
+    return nb.conv2d(input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv_transpose2d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    output_padding: Any = 0,
+    groups: int = 1,
+    dilation: Any = 1,
+) -> Tensor:
+    """2-D transposed convolution ("deconvolution") of (N, C_in, H, W) or (C_in, H, W).
+
+    Output size per dim: (H - 1) * stride - 2 * padding + dilation * (k - 1) + output_padding + 1.
+
+    Args:
+        input: (N, C_in, H, W) or unbatched (C_in, H, W).
+        weight: (C_in, C_out / groups, kH, kW).
+        bias: optional (C_out,).
+        stride, padding, output_padding, dilation: int or (h, w).
+        groups: number of blocked connections.
+
+    Example:
+        >>> F.conv_transpose2d(nb.ones(1, 4, 5, 5), nb.ones(4, 2, 3, 3), stride=2).shape
+        (1, 2, 11, 11)
+    """
+    return nb.conv_transpose2d(input, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
+_ARGS = ("stride", "padding", "output_padding", "dilation")
+
+
+def _one(v: Any, op: str, arg: str) -> int:
+    """An int or a 1-tuple of ints (PyTorch's `_single`)."""
+    if isinstance(v, tuple | list) and len(v) == 1:
+        v = v[0]
+    if isinstance(v, bool) or not isinstance(v, int | np.integer):
+        raise TypeError(f"{op}: {arg} must be an int or a tuple of 1 int, got {v!r}")
+    return int(v)
+
+
+def conv_transpose1d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    output_padding: Any = 0,
+    groups: int = 1,
+    dilation: Any = 1,
+) -> Tensor:
+    """1-D transposed convolution of (N, C_in, L) or (C_in, L).
+
+    Output length: (L - 1) * stride - 2 * padding + dilation * (k - 1) + output_padding + 1.
+
+    Args:
+        input: (N, C_in, L) or unbatched (C_in, L).
+        weight: (C_in, C_out / groups, k).
+        bias: optional (C_out,).
+        stride, padding, output_padding, dilation: int or (int,).
+        groups: number of blocked connections.
+
+    Example:
+        >>> F.conv_transpose1d(nb.ones(1, 4, 5), nb.ones(4, 2, 3), stride=2).shape
+        (1, 2, 11)
+    """
+    op = "conv_transpose1d"
+    if not isinstance(input, Tensor) or not isinstance(weight, Tensor):
+        raise TypeError(f"{op}: input and weight must be Tensors")
+    if input.ndim not in (2, 3):
+        raise ValueError(f"{op}: expected a 2-D (unbatched) or 3-D (batched) input, got shape {input.shape}")
+    if weight.ndim != 3:
+        raise ValueError(f"{op}: weight must have rank 3 (C_in, C_out / groups, k), got shape {weight.shape}")
+    s, p, q, d = (_one(v, op, a) for v, a in zip((stride, padding, output_padding, dilation), _ARGS, strict=True))
+    out = nb.conv_transpose2d(
+        nb.unsqueeze(input, -2), nb.unsqueeze(weight, -2), bias, (1, s), (0, p), (0, q), groups, (1, d)
+    )
+    return nb.squeeze(out, -2)
+
+
+def pad(input: Tensor, pad: Any, mode: str = "constant", value: float | None = None) -> Tensor:
+    """Pad `input`; `pad` lists (before, after) pairs starting from the LAST dimension.
+
+    Args:
+        input: a tensor.
+        pad: (left_last, right_last, left_second_last, right_second_last, ...); negative crops.
+        mode: "constant", "reflect", "replicate" or "circular".
+        value: fill value for "constant" (None means 0).
+
+    Example:
+        >>> F.pad(nb.ones(2, 3), (1, 1)).shape
+        (2, 5)
+    """
+    if mode == "constant":
+        return nb.pad(input, pad, mode, 0.0 if value is None else value)
+    return nb.pad(input, pad, mode, value)
