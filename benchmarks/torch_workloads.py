@@ -1,0 +1,72 @@
+"""The W1-W4 models in PyTorch, structurally identical to `workloads.py`'s nabla models."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class MLP(nn.Module):
+    def __init__(self, sizes: tuple[int, ...] = (784, 512, 512, 10)) -> None:
+        super().__init__()
+        layers: list[nn.Module] = []
+        for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:], strict=True)):
+            layers.append(nn.Linear(a, b))
+            if i < len(sizes) - 2:
+                layers.append(nn.ReLU())
+        self.layers = nn.Sequential(*layers)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.layers(x)
+
+
+class CNN(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 32, 3, padding=1)
+        self.conv2 = nn.Conv2d(32, 64, 3, padding=1)
+        self.pool = nn.MaxPool2d(2)
+        self.fc = nn.Linear(64 * 7 * 7, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.pool(F.relu(self.conv1(x)))
+        x = self.pool(F.relu(self.conv2(x)))
+        return self.fc(x.flatten(1))
+
+
+class CharLM(nn.Module):
+    def __init__(self, vocab: int = 256, d_model: int = 128, nhead: int = 4, layers: int = 2, seq: int = 64) -> None:
+        super().__init__()
+        self.tok = nn.Embedding(vocab, d_model)
+        self.pos = nn.Embedding(seq, d_model)
+        layer = nn.TransformerEncoderLayer(
+            d_model, nhead, dim_feedforward=4 * d_model, dropout=0.0, batch_first=True, norm_first=True
+        )
+        self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.norm = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, vocab)
+        self.register_buffer("positions", torch.arange(seq), persistent=False)
+        self.register_buffer("causal", torch.triu(torch.full((seq, seq), float("-inf")), 1), persistent=False)
+
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        h = self.tok(idx) + self.pos(self.positions)
+        h = self.encoder(h, mask=self.causal)
+        return self.head(self.norm(h))
+
+
+def lm_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+
+
+def torch_workload(name: str) -> tuple:
+    if name in ("W1", "W4"):
+        model = MLP()
+        return model, torch.optim.Adam(model.parameters(), lr=1e-3), F.cross_entropy
+    if name == "W2":
+        model = CNN()
+        return model, torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9), F.cross_entropy
+    if name == "W3":
+        model = CharLM()
+        return model, torch.optim.AdamW(model.parameters(), lr=1e-3), lm_loss
+    raise ValueError(name)
