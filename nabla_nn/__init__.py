@@ -1,7 +1,34 @@
-"""nabla_nn: PyTorch-style modules, layers, losses and state_dicts on top of nabla.
+"""nabla_nn: PyTorch-style modules, layers, losses, initialisation, state_dicts and data loading.
 
-Not built yet: Module, layers, functional, losses, init and safetensors save/load arrive with
-the nn/optim issue. This package exists so the distribution's layout is final.
+Example:
+    >>> import nabla as nb, nabla_nn as nn, nabla_optim as optim
+    >>> model = nn.Sequential(nn.Linear(784, 128), nn.ReLU(), nn.Linear(128, 10))
+    >>> opt = optim.Adam(model.parameters(), lr=1e-3)
+    >>> for x, y in nn.data.DataLoader(nn.data.TensorDataset(xs, ys), batch_size=128, shuffle=True):
+    ...     opt.zero_grad()
+    ...     loss = nn.functional.cross_entropy(model(x), y)
+    ...     loss.backward()
+    ...     opt.step()          # forward, backward and update run as one cached MAX model
+    >>> nn.save(model, "model.safetensors")
 """
 
-__all__: list[str] = []
+from . import data, functional, init, utils
+from .module import IncompatibleKeys, Module, RemovableHandle
+from .modules import *  # noqa: F403
+from .modules import __all__ as _modules_all
+from .parameter import Parameter
+from .serialization import load, save
+
+__all__ = [
+    "IncompatibleKeys",
+    "Module",
+    "Parameter",
+    "RemovableHandle",
+    "data",
+    "functional",
+    "init",
+    "load",
+    "save",
+    "utils",
+    *_modules_all,
+]

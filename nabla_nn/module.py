@@ -446,7 +446,7 @@ class Module:
                 continue
             value = state_dict[key]
             if isinstance(value, np.ndarray | np.generic):
-                value = nb.Tensor.from_numpy(np.asarray(value))
+                value = nb.Tensor.from_numpy(np.array(value, copy=True))  # the caller may reuse the array
             if not isinstance(value, Tensor):
                 problems.append(f"{key}: expected a Tensor, got {type(value).__name__}")
             elif tuple(value.shape) != tuple(target.shape):

@@ -1,7 +1,43 @@
-"""nabla_optim: optimizers and LR schedulers with PyTorch semantics.
+"""nabla_optim: optimizers and learning-rate schedulers with PyTorch semantics.
 
-Not built yet: they arrive with the nn/optim issue. This package exists so the
-distribution's layout is final.
+A training step `opt.zero_grad(); loss_fn(model(x), y).backward(); opt.step()` evaluates
+nothing until `opt.step()`, which computes forward, backward, every update and the loss as one
+graph. The graph is the same from the first step on (state starts as realized tensors, the
+learning rate and step count are graph inputs), so a loop compiles once, and schedulers that
+change the learning rate never recompile.
+
+Example:
+    >>> import nabla_optim as optim
+    >>> opt = optim.AdamW(model.parameters(), lr=1e-3)
+    >>> sched = optim.lr_scheduler.CosineAnnealingLR(opt, T_max=100)
+    >>> for x, y in batches:
+    ...     opt.zero_grad()
+    ...     loss = loss_fn(model(x), y)
+    ...     loss.backward()
+    ...     opt.step()
+    ...     sched.step()
 """
 
-__all__: list[str] = []
+from . import lr_scheduler
+from .adagrad import Adagrad
+from .adam import Adam
+from .adamax import Adamax
+from .adamw import AdamW
+from .lion import Lion
+from .nadam import NAdam
+from .optimizer import Optimizer
+from .rmsprop import RMSprop
+from .sgd import SGD
+
+__all__ = [
+    "SGD",
+    "Adagrad",
+    "Adam",
+    "AdamW",
+    "Adamax",
+    "Lion",
+    "NAdam",
+    "Optimizer",
+    "RMSprop",
+    "lr_scheduler",
+]

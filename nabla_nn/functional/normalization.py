@@ -61,7 +61,7 @@ def _affine(y: Tensor, weight: Tensor | None, bias: Tensor | None, ndim: int) ->
     return y
 
 
-def _update_running(running: Tensor, stat: Tensor, momentum: float, op: str, arg: str) -> None:
+def _update_running(running: Tensor, stat: Tensor, momentum: float | Tensor, op: str, arg: str) -> None:
     """running = (1 - momentum) * running + momentum * stat, in place and lazily."""
     if stat._impl.batch_dims and not running._impl.batch_dims:
         raise RuntimeError(
@@ -110,7 +110,8 @@ def batch_norm(
     c = input.shape[1]
     for t, arg in ((running_mean, "running_mean"), (running_var, "running_var"), (weight, "weight"), (bias, "bias")):
         _check_param(t, (c,), op, arg)
-    eps, momentum = _number(eps, op, "eps"), _number(momentum, op, "momentum")
+    eps = _number(eps, op, "eps")
+    momentum = momentum if isinstance(momentum, Tensor) else _number(momentum, op, "momentum")
     nd = input.ndim
     if not training:
         if running_mean is None or running_var is None:
@@ -166,7 +167,8 @@ def instance_norm(
     c, nd = input.shape[1], input.ndim
     for t, arg in ((running_mean, "running_mean"), (running_var, "running_var"), (weight, "weight"), (bias, "bias")):
         _check_param(t, (c,), op, arg)
-    eps, momentum = _number(eps, op, "eps"), _number(momentum, op, "momentum")
+    eps = _number(eps, op, "eps")
+    momentum = momentum if isinstance(momentum, Tensor) else _number(momentum, op, "momentum")
     if not use_input_stats:
         if running_mean is None or running_var is None:
             raise ValueError(f"{op}: running_mean and running_var must be given when use_input_stats=False")

@@ -1,0 +1,50 @@
+"""nabla_nn layers, one family per file (as in PyTorch's `torch/nn/modules/`)."""
+
+from . import (
+    activation,
+    attention,
+    container,
+    conv,
+    dropout,
+    flatten,
+    linear,
+    loss,
+    normalization,
+    pooling,
+    rnn,
+    sparse,
+    transformer,
+)
+from .activation import *  # noqa: F403
+from .attention import *  # noqa: F403
+from .container import *  # noqa: F403
+from .conv import *  # noqa: F403
+from .dropout import *  # noqa: F403
+from .flatten import *  # noqa: F403
+from .linear import *  # noqa: F403
+from .loss import *  # noqa: F403
+from .normalization import *  # noqa: F403
+from .pooling import *  # noqa: F403
+from .rnn import *  # noqa: F403
+from .sparse import *  # noqa: F403
+from .transformer import *  # noqa: F403
+
+__all__ = [
+    name
+    for m in (
+        activation,
+        attention,
+        container,
+        conv,
+        dropout,
+        flatten,
+        linear,
+        loss,
+        normalization,
+        pooling,
+        rnn,
+        sparse,
+        transformer,
+    )
+    for name in m.__all__
+]

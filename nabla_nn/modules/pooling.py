@@ -1,0 +1,340 @@
+"""Pooling layers (PyTorch's `torch.nn.modules.pooling`): max, average and adaptive pooling."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nabla import Tensor
+
+from .. import functional as F
+from ..module import Module
+
+__all__ = [
+    "AdaptiveAvgPool1d",
+    "AdaptiveAvgPool2d",
+    "AdaptiveMaxPool1d",
+    "AdaptiveMaxPool2d",
+    "AvgPool1d",
+    "AvgPool2d",
+    "LPPool1d",
+    "LPPool2d",
+    "MaxPool1d",
+    "MaxPool2d",
+]
+
+
+def _check_rank(module: Module, input: Tensor, spatial: int) -> None:
+    """Pooling takes (N, C, *spatial) or unbatched (C, *spatial)."""
+    if input.ndim not in (spatial + 1, spatial + 2):
+        dims = ("L",) if spatial == 1 else ("H", "W")
+        raise module.input_error(input.shape, f"(N, C, {', '.join(dims)}) or (C, {', '.join(dims)})")
+
+
+class _MaxPoolNd(Module):
+    _n = 2
+
+    def __init__(
+        self,
+        kernel_size: Any,
+        stride: Any = None,
+        padding: Any = 0,
+        dilation: Any = 1,
+        return_indices: bool = False,
+        ceil_mode: bool = False,
+    ) -> None:
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding = padding
+        self.dilation = dilation
+        self.return_indices = return_indices
+        self.ceil_mode = ceil_mode
+
+    def extra_repr(self) -> str:
+        return (
+            f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
+            f"dilation={self.dilation}, ceil_mode={self.ceil_mode}"
+        )
+
+    def forward(self, input: Tensor) -> Any:
+        _check_rank(self, input, self._n)
+        pool = F.max_pool1d if self._n == 1 else F.max_pool2d
+        return pool(
+            input,
+            self.kernel_size,
+            self.stride,
+            self.padding,
+            self.dilation,
+            ceil_mode=self.ceil_mode,
+            return_indices=self.return_indices,
+        )
+
+
+class MaxPool1d(_MaxPoolNd):
+    """1-D max pooling over (N, C, L) or (C, L).
+
+    Args:
+        kernel_size: window size.
+        stride: window step (default: kernel_size).
+        padding: implicit -inf padding on both sides (at most kernel_size / 2).
+        dilation: spacing between window elements.
+        return_indices: also return the argmax indices (as `torch.nn.MaxPool1d`).
+        ceil_mode: round the output size up instead of down.
+
+    Example:
+        >>> nn.MaxPool1d(3, stride=2)(nb.randn(20, 16, 50)).shape
+        (20, 16, 24)
+    """
+
+    _n = 1
+
+
+class MaxPool2d(_MaxPoolNd):
+    """2-D max pooling over (N, C, H, W) or (C, H, W).
+
+    Args:
+        kernel_size: window size, int or (kH, kW).
+        stride: window step (default: kernel_size).
+        padding: implicit -inf padding on both sides (at most kernel_size / 2).
+        dilation: spacing between window elements.
+        return_indices: also return the argmax indices (as `torch.nn.MaxPool2d`).
+        ceil_mode: round the output size up instead of down.
+
+    Example:
+        >>> nn.MaxPool2d(2)(nb.randn(20, 16, 50, 32)).shape
+        (20, 16, 25, 16)
+    """
+
+    _n = 2
+
+
+class AvgPool1d(Module):
+    """1-D average pooling over (N, C, L) or (C, L).
+
+    Args:
+        kernel_size: window size.
+        stride: window step (default: kernel_size).
+        padding: implicit zero padding on both sides.
+        ceil_mode: round the output size up instead of down.
+        count_include_pad: count the zero padding in the divisor.
+
+    Example:
+        >>> nn.AvgPool1d(3, stride=2)(nb.randn(20, 16, 50)).shape
+        (20, 16, 24)
+    """
+
+    def __init__(
+        self,
+        kernel_size: Any,
+        stride: Any = None,
+        padding: Any = 0,
+        ceil_mode: bool = False,
+        count_include_pad: bool = True,
+    ) -> None:
+        super().__init__()
+        self.kernel_size = _one(kernel_size)
+        self.stride = _one(stride if stride is not None else kernel_size)
+        self.padding = _one(padding)
+        self.ceil_mode = ceil_mode
+        self.count_include_pad = count_include_pad
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+    def forward(self, input: Tensor) -> Tensor:
+        _check_rank(self, input, 1)
+        return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad)
+
+
+def _one(value: Any) -> Any:
+    """AvgPool1d stores its sizes as 1-tuples, as PyTorch's `_single`."""
+    return (value,) if isinstance(value, int) and not isinstance(value, bool) else tuple(value)
+
+
+class AvgPool2d(Module):
+    """2-D average pooling over (N, C, H, W) or (C, H, W).
+
+    Args:
+        kernel_size: window size, int or (kH, kW).
+        stride: window step (default: kernel_size).
+        padding: implicit zero padding on both sides.
+        ceil_mode: round the output size up instead of down.
+        count_include_pad: count the zero padding in the divisor.
+        divisor_override: use this divisor instead of the window size.
+
+    Example:
+        >>> nn.AvgPool2d(2)(nb.randn(20, 16, 50, 32)).shape
+        (20, 16, 25, 16)
+    """
+
+    def __init__(
+        self,
+        kernel_size: Any,
+        stride: Any = None,
+        padding: Any = 0,
+        ceil_mode: bool = False,
+        count_include_pad: bool = True,
+        divisor_override: int | None = None,
+    ) -> None:
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding = padding
+        self.ceil_mode = ceil_mode
+        self.count_include_pad = count_include_pad
+        self.divisor_override = divisor_override
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+    def forward(self, input: Tensor) -> Tensor:
+        _check_rank(self, input, 2)
+        return F.avg_pool2d(
+            input,
+            self.kernel_size,
+            self.stride,
+            self.padding,
+            self.ceil_mode,
+            self.count_include_pad,
+            self.divisor_override,
+        )
+
+
+class _AdaptivePoolNd(Module):
+    _n = 2
+
+    def __init__(self, output_size: Any) -> None:
+        super().__init__()
+        self.output_size = output_size
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveAvgPool1d(_AdaptivePoolNd):
+    """Average pooling of (N, C, L) or (C, L) to a fixed length.
+
+    Args:
+        output_size: the target length L_out.
+
+    Example:
+        >>> nn.AdaptiveAvgPool1d(5)(nb.randn(1, 64, 8)).shape
+        (1, 64, 5)
+    """
+
+    _n = 1
+
+    def forward(self, input: Tensor) -> Tensor:
+        _check_rank(self, input, 1)
+        return F.adaptive_avg_pool1d(input, self.output_size)
+
+
+class AdaptiveAvgPool2d(_AdaptivePoolNd):
+    """Average pooling of (N, C, H, W) or (C, H, W) to a fixed size.
+
+    Args:
+        output_size: int or (H_out, W_out); a None entry keeps the input's size.
+
+    Example:
+        >>> nn.AdaptiveAvgPool2d((5, 7))(nb.randn(1, 64, 8, 9)).shape
+        (1, 64, 5, 7)
+    """
+
+    def forward(self, input: Tensor) -> Tensor:
+        _check_rank(self, input, 2)
+        return F.adaptive_avg_pool2d(input, self.output_size)
+
+
+class _AdaptiveMaxPoolNd(_AdaptivePoolNd):
+    def __init__(self, output_size: Any, return_indices: bool = False) -> None:
+        super().__init__(output_size)
+        self.return_indices = return_indices
+
+    def forward(self, input: Tensor) -> Any:
+        _check_rank(self, input, self._n)
+        pool = F.adaptive_max_pool1d if self._n == 1 else F.adaptive_max_pool2d
+        return pool(input, self.output_size, self.return_indices)
+
+
+class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
+    """Max pooling of (N, C, L) or (C, L) to a fixed length.
+
+    Args:
+        output_size: the target length L_out.
+        return_indices: also return the argmax indices.
+
+    Example:
+        >>> nn.AdaptiveMaxPool1d(5)(nb.randn(1, 64, 8)).shape
+        (1, 64, 5)
+    """
+
+    _n = 1
+
+
+class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
+    """Max pooling of (N, C, H, W) or (C, H, W) to a fixed size.
+
+    Args:
+        output_size: int or (H_out, W_out); a None entry keeps the input's size.
+        return_indices: also return the argmax indices.
+
+    Example:
+        >>> nn.AdaptiveMaxPool2d((5, 7))(nb.randn(1, 64, 8, 9)).shape
+        (1, 64, 5, 7)
+    """
+
+
+class _LPPoolNd(Module):
+    _n = 2
+
+    def __init__(self, norm_type: float, kernel_size: Any, stride: Any = None, ceil_mode: bool = False) -> None:
+        super().__init__()
+        self.norm_type = norm_type
+        self.kernel_size = kernel_size
+        self.stride = stride
+        self.ceil_mode = ceil_mode
+
+    def extra_repr(self) -> str:
+        return (
+            f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, stride={self.stride}, "
+            f"ceil_mode={self.ceil_mode}"
+        )
+
+    def forward(self, input: Tensor) -> Tensor:
+        _check_rank(self, input, self._n)
+        pool = F.lp_pool1d if self._n == 1 else F.lp_pool2d
+        return pool(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
+
+
+class LPPool1d(_LPPoolNd):
+    """Power-average pooling (sum of x^p over each window)^(1/p) over (N, C, L) or (C, L).
+
+    Args:
+        norm_type: p.
+        kernel_size: window size.
+        stride: window step (default: kernel_size).
+        ceil_mode: round the output size up instead of down.
+
+    Example:
+        >>> nn.LPPool1d(2, 3, stride=2)(nb.randn(20, 16, 50)).shape
+        (20, 16, 24)
+    """
+
+    _n = 1
+
+
+class LPPool2d(_LPPoolNd):
+    """Power-average pooling (sum of x^p over each window)^(1/p) over (N, C, H, W) or (C, H, W).
+
+    Args:
+        norm_type: p.
+        kernel_size: window size, int or (kH, kW).
+        stride: window step (default: kernel_size).
+        ceil_mode: round the output size up instead of down.
+
+    Example:
+        >>> nn.LPPool2d(2, 3, stride=2)(nb.randn(20, 16, 50, 32)).shape
+        (20, 16, 24, 15)
+    """
+
+    _n = 2

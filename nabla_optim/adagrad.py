@@ -1,0 +1,79 @@
+"""Adagrad: per-coordinate learning rates from the sum of squared gradients."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import nabla as nb
+from nabla import Tensor
+from nabla_nn.parameter import Parameter
+
+from .optimizer import Optimizer, ParamsT, as_dtype_of, check_lr, check_nonneg, realized_step, realized_zeros_like
+
+__all__ = ["Adagrad"]
+
+
+class Adagrad(Optimizer):
+    """Adagrad (PyTorch's `torch.optim.Adagrad`, same defaults and update).
+
+    The step size is `lr / (1 + (step - 1) * lr_decay)`; the update divides by
+    `sqrt(sum of squared gradients) + eps`. As in PyTorch, the state of every parameter is
+    created by the constructor (so `state_dict()` lists it before the first step).
+
+    Args:
+        params: parameters or param groups to optimize.
+        lr: learning rate (default 1e-2).
+        lr_decay: learning rate decay (default 0).
+        weight_decay: L2 penalty added to the gradient (default 0).
+        initial_accumulator_value: starting value of the sum (default 0).
+        eps: term added to the denominator (default 1e-10).
+        maximize: maximize the objective instead of minimizing it.
+
+    Example:
+        >>> opt = nabla_optim.Adagrad(model.parameters(), lr=0.1)
+        >>> opt.zero_grad(); loss_fn(model(x), y).backward(); opt.step()
+    """
+
+    def __init__(
+        self,
+        params: ParamsT,
+        lr: float = 1e-2,
+        lr_decay: float = 0,
+        weight_decay: float = 0,
+        initial_accumulator_value: float = 0,
+        eps: float = 1e-10,
+        *,
+        maximize: bool = False,
+    ) -> None:
+        lr = check_lr(lr)
+        check_nonneg("lr_decay", lr_decay)
+        check_nonneg("weight_decay", weight_decay)
+        check_nonneg("initial_accumulator_value", initial_accumulator_value)
+        check_nonneg("eps", eps, "epsilon value")
+        defaults = {
+            "lr": lr,
+            "lr_decay": lr_decay,
+            "eps": eps,
+            "weight_decay": weight_decay,
+            "initial_accumulator_value": initial_accumulator_value,
+            "maximize": maximize,
+        }
+        super().__init__(params, defaults)
+        for group in self.param_groups:
+            for p in group["params"]:
+                self.state[p].update(self._init_state(p, group))
+
+    def _init_state(self, p: Parameter, group: dict[str, Any]) -> dict[str, Tensor]:
+        return {"step": realized_step(), "sum": realized_zeros_like(p, group["initial_accumulator_value"])}
+
+    def _update(self, p: Parameter, grad: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
+        g = -grad if group["maximize"] else grad
+        step_t = state["step"]
+        step_t.add_(1)
+        if group["weight_decay"] != 0:
+            g = g + p * group["weight_decay"]
+        clr = self._scalar(group, "lr") / (1 + (step_t.to(nb.float64) - 1) * group["lr_decay"])
+        state_sum = state["sum"]
+        state_sum.add_(g * g)
+        std = nb.sqrt(state_sum) + group["eps"]
+        p.sub_(g * as_dtype_of(clr, p) / std)

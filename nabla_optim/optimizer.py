@@ -1,0 +1,440 @@
+"""Optimizer: the base class of every optimizer (PyTorch's `torch.optim.Optimizer`).
+
+A training step is one graph. `step()` records every parameter and state update lazily (in-place
+methods under `no_grad`) and ends with one `nabla.evaluate`, which also computes everything else
+still pending: the forward pass, the backward pass and the loss. To make that graph the same from
+the first step on, so that a training loop compiles once and then only hits the cache:
+
+  - optimizer state (moments, step counts) is created as *realized* tensors at a parameter's
+    first step, never as lazy fills that only the first step's graph would contain;
+  - hyperparameters a scheduler changes (`lr`, `momentum`, `betas`) stay Python floats in
+    `param_groups`, as in PyTorch, but enter the graph as realized float64 scalars (graph inputs)
+    whose storage is replaced when the Python value changes, so a new learning rate never
+    recompiles. Scalar math on them (bias corrections) runs in float64 inside the graph and is
+    cast to the parameter's dtype, as PyTorch does it in Python doubles;
+  - other hyperparameters (eps, weight_decay, ...) are constants baked into the graph.
+
+Subclasses define `_init_state(p, group)` (the realized initial state of a parameter) and
+`_update(p, grad, state, group)` (the update of one parameter, written once).
+"""
+
+from __future__ import annotations
+
+import copy
+import numbers
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from itertools import chain
+from typing import Any
+
+import numpy as np
+
+import nabla as nb
+from nabla import Tensor
+from nabla.core.common import dtypes as _dt
+from nabla.core.graph.tracing import tracing
+from nabla_nn.parameter import Parameter
+
+__all__ = ["Optimizer", "ParamsT"]
+
+ParamsT = Iterable[Parameter] | Iterable[dict[str, Any]] | Iterable[tuple[str, Parameter]]
+
+# Hyperparameters that schedulers change: graph inputs, read from the group by these getters.
+_SCHEDULED: dict[str, Callable[[dict], Any]] = {
+    "lr": lambda g: g["lr"],
+    "momentum": lambda g: g["momentum"],
+    "beta1": lambda g: g["betas"][0],
+    "beta2": lambda g: g["betas"][1],
+}
+
+
+class _ParamGroup(dict):
+    """A param group: a plain dict to the user, whose scheduled hyperparameters also live in
+    realized float64 scalar tensors (one object per name, kept for the group's lifetime so a
+    compiled step that captured it reads the new value on its next call)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._scalars: dict[str, list] = {}  # name -> [python value, Tensor]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        super().__setitem__(key, value)
+        self.sync()
+
+    def update(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
+        super().update(*args, **kwargs)
+        self.sync()
+
+    def scalar(self, name: str) -> Tensor:
+        """The graph input holding hyperparameter `name` ("lr", "momentum", "beta1", "beta2")."""
+        value = float(_SCHEDULED[name](self))
+        entry = self._scalars.get(name)
+        if entry is None:
+            entry = [value, Tensor.from_numpy(np.array(value, np.float64))]
+            self._scalars[name] = entry
+        elif entry[0] != value:
+            # Same Tensor object, new storage: graphs (cached or compiled) read it as an input.
+            entry[1]._impl.set_realized(np.array(value, np.float64))
+            entry[0] = value
+        return entry[1]
+
+    def sync(self) -> None:
+        for name in list(self._scalars):
+            if _has_value(self, name):
+                self.scalar(name)
+
+
+def _has_value(group: dict, name: str) -> bool:
+    try:
+        _SCHEDULED[name](group)
+    except (KeyError, IndexError, TypeError):
+        return False
+    return True
+
+
+def as_dtype_of(x: Tensor, like: Tensor) -> Tensor:
+    """`x` cast to `like`'s dtype (float64 scalar math entering a parameter's update)."""
+    return x if x.dtype == like.dtype else x.to(like.dtype)
+
+
+def realized_full(shape: tuple[int, ...], value: float, dtype: Any) -> Tensor:
+    """A realized tensor filled with `value`: a graph input, not a fill op in the graph."""
+    dtype = _dt.as_dtype(dtype)
+    array = np.full(shape, value, _dt.to_numpy_dtype(dtype))
+    if dtype == _dt.bfloat16:  # no NumPy bfloat16: the cast joins the first step's graph
+        return Tensor.from_numpy(array).to(dtype)
+    return Tensor.from_numpy(array, dtype=dtype)
+
+
+def realized_zeros_like(p: Tensor, value: float = 0.0) -> Tensor:
+    return realized_full(p.shape, value, p.dtype)
+
+
+def realized_step() -> Tensor:
+    """A step counter: a float32 scalar, as PyTorch keeps it."""
+    return realized_full((), 0.0, _dt.float32)
+
+
+def check_nonneg(name: str, value: Any, what: str | None = None) -> None:
+    """PyTorch's hyperparameter check: ValueError("Invalid learning rate: -1.0")."""
+    if not isinstance(value, numbers.Real) or isinstance(value, bool):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+    if not 0.0 <= value:
+        raise ValueError(f"Invalid {what or name + ' value'}: {value}")
+
+
+def check_lr(lr: Any) -> float:
+    if isinstance(lr, Tensor):
+        if lr.numel() != 1:
+            raise ValueError(f"Tensor lr must be 1-element, got shape {lr.shape}")
+        lr = float(lr.item())
+    check_nonneg("lr", lr, "learning rate")
+    return lr
+
+
+def check_betas(betas: Any) -> tuple[float, float]:
+    if not isinstance(betas, tuple | list) or len(betas) != 2:
+        raise ValueError(f"betas must be a pair of floats, got {betas!r}")
+    for i, b in enumerate(betas):
+        if not isinstance(b, numbers.Real) or not 0.0 <= b < 1.0:
+            raise ValueError(f"Invalid beta parameter at index {i}: {b}")
+    return (float(betas[0]), float(betas[1]))
+
+
+class Optimizer:
+    """Base class for all optimizers (PyTorch's `torch.optim.Optimizer`).
+
+    Args:
+        params: an iterable of `nabla_nn.Parameter`s, of `(name, Parameter)` pairs (as
+            `model.named_parameters()` gives), or of dicts (param groups) with a "params" entry
+            and per-group hyperparameters.
+        defaults: default hyperparameters for groups that do not set them.
+
+    Attributes:
+        param_groups: list of dicts, each with "params" and its hyperparameters (Python values;
+            changing them, e.g. `group["lr"] = 0.01`, takes effect at the next step without a
+            recompile for lr/momentum/betas).
+        state: per-parameter state (dict keyed by the Parameter), realized tensors.
+
+    Only `nabla_nn.Parameter`s are accepted (a plain Tensor raises TypeError: wrap it with
+    `nabla_nn.Parameter(t)` and use the parameter in the model). A parameter whose `grad` is
+    None or whose `requires_grad` is False is skipped by `step()`.
+
+    Example:
+        >>> opt = nabla_optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        >>> opt.zero_grad()
+        >>> loss = loss_fn(model(x), y)
+        >>> loss.backward()
+        >>> opt.step()              # forward, backward, update and loss: one graph
+    """
+
+    def __init__(self, params: ParamsT, defaults: dict[str, Any]) -> None:
+        self.defaults = defaults
+        self.state: defaultdict[Tensor, dict[str, Any]] = defaultdict(dict)
+        self.param_groups: list[dict[str, Any]] = []
+        if isinstance(params, Tensor):
+            raise TypeError(
+                "params argument given to the optimizer should be an iterable of Parameters or dicts, "
+                f"but got a single {type(params).__name__}"
+            )
+        if isinstance(params, set):
+            raise TypeError(
+                "optimizer parameters need to be organized in ordered collections, but the ordering of "
+                "tensors in sets will change between runs. Please use a list instead."
+            )
+        param_groups = list(params)
+        if len(param_groups) == 0:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(param_groups[0], dict):
+            param_groups = [{"params": param_groups}]
+        for group in param_groups:
+            self.add_param_group(group)
+
+    def __repr__(self) -> str:
+        out = self.__class__.__name__ + " ("
+        for i, group in enumerate(self.param_groups):
+            out += f"\nParameter Group {i}\n"
+            for key in sorted(group.keys()):
+                if key != "params":
+                    out += f"    {key}: {group[key]}\n"
+        return out + ")"
+
+    # -- param groups ---------------------------------------------------------------------
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
+        """Add a group of parameters (e.g. layers unfrozen during fine-tuning) with its own
+        hyperparameters; missing ones are taken from `defaults`.
+
+        Example:
+            >>> opt.add_param_group({"params": head.parameters(), "lr": 1e-3})
+        """
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
+        if "params" not in param_group:
+            raise ValueError("param_group must have a 'params' entry")
+        group = _ParamGroup(param_group)
+        params, names = self._extract_params(group["params"], len(self.param_groups))
+        dict.__setitem__(group, "params", params)
+        if names:
+            dict.__setitem__(group, "param_names", names)
+        for name, default in self.defaults.items():
+            group.setdefault(name, default)
+        new_ids = {id(p) for p in params}
+        for group_index, other in enumerate(self.param_groups):
+            if ("param_names" in other) != ("param_names" in group):
+                raise ValueError("all optimizer param groups should be with/without names")
+            if any(id(p) in new_ids for p in other["params"]):
+                raise ValueError(
+                    f"some parameters appear in more than one parameter group (already in group {group_index})"
+                )
+        self.param_groups.append(group)
+
+    def _extract_params(self, params: Any, group_index: int) -> tuple[list[Parameter], list[str]]:
+        if isinstance(params, Tensor):
+            params = [params]
+        elif isinstance(params, set):
+            raise TypeError(
+                "optimizer parameters need to be organized in ordered collections, but the ordering of "
+                "tensors in sets will change between runs. Please use a list instead."
+            )
+        out: list[Parameter] = []
+        names: list[str] = []
+        for i, item in enumerate(list(params)):
+            if isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str):
+                names.append(item[0])
+                item = item[1]
+            if not isinstance(item, Parameter):
+                hint = (
+                    " (wrap it: p = nabla_nn.Parameter(t), and use p in the model)" if isinstance(item, Tensor) else ""
+                )
+                raise TypeError(
+                    f"optimizer params must be nabla_nn.Parameter objects, but param {i} of group "
+                    f"{group_index} is a {type(item).__name__}{hint}"
+                )
+            out.append(item)
+        if names and len(names) != len(out):
+            raise ValueError("all optimizer params should be with/without names. Some param names are missing")
+        if len({id(p) for p in out}) != len(out):
+            raise ValueError(f"param group {group_index} contains the same parameter more than once")
+        if not out:
+            raise ValueError(f"optimizer got an empty parameter list (group {group_index})")
+        return out, names
+
+    # -- gradients ------------------------------------------------------------------------
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Reset the gradients of all optimized parameters.
+
+        Args:
+            set_to_none: set `.grad` to None (the default; the next backward assigns fresh
+                gradients). With False, existing gradients become realized zeros instead.
+        """
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                p.grad = None if set_to_none else realized_zeros_like(p.grad)
+
+    # -- step -----------------------------------------------------------------------------
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """Update every parameter that has a gradient; returns the closure's loss if given.
+
+        The updates are recorded lazily and computed, together with everything else pending
+        (forward, backward, loss), as one graph at the end of the call. Inside `nabla.compile`
+        nothing is evaluated: the traced step becomes part of the compiled function.
+
+        Args:
+            closure: re-evaluates the model and returns the loss (run with grad enabled).
+        """
+        loss = None
+        if closure is not None:
+            with nb.enable_grad():
+                loss = closure()
+        self._opt_called = True  # schedulers warn when stepped before the optimizer
+        with nb.no_grad():
+            updated = self._record_updates()
+        if updated and not tracing():
+            nb.evaluate(*updated)
+        return loss
+
+    def _record_updates(self) -> list[Tensor]:
+        """Record every parameter's update lazily; returns the tensors it changed."""
+        updated: list[Tensor] = []
+        for i, group in enumerate(self.param_groups):
+            if not isinstance(group, _ParamGroup):  # a dict put in param_groups by hand
+                group = self.param_groups[i] = _ParamGroup(group)
+            group.sync()  # catches changes the dict did not see (a mutated list)
+            for p in group["params"]:
+                if p.grad is None or not p.requires_grad:
+                    continue
+                state = self.state[p]
+                if not state:
+                    state.update(self._init_state(p, group))
+                self._update(p, p.grad, state, group)
+                updated.append(p)
+                updated.extend(v for v in state.values() if isinstance(v, Tensor))
+        return updated
+
+    def _init_state(self, p: Parameter, group: dict[str, Any]) -> dict[str, Tensor]:
+        """The initial state of `p`: realized tensors only."""
+        return {}
+
+    def _update(self, p: Parameter, grad: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    @staticmethod
+    def _scalar(group: _ParamGroup, name: str) -> Tensor:
+        """The graph input holding a scheduled hyperparameter of `group`."""
+        return group.scalar(name)
+
+    # -- state dict -----------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """The optimizer's state in PyTorch's layout.
+
+        Returns `{"state": {param_index: {name: tensor, ...}}, "param_groups": [{...hyper-
+        parameters, "params": [param_index, ...]}]}`, indices numbering the parameters of all
+        groups in order. The tensors are snapshots (realized storage is never mutated), so
+        later steps do not change a state_dict already taken.
+        """
+        index: dict[int, int] = {}
+        groups = []
+        for group in self.param_groups:
+            packed = {k: copy.deepcopy(v) for k, v in group.items() if k != "params"}
+            for p in group["params"]:
+                index.setdefault(id(p), len(index))
+            packed["params"] = [index[id(p)] for p in group["params"]]
+            groups.append(packed)
+        pending = [v for s in self.state.values() for v in s.values() if isinstance(v, Tensor) and not v.is_realized]
+        if pending:
+            nb.evaluate(*pending)
+        state = {}
+        for p, s in self.state.items():
+            if s and id(p) in index:
+                state[index[id(p)]] = {k: v.data if isinstance(v, Tensor) else copy.deepcopy(v) for k, v in s.items()}
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Load a state saved by `state_dict()` (or PyTorch's, with tensors/arrays as values).
+
+        Group and parameter counts must match; state tensors of a parameter's shape must have
+        it. Floating state (but not "step") is cast to the parameter's dtype, as PyTorch does.
+        Resuming from a loaded state continues training exactly as if it had not stopped.
+        """
+        if not isinstance(state_dict, dict) or "state" not in state_dict or "param_groups" not in state_dict:
+            keys = sorted(state_dict) if isinstance(state_dict, dict) else type(state_dict).__name__
+            raise ValueError(f"optimizer state_dict must be a dict with 'state' and 'param_groups', got {keys}")
+        saved_groups = copy.deepcopy(list(state_dict["param_groups"]))
+        if len(saved_groups) != len(self.param_groups):
+            raise ValueError(
+                f"loaded state dict has {len(saved_groups)} parameter groups, the optimizer has {len(self.param_groups)}"
+            )
+        for i, (group, saved) in enumerate(zip(self.param_groups, saved_groups, strict=True)):
+            if len(group["params"]) != len(saved["params"]):
+                raise ValueError(
+                    f"loaded state dict's parameter group {i} has {len(saved['params'])} parameters, "
+                    f"the optimizer's group {i} has {len(group['params'])}"
+                )
+        id_map = dict(
+            zip(
+                chain.from_iterable(g["params"] for g in saved_groups),
+                chain.from_iterable(g["params"] for g in self.param_groups),
+                strict=True,
+            )
+        )
+        new_state: dict[Parameter, dict[str, Any]] = {}
+        for key, values in state_dict["state"].items():
+            if key not in id_map:
+                raise ValueError(f"loaded state dict has state for parameter {key!r}, which no parameter group lists")
+            p = id_map[key]
+            new_state[p] = {k: _load_value(p, key, k, v) for k, v in values.items()}
+        self._install_state(new_state)
+        for group, saved in zip(self.param_groups, saved_groups, strict=True):
+            params, names = group["params"], group.get("param_names")
+            dict.clear(group)
+            saved["params"] = params
+            if names is not None and "param_names" not in saved:
+                saved["param_names"] = names
+            if isinstance(saved.get("betas"), list):
+                saved["betas"] = tuple(saved["betas"])
+            group.update(saved)
+
+    def _install_state(self, new_state: dict[Parameter, dict[str, Any]]) -> None:
+        """Replace the state, reusing each existing Tensor object (a compiled step captured it)."""
+        old = self.state
+        self.state = defaultdict(dict)
+        for p, values in new_state.items():
+            previous = old.get(p, {})
+            merged = {}
+            for k, v in values.items():
+                prev = previous.get(k)
+                if isinstance(v, Tensor) and isinstance(prev, Tensor):
+                    prev.data = v
+                    merged[k] = prev
+                else:
+                    merged[k] = v
+            self.state[p] = merged
+
+
+def _load_value(p: Parameter, index: Any, key: str, value: Any) -> Any:
+    """One loaded state entry as a realized tensor of the right dtype (numbers stay numbers)."""
+    if value is None or isinstance(value, bool | str):
+        return value
+    if isinstance(value, int | float) and key != "step":
+        return value
+    array = value.numpy() if isinstance(value, Tensor) else np.asarray(value)
+    if array.dtype == object:
+        raise TypeError(f"state {key!r} of parameter {index}: cannot load a value of type {type(value).__name__}")
+    shape = tuple(array.shape)
+    if shape != () and shape != tuple(p.shape):
+        raise ValueError(f"state {key!r} of parameter {index} has shape {shape}, the parameter has shape {p.shape}")
+    if key == "step":
+        dtype = _dt.float32 if array.dtype.kind in "iub" else _dt.from_numpy_dtype(array.dtype)
+    elif array.dtype.kind == "f":
+        dtype = p.dtype
+    else:
+        dtype = _dt.from_numpy_dtype(array.dtype)
+    if isinstance(value, Tensor) and key == "step":
+        dtype = value.dtype
+    if dtype == _dt.bfloat16:
+        t = Tensor.from_numpy(np.asarray(array, np.float32)).to(dtype)
+        t.realize()
+        return t
+    return Tensor.from_numpy(np.asarray(array, _dt.to_numpy_dtype(dtype)), dtype=dtype)
