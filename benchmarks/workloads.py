@@ -1,17 +1,6 @@
-"""The issue-5 workloads, defined once for nabla and (when installed) PyTorch.
-
-W1 MLP 784-512-512-10, ReLU, cross-entropy, Adam, batch 128
-W2 CNN on 28x28x1 (conv3x3 32, relu, maxpool2, conv3x3 64, relu, maxpool2, linear 10), batch 64, SGD momentum
-W3 transformer LM (vocab 256, d_model 128, 4 heads, 2 layers, MLP 512, seq 64, batch 16), AdamW
-W4 W1's forward at batch 1024 (inference)
-
-Data is synthetic and learnable (labels from a fixed random teacher; text from a tiny grammar),
-so every run can check that the loss goes down.
-"""
+"""The W1-W4 models in nabla (`torch_workloads.py` has the same models in PyTorch)."""
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -19,44 +8,6 @@ import nabla as nb
 import nabla_nn as nn
 import nabla_nn.functional as F
 import nabla_optim as optim
-
-
-@dataclass
-class Batch:
-    x: np.ndarray
-    y: np.ndarray
-
-
-def mlp_data(n: int, rng: np.random.Generator) -> Batch:
-    x = rng.standard_normal((n, 784)).astype(np.float32)
-    teacher = np.random.default_rng(123).standard_normal((784, 10)).astype(np.float32)
-    return Batch(x, np.argmax(x @ teacher, axis=1).astype(np.int64))
-
-
-def image_data(n: int, rng: np.random.Generator) -> Batch:
-    x = rng.standard_normal((n, 1, 28, 28)).astype(np.float32)
-    teacher = np.random.default_rng(321).standard_normal((196, 10)).astype(np.float32)
-    pooled = x.reshape(n, 14, 2, 14, 2).mean(axis=(2, 4)).reshape(n, 196)
-    return Batch(x, np.argmax(pooled @ teacher, axis=1).astype(np.int64))
-
-
-def text_corpus(length: int = 200_000, seed: int = 0) -> np.ndarray:
-    """Bytes from a tiny grammar ("the cat sat on the mat. ..."): predictable enough to learn."""
-    rng = np.random.default_rng(seed)
-    subjects = ["the cat", "a dog", "my friend", "the old man", "every bird"]
-    verbs = ["sat on", "looked at", "ran past", "jumped over", "sang to"]
-    objects = ["the mat", "a tree", "the river", "her house", "the moon"]
-    words = []
-    while sum(len(w) for w in words) < length:
-        words.append(f"{rng.choice(subjects)} {rng.choice(verbs)} {rng.choice(objects)}. ")
-    return np.frombuffer("".join(words).encode()[:length], dtype=np.uint8).astype(np.int64)
-
-
-def text_data(corpus: np.ndarray, batch: int, seq: int, rng: np.random.Generator) -> Batch:
-    starts = rng.integers(0, len(corpus) - seq - 1, batch)
-    idx = starts[:, None] + np.arange(seq + 1)[None, :]
-    chunk = corpus[idx]
-    return Batch(chunk[:, :-1], chunk[:, 1:])
 
 
 # -- nabla models ------------------------------------------------------------------------------

@@ -109,7 +109,9 @@ def run_loop(model, opt, loss_fn, batches, scheduler=None) -> list[float]:
 
 def test_mlp_with_adam_is_one_cached_model_per_step():
     model = mlp()
-    losses = run_loop(model, optim.Adam(model.parameters(), lr=1e-2), F.cross_entropy, _classification(16, (12,), 4, 12))
+    losses = run_loop(
+        model, optim.Adam(model.parameters(), lr=1e-2), F.cross_entropy, _classification(16, (12,), 4, 12)
+    )
     assert losses[-1] < losses[0]
 
 

@@ -370,6 +370,23 @@ class Tensor:
             self._impl.facade = weakref.ref(self)
         return self
 
+    def _adopt(self, value: Tensor) -> Tensor:
+        """Point this facade at `value`'s impl, keeping `requires_grad` (no op recorded).
+
+        For library code that owns `value` outright (an optimizer's fused update output): the
+        impl is shared, so `value` must not be used afterwards. It must not carry autodiff
+        history (`value` comes from a non-differentiable op, or no_grad)."""
+        impl = value._impl
+        if impl.requires_grad and not impl.is_leaf:
+            raise RuntimeError("_adopt: value carries autodiff history; use .data = value")
+        note_mutation(self)
+        impl.requires_grad = self._impl.requires_grad
+        self._impl = impl
+        if not impl.is_realized:
+            GRAPH.add_unrealized(self)
+        impl.facade = weakref.ref(self) if impl.requires_grad else None
+        return self
+
     # -- in-place arithmetic (functional updates under the hood, PyTorch names) ----------
     def add_(self, other: Any, *, alpha: Any = 1) -> Tensor:
         return self._replace_impl(OPS.add(self, other if alpha == 1 else OPS.mul(other, alpha)), "add_")

@@ -1,0 +1,86 @@
+"""Shared by the W1-W4 benchmarks: data, batches and the JSON report (NumPy only, so the
+nabla and PyTorch processes each load just their own framework).
+
+W1 MLP 784-512-512-10, ReLU, cross-entropy, Adam, batch 128
+W2 CNN on 28x28x1 (conv3x3 32, relu, maxpool2, conv3x3 64, relu, maxpool2, linear 10), batch 64, SGD momentum
+W3 transformer LM (vocab 256, d_model 128, 4 heads, 2 layers, MLP 512, seq 64, batch 16), AdamW
+W4 W1's forward at batch 1024 (inference)
+
+Data is synthetic and learnable (labels from a fixed random teacher; text from a tiny grammar),
+so every run can check that the loss goes down.
+"""
+
+from __future__ import annotations
+
+import resource
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class Batch:
+    x: np.ndarray
+    y: np.ndarray
+
+
+def mlp_data(n: int, rng: np.random.Generator) -> Batch:
+    x = rng.standard_normal((n, 784)).astype(np.float32)
+    teacher = np.random.default_rng(123).standard_normal((784, 10)).astype(np.float32)
+    return Batch(x, np.argmax(x @ teacher, axis=1).astype(np.int64))
+
+
+def image_data(n: int, rng: np.random.Generator) -> Batch:
+    x = rng.standard_normal((n, 1, 28, 28)).astype(np.float32)
+    teacher = np.random.default_rng(321).standard_normal((196, 10)).astype(np.float32)
+    pooled = x.reshape(n, 14, 2, 14, 2).mean(axis=(2, 4)).reshape(n, 196)
+    return Batch(x, np.argmax(pooled @ teacher, axis=1).astype(np.int64))
+
+
+def text_corpus(length: int = 200_000, seed: int = 0) -> np.ndarray:
+    """Bytes from a tiny grammar ("the cat sat on the mat. ..."): predictable enough to learn."""
+    rng = np.random.default_rng(seed)
+    subjects = ["the cat", "a dog", "my friend", "the old man", "every bird"]
+    verbs = ["sat on", "looked at", "ran past", "jumped over", "sang to"]
+    objects = ["the mat", "a tree", "the river", "her house", "the moon"]
+    words = []
+    while sum(len(w) for w in words) < length:
+        words.append(f"{rng.choice(subjects)} {rng.choice(verbs)} {rng.choice(objects)}. ")
+    return np.frombuffer("".join(words).encode()[:length], dtype=np.uint8).astype(np.int64)
+
+
+def text_data(corpus: np.ndarray, batch: int, seq: int, rng: np.random.Generator) -> Batch:
+    starts = rng.integers(0, len(corpus) - seq - 1, batch)
+    idx = starts[:, None] + np.arange(seq + 1)[None, :]
+    chunk = corpus[idx]
+    return Batch(chunk[:, :-1], chunk[:, 1:])
+
+
+def batches(workload: str, steps: int) -> list[Batch]:
+    rng = np.random.default_rng(0)
+    if workload == "W1":
+        return [mlp_data(128, rng) for _ in range(min(steps, 20))]
+    if workload == "W4":
+        return [mlp_data(1024, rng) for _ in range(min(steps, 5))]
+    if workload == "W2":
+        return [image_data(64, rng) for _ in range(min(steps, 20))]
+    corpus = text_corpus()
+    return [text_data(corpus, 16, 64, rng) for _ in range(min(steps, 20))]
+
+
+def report(framework: str, mode: str, workload: str, times: list, losses: list, compiles: int | None) -> dict:
+    """One JSON-able record; the median skips the first fifth of the steps (warm-up)."""
+    warm = times[len(times) // 5 :] or times
+    median = float(np.median(warm))
+    return {
+        "framework": framework,
+        "mode": mode,
+        "workload": workload,
+        "first_step_s": round(times[0], 3),
+        "median_step_ms": round(median * 1e3, 3),
+        "steps_per_s": round(1.0 / median, 1),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "compiles": compiles,
+        "first_loss": None if not losses else round(float(losses[0]), 4),
+        "last_loss": None if not losses else round(float(losses[-1]), 4),
+    }
