@@ -68,6 +68,16 @@ Operand = Tensor | int | float | bool
 
 def binary_operands(op: str, *operands: Any, float_result: bool = False) -> tuple[Tensor, ...]:
     """Scalars to constants, promote dtypes, broadcast shapes. Raises naming `op` and the shapes."""
+    if len(operands) == 2 and isinstance(operands[0], Tensor) and isinstance(operands[1], Tensor):
+        # Fast path (most calls): same dtype and shape, no Python-number operand: nothing to do.
+        a, b = operands[0]._impl, operands[1]._impl
+        if (
+            a.dtype == b.dtype
+            and not (a.weak_type or b.weak_type)
+            and a.physical_shape[a.batch_dims :] == b.physical_shape[b.batch_dims :]
+            and (not float_result or _dt.is_float(a.dtype))
+        ):
+            return operands
     tensors = [t if isinstance(t, Tensor) else (tensor(t) if isinstance(t, np.ndarray | list) else t) for t in operands]
     real = [t for t in tensors if isinstance(t, Tensor)]
     if not real:

@@ -171,6 +171,8 @@ swapaxes = transpose
 # -- broadcast_to ------------------------------------------------------------------------------
 def broadcast_shapes(*shapes: tuple[int, ...], op: str = "broadcast") -> tuple[int, ...]:
     """NumPy broadcasting of shapes, with an error that names the op and every shape."""
+    if len(shapes) == 2 and shapes[0] == shapes[1]:
+        return tuple(shapes[0])
     rank = max((len(s) for s in shapes), default=0)
     out = []
     for i in range(rank):

@@ -61,8 +61,10 @@ class RecompileError(RuntimeError):
 class ComputeGraph:
     def __init__(self) -> None:
         self.epoch = 0
-        # Keyed by id: a WeakSet would compare facades with Tensor.__eq__, which is elementwise.
-        self._pending: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+        # id(facade) -> weakref. Plain refs without callbacks (cheap on the per-op hot path);
+        # dead and realized entries are pruned when pending tensors are collected. Keyed by id:
+        # a WeakSet would compare facades with Tensor.__eq__, which is elementwise.
+        self._pending: dict[int, weakref.ref] = {}
         self._caches: dict[str, OrderedDict] = {}
         self._stats: dict[str, ExecutorStats] = {}
         self._no_recompile_depth = 0
@@ -74,10 +76,22 @@ class ComputeGraph:
         """Track a user-visible promise tensor weakly: it is computed with the next evaluation
         unless the user drops it first."""
         if not tracing():
-            self._pending[id(tensor)] = tensor
+            pending = self._pending
+            pending[id(tensor)] = weakref.ref(tensor)
+            if len(pending) > 50_000:  # a long run of ops without evaluation: drop dead entries
+                self.pending_impls()
 
     def pending_impls(self) -> list:
-        return [t._impl for t in list(self._pending.values()) if not t._impl.is_realized]
+        live, dead = [], []
+        for key, ref in list(self._pending.items()):
+            t = ref()
+            if t is None or t._impl.is_realized:
+                dead.append(key)
+            else:
+                live.append(t._impl)
+        for key in dead:
+            del self._pending[key]
+        return live
 
     # -- evaluation -------------------------------------------------------------------------
     def evaluate(self, impls: list) -> None:
