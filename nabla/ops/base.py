@@ -22,12 +22,13 @@ from max.graph import DeviceRef, Graph, Module, StaticDim, Weight
 
 from ..core.common import dtypes as _dt
 from ..core.common.config import CONFIG
+from ..core.common.context import is_grad_enabled
 from ..core.graph.engine import GRAPH
 from ..core.graph.opnode import OpNode, freeze
 from ..core.graph.tracing import TRACE
 from ..core.tensor.dispatch import OPS, register
 from ..core.tensor.impl import CPU_DEVICE, TensorImpl
-from ..core.tensor.tensor import Tensor, grad_enabled_for
+from ..core.tensor.tensor import Tensor
 
 AVal = tuple[tuple[int, ...], Any]  # (physical shape, dtype)
 
@@ -112,10 +113,16 @@ class Operation:
             for a in args:
                 if a._impl.is_realized:
                     TRACE.state.facades.setdefault(id(a._impl), a)
-        # 1. metadata: vmap depth, autodiff recording, forward-mode tangents
-        batch_dims = max((i.batch_dims for i in impls), default=0)
-        traced = self.differentiable and grad_enabled_for(impls)
-        has_tangent = any(i.tangent is not None and min(i.tangent) < _JVP.limit for i in impls)
+        # 1. metadata: vmap depth, autodiff recording, forward-mode tangents (one pass: hot path)
+        batch_dims, requires_grad, has_tangent = 0, False, False
+        for i in impls:
+            if i.batch_dims > batch_dims:
+                batch_dims = i.batch_dims
+            if i.requires_grad:
+                requires_grad = True
+            if i.tangent is not None and min(i.tangent) < _JVP.limit:
+                has_tangent = True
+        traced = requires_grad and self.differentiable and is_grad_enabled()
         # 2. adapt logical kwargs to physical ones (axes shift by batch_dims)
         adapted = self.adapt_kwargs(impls, kwargs, batch_dims)
         # 4. (before hashing so that bad input fails first) physical shapes; never builds MAX nodes
@@ -124,16 +131,11 @@ class Operation:
         except (ValueError, TypeError) as err:
             raise type(err)(str(err)) from None  # keep the user's frame closest to the error
         # 3. structural key for the model cache
-        struct_key = (self.name, freeze(adapted))
+        struct_key = (self.name, freeze(adapted) if adapted else ())
         # 6. package promise tensors
+        out_bd, device = self.out_batch_dims(batch_dims, adapted), self.output_device(impls)
         outs = [
-            TensorImpl(
-                shape,
-                dtype,
-                batch_dims=self.out_batch_dims(batch_dims, adapted),
-                requires_grad=traced and _dt.is_float(dtype),
-                device=self.output_device(impls),
-            )
+            TensorImpl(shape, dtype, batch_dims=out_bd, requires_grad=traced and _dt.is_float(dtype), device=device)
             for shape, dtype in avals
         ]
         # 7. the OpNode shared by all outputs (original kwargs kept for replay and autodiff)
