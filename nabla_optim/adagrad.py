@@ -4,13 +4,37 @@ from __future__ import annotations
 
 from typing import Any
 
-import nabla as nb
 from nabla import Tensor
 from nabla_nn.parameter import Parameter
 
-from .optimizer import Optimizer, ParamsT, as_dtype_of, check_lr, check_nonneg, realized_step, realized_zeros_like
+from .optimizer import Optimizer, ParamsT, check_lr, check_nonneg, realized_step, realized_zeros_like
 
 __all__ = ["Adagrad"]
+
+
+def adagrad_rule(
+    xp: Any,
+    p: Any,
+    g: Any,
+    state: tuple,
+    s: dict,
+    *,
+    lr_decay: float,
+    weight_decay: float,
+    eps: float,
+    maximize: bool,
+) -> tuple[Any, tuple]:
+    """One parameter's Adagrad step; `state` is (step, sum)."""
+    if maximize:
+        g = -g
+    step, state_sum = state
+    step = step + 1
+    if weight_decay != 0:
+        g = g + p * weight_decay
+    clr = s["lr"] / (1 + (xp.cast(step, xp.float64) - 1) * lr_decay)
+    state_sum = state_sum + g * g
+    std = xp.sqrt(state_sum) + eps
+    return p - g * xp.cast(clr, p) / std, (step, state_sum)
 
 
 class Adagrad(Optimizer):
@@ -33,6 +57,9 @@ class Adagrad(Optimizer):
         >>> opt = nabla_optim.Adagrad(model.parameters(), lr=0.1)
         >>> opt.zero_grad(); loss_fn(model(x), y).backward(); opt.step()
     """
+
+    rule = staticmethod(adagrad_rule)
+    scalar_names = ("lr",)
 
     def __init__(
         self,
@@ -66,14 +93,13 @@ class Adagrad(Optimizer):
     def _init_state(self, p: Parameter, group: dict[str, Any]) -> dict[str, Tensor]:
         return {"step": realized_step(), "sum": realized_zeros_like(p, group["initial_accumulator_value"])}
 
-    def _update(self, p: Parameter, grad: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
-        g = -grad if group["maximize"] else grad
-        step_t = state["step"]
-        step_t.add_(1)
-        if group["weight_decay"] != 0:
-            g = g + p * group["weight_decay"]
-        clr = self._scalar(group, "lr") / (1 + (step_t.to(nb.float64) - 1) * group["lr_decay"])
-        state_sum = state["sum"]
-        state_sum.add_(g * g)
-        std = nb.sqrt(state_sum) + group["eps"]
-        p.sub_(g * as_dtype_of(clr, p) / std)
+    def _state_keys(self, p: Parameter, state: dict[str, Any], group: dict[str, Any]) -> tuple[str, ...]:
+        return ("step", "sum")
+
+    def rule_consts(self, group: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "lr_decay": float(group["lr_decay"]),
+            "weight_decay": float(group["weight_decay"]),
+            "eps": float(group["eps"]),
+            "maximize": bool(group["maximize"]),
+        }

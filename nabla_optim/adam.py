@@ -4,17 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-import nabla as nb
 from nabla import Tensor
 from nabla_nn.parameter import Parameter
 
 from .optimizer import (
     Optimizer,
     ParamsT,
-    as_dtype_of,
     check_betas,
     check_lr,
     check_nonneg,
+    ensure_state,
     realized_step,
     realized_zeros_like,
 )
@@ -22,9 +21,49 @@ from .optimizer import (
 __all__ = ["Adam"]
 
 
-def lerp_(avg: Tensor, target: Tensor, weight: Tensor) -> None:
+def lerp(avg: Any, target: Any, weight: Any) -> Any:
     """PyTorch's `avg.lerp_(target, weight)` for weight < 0.5: avg + weight * (target - avg)."""
-    avg.add_((target - avg) * weight)
+    return avg + (target - avg) * weight
+
+
+def adam_rule(
+    xp: Any,
+    p: Any,
+    g: Any,
+    state: tuple,
+    s: dict,
+    *,
+    eps: float,
+    weight_decay: float,
+    amsgrad: bool,
+    maximize: bool,
+    decoupled_weight_decay: bool,
+) -> tuple[Any, tuple]:
+    """One parameter's Adam step; `state` is (step, exp_avg, exp_avg_sq[, max_exp_avg_sq]).
+    Bias corrections are float64 scalar math, cast to the parameter's dtype as PyTorch does."""
+    if maximize:
+        g = -g
+    lr, beta1, beta2 = s["lr"], s["beta1"], s["beta2"]
+    step_t, exp_avg, exp_avg_sq = state[:3]
+    step_t = step_t + 1
+    if weight_decay != 0:
+        if decoupled_weight_decay:
+            p = p * xp.cast(1 - lr * weight_decay, p)
+        else:
+            g = g + p * weight_decay
+    exp_avg = lerp(exp_avg, g, xp.cast(1 - beta1, p))
+    exp_avg_sq = exp_avg_sq * xp.cast(beta2, p) + g * g * xp.cast(1 - beta2, p)
+    step = xp.cast(step_t, xp.float64)
+    bias_correction1 = 1 - xp.pow(beta1, step)
+    bias_correction2_sqrt = xp.sqrt(1 - xp.pow(beta2, step))
+    step_size = lr / bias_correction1
+    new_state = (step_t, exp_avg, exp_avg_sq)
+    second = exp_avg_sq
+    if amsgrad:
+        second = xp.maximum(state[3], exp_avg_sq)
+        new_state += (second,)
+    denom = xp.sqrt(second) / xp.cast(bias_correction2_sqrt, p) + eps
+    return p - exp_avg * xp.cast(step_size, p) / denom, new_state
 
 
 class Adam(Optimizer):
@@ -48,6 +87,9 @@ class Adam(Optimizer):
         >>> opt = nabla_optim.Adam(model.parameters(), lr=1e-3)
         >>> opt.zero_grad(); loss_fn(model(x), y).backward(); opt.step()
     """
+
+    rule = staticmethod(adam_rule)
+    scalar_names = ("lr", "beta1", "beta2")
 
     def __init__(
         self,
@@ -82,26 +124,17 @@ class Adam(Optimizer):
             state["max_exp_avg_sq"] = realized_zeros_like(p)
         return state
 
-    def _update(self, p: Parameter, grad: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
-        g = -grad if group["maximize"] else grad
-        lr, beta1, beta2 = (self._scalar(group, n) for n in ("lr", "beta1", "beta2"))
-        step_t = state["step"]
-        step_t.add_(1)
-        if group["weight_decay"] != 0:
-            if group["decoupled_weight_decay"]:
-                p.mul_(as_dtype_of(1 - lr * group["weight_decay"], p))
-            else:
-                g = g + p * group["weight_decay"]
-        exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-        lerp_(exp_avg, g, as_dtype_of(1 - beta1, p))
-        exp_avg_sq.mul_(as_dtype_of(beta2, p)).add_(g * g * as_dtype_of(1 - beta2, p))
-        step = step_t.to(nb.float64)
-        bias_correction1 = 1 - beta1**step
-        bias_correction2_sqrt = nb.sqrt(1 - beta2**step)
-        step_size = lr / bias_correction1
+    def _state_keys(self, p: Parameter, state: dict[str, Any], group: dict[str, Any]) -> tuple[str, ...]:
         if group["amsgrad"]:
-            max_sq = state.setdefault("max_exp_avg_sq", realized_zeros_like(p))
-            max_sq.copy_(nb.maximum(max_sq, exp_avg_sq))
-            exp_avg_sq = max_sq
-        denom = nb.sqrt(exp_avg_sq) / as_dtype_of(bias_correction2_sqrt, p) + group["eps"]
-        p.sub_(exp_avg * as_dtype_of(step_size, p) / denom)
+            ensure_state(state, "max_exp_avg_sq", lambda: realized_zeros_like(p))
+            return ("step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq")
+        return ("step", "exp_avg", "exp_avg_sq")
+
+    def rule_consts(self, group: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "eps": float(group["eps"]),
+            "weight_decay": float(group["weight_decay"]),
+            "amsgrad": bool(group["amsgrad"]),
+            "maximize": bool(group["maximize"]),
+            "decoupled_weight_decay": bool(group["decoupled_weight_decay"]),
+        }

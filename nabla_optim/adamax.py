@@ -4,15 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import nabla as nb
 from nabla import Tensor
 from nabla_nn.parameter import Parameter
 
-from .adam import lerp_
+from .adam import lerp
 from .optimizer import (
     Optimizer,
     ParamsT,
-    as_dtype_of,
     check_betas,
     check_lr,
     check_nonneg,
@@ -21,6 +19,31 @@ from .optimizer import (
 )
 
 __all__ = ["Adamax"]
+
+
+def adamax_rule(
+    xp: Any,
+    p: Any,
+    g: Any,
+    state: tuple,
+    s: dict,
+    *,
+    eps: float,
+    weight_decay: float,
+    maximize: bool,
+) -> tuple[Any, tuple]:
+    """One parameter's Adamax step; `state` is (step, exp_avg, exp_inf)."""
+    if maximize:
+        g = -g
+    lr, beta1, beta2 = s["lr"], s["beta1"], s["beta2"]
+    step, exp_avg, exp_inf = state
+    step = step + 1
+    if weight_decay != 0:
+        g = g + p * weight_decay
+    exp_avg = lerp(exp_avg, g, xp.cast(1 - beta1, p))
+    exp_inf = xp.maximum(exp_inf * xp.cast(beta2, p), xp.abs(g) + eps)
+    clr = lr / (1 - xp.pow(beta1, xp.cast(step, xp.float64)))
+    return p - exp_avg * xp.cast(clr, p) / exp_inf, (step, exp_avg, exp_inf)
 
 
 class Adamax(Optimizer):
@@ -40,6 +63,9 @@ class Adamax(Optimizer):
         >>> opt = nabla_optim.Adamax(model.parameters())
         >>> opt.zero_grad(); loss_fn(model(x), y).backward(); opt.step()
     """
+
+    rule = staticmethod(adamax_rule)
+    scalar_names = ("lr", "beta1", "beta2")
 
     def __init__(
         self,
@@ -61,15 +87,12 @@ class Adamax(Optimizer):
     def _init_state(self, p: Parameter, group: dict[str, Any]) -> dict[str, Tensor]:
         return {"step": realized_step(), "exp_avg": realized_zeros_like(p), "exp_inf": realized_zeros_like(p)}
 
-    def _update(self, p: Parameter, grad: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
-        g = -grad if group["maximize"] else grad
-        lr, beta1, beta2 = (self._scalar(group, n) for n in ("lr", "beta1", "beta2"))
-        step_t = state["step"]
-        step_t.add_(1)
-        if group["weight_decay"] != 0:
-            g = g + p * group["weight_decay"]
-        exp_avg, exp_inf = state["exp_avg"], state["exp_inf"]
-        lerp_(exp_avg, g, as_dtype_of(1 - beta1, p))
-        exp_inf.copy_(nb.maximum(exp_inf * as_dtype_of(beta2, p), nb.abs(g) + group["eps"]))
-        clr = lr / (1 - beta1 ** step_t.to(nb.float64))
-        p.sub_(exp_avg * as_dtype_of(clr, p) / exp_inf)
+    def _state_keys(self, p: Parameter, state: dict[str, Any], group: dict[str, Any]) -> tuple[str, ...]:
+        return ("step", "exp_avg", "exp_inf")
+
+    def rule_consts(self, group: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "eps": float(group["eps"]),
+            "weight_decay": float(group["weight_decay"]),
+            "maximize": bool(group["maximize"]),
+        }

@@ -5,13 +5,35 @@ from __future__ import annotations
 
 from typing import Any
 
-import nabla as nb
 from nabla import Tensor
 from nabla_nn.parameter import Parameter
 
-from .optimizer import Optimizer, ParamsT, as_dtype_of, check_betas, check_lr, check_nonneg, realized_zeros_like
+from .optimizer import Optimizer, ParamsT, check_betas, check_lr, check_nonneg, realized_zeros_like
 
 __all__ = ["Lion"]
+
+
+def lion_rule(
+    xp: Any,
+    p: Any,
+    g: Any,
+    state: tuple,
+    s: dict,
+    *,
+    weight_decay: float,
+    maximize: bool,
+) -> tuple[Any, tuple]:
+    """One parameter's Lion step; `state` is (exp_avg,)."""
+    if maximize:
+        g = -g
+    lr, beta1, beta2 = s["lr"], s["beta1"], s["beta2"]
+    if weight_decay != 0:
+        p = p * xp.cast(1 - lr * weight_decay, p)
+    (exp_avg,) = state
+    direction = xp.sign(exp_avg * xp.cast(beta1, p) + g * xp.cast(1 - beta1, p))
+    p = p - direction * xp.cast(lr, p)
+    exp_avg = exp_avg * xp.cast(beta2, p) + g * xp.cast(1 - beta2, p)
+    return p, (exp_avg,)
 
 
 class Lion(Optimizer):
@@ -35,6 +57,9 @@ class Lion(Optimizer):
         >>> opt.zero_grad(); loss_fn(model(x), y).backward(); opt.step()
     """
 
+    rule = staticmethod(lion_rule)
+    scalar_names = ("lr", "beta1", "beta2")
+
     def __init__(
         self,
         params: ParamsT,
@@ -53,12 +78,8 @@ class Lion(Optimizer):
     def _init_state(self, p: Parameter, group: dict[str, Any]) -> dict[str, Tensor]:
         return {"exp_avg": realized_zeros_like(p)}
 
-    def _update(self, p: Parameter, grad: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
-        g = -grad if group["maximize"] else grad
-        lr, beta1, beta2 = (self._scalar(group, n) for n in ("lr", "beta1", "beta2"))
-        if group["weight_decay"] != 0:
-            p.mul_(as_dtype_of(1 - lr * group["weight_decay"], p))
-        exp_avg = state["exp_avg"]
-        direction = nb.sign(exp_avg * as_dtype_of(beta1, p) + g * as_dtype_of(1 - beta1, p))
-        p.sub_(direction * as_dtype_of(lr, p))
-        exp_avg.mul_(as_dtype_of(beta2, p)).add_(g * as_dtype_of(1 - beta2, p))
+    def _state_keys(self, p: Parameter, state: dict[str, Any], group: dict[str, Any]) -> tuple[str, ...]:
+        return ("exp_avg",)
+
+    def rule_consts(self, group: dict[str, Any]) -> dict[str, Any]:
+        return {"weight_decay": float(group["weight_decay"]), "maximize": bool(group["maximize"])}

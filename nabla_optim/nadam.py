@@ -8,11 +8,10 @@ import nabla as nb
 from nabla import Tensor
 from nabla_nn.parameter import Parameter
 
-from .adam import lerp_
+from .adam import lerp
 from .optimizer import (
     Optimizer,
     ParamsT,
-    as_dtype_of,
     check_betas,
     check_lr,
     check_nonneg,
@@ -22,6 +21,46 @@ from .optimizer import (
 )
 
 __all__ = ["NAdam"]
+
+
+def nadam_rule(
+    xp: Any,
+    p: Any,
+    g: Any,
+    state: tuple,
+    s: dict,
+    *,
+    eps: float,
+    weight_decay: float,
+    momentum_decay: float,
+    decoupled_weight_decay: bool,
+    maximize: bool,
+) -> tuple[Any, tuple]:
+    """One parameter's NAdam step; `state` is (step, mu_product, exp_avg, exp_avg_sq)."""
+    if maximize:
+        g = -g
+    lr, beta1, beta2 = s["lr"], s["beta1"], s["beta2"]
+    step_t, mu_product, exp_avg, exp_avg_sq = state
+    step_t = step_t + 1
+    step = xp.cast(step_t, xp.float64)
+    bias_correction2 = 1 - xp.pow(beta2, step)
+    if weight_decay != 0:
+        if decoupled_weight_decay:
+            p = p * xp.cast(1 - lr * weight_decay, p)
+        else:
+            g = g + p * weight_decay
+    mu = beta1 * (1.0 - 0.5 * xp.pow(0.96, step * momentum_decay))
+    mu_next = beta1 * (1.0 - 0.5 * xp.pow(0.96, (step + 1) * momentum_decay))
+    mu_product = mu_product * xp.cast(mu, mu_product)  # PyTorch keeps it in float32 too
+    exp_avg = lerp(exp_avg, g, xp.cast(1 - beta1, p))
+    exp_avg_sq = exp_avg_sq * xp.cast(beta2, p) + g * g * xp.cast(1 - beta2, p)
+    denom = xp.sqrt(exp_avg_sq / xp.cast(bias_correction2, p)) + eps
+    product = xp.cast(mu_product, xp.float64)
+    grad_coef = lr * (1.0 - mu) / (1.0 - product)
+    avg_coef = lr * mu_next / (1.0 - product * mu_next)
+    p = p - g * xp.cast(grad_coef, p) / denom
+    p = p - exp_avg * xp.cast(avg_coef, p) / denom
+    return p, (step_t, mu_product, exp_avg, exp_avg_sq)
 
 
 class NAdam(Optimizer):
@@ -43,6 +82,9 @@ class NAdam(Optimizer):
         >>> opt = nabla_optim.NAdam(model.parameters())
         >>> opt.zero_grad(); loss_fn(model(x), y).backward(); opt.step()
     """
+
+    rule = staticmethod(nadam_rule)
+    scalar_names = ("lr", "beta1", "beta2")
 
     def __init__(
         self,
@@ -80,28 +122,14 @@ class NAdam(Optimizer):
             "exp_avg_sq": realized_zeros_like(p),
         }
 
-    def _update(self, p: Parameter, grad: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
-        g = -grad if group["maximize"] else grad
-        lr, beta1, beta2 = (self._scalar(group, n) for n in ("lr", "beta1", "beta2"))
-        step_t, mu_product = state["step"], state["mu_product"]
-        step_t.add_(1)
-        step = step_t.to(nb.float64)
-        bias_correction2 = 1 - beta2**step
-        if group["weight_decay"] != 0:
-            if group["decoupled_weight_decay"]:
-                p.mul_(as_dtype_of(1 - lr * group["weight_decay"], p))
-            else:
-                g = g + p * group["weight_decay"]
-        decay = group["momentum_decay"]
-        mu = beta1 * (1.0 - 0.5 * 0.96 ** (step * decay))
-        mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * decay))
-        mu_product.mul_(as_dtype_of(mu, mu_product))  # PyTorch keeps it in float32 too
-        exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-        lerp_(exp_avg, g, as_dtype_of(1 - beta1, p))
-        exp_avg_sq.mul_(as_dtype_of(beta2, p)).add_(g * g * as_dtype_of(1 - beta2, p))
-        denom = nb.sqrt(exp_avg_sq / as_dtype_of(bias_correction2, p)) + group["eps"]
-        product = mu_product.to(nb.float64)
-        grad_coef = lr * (1.0 - mu) / (1.0 - product)
-        avg_coef = lr * mu_next / (1.0 - product * mu_next)
-        p.sub_(g * as_dtype_of(grad_coef, p) / denom)
-        p.sub_(exp_avg * as_dtype_of(avg_coef, p) / denom)
+    def _state_keys(self, p: Parameter, state: dict[str, Any], group: dict[str, Any]) -> tuple[str, ...]:
+        return ("step", "mu_product", "exp_avg", "exp_avg_sq")
+
+    def rule_consts(self, group: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "eps": float(group["eps"]),
+            "weight_decay": float(group["weight_decay"]),
+            "momentum_decay": float(group["momentum_decay"]),
+            "decoupled_weight_decay": bool(group["decoupled_weight_decay"]),
+            "maximize": bool(group["maximize"]),
+        }

@@ -14,8 +14,19 @@ the first step on, so that a training loop compiles once and then only hits the 
     cast to the parameter's dtype, as PyTorch does it in Python doubles;
   - other hyperparameters (eps, weight_decay, ...) are constants baked into the graph.
 
-Subclasses define `_init_state(p, group)` (the realized initial state of a parameter) and
-`_update(p, grad, state, group)` (the update of one parameter, written once).
+Each step records ONE op per param group (`nabla_optim.fused`): the per-parameter math is a
+*rule* written once with operators, run on every parameter of the group inside that op. A
+subclass defines
+
+  - `_init_state(p, group)`: the realized initial state of a parameter;
+  - `rule` (a `staticmethod`): `rule(xp, p, g, state, scalars, **consts) -> (new_p, new_state)`;
+  - `scalar_names`: the scheduled hyperparameters the rule reads (`scalars[name]`, float64);
+  - `rule_consts(group)`: the other hyperparameters, baked into the graph;
+  - `_state_keys(p, state, group)`: the state entries the rule reads and returns, in order
+    (creating any that a changed hyperparameter now needs).
+
+A subclass that sets no `rule` may instead define `_update(p, grad, state, group)` with
+in-place tensor ops (one op per operation, recorded per parameter).
 """
 
 from __future__ import annotations
@@ -34,6 +45,8 @@ from nabla import Tensor
 from nabla.core.common import dtypes as _dt
 from nabla.core.graph.tracing import tracing
 from nabla_nn.parameter import Parameter
+
+from .fused import fused_update
 
 __all__ = ["Optimizer", "ParamsT"]
 
@@ -115,6 +128,12 @@ def realized_step() -> Tensor:
     return realized_full((), 0.0, _dt.float32)
 
 
+def ensure_state(state: dict[str, Any], key: str, make: Callable[[], Tensor]) -> None:
+    """Create state entry `key` if it is missing (a hyperparameter change now needs it)."""
+    if not isinstance(state.get(key), Tensor):
+        state[key] = make()
+
+
 def check_nonneg(name: str, value: Any, what: str | None = None) -> None:
     """PyTorch's hyperparameter check: ValueError("Invalid learning rate: -1.0")."""
     if not isinstance(value, numbers.Real) or isinstance(value, bool):
@@ -167,6 +186,11 @@ class Optimizer:
         >>> loss.backward()
         >>> opt.step()              # forward, backward, update and loss: one graph
     """
+
+    # The per-parameter update (a staticmethod, see the module doc); None: `_update` instead.
+    rule: Callable[..., Any] | None = None
+    # The scheduled hyperparameters `rule` reads as float64 graph inputs.
+    scalar_names: tuple[str, ...] = ("lr",)
 
     def __init__(self, params: ParamsT, defaults: dict[str, Any]) -> None:
         self.defaults = defaults
@@ -302,23 +326,61 @@ class Optimizer:
             if not isinstance(group, _ParamGroup):  # a dict put in param_groups by hand
                 group = self.param_groups[i] = _ParamGroup(group)
             group.sync()  # catches changes the dict did not see (a mutated list)
+            # Parameters whose state has the same entries share one fused op (all of a group's,
+            # unless a hyperparameter change left some with a different state).
+            batches: dict[tuple[str, ...], list[Parameter]] = {}
             for p in group["params"]:
                 if p.grad is None or not p.requires_grad:
                     continue
                 state = self.state[p]
                 if not state:
                     state.update(self._init_state(p, group))
-                self._update(p, p.grad, state, group)
-                updated.append(p)
-                updated.extend(v for v in state.values() if isinstance(v, Tensor))
+                if self.rule is None:
+                    self._update(p, p.grad, state, group)
+                    updated.append(p)
+                    updated.extend(v for v in state.values() if isinstance(v, Tensor))
+                else:
+                    batches.setdefault(self._state_keys(p, state, group), []).append(p)
+            for keys, params in batches.items():
+                updated += self._fused_step(group, params, keys)
         return updated
+
+    def _fused_step(self, group: _ParamGroup, params: list[Parameter], keys: tuple[str, ...]) -> list[Tensor]:
+        """Record one fused update of `params` (whose state entries `keys` the rule updates)."""
+        states = [tuple(self._state_tensor(p, k) for k in keys) for p in params]
+        grads = [p.grad if p.grad.dtype == p.dtype else p.grad.to(p.dtype) for p in params]
+        scalars = {name: group.scalar(name) for name in self.scalar_names}
+        results = fused_update(self.rule, params, grads, states, scalars, **self.rule_consts(group))
+        updated: list[Tensor] = []
+        for p, old_state, (new_p, new_state) in zip(params, states, results, strict=True):
+            updated.append(p._adopt(new_p))
+            updated += [t._adopt(new) for t, new in zip(old_state, new_state, strict=True)]
+        return updated
+
+    def _state_tensor(self, p: Parameter, key: str) -> Tensor:
+        value = self.state[p].get(key)
+        if not isinstance(value, Tensor):
+            raise KeyError(
+                f"{type(self).__name__} state of a parameter of shape {tuple(p.shape)} needs a tensor "
+                f"{key!r}, got {type(value).__name__} (was the state loaded from another optimizer?)"
+            )
+        return value
+
+    # -- what a subclass defines ----------------------------------------------------------
+    def rule_consts(self, group: dict[str, Any]) -> dict[str, Any]:
+        """The rule's constant arguments for `group` (Python bools and floats)."""
+        return {}
+
+    def _state_keys(self, p: Parameter, state: dict[str, Any], group: dict[str, Any]) -> tuple[str, ...]:
+        """The state entries `rule` reads and returns, in order; adds those now missing."""
+        return tuple(k for k, v in state.items() if isinstance(v, Tensor))
 
     def _init_state(self, p: Parameter, group: dict[str, Any]) -> dict[str, Tensor]:
         """The initial state of `p`: realized tensors only."""
         return {}
 
     def _update(self, p: Parameter, grad: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} defines neither a `rule` nor `_update`")
 
     @staticmethod
     def _scalar(group: _ParamGroup, name: str) -> Tensor:

@@ -4,14 +4,55 @@ from __future__ import annotations
 
 from typing import Any
 
-import nabla as nb
 from nabla import Tensor
 from nabla_nn.parameter import Parameter
 
-from .adam import lerp_
-from .optimizer import Optimizer, ParamsT, as_dtype_of, check_lr, check_nonneg, realized_step, realized_zeros_like
+from .adam import lerp
+from .optimizer import Optimizer, ParamsT, check_lr, check_nonneg, ensure_state, realized_step, realized_zeros_like
 
 __all__ = ["RMSprop"]
+
+
+def rmsprop_rule(
+    xp: Any,
+    p: Any,
+    g: Any,
+    state: tuple,
+    s: dict,
+    *,
+    alpha: float,
+    eps: float,
+    weight_decay: float,
+    momentum: bool,
+    centered: bool,
+    maximize: bool,
+) -> tuple[Any, tuple]:
+    """One parameter's RMSprop step; `state` is (step, square_avg[, momentum_buffer][, grad_avg])
+    (`momentum` says whether the group's momentum is nonzero; its value is `s["momentum"]`)."""
+    if maximize:
+        g = -g
+    step, square_avg, *rest = state
+    step = step + 1
+    if weight_decay != 0:
+        g = g + p * weight_decay
+    square_avg = square_avg * alpha + g * g * (1 - alpha)
+    new_state: tuple = (step, square_avg)
+    if centered:
+        grad_avg = lerp(rest[-1], g, 1 - alpha)
+        avg = xp.sqrt(square_avg - grad_avg * grad_avg)
+    else:
+        avg = xp.sqrt(square_avg)
+    avg = avg + eps
+    lr = xp.cast(s["lr"], p)
+    if momentum:
+        buf = rest[0] * xp.cast(s["momentum"], p) + g / avg
+        new_state += (buf,)
+        p = p - buf * lr
+    else:
+        p = p - g * lr / avg
+    if centered:
+        new_state += (grad_avg,)
+    return p, new_state
 
 
 class RMSprop(Optimizer):
@@ -34,6 +75,9 @@ class RMSprop(Optimizer):
         >>> opt = nabla_optim.RMSprop(model.parameters(), lr=1e-2, momentum=0.9)
         >>> opt.zero_grad(); loss_fn(model(x), y).backward(); opt.step()
     """
+
+    rule = staticmethod(rmsprop_rule)
+    scalar_names = ("lr", "momentum")
 
     def __init__(
         self,
@@ -71,25 +115,22 @@ class RMSprop(Optimizer):
             state["grad_avg"] = realized_zeros_like(p)
         return state
 
-    def _update(self, p: Parameter, grad: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
-        g = -grad if group["maximize"] else grad
-        state["step"].add_(1)
-        if group["weight_decay"] != 0:
-            g = g + p * group["weight_decay"]
-        alpha = group["alpha"]
-        square_avg = state["square_avg"]
-        square_avg.mul_(alpha).add_(g * g * (1 - alpha))
-        if group["centered"]:
-            grad_avg = state.setdefault("grad_avg", realized_zeros_like(p))
-            lerp_(grad_avg, g, 1 - alpha)
-            avg = nb.sqrt(square_avg - grad_avg * grad_avg)
-        else:
-            avg = nb.sqrt(square_avg)
-        avg = avg + group["eps"]
-        lr = as_dtype_of(self._scalar(group, "lr"), p)
+    def _state_keys(self, p: Parameter, state: dict[str, Any], group: dict[str, Any]) -> tuple[str, ...]:
+        keys = ("step", "square_avg")
         if group["momentum"] > 0:
-            buf = state.setdefault("momentum_buffer", realized_zeros_like(p))
-            buf.mul_(as_dtype_of(self._scalar(group, "momentum"), p)).add_(g / avg)
-            p.sub_(buf * lr)
-        else:
-            p.sub_(g * lr / avg)
+            ensure_state(state, "momentum_buffer", lambda: realized_zeros_like(p))
+            keys += ("momentum_buffer",)
+        if group["centered"]:
+            ensure_state(state, "grad_avg", lambda: realized_zeros_like(p))
+            keys += ("grad_avg",)
+        return keys
+
+    def rule_consts(self, group: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "alpha": float(group["alpha"]),
+            "eps": float(group["eps"]),
+            "weight_decay": float(group["weight_decay"]),
+            "momentum": bool(group["momentum"] > 0),
+            "centered": bool(group["centered"]),
+            "maximize": bool(group["maximize"]),
+        }

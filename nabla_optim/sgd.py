@@ -8,9 +8,40 @@ import nabla as nb
 from nabla import Tensor
 from nabla_nn.parameter import Parameter
 
-from .optimizer import Optimizer, ParamsT, as_dtype_of, check_lr, check_nonneg, realized_full, realized_zeros_like
+from .optimizer import Optimizer, ParamsT, check_lr, check_nonneg, ensure_state, realized_full, realized_zeros_like
 
 __all__ = ["SGD"]
+
+
+def sgd_rule(
+    xp: Any,
+    p: Any,
+    g: Any,
+    state: tuple,
+    s: dict,
+    *,
+    weight_decay: float,
+    dampening: float,
+    nesterov: bool,
+    maximize: bool,
+) -> tuple[Any, tuple]:
+    """One parameter's SGD step. `state` is () without momentum, `(buf,)`, or `(buf, started)`
+    where the bool `started` selects PyTorch's first step (`buf = g`) in a fixed graph."""
+    if maximize:
+        g = -g
+    if weight_decay != 0:
+        g = g + p * weight_decay
+    if state:
+        momentum = xp.cast(s["momentum"], p)
+        if len(state) == 1:  # zero dampening from the start: 0 * m + g is exactly g at first
+            buf = state[0] * momentum + g
+            state = (buf,)
+        else:
+            buf, started = state
+            buf = xp.where(started, buf * momentum + g * (1 - dampening), g)
+            state = (buf, xp.full_like(started, True))
+        g = g + buf * momentum if nesterov else buf
+    return p - g * xp.cast(s["lr"], p), state
 
 
 class SGD(Optimizer):
@@ -36,6 +67,9 @@ class SGD(Optimizer):
         >>> opt = nabla_optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
         >>> opt.zero_grad(); loss_fn(model(x), y).backward(); opt.step()
     """
+
+    rule = staticmethod(sgd_rule)
+    scalar_names = ("lr", "momentum")
 
     def __init__(
         self,
@@ -71,22 +105,22 @@ class SGD(Optimizer):
             state["momentum_started"] = realized_full((), False, nb.bool_)
         return state
 
-    def _update(self, p: Parameter, grad: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
-        g = -grad if group["maximize"] else grad
-        if group["weight_decay"] != 0:
-            g = g + p * group["weight_decay"]
-        if group["momentum"] != 0:
-            buf = state.get("momentum_buffer")
-            if buf is None:  # momentum switched on after the first step
-                buf = state["momentum_buffer"] = realized_zeros_like(p)
-                state["momentum_started"] = realized_full((), False, nb.bool_)
-            momentum = as_dtype_of(self._scalar(group, "momentum"), p)
-            dampening = group["dampening"]
-            if dampening == 0 and "momentum_started" not in state:
-                buf.copy_(buf * momentum + g)  # on the first step 0 * m + g is exactly g
-            else:
-                started = state.setdefault("momentum_started", realized_full((), True, nb.bool_))
-                buf.copy_(nb.where(started, buf * momentum + g * (1 - dampening), g))
-                started.fill_(True)
-            g = g + buf * momentum if group["nesterov"] else buf
-        p.sub_(g * as_dtype_of(self._scalar(group, "lr"), p))
+    def _state_keys(self, p: Parameter, state: dict[str, Any], group: dict[str, Any]) -> tuple[str, ...]:
+        if group["momentum"] == 0:
+            return ()
+        if not isinstance(state.get("momentum_buffer"), Tensor):  # momentum switched on later
+            state["momentum_buffer"] = realized_zeros_like(p)
+            state["momentum_started"] = realized_full((), False, nb.bool_)
+        elif group["dampening"] != 0:  # dampening switched on later: the buffer has started
+            ensure_state(state, "momentum_started", lambda: realized_full((), True, nb.bool_))
+        if isinstance(state.get("momentum_started"), Tensor):
+            return ("momentum_buffer", "momentum_started")
+        return ("momentum_buffer",)
+
+    def rule_consts(self, group: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "weight_decay": float(group["weight_decay"]),
+            "dampening": float(group["dampening"]),
+            "nesterov": bool(group["nesterov"]),
+            "maximize": bool(group["maximize"]),
+        }

@@ -6,10 +6,13 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
+from max.graph import DeviceRef, Graph, TensorType
 
 import nabla as nb
 import nabla_optim as optim
+from nabla.ops.base import Operation
 from nabla_nn.parameter import Parameter
+from nabla_optim.fused import fused_update
 
 try:
     import torch
@@ -615,3 +618,163 @@ def test_adagrad_creates_state_at_construction() -> None:
     sd = opt.state_dict()
     np.testing.assert_array_equal(sd["state"][0]["sum"].numpy(), [0.5, 0.5, 0.5])
     assert sd["state"][0]["step"].item() == 0 and opt.state[p]["sum"].is_realized
+
+
+# -- one fused op per param group --------------------------------------------------------------
+def _count_ops(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    original = Operation.__call__
+
+    def counting(self: Operation, *args: object, **kwargs: object) -> object:
+        counts[self.name] = counts.get(self.name, 0) + 1
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Operation, "__call__", counting)
+    return counts
+
+
+@pytest.mark.parametrize("name", list(ALL_OPTIMIZERS))
+def test_a_step_records_one_fused_op_per_param_group(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    inits, grads = _data(2)
+    params = [Parameter(nb.tensor(a)) for a in inits]
+    frozen = Parameter(nb.tensor(np.ones(2, np.float32)), requires_grad=False)
+    groups = [{"params": [params[0], frozen]}, {"params": [params[1]], "lr": 0.05}]
+    opt = getattr(optim, name)(groups, **ALL_OPTIMIZERS[name])
+    for step_grads in grads:
+        for p, g in zip(params, step_grads, strict=True):
+            p.grad = nb.tensor(g)
+        with monkeypatch.context() as patch:
+            counts = _count_ops(patch)
+            opt.step()
+        assert counts == {"optimizer_update": 2}
+        assert all(p.is_realized for p in params)
+    np.testing.assert_array_equal(frozen.numpy(), [1.0, 1.0])
+    assert not np.array_equal(params[0].numpy(), inits[0])
+
+
+def test_params_whose_state_differs_get_their_own_op(monkeypatch: pytest.MonkeyPatch) -> None:
+    # `a` starts with dampening (a "momentum_started" flag); `b` joins after dampening is
+    # switched off, so its state has no flag: two ops, each with PyTorch's semantics.
+    rng = np.random.default_rng(3)
+    a, b = (Parameter(nb.tensor(rng.standard_normal(3).astype(np.float32))) for _ in range(2))
+    wa, wb = a.numpy().astype(np.float64), b.numpy().astype(np.float64)
+    opt = optim.SGD([a, b], lr=0.1, momentum=0.9, dampening=0.5)
+    buf_a = buf_b = None
+    for step in range(4):
+        ga, gb = rng.standard_normal(3).astype(np.float32), rng.standard_normal(3).astype(np.float32)
+        a.grad, b.grad = nb.tensor(ga), (nb.tensor(gb) if step > 0 else None)
+        damp = 0.5 if step == 0 else 0.0
+        opt.param_groups[0]["dampening"] = damp
+        buf_a = ga if buf_a is None else 0.9 * buf_a + (1 - damp) * ga
+        wa = wa - 0.1 * buf_a
+        if step > 0:
+            buf_b = gb if buf_b is None else 0.9 * buf_b + gb
+            wb = wb - 0.1 * buf_b
+        with monkeypatch.context() as patch:
+            counts = _count_ops(patch)
+            opt.step()
+        assert counts == {"optimizer_update": 1 if step == 0 else 2}
+    np.testing.assert_allclose(a.numpy(), wa, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(b.numpy(), wb, rtol=1e-5, atol=1e-6)
+    assert "momentum_started" in opt.state[a] and "momentum_started" not in opt.state[b]
+
+
+def test_a_mixed_dtype_group_keeps_each_dtype() -> None:
+    p32 = Parameter(nb.tensor(np.ones(3, np.float32)))
+    p64 = Parameter(nb.tensor(np.ones(2, np.float64)))
+    opt = optim.Adam([p32, p64], lr=0.1)
+    p32.grad, p64.grad = nb.tensor(np.ones(3, np.float32)), nb.tensor(np.ones(2, np.float64))
+    opt.step()
+    assert (p32.dtype, p64.dtype) == (nb.float32, nb.float64)
+    assert opt.state[p64]["exp_avg"].dtype == nb.float64 and opt.state[p64]["step"].dtype == nb.float32
+    # the first Adam step moves every coordinate by lr * m_hat / (sqrt(v_hat) + eps), m_hat = v_hat = 1
+    np.testing.assert_allclose(p32.numpy(), [0.9] * 3, rtol=1e-6)
+    np.testing.assert_allclose(p64.numpy(), [1 - 0.1 / (1 + 1e-8)] * 2, rtol=1e-15)
+
+
+def test_a_rule_that_changes_a_dtype_is_rejected() -> None:
+    def promoting(xp: object, p: np.ndarray, g: np.ndarray, state: tuple, s: dict) -> tuple:
+        return p - g * s["lr"], state  # float64 lr not cast: the result would be float64
+
+    p = Parameter(nb.tensor(np.ones(3, np.float32)))
+    lr = nb.Tensor.from_numpy(np.array(0.1, np.float64))
+    [(new_p, _)] = fused_update(promoting, [p], [nb.tensor(np.ones(3, np.float32))], [()], {"lr": lr})
+    with pytest.raises(TypeError, match="output 0 is float64"):
+        new_p.numpy()
+
+
+def test_a_custom_optimizer_with_update_still_works() -> None:
+    class HalfStep(optim.Optimizer):
+        def __init__(self, params: list) -> None:
+            super().__init__(params, {"lr": 0.5})
+
+        def _update(self, p: Parameter, grad: nb.Tensor, state: dict, group: dict) -> None:
+            p.sub_(grad * group["lr"])
+
+    p = Parameter(nb.tensor(np.ones(2, np.float32)))
+    p.grad = nb.tensor(np.array([1.0, 2.0], np.float32))
+    HalfStep([p]).step()
+    np.testing.assert_array_equal(p.numpy(), [0.5, 0.0])
+
+
+# Every optimizer and flag combination, for the MAX graph construction check.
+MAX_CASES = [
+    *CASES,
+    ("SGD", {"lr": 0.1, "momentum": 0.9, "dampening": 0.5, "nesterov": False, "maximize": True}),
+    ("Adam", {"lr": 0.01, "weight_decay": 0.1, "decoupled_weight_decay": True, "amsgrad": True}),
+    ("AdamW", {"lr": 0.01, "maximize": True}),
+    ("RMSprop", {"lr": 0.01, "momentum": 0.9}),
+    ("RMSprop", {"lr": 0.01, "centered": True}),
+    ("Adagrad", {"lr": 0.1, "maximize": True}),
+    ("NAdam", {"lr": 0.01, "maximize": True, "decoupled_weight_decay": True}),
+    ("Lion", {"lr": 0.01}),
+    ("Lion", {"lr": 0.01, "weight_decay": 0.1, "maximize": True}),
+]
+
+
+@pytest.mark.parametrize(("name", "kwargs"), MAX_CASES, ids=[f"{n}-{i}" for i, (n, _) in enumerate(MAX_CASES)])
+def test_fused_update_builds_a_max_graph(name: str, kwargs: dict) -> None:
+    # Graph construction only (MAX type-checks each op as it is added; no compile): the
+    # recorded op's MAX kernel, on inputs of the recorded types, gives outputs of those types.
+    inits, grads = _data(1)
+    params = [Parameter(nb.tensor(a)) for a in inits]
+    opt = getattr(optim, name)(params, **kwargs)
+    for p, g in zip(params, grads[0], strict=True):
+        p.grad = nb.tensor(g)
+    with nb.no_grad():
+        opt._record_updates()
+    node = params[0]._impl.output_refs
+    assert node.op.name == "optimizer_update" and params[1]._impl.output_refs is node
+    types = [TensorType(a.dtype, a.physical_shape, device=DeviceRef.CPU()) for a in node.args]
+    with Graph(f"optimizer_update_{name}", input_types=types) as graph:
+        outs = node.op.kernel(*[v.tensor for v in graph.inputs], **node.adapted_kwargs)
+        graph.output(*outs)
+    assert [(o.dtype, tuple(int(d) for d in o.shape)) for o in outs] == [
+        (i.dtype, i.physical_shape) for i in node.outputs()
+    ]
+    assert any(o.dtype == nb.float32 for o in outs)
+    nb.evaluate(*params)  # the recorded step itself, on the NumPy executor
+
+
+@pytest.mark.parametrize("name", list(ALL_OPTIMIZERS))
+def test_fused_update_builds_a_max_graph_for_a_mixed_dtype_group(name: str) -> None:
+    dtypes = (nb.float64, nb.bfloat16, nb.float16)
+    params = []
+    for dtype in dtypes:
+        t = nb.tensor(np.ones(3, np.float32)).to(dtype)
+        t.realize()
+        params.append(Parameter(t))
+    kwargs = {**ALL_OPTIMIZERS[name], "weight_decay": 0.1}
+    opt = getattr(optim, name)(params, **kwargs)
+    for p in params:
+        p.grad = nb.tensor(np.full(3, 0.5, np.float32)).to(p.dtype)
+    with nb.no_grad():
+        opt._record_updates()
+    node = params[0]._impl.output_refs
+    types = [TensorType(a.dtype, a.physical_shape, device=DeviceRef.CPU()) for a in node.args]
+    with Graph(f"optimizer_update_mixed_{name}", input_types=types) as graph:
+        outs = node.op.kernel(*[v.tensor for v in graph.inputs], **node.adapted_kwargs)
+        graph.output(*outs)
+    assert {o.dtype for o in outs} >= set(dtypes)
+    nb.evaluate(*params)
+    assert [p.dtype for p in params] == list(dtypes)
