@@ -26,6 +26,7 @@ boolean mask batched by vmap is refused: the result's shape would depend on the 
 
 from __future__ import annotations
 
+import math
 import operator
 from typing import Any
 
@@ -55,7 +56,7 @@ _MODES = ("set", "add", "mul", "min", "max")
 
 
 def _prod(shape: Any) -> int:
-    return int(np.prod(shape, dtype=np.int64))
+    return int(math.prod(shape))
 
 
 def _canonical(start: int, stop: int, step: int) -> tuple[int, int, int]:

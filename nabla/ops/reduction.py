@@ -465,7 +465,7 @@ def mean(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
     axes = _axes_arg(axis, x.ndim, "mean")
     if not _dt.is_float(x.dtype):
         x = cast(x, _dt.float32)
-    count = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
+    count = int(math.prod([x.shape[a] for a in axes]))
     return _bin.div(sum(x, axes, keepdims), float(count) if count else float("nan"))
 
 
@@ -534,7 +534,7 @@ def _float_only(x: Tensor, op: str) -> None:
 
 
 def _count(x: Tensor, axes: tuple) -> int:
-    return int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
+    return int(math.prod([x.shape[a] for a in axes]))
 
 
 @public()

@@ -6,6 +6,7 @@ to their shapes: binary ops broadcast explicitly through it, so no other rule ha
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -73,15 +74,15 @@ class ReshapeOp(Operation):
 
 def _resolve_shape(shape: Any, old: tuple[int, ...]) -> tuple[int, ...]:
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    size = int(np.prod(old, dtype=np.int64))
+    size = int(math.prod(old))
     if sum(1 for s in shape if s == -1) > 1:
         raise ValueError(f"reshape: only one dimension can be -1, got {shape}")
-    known = int(np.prod([s for s in shape if s != -1], dtype=np.int64))
+    known = int(math.prod([s for s in shape if s != -1]))
     if -1 in shape:
         if known == 0 or size % known:
             raise ValueError(f"reshape: cannot reshape a tensor of shape {old} into {shape}")
         shape = tuple(size // known if s == -1 else s for s in shape)
-    if int(np.prod(shape, dtype=np.int64)) != size or any(s < 0 for s in shape):
+    if int(math.prod(shape)) != size or any(s < 0 for s in shape):
         raise ValueError(f"reshape: cannot reshape a tensor of shape {old} ({size} elements) into {shape}")
     return tuple(int(s) for s in shape)
 

@@ -6,6 +6,7 @@ dispatch table (`OPS`), `backward` goes to the autograd engine.
 
 from __future__ import annotations
 
+import math
 import weakref
 from typing import Any
 
@@ -87,7 +88,7 @@ class Tensor:
         return self.shape if dim is None else self.shape[dim]
 
     def numel(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        return int(math.prod(self.shape))
 
     def __len__(self) -> int:
         if not self.shape:
