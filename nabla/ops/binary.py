@@ -102,7 +102,7 @@ def binary_operands(op: str, *operands: Any, float_result: bool = False) -> tupl
         if isinstance(t, Tensor):
             out.append(broadcast_to(cast(t, dtype), shape))
         else:
-            out.append(broadcast_to(full((), t.item() if isinstance(t, np.generic) else t, dtype), shape))
+            out.append(full(shape, t.item() if isinstance(t, np.generic) else t, dtype))  # one op, at its shape
     return tuple(out)
 
 

@@ -154,6 +154,6 @@ def tensor_backward(
         facade = leaf.facade() if leaf.facade is not None else None
         if facade is None:
             continue
-        g = g if create_graph else OPS.detach(g)
+        g = g if create_graph or not g.requires_grad else OPS.detach(g)  # no op when already history-free
         note_grad(facade)
         facade._grad = g if facade._grad is None else OPS.add(facade._grad, g)
