@@ -19,6 +19,8 @@ def freeze(value: Any) -> Any:
     if isinstance(value, float):
         return ("f", repr(value)) if (math.isnan(value) or value == 0.0) else value
     if isinstance(value, tuple | list):
+        if all(type(v) is int for v in value):  # shapes and axes: the common case
+            return tuple(value)
         return tuple(freeze(v) for v in value)
     if isinstance(value, dict):
         return tuple(sorted((k, freeze(v)) for k, v in value.items()))
