@@ -165,17 +165,20 @@ class Tensor:
         initializers and checkpoint loading fill a parameter without recording an op."""
         if not isinstance(value, Tensor):
             raise TypeError(f".data must be assigned a Tensor, got {type(value).__name__}")
-        note_mutation(self)
-        requires_grad = self._impl.requires_grad
         if value._impl.is_realized and not value._impl.batch_dims:
             impl = TensorImpl(value._impl.physical_shape, value._impl.dtype, data=value._impl.data)
         else:
             impl = OPS.detach(value)._impl
-        impl.requires_grad = requires_grad
+        self._install(impl)
+
+    def _install(self, impl: TensorImpl) -> None:
+        """Make `impl` this facade's value outside autodiff, keeping `requires_grad`."""
+        note_mutation(self)
+        impl.requires_grad = self._impl.requires_grad
         self._impl = impl
         if not impl.is_realized:
             GRAPH.add_unrealized(self)
-        impl.facade = weakref.ref(self) if requires_grad else None
+        impl.facade = weakref.ref(self) if impl.requires_grad else None
 
     def backward(self, gradient: Tensor | None = None, retain_graph: bool = False, create_graph: bool = False) -> None:
         """Accumulate d(self)/d(leaf) into `.grad` of every leaf with `requires_grad=True`.
@@ -380,12 +383,7 @@ class Tensor:
         impl = value._impl
         if impl.requires_grad and not impl.is_leaf:
             raise RuntimeError("_adopt: value carries autodiff history; use .data = value")
-        note_mutation(self)
-        impl.requires_grad = self._impl.requires_grad
-        self._impl = impl
-        if not impl.is_realized:
-            GRAPH.add_unrealized(self)
-        impl.facade = weakref.ref(self) if impl.requires_grad else None
+        self._install(impl)
         return self
 
     # -- in-place arithmetic (functional updates under the hood, PyTorch names) ----------
