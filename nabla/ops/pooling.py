@@ -108,6 +108,34 @@ def _mx_fold(cols: Any, kernel: tuple, stride: tuple, dilation: tuple, size: tup
     return ops.reshape(res, lead + tuple(size))
 
 
+def _tiles_fit(kernel: tuple, stride: tuple, dilation: tuple) -> bool:
+    """Windows that tile the image without overlap (kernel == stride, no dilation): the common
+    `max_pool2d(x, 2)`. Its windows are a reshape and its fold a transpose, not a scatter."""
+    return tuple(stride) == tuple(kernel) and tuple(dilation) == (1, 1)
+
+
+def _mx_tiles(xp: Any, kernel: tuple, out: tuple) -> Any:
+    """MAX: non-overlapping windows of `xp (..., H, W)` as (..., K, OH, OW), k in scan order."""
+    shape = _shape(xp)
+    lead, (kh, kw), (oh, ow) = shape[:-2], kernel, out
+    n = len(lead)
+    v = _mx_pad(xp, (0, oh * kh - shape[-2], 0, ow * kw - shape[-1]))  # drop the rows no window reads
+    v = ops.reshape(v, (*lead, oh, kh, ow, kw))
+    v = ops.permute(v, [*range(n), n + 1, n + 3, n, n + 2])
+    return ops.reshape(v, (*lead, kh * kw, oh, ow))
+
+
+def _mx_untile(cols: Any, kernel: tuple, size: tuple) -> Any:
+    """MAX, the transpose of `_mx_tiles`: (..., K, OH, OW) back to (..., *size), zeros elsewhere."""
+    shape = _shape(cols)
+    lead, (oh, ow), (kh, kw) = shape[:-3], shape[-2:], kernel
+    n = len(lead)
+    v = ops.reshape(cols, (*lead, kh, kw, oh, ow))
+    v = ops.permute(v, [*range(n), n + 2, n, n + 3, n + 1])
+    v = ops.reshape(v, (*lead, oh * kh, ow * kw))
+    return _mx_pad(v, (0, size[0] - oh * kh, 0, size[1] - ow * kw))
+
+
 class MaxPool2dOp(_PoolOp):
     """Window maximum of `x (..., H, W)`; padding is -inf, so it never wins over real values."""
 
@@ -144,9 +172,11 @@ class MaxPool2dGradOp(Operation):
 
     def kernel(self, x: Any, g: Any, *, kernel: tuple, stride: tuple, padding: Pads, dilation: tuple) -> Any:
         xp = _mx_pad(x, padding, float("-inf"))
-        mask = _mx_first_max(_mx_windows(xp, kernel, stride, dilation, _shape(g)[-2:]))
-        cols = ops.mul(ops.cast(mask, g.dtype), ops.unsqueeze(g, -3))
-        dxp = _mx_fold(cols, kernel, stride, dilation, _shape(xp)[-2:])
+        out, size = _shape(g)[-2:], _shape(xp)[-2:]
+        tiles = _tiles_fit(kernel, stride, dilation)
+        win = _mx_tiles(xp, kernel, out) if tiles else _mx_windows(xp, kernel, stride, dilation, out)
+        cols = ops.mul(ops.cast(_mx_first_max(win), g.dtype), ops.unsqueeze(g, -3))
+        dxp = _mx_untile(cols, kernel, size) if tiles else _mx_fold(cols, kernel, stride, dilation, size)
         return _mx_pad(dxp, tuple(-p for p in padding))
 
     def numpy_kernel(
@@ -180,8 +210,12 @@ class MaxPool2dGatherOp(_PoolOp):
 
     def kernel(self, x: Any, z: Any, *, kernel: tuple, stride: tuple, padding: Pads, dilation: tuple) -> Any:
         out = _pool_out(_shape(x), kernel, stride, padding, dilation)
-        mask = _mx_first_max(_mx_windows(_mx_pad(x, padding, float("-inf")), kernel, stride, dilation, out))
-        zw = _mx_windows(_mx_pad(z, padding), kernel, stride, dilation, out)
+        if _tiles_fit(kernel, stride, dilation):
+            mask = _mx_first_max(_mx_tiles(_mx_pad(x, padding, float("-inf")), kernel, out))
+            zw = _mx_tiles(_mx_pad(z, padding), kernel, out)
+        else:
+            mask = _mx_first_max(_mx_windows(_mx_pad(x, padding, float("-inf")), kernel, stride, dilation, out))
+            zw = _mx_windows(_mx_pad(z, padding), kernel, stride, dilation, out)
         picked = _max_red.sum(ops.mul(ops.cast(mask, z.dtype), zw), axis=-3)
         return ops.squeeze(picked, -3)
 
