@@ -1,7 +1,7 @@
 """Convolutions and padding with PyTorch's layouts and argument forms.
 
-conv1d / conv2d / conv_transpose2d are nabla's primitives (NCL / NCHW inputs, OIHW weights,
-"same"/"valid" padding strings); conv_transpose1d runs the 2-D transposed convolution on a
+conv1d / conv2d / conv_transpose2d are nabla's primitives re-exported as they are (they take
+PyTorch's arguments and `input=`; NCL / NCHW inputs, OIHW weights, "same"/"valid" padding); conv_transpose1d runs the 2-D transposed convolution on a
 height-1 image; `pad` is nabla.pad with PyTorch's `value=None` default.
 """
 
@@ -12,89 +12,9 @@ from typing import Any
 import numpy as np
 
 import nabla as nb
-from nabla import Tensor
+from nabla import Tensor, conv1d, conv2d, conv_transpose2d
 
 __all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "pad"]
-
-
-def conv1d(
-    input: Tensor,
-    weight: Tensor,
-    bias: Tensor | None = None,
-    stride: Any = 1,
-    padding: Any = 0,
-    dilation: Any = 1,
-    groups: int = 1,
-) -> Tensor:
-    """1-D convolution (cross-correlation) of (N, C_in, L) or (C_in, L).
-
-    Args:
-        input: (N, C_in, L) or unbatched (C_in, L).
-        weight: (C_out, C_in / groups, k).
-        bias: optional (C_out,).
-        stride, dilation: int or (int,).
-        padding: int, (int,), "valid" or "same".
-        groups: number of blocked connections from input to output channels.
-
-    Example:
-        >>> F.conv1d(nb.ones(2, 3, 10), nb.ones(4, 3, 3), padding="same").shape
-        (2, 4, 10)
-    """
-    return nb.conv1d(input, weight, bias, stride, padding, dilation, groups)
-
-
-def conv2d(
-    input: Tensor,
-    weight: Tensor,
-    bias: Tensor | None = None,
-    stride: Any = 1,
-    padding: Any = 0,
-    dilation: Any = 1,
-    groups: int = 1,
-) -> Tensor:
-    """2-D convolution (cross-correlation) of (N, C_in, H, W) or (C_in, H, W).
-
-    Args:
-        input: (N, C_in, H, W) or unbatched (C_in, H, W).
-        weight: (C_out, C_in / groups, kH, kW).
-        bias: optional (C_out,).
-        stride, dilation: int or (h, w).
-        padding: int, (h, w), "valid" or "same" (stride 1 only).
-        groups: number of blocked connections from input to output channels.
-
-    Example:
-        >>> F.conv2d(nb.ones(1, 3, 8, 8), nb.ones(4, 3, 3, 3), padding=1).shape
-        (1, 4, 8, 8)
-    """
-    return nb.conv2d(input, weight, bias, stride, padding, dilation, groups)
-
-
-def conv_transpose2d(
-    input: Tensor,
-    weight: Tensor,
-    bias: Tensor | None = None,
-    stride: Any = 1,
-    padding: Any = 0,
-    output_padding: Any = 0,
-    groups: int = 1,
-    dilation: Any = 1,
-) -> Tensor:
-    """2-D transposed convolution ("deconvolution") of (N, C_in, H, W) or (C_in, H, W).
-
-    Output size per dim: (H - 1) * stride - 2 * padding + dilation * (k - 1) + output_padding + 1.
-
-    Args:
-        input: (N, C_in, H, W) or unbatched (C_in, H, W).
-        weight: (C_in, C_out / groups, kH, kW).
-        bias: optional (C_out,).
-        stride, padding, output_padding, dilation: int or (h, w).
-        groups: number of blocked connections.
-
-    Example:
-        >>> F.conv_transpose2d(nb.ones(1, 4, 5, 5), nb.ones(4, 2, 3, 3), stride=2).shape
-        (1, 2, 11, 11)
-    """
-    return nb.conv_transpose2d(input, weight, bias, stride, padding, output_padding, groups, dilation)
 
 
 _ARGS = ("stride", "padding", "output_padding", "dilation")

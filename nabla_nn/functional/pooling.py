@@ -1,7 +1,8 @@
 """Pooling with PyTorch's layouts (NCL / NCHW, unbatched CL / CHW accepted): max, average,
 adaptive average/max and power-average pooling.
 
-max/avg pooling and 2-D adaptive average pooling are nabla's primitives. The 1-D adaptive forms
+avg pooling and 2-D adaptive average pooling are nabla's functions re-exported as they are
+(they take PyTorch's arguments and `input=`); max pooling adds `return_indices`. The 1-D adaptive forms
 run the 2-D ones on a height-1 image. Adaptive max pooling uses `max_pool2d` when the windows
 tile the input, and otherwise the maximum of each window per dimension (a rectangle's maximum is
 the maximum over rows of the row maxima), so it needs out_h + out_w slices, not out_h * out_w.
@@ -15,7 +16,7 @@ from typing import Any
 import numpy as np
 
 import nabla as nb
-from nabla import Tensor
+from nabla import Tensor, adaptive_avg_pool2d, avg_pool1d, avg_pool2d
 
 __all__ = [
     "adaptive_avg_pool1d",
@@ -92,58 +93,6 @@ def max_pool2d(
     return nb.max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode)
 
 
-def avg_pool1d(
-    input: Tensor,
-    kernel_size: Any,
-    stride: Any = None,
-    padding: Any = 0,
-    ceil_mode: bool = False,
-    count_include_pad: bool = True,
-) -> Tensor:
-    """1-D average pooling of (N, C, L) or (C, L).
-
-    Args:
-        input: (N, C, L) or (C, L).
-        kernel_size: window size.
-        stride: window step; None means kernel_size.
-        padding: zero padding on both sides (at most half the kernel).
-        ceil_mode: round the output length up instead of down.
-        count_include_pad: count the zero padding in the divisor.
-
-    Example:
-        >>> F.avg_pool1d(nb.ones(1, 2, 8), 4).shape
-        (1, 2, 2)
-    """
-    return nb.avg_pool1d(input, kernel_size, stride, padding, ceil_mode, count_include_pad)
-
-
-def avg_pool2d(
-    input: Tensor,
-    kernel_size: Any,
-    stride: Any = None,
-    padding: Any = 0,
-    ceil_mode: bool = False,
-    count_include_pad: bool = True,
-    divisor_override: int | None = None,
-) -> Tensor:
-    """2-D average pooling of (N, C, H, W) or (C, H, W).
-
-    Args:
-        input: (N, C, H, W) or (C, H, W).
-        kernel_size: int or (kh, kw).
-        stride: int or (sh, sw); None means kernel_size.
-        padding: int or (ph, pw) of zero padding (at most half the kernel).
-        ceil_mode: round the output size up instead of down.
-        count_include_pad: count the zero padding in the divisor.
-        divisor_override: if given, the divisor of every window.
-
-    Example:
-        >>> F.avg_pool2d(nb.ones(1, 3, 8, 8), 2).shape
-        (1, 3, 4, 4)
-    """
-    return nb.avg_pool2d(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
-
-
 def _check_rank(input: Any, op: str, ranks: tuple[int, int]) -> None:
     if not isinstance(input, Tensor):
         raise TypeError(f"{op}: input must be a Tensor, got {type(input).__name__}")
@@ -187,20 +136,6 @@ def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:
     _check_rank(input, "adaptive_avg_pool1d", (2, 3))
     m = _size1(output_size, "adaptive_avg_pool1d")
     return nb.squeeze(nb.adaptive_avg_pool2d(nb.unsqueeze(input, -2), (1, m)), -2)
-
-
-def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
-    """Average pooling of (N, C, H, W) or (C, H, W) to a fixed output size.
-
-    Args:
-        input: (N, C, H, W) or (C, H, W).
-        output_size: int or (oh, ow); a None entry keeps that input size.
-
-    Example:
-        >>> F.adaptive_avg_pool2d(nb.ones(2, 3, 7, 5), (3, None)).shape
-        (2, 3, 3, 5)
-    """
-    return nb.adaptive_avg_pool2d(input, output_size)
 
 
 def _adaptive_max_axis(x: Tensor, axis: int, m: int) -> Tensor:
