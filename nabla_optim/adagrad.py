@@ -60,6 +60,8 @@ class Adagrad(Optimizer):
 
     rule = staticmethod(adagrad_rule)
     scalar_names = ("lr",)
+    const_names = ("lr_decay", "weight_decay", "eps")
+    flag_names = ("maximize",)
 
     def __init__(
         self,
@@ -95,11 +97,3 @@ class Adagrad(Optimizer):
 
     def _state_keys(self, p: Parameter, state: dict[str, Any], group: dict[str, Any]) -> tuple[str, ...]:
         return ("step", "sum")
-
-    def rule_consts(self, group: dict[str, Any]) -> dict[str, Any]:
-        return {
-            "lr_decay": float(group["lr_decay"]),
-            "weight_decay": float(group["weight_decay"]),
-            "eps": float(group["eps"]),
-            "maximize": bool(group["maximize"]),
-        }

@@ -90,6 +90,8 @@ class Adam(Optimizer):
 
     rule = staticmethod(adam_rule)
     scalar_names = ("lr", "beta1", "beta2")
+    const_names = ("eps", "weight_decay")
+    flag_names = ("amsgrad", "maximize", "decoupled_weight_decay")
 
     def __init__(
         self,
@@ -129,12 +131,3 @@ class Adam(Optimizer):
             ensure_state(state, "max_exp_avg_sq", lambda: realized_zeros_like(p))
             return ("step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq")
         return ("step", "exp_avg", "exp_avg_sq")
-
-    def rule_consts(self, group: dict[str, Any]) -> dict[str, Any]:
-        return {
-            "eps": float(group["eps"]),
-            "weight_decay": float(group["weight_decay"]),
-            "amsgrad": bool(group["amsgrad"]),
-            "maximize": bool(group["maximize"]),
-            "decoupled_weight_decay": bool(group["decoupled_weight_decay"]),
-        }

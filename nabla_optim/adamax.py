@@ -66,6 +66,8 @@ class Adamax(Optimizer):
 
     rule = staticmethod(adamax_rule)
     scalar_names = ("lr", "beta1", "beta2")
+    const_names = ("eps", "weight_decay")
+    flag_names = ("maximize",)
 
     def __init__(
         self,
@@ -89,10 +91,3 @@ class Adamax(Optimizer):
 
     def _state_keys(self, p: Parameter, state: dict[str, Any], group: dict[str, Any]) -> tuple[str, ...]:
         return ("step", "exp_avg", "exp_inf")
-
-    def rule_consts(self, group: dict[str, Any]) -> dict[str, Any]:
-        return {
-            "eps": float(group["eps"]),
-            "weight_decay": float(group["weight_decay"]),
-            "maximize": bool(group["maximize"]),
-        }

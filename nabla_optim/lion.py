@@ -59,6 +59,8 @@ class Lion(Optimizer):
 
     rule = staticmethod(lion_rule)
     scalar_names = ("lr", "beta1", "beta2")
+    const_names = ("weight_decay",)
+    flag_names = ("maximize",)
 
     def __init__(
         self,
@@ -80,6 +82,3 @@ class Lion(Optimizer):
 
     def _state_keys(self, p: Parameter, state: dict[str, Any], group: dict[str, Any]) -> tuple[str, ...]:
         return ("exp_avg",)
-
-    def rule_consts(self, group: dict[str, Any]) -> dict[str, Any]:
-        return {"weight_decay": float(group["weight_decay"]), "maximize": bool(group["maximize"])}

@@ -85,6 +85,8 @@ class NAdam(Optimizer):
 
     rule = staticmethod(nadam_rule)
     scalar_names = ("lr", "beta1", "beta2")
+    const_names = ("eps", "weight_decay", "momentum_decay")
+    flag_names = ("decoupled_weight_decay", "maximize")
 
     def __init__(
         self,
@@ -124,12 +126,3 @@ class NAdam(Optimizer):
 
     def _state_keys(self, p: Parameter, state: dict[str, Any], group: dict[str, Any]) -> tuple[str, ...]:
         return ("step", "mu_product", "exp_avg", "exp_avg_sq")
-
-    def rule_consts(self, group: dict[str, Any]) -> dict[str, Any]:
-        return {
-            "eps": float(group["eps"]),
-            "weight_decay": float(group["weight_decay"]),
-            "momentum_decay": float(group["momentum_decay"]),
-            "decoupled_weight_decay": bool(group["decoupled_weight_decay"]),
-            "maximize": bool(group["maximize"]),
-        }

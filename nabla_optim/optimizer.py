@@ -21,7 +21,8 @@ subclass defines
   - `_init_state(p, group)`: the realized initial state of a parameter;
   - `rule` (a `staticmethod`): `rule(xp, p, g, state, scalars, **consts) -> (new_p, new_state)`;
   - `scalar_names`: the scheduled hyperparameters the rule reads (`scalars[name]`, float64);
-  - `rule_consts(group)`: the other hyperparameters, baked into the graph;
+  - `const_names` / `flag_names`: the other hyperparameters the rule takes (as Python floats /
+    bools), baked into the graph; `rule_consts(group)` may add derived ones;
   - `_state_keys(p, state, group)`: the state entries the rule reads and returns, in order
     (creating any that a changed hyperparameter now needs).
 
@@ -191,6 +192,10 @@ class Optimizer:
     rule: Callable[..., Any] | None = None
     # The scheduled hyperparameters `rule` reads as float64 graph inputs.
     scalar_names: tuple[str, ...] = ("lr",)
+    # The group's other hyperparameters `rule` takes, as Python floats and bools (a NumPy
+    # float64 would promote float32 arrays in the NumPy kernel).
+    const_names: tuple[str, ...] = ()
+    flag_names: tuple[str, ...] = ()
 
     def __init__(self, params: ParamsT, defaults: dict[str, Any]) -> None:
         self.defaults = defaults
@@ -369,7 +374,8 @@ class Optimizer:
     # -- what a subclass defines ----------------------------------------------------------
     def rule_consts(self, group: dict[str, Any]) -> dict[str, Any]:
         """The rule's constant arguments for `group` (Python bools and floats)."""
-        return {}
+        consts: dict[str, Any] = {k: float(group[k]) for k in self.const_names}
+        return consts | {k: bool(group[k]) for k in self.flag_names}
 
     def _state_keys(self, p: Parameter, state: dict[str, Any], group: dict[str, Any]) -> tuple[str, ...]:
         """The state entries `rule` reads and returns, in order; adds those now missing."""

@@ -78,6 +78,8 @@ class RMSprop(Optimizer):
 
     rule = staticmethod(rmsprop_rule)
     scalar_names = ("lr", "momentum")
+    const_names = ("alpha", "eps", "weight_decay")
+    flag_names = ("centered", "maximize")
 
     def __init__(
         self,
@@ -126,11 +128,4 @@ class RMSprop(Optimizer):
         return keys
 
     def rule_consts(self, group: dict[str, Any]) -> dict[str, Any]:
-        return {
-            "alpha": float(group["alpha"]),
-            "eps": float(group["eps"]),
-            "weight_decay": float(group["weight_decay"]),
-            "momentum": bool(group["momentum"] > 0),
-            "centered": bool(group["centered"]),
-            "maximize": bool(group["maximize"]),
-        }
+        return super().rule_consts(group) | {"momentum": bool(group["momentum"] > 0)}

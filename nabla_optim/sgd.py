@@ -70,6 +70,8 @@ class SGD(Optimizer):
 
     rule = staticmethod(sgd_rule)
     scalar_names = ("lr", "momentum")
+    const_names = ("weight_decay", "dampening")
+    flag_names = ("nesterov", "maximize")
 
     def __init__(
         self,
@@ -116,11 +118,3 @@ class SGD(Optimizer):
         if isinstance(state.get("momentum_started"), Tensor):
             return ("momentum_buffer", "momentum_started")
         return ("momentum_buffer",)
-
-    def rule_consts(self, group: dict[str, Any]) -> dict[str, Any]:
-        return {
-            "weight_decay": float(group["weight_decay"]),
-            "dampening": float(group["dampening"]),
-            "nesterov": bool(group["nesterov"]),
-            "maximize": bool(group["maximize"]),
-        }
