@@ -11,11 +11,11 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-import numpy as np
-
 import nabla as nb
 from nabla import Tensor
-from nabla.core.common import dtypes as _dt
+
+from ._checks import check_float as _check_float
+from ._checks import number as _number
 
 __all__ = [
     "celu",
@@ -51,19 +51,6 @@ __all__ = [
 # SELU's constants (Klambauer et al. 2017), as PyTorch spells them.
 _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
-
-
-def _check_float(x: Any, op: str, arg: str = "input") -> None:
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{op}: {arg} must be a Tensor, got {type(x).__name__}")
-    if not _dt.is_float(x.dtype):
-        raise TypeError(f"{op}: {arg} must be a floating-point tensor, got dtype {x.dtype.name}")
-
-
-def _number(v: Any, op: str, arg: str) -> float:
-    if isinstance(v, bool) or not isinstance(v, int | float | np.integer | np.floating):
-        raise TypeError(f"{op}: {arg} must be a number, got {v!r}")
-    return float(v)
 
 
 def relu(input: Tensor, inplace: bool = False) -> Tensor:

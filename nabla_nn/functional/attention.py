@@ -14,6 +14,7 @@ import nabla as nb
 from nabla import Tensor
 from nabla.core.common import dtypes as _dt
 
+from ._checks import check_float
 from .linear import linear
 
 __all__ = ["multi_head_attention_forward", "scaled_dot_product_attention"]
@@ -23,10 +24,7 @@ _NEG_INF = float("-inf")
 
 # -- shared pieces -------------------------------------------------------------------------------
 def _check_tensor(x: Any, op: str, arg: str, min_rank: int = 0) -> None:
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{op}: {arg} must be a Tensor, got {type(x).__name__}")
-    if not _dt.is_float(x.dtype):
-        raise TypeError(f"{op}: {arg} must be a floating-point tensor, got dtype {x.dtype.name}")
+    check_float(x, op, arg)
     if x.ndim < min_rank:
         raise ValueError(f"{op}: {arg} must have at least {min_rank} dimensions, got shape {x.shape}")
 

@@ -3,20 +3,13 @@
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import nabla as nb
 from nabla import Tensor
-from nabla.core.common import dtypes as _dt
+
+from ._checks import check_float as _check
 
 __all__ = ["bilinear", "linear"]
-
-
-def _check(x: Any, op: str, arg: str) -> None:
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{op}: {arg} must be a Tensor, got {type(x).__name__}")
-    if not _dt.is_float(x.dtype):
-        raise TypeError(f"{op}: {arg} must be a floating-point tensor, got dtype {x.dtype.name}")
 
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:

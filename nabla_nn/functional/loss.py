@@ -27,6 +27,9 @@ import nabla as nb
 from nabla import Tensor
 from nabla.core.common import dtypes as _dt
 
+from ._checks import check_float as _float
+from ._checks import number as _number
+
 __all__ = [
     "binary_cross_entropy",
     "binary_cross_entropy_with_logits",
@@ -72,19 +75,6 @@ def _tensor(x: Any, op: str, arg: str) -> Tensor:
     if not isinstance(x, Tensor):
         raise TypeError(f"{op}: {arg} must be a Tensor, got {type(x).__name__}")
     return x
-
-
-def _float(x: Any, op: str, arg: str) -> Tensor:
-    _tensor(x, op, arg)
-    if not _dt.is_float(x.dtype):
-        raise TypeError(f"{op}: {arg} must be a floating-point tensor, got dtype {x.dtype.name}")
-    return x
-
-
-def _number(v: Any, op: str, arg: str) -> float:
-    if isinstance(v, bool) or not isinstance(v, int | float | np.integer | np.floating):
-        raise TypeError(f"{op}: {arg} must be a number, got {v!r}")
-    return float(v)
 
 
 def _like(x: Tensor, ref: Tensor) -> Tensor:

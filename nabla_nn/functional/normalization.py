@@ -19,25 +19,14 @@ import numpy as np
 
 import nabla as nb
 from nabla import Tensor
-from nabla.core.common import dtypes as _dt
+
+from ._checks import check_float as _check_float
+from ._checks import number as _number
 
 __all__ = ["batch_norm", "group_norm", "instance_norm", "layer_norm", "local_response_norm", "rms_norm"]
 
 # torch.finfo(dtype).eps, rms_norm's default eps (NumPy has no bfloat16).
 _FINFO_EPS = {"float16": 2.0**-10, "bfloat16": 2.0**-7, "float32": 2.0**-23, "float64": 2.0**-52}
-
-
-def _check_float(x: Any, op: str, arg: str = "input") -> None:
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{op}: {arg} must be a Tensor, got {type(x).__name__}")
-    if not _dt.is_float(x.dtype):
-        raise TypeError(f"{op}: {arg} must be a floating-point tensor, got dtype {x.dtype.name}")
-
-
-def _number(v: Any, op: str, arg: str) -> float:
-    if isinstance(v, bool) or not isinstance(v, int | float | np.integer | np.floating):
-        raise TypeError(f"{op}: {arg} must be a number, got {v!r}")
-    return float(v)
 
 
 def _check_param(t: Any, shape: tuple, op: str, arg: str) -> None:

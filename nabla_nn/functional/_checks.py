@@ -1,0 +1,26 @@
+"""Argument checks shared by the functional modules (one wording for every op's errors)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from nabla import Tensor
+from nabla.core.common import dtypes as _dt
+
+
+def check_float(x: Any, op: str, arg: str = "input") -> Tensor:
+    """`x` itself, if it is a floating-point Tensor; else a TypeError naming `op` and `arg`."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}: {arg} must be a Tensor, got {type(x).__name__}")
+    if not _dt.is_float(x.dtype):
+        raise TypeError(f"{op}: {arg} must be a floating-point tensor, got dtype {x.dtype.name}")
+    return x
+
+
+def number(v: Any, op: str, arg: str) -> float:
+    """`v` as a Python float, if it is a real number (not a bool)."""
+    if isinstance(v, bool) or not isinstance(v, int | float | np.integer | np.floating):
+        raise TypeError(f"{op}: {arg} must be a number, got {v!r}")
+    return float(v)
