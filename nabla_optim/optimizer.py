@@ -114,10 +114,8 @@ def as_dtype_of(x: Tensor, like: Tensor) -> Tensor:
 def realized_full(shape: tuple[int, ...], value: float, dtype: Any) -> Tensor:
     """A realized tensor filled with `value`: a graph input, not a fill op in the graph."""
     dtype = _dt.as_dtype(dtype)
-    array = np.full(shape, value, _dt.to_numpy_dtype(dtype))
-    if dtype == _dt.bfloat16:  # no NumPy bfloat16: the cast joins the first step's graph
-        return Tensor.from_numpy(array).to(dtype)
-    return Tensor.from_numpy(array, dtype=dtype)
+    # bfloat16 (no NumPy dtype) is made by a cast that joins the first step's graph.
+    return Tensor.from_numpy(np.full(shape, value, _dt.to_numpy_dtype(dtype)), dtype=dtype)
 
 
 def realized_zeros_like(p: Tensor, value: float = 0.0) -> Tensor:
