@@ -362,7 +362,11 @@ class Module:
         for p in self.parameters():
             if p.grad is None:
                 continue
-            p.grad = None if set_to_none else _realized(np.zeros(p.shape, _dt.to_numpy_dtype(p.dtype)), p.dtype)
+            p.grad = (
+                None
+                if set_to_none
+                else Tensor.from_numpy(np.zeros(p.shape, _dt.to_numpy_dtype(p.dtype)), dtype=p.dtype)
+            )
 
     def to(self, dtype: Any = None, device: Any = None) -> Module:
         """Cast floating parameters and buffers to `dtype` (in place); `device` must be the CPU.
@@ -420,9 +424,6 @@ class Module:
                     out[dot + name] = b if keep_vars else b.data
         return out
 
-    def _state_targets(self) -> OrderedDict:
-        return self.state_dict(keep_vars=True)
-
     def load_state_dict(
         self, state_dict: Mapping[str, Any], strict: bool = True, assign: bool = False
     ) -> IncompatibleKeys:
@@ -436,7 +437,7 @@ class Module:
         """
         if not isinstance(state_dict, Mapping):
             raise TypeError(f"load_state_dict: expected a mapping of name -> tensor, got {type(state_dict).__name__}")
-        targets = self._state_targets()
+        targets = self.state_dict(keep_vars=True)
         missing = [k for k in targets if k not in state_dict]
         unexpected = [k for k in state_dict if k not in targets]
         problems = []
@@ -500,10 +501,6 @@ class Module:
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
-
-
-def _realized(array: np.ndarray, dtype: Any) -> Tensor:
-    return Tensor.from_numpy(array, dtype=dtype)
 
 
 def _shape_str(shape: tuple) -> str:
