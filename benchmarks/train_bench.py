@@ -1,6 +1,6 @@
-"""Training-step benchmarks W1-W4 (see `bench_common.py`): nabla's PyTorch-style loop, the
-same step under `nabla.compile`, the cached MAX model executed alone, and PyTorch (eager and
-torch.compile, when installed) in the same run.
+"""Training-step benchmarks W1-W4 (see `bench_common.py`): nabla's PyTorch-style loop (plain and
+after `model.compile()`), the same step under `nabla.compile`, the cached MAX model executed alone,
+and PyTorch (eager and torch.compile, when installed) in the same run.
 
 Each (framework, mode, workload) runs in its own process, so peak RSS is its own, and prints
 one JSON line: framework, mode, workload, first_step_s, median_step_ms, steps_per_s,
@@ -27,7 +27,10 @@ import nabla as nb
 from nabla.core.graph import executors
 
 HERE = Path(__file__).resolve().parent
-MODES = {"nabla": ["loop", "compile", "model-only"], "torch": ["eager", "compile"]}
+# loop: the PyTorch-style loop; module-compile: the same loop after `model.compile()` (the
+# forward is one recorded op, its gradient one more); compile: the whole step under
+# `nabla.compile`; model-only: the loop's cached MAX model executed alone.
+MODES = {"nabla": ["loop", "module-compile", "compile", "model-only"], "torch": ["eager", "compile"]}
 
 
 def _step_fn(model, opt, loss_fn, workload: str):
@@ -55,11 +58,10 @@ def run(mode: str, workload: str, steps: int) -> dict:
     model, opt, _, loss_fn = nabla_workload(workload)
     data = [(nb.Tensor.from_numpy(b.x), nb.Tensor.from_numpy(b.y)) for b in batches(workload, steps)]
     step = _step_fn(model, opt, loss_fn, workload)
-    if mode == "compile":
-        if workload == "W4":
-            model.compile()
-        else:
-            step = nb.compile(step)
+    if mode == "module-compile" or (mode == "compile" and workload == "W4"):
+        model.compile()
+    elif mode == "compile":
+        step = nb.compile(step)
     captured: list = []
     original = executors.MaxExecutor.run
     if mode == "model-only":  # remember the cached model and its inputs, then time it alone

@@ -98,10 +98,12 @@ class Module:
                 if result is not None:
                     args = result if isinstance(result, tuple) else (result,)
             compiled = self._compiled
-            if compiled is not None and not self._needs_autodiff():
-                out = compiled(self, *args, **kwargs)
-            else:
+            if compiled is None:
                 out = self.forward(*args, **kwargs)
+            elif self._needs_autodiff():  # the forward joins the lazy step as one op
+                out = compiled.lazy_call(self, *args, **kwargs)
+            else:
+                out = compiled(self, *args, **kwargs)
             for hook in tuple(self._forward_hooks.values()):
                 result = hook(self, args, out)
                 if result is not None:
@@ -128,10 +130,12 @@ class Module:
     def compile(self, **kwargs: Any) -> None:
         """Compile this module's forward for hot paths (`nabla.compile` keyword arguments apply).
 
-        Calls without autodiff (under `nb.no_grad()`, or with frozen parameters) then run one
-        cached MAX model per input signature; recompiles are explained in `self.compile_stats`.
-        Calls that record gradients run the lazy path, which already makes a training step,
-        forward, backward and update, one cached model.
+        The forward is traced once per input signature. Calls without autodiff (under
+        `nb.no_grad()`, or with frozen parameters) then run one cached MAX model. Calls that
+        record gradients add the whole forward to the lazy trace as one op, and `backward()`
+        adds its gradient as one more, so a training step (forward, backward, optimizer
+        update) stays one cached model while Python records a handful of ops instead of
+        hundreds. Recompiles and retraces are explained in `self.compile_stats`.
         """
         object.__setattr__(self, "_compiled", nb.compile(_call_forward, **kwargs))
 

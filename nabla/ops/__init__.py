@@ -8,6 +8,7 @@ from . import (
     base,
     batching,
     binary,
+    call,
     cast,
     control_flow,
     conv,
@@ -43,6 +44,7 @@ from .view import *  # noqa: F403
 FAMILIES = (
     "batching",
     "binary",
+    "call",
     "cast",
     "control_flow",
     "conv",

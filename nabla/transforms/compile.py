@@ -32,6 +32,7 @@ import numpy as np
 
 from ..core.common import dtypes as _dt
 from ..core.common.config import CONFIG
+from ..core.common.context import is_grad_enabled
 from ..core.common.pytree import leaf_paths, tree_flatten, tree_leaves, tree_unflatten
 from ..core.graph.engine import GRAPH, RecompileError
 from ..core.graph.executors import get_executor_impl
@@ -39,6 +40,7 @@ from ..core.graph.program import collect
 from ..core.graph.tracing import ConcretizationError, TraceState, trace_scope
 from ..core.tensor.impl import TensorImpl
 from ..core.tensor.tensor import Tensor
+from ..ops.call import SubProgram, call
 from ..ops.creation import next_seed_array, rng_state, set_rng_state
 from ..ops.view import identity
 from .dynamic import PROBE_STEPS, DynamicPlan, SymbolicProgramError, make_symbolic
@@ -118,6 +120,7 @@ class CompiledFunction:
         self.max_cache_size = int(max_cache_size)
         self.stats = CompileStats()
         self._entries: OrderedDict[tuple, _Entry] = OrderedDict()
+        self._calls: OrderedDict[tuple, _Entry] = OrderedDict()  # lazy_call: one `call` op each
         self._static_scalars: set[tuple] = set()  # structures whose scalars must be specialized
         self._static_dims: set[tuple] = set()  # structures whose dynamic dims could not be symbolic
         functools.update_wrapper(self, fn)
@@ -130,13 +133,18 @@ class CompiledFunction:
 
     def clear_cache(self) -> None:
         self._entries.clear()
+        self._calls.clear()
 
     # -- call ---------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         values, treedef, leaves = self._flatten(args, kwargs)
-        if _inside_transform(values):
-            # Called under grad/jvp/vmap (an input is traced): run the function inline so the
-            # outer transform sees its ops, as jit does inside JAX's transforms.
+        inside = _inside_transform(values)
+        if inside == "grad":
+            # An input carries autodiff history (under grad, or after ops on parameters): record
+            # the function as one differentiable `call` op, as jit does inside JAX's grad.
+            return self._lazy(args, kwargs, values, treedef, leaves)
+        if inside:
+            # Under jvp/vmap: run the function inline so the outer transform sees its ops.
             return self.fn(*args, **kwargs)
         structure = (treedef, tuple((lf.kind, lf.key if lf.kind != "scalar" else lf.key[0]) for lf in leaves))
         specialize = bool(self._static_scalars) and structure in self._static_scalars
@@ -158,6 +166,39 @@ class CompiledFunction:
         while len(self._entries) > self.max_cache_size:
             self._entries.popitem(last=False)
         return self._run(entry, values)
+
+    def lazy_call(self, *args: Any, **kwargs: Any) -> Any:
+        """Record the function as one differentiable `call` op in the lazy trace; nothing runs.
+
+        What `Module.compile` does when gradients are recorded: the forward is one op (traced
+        once per input signature), `backward()` adds one more, and the training step is still
+        one cached model. Under jvp or vmap the function runs inline instead.
+        """
+        values, treedef, leaves = self._flatten(args, kwargs)
+        if _inside_transform(values) not in (False, "grad"):
+            return self.fn(*args, **kwargs)
+        return self._lazy(args, kwargs, values, treedef, leaves)
+
+    def _lazy(self, args: tuple, kwargs: dict, values: list, treedef: Any, leaves: list[_Leaf]) -> Any:
+        structure = (treedef, tuple((lf.kind, lf.key if lf.kind != "scalar" else lf.key[0]) for lf in leaves))
+        # Grad mode is part of the key: a trace under no_grad records nothing to differentiate.
+        key = ("call", is_grad_enabled(), self._key(treedef, leaves, values, structure))
+        entry = self._calls.get(key)
+        if entry is not None and self._captures_current(entry):
+            self.stats.hits += 1
+            return self._record_call(entry, values)
+        labels = self._labels(args, kwargs)
+        reason = self._explain(key[-1], entry, labels, self._calls)
+        if GRAPH._no_recompile_depth:
+            what = reason or "nothing is traced for this function yet"
+            raise RecompileError(f"no_recompile: {getattr(self.fn, '__qualname__', '?')} would retrace: {what}")
+        specialize = bool(self._static_scalars) and structure in self._static_scalars
+        entry = self._trace(args, kwargs, values, leaves, labels, specialize, structure, lazy=True)
+        self._record_miss(reason)
+        self._calls[(*key[:2], self._key(treedef, leaves, values, structure))] = entry
+        while len(self._calls) > self.max_cache_size:
+            self._calls.popitem(last=False)
+        return self._record_call(entry, values)
 
     def trace_program(self, args: tuple, kwargs: dict) -> tuple[Any, dict[int, str]]:
         """Trace once (no compile, no cache) and return the collected program with a label per
@@ -245,12 +286,13 @@ class CompiledFunction:
                 parts.append((lf.kind, lf.key))
         return (treedef, tuple(parts), CONFIG.executor)
 
-    def _explain(self, key: tuple, stale: _Entry | None, labels: list[str]) -> str | None:
+    def _explain(self, key: tuple, stale: _Entry | None, labels: list[str], cache: Any = None) -> str | None:
         if stale is not None:
             return "a captured tensor was rebound to one of another shape or dtype"
-        if not self._entries:
+        keys = list(self._entries) if cache is None else [k[-1] for k in cache]
+        if not keys:
             return None
-        closest = max(self._entries, key=lambda k: _similarity(k, key))
+        closest = max(keys, key=lambda k: _similarity(k, key))
         return _describe(closest, key, labels)
 
     def _record_miss(self, reason: str | None) -> None:
@@ -263,22 +305,38 @@ class CompiledFunction:
             print(message, file=sys.stderr)
 
     # -- tracing -------------------------------------------------------------------------
-    def _trace(self, args, kwargs, values, leaves, labels, specialize, structure) -> _Entry:
+    def _trace(self, args, kwargs, values, leaves, labels, specialize, structure, lazy=False) -> _Entry:
         try:
-            return self._trace_once(args, kwargs, values, leaves, labels, specialize, structure)
+            return self._trace_once(args, kwargs, values, leaves, labels, specialize, structure, lazy)
         except ConcretizationError:
             if specialize or not any(lf.kind == "scalar" for lf in leaves):
                 raise
         # A Python number was used as a Python value (a shape, a loop bound): compile per value.
         self._static_scalars.add(structure)
-        return self._trace_once(args, kwargs, values, leaves, labels, True, structure)
+        return self._trace_once(args, kwargs, values, leaves, labels, True, structure, lazy)
 
-    def _trace_once(self, args, kwargs, values, leaves, labels, specialize, structure) -> _Entry:
+    def _trace_once(self, args, kwargs, values, leaves, labels, specialize, structure, lazy) -> _Entry:
         rng = rng_state()
         try:
+            if lazy:
+                return self._trace_call(args, kwargs, values, leaves, specialize)
             return self._trace_all(args, kwargs, values, leaves, labels, specialize, structure)
         finally:
             set_rng_state(rng)  # tracing draws seeds nobody uses; the first run draws them again
+
+    def _trace_call(self, args, kwargs, values, leaves, specialize) -> _Entry:
+        """Trace for `lazy_call`: the program becomes a SubProgram (no compile; dynamic dims do
+        not apply, since the enclosing graph has static shapes)."""
+        placeholders = self._placeholders(values, leaves, specialize)
+        traced = self._run_traced(args, kwargs, placeholders)
+        if traced.grads:
+            raise RuntimeError(
+                f"compile: {getattr(self.fn, '__qualname__', '?')} assigns .grad (calls backward()), so it cannot "
+                "be recorded as one differentiable op; call it with inputs that carry no autodiff history"
+            )
+        sources = self._sources(traced, leaves, placeholders)
+        sub = SubProgram(traced.collected, list(traced.collected.inputs))
+        return self._entry(traced, sub, None, sources, placeholders, None)
 
     def _trace_all(self, args, kwargs, values, leaves, labels, specialize, structure) -> _Entry:
         sizes = self._dynamic_sizes(values, leaves, labels)
@@ -385,13 +443,12 @@ class CompiledFunction:
             collected = collect([t._impl for t in targets], placeholders=True)
         return _Traced(collected, out_def, out_slots, mut, grd, state, scan)
 
-    def _build_entry(self, traced: _Traced, plan: DynamicPlan | None, leaves, placeholders, structure) -> _Entry:
-        collected = traced.collected
+    def _sources(self, traced: _Traced, leaves: list[_Leaf], placeholders: list) -> list[_Source]:
+        """Where each program input comes from on every call."""
         leaf_of = {id(p._impl): i for i, p in enumerate(placeholders) if isinstance(p, Tensor)}
-        facade_of = {id(f): i for i, f in enumerate(placeholders) if isinstance(f, Tensor)}
         seeds = {id(s) for s in traced.state.seeds}
         sources = []
-        for impl in collected.inputs:
+        for impl in traced.collected.inputs:
             i = leaf_of.get(id(impl))
             if i is not None:
                 kind = "leaf" if leaves[i].kind == "tensor" else "scalar"
@@ -400,6 +457,11 @@ class CompiledFunction:
                 sources.append(_Source("seed"))
             else:
                 sources.append(self._captured_source(impl, traced))
+        return sources
+
+    def _build_entry(self, traced: _Traced, plan: DynamicPlan | None, leaves, placeholders, structure) -> _Entry:
+        collected = traced.collected
+        sources = self._sources(traced, leaves, placeholders)
         executor = get_executor_impl(CONFIG.executor)
         before = GRAPH.cache_info().compiles
         prepared = None
@@ -413,6 +475,11 @@ class CompiledFunction:
         if plan is None:
             prepared = GRAPH.prepare(executor, collected)
         self.stats.compiles += GRAPH.cache_info().compiles - before + (plan.compiles if plan else 0)
+        return self._entry(traced, prepared, executor, sources, placeholders, plan)
+
+    @staticmethod
+    def _entry(traced: _Traced, prepared, executor, sources, placeholders, plan) -> _Entry:
+        facade_of = {id(f): i for i, f in enumerate(placeholders) if isinstance(f, Tensor)}
 
         def target(f: Tensor) -> Any:
             i = facade_of.get(id(f))
@@ -491,6 +558,24 @@ class CompiledFunction:
             facade._grad = None if k is None else tensors[k]
         return tree_unflatten(entry.out_def, out)
 
+    def _record_call(self, entry: _Entry, values: list) -> Any:
+        args = []
+        for s in entry.sources:
+            if s.kind == "leaf":
+                args.append(values[s.index])
+            elif s.kind == "scalar":
+                args.append(Tensor.from_numpy(np.asarray(values[s.index], dtype=_dt.to_numpy_dtype(s.dtype))))
+            elif s.kind == "seed":
+                args.append(Tensor.from_numpy(next_seed_array()))
+            else:
+                args.append(s.getter())
+        tensors = call(entry.prepared, args)
+        out = [tensors[v] if kind == "out" else v for kind, v in entry.out_slots]
+        for (kind, t), k in entry.mutations:  # running statistics and other in-place updates
+            facade = values[t] if kind == "arg" else t
+            facade._install(tensors[k]._impl)
+        return tree_unflatten(entry.out_def, out)
+
 
 @dataclass
 class _Traced:
@@ -503,13 +588,18 @@ class _Traced:
     scan: Any
 
 
-def _inside_transform(values: list) -> bool:
+def _inside_transform(values: list) -> bool | str:
+    """False outside transforms; "grad" when inputs only carry reverse-mode history (a `call`
+    op can stand for the function); True under jvp or vmap (the function must run inline)."""
+    found: bool | str = False
     for v in values:
         if isinstance(v, Tensor):
             impl = v._impl
-            if impl.batch_dims or impl.tangent is not None or (impl.requires_grad and not impl.is_leaf):
+            if impl.batch_dims or impl.tangent is not None:
                 return True
-    return False
+            if impl.requires_grad and not impl.is_leaf:
+                found = "grad"
+    return found
 
 
 def _wrap(data: Any) -> Tensor:

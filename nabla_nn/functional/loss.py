@@ -29,6 +29,7 @@ from nabla.core.common import dtypes as _dt
 
 from ._checks import check_float as _float
 from ._checks import number as _number
+from .fused_loss import fused_cross_entropy
 
 __all__ = [
     "binary_cross_entropy",
@@ -373,14 +374,16 @@ def cross_entropy(
     class_dim = 0 if input.ndim == 1 else 1
     c = input.shape[class_dim]
     w = _class_weight(weight, c, input, op)
-    logp = nb.log_softmax(input, axis=class_dim)
     if _dt.is_float(target.dtype):
         if tuple(target.shape) != tuple(input.shape):
             _index_target(input, target, op)  # raises the class-index message
-        return _soft_cross_entropy(logp, target, w, red, eps, class_dim)
+        return _soft_cross_entropy(nb.log_softmax(input, axis=class_dim), target, w, red, eps, class_dim)
     _index_target(input, target, op)
     _check_target_values(target, c, int(ignore_index), op)
-    return _nll(logp, target, w, int(ignore_index), red, eps, class_dim)
+    fused = fused_cross_entropy(input, target, w, int(ignore_index), red, eps)
+    if fused is not None:  # one op forward, one backward (classifier and LM losses)
+        return fused
+    return _nll(nb.log_softmax(input, axis=class_dim), target, w, int(ignore_index), red, eps, class_dim)
 
 
 def nll_loss(

@@ -27,9 +27,10 @@ REGISTRY: list[OpSpec] = [spec for module in FAMILY_MODULES for spec in module.S
 
 # Public names of nabla.ops that are not ops: data constructors and pure helpers.
 NOT_OPS = {"Operation", "tensor", "asarray", "from_numpy", "manual_seed", "broadcast_shapes"}
-# vmap's own primitives (nabla/ops/batching.py): not public ops; tests/test_vmap.py checks
-# their values and their VJP/JVP rules through vmap.
-TRANSFORM_OPS = {"move_to_batch", "move_from_batch", "broadcast_batch"}
+# Transforms' own primitives, not public ops: vmap's (nabla/ops/batching.py; tests/test_vmap.py
+# checks their values and VJP/JVP rules through vmap) and `call`, a compiled sub-program run as
+# one op (nabla/ops/call.py; tests/test_compile_call.py checks it against op-by-op recording).
+TRANSFORM_OPS = {"move_to_batch", "move_from_batch", "broadcast_batch", "call"}
 
 # MAX conformance: families compiled together, one graph (one compile) per group.
 MAX_GROUPS = {

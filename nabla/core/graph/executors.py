@@ -8,6 +8,7 @@ their session.
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +95,40 @@ class NumpyExecutor(Executor):
         return [env[s] for s in program.output_slots]
 
 
+class _Lowering(threading.local):
+    memo: dict | None = None  # set while a MAX graph is being built
+
+
+_LOWERING = _Lowering()
+
+
+def lower_steps(program: Program, input_values: list, *, cse: bool = False) -> list:
+    """Emit a program's steps into the MAX graph being built and return its output values.
+
+    With `cse` (sub-programs of `call` ops) a step whose op, static arguments and input values
+    match one already emitted in this graph build reuses that step's values. This is how a
+    compiled module's backward, which recomputes the forward, shares the forward's values.
+    """
+    memo = _LOWERING.memo if cse and _LOWERING.memo is not None else {}
+    env: list[Any] = [None] * program.num_slots
+    for slot, value in zip(program.input_slots, input_values, strict=True):
+        env[slot] = value
+    for step in program.steps:
+        args = [env[a] for a in step.args]
+        key = (step.key, tuple(map(id, args))) if cse else None
+        hit = memo.get(key) if cse else None
+        if hit is None:
+            result = step.op.kernel(*args, **step.kwargs)
+            results = tuple(result) if isinstance(result, tuple | list) else (result,)
+            if cse:  # the args stay referenced, so their ids cannot be reused by new values
+                memo[key] = (results, args)
+        else:
+            results = hit[0]
+        for slot, value in zip(step.outs, results, strict=True):
+            env[slot] = value
+    return [env[s] for s in program.output_slots]
+
+
 class MaxExecutor(Executor):
     """Builds a MAX graph from a Program inside a `max.graph.Module` and compiles it.
 
@@ -120,22 +155,23 @@ class MaxExecutor(Executor):
         dynamic dims); without it everything is static."""
         device = DeviceRef.CPU()
         module = Module()
-        resolve = resolve or (lambda v: v)
-        types = [TensorType(dtype, resolve(shape), device=device) for dtype, shape in program.input_types]
+        types = [
+            TensorType(dtype, resolve(shape) if resolve else shape, device=device)
+            for dtype, shape in program.input_types
+        ]
         self._graph_counter += 1
         extensions = custom_extensions(program)
         with Graph(
             f"nabla_{self._graph_counter}", input_types=types, module=module, custom_extensions=extensions
         ) as graph:
-            env: list[Any] = [None] * program.num_slots
-            for slot, value in zip(program.input_slots, graph.inputs, strict=True):
-                env[slot] = value.tensor
-            for step in program.steps:
-                result = step.op.kernel(*[env[a] for a in step.args], **resolve(step.kwargs))
-                results = result if isinstance(result, tuple | list) else (result,)
-                for slot, value in zip(step.outs, results, strict=True):
-                    env[slot] = value
-            graph.output(*[env[s] for s in program.output_slots])
+            if resolve is not None:
+                program = replace(program, steps=[replace(st, kwargs=resolve(st.kwargs)) for st in program.steps])
+            _LOWERING.memo = {}
+            try:
+                outputs = lower_steps(program, [value.tensor for value in graph.inputs])
+            finally:
+                _LOWERING.memo = None
+            graph.output(*outputs)
         return module
 
     def prepare(self, program: Program, resolve: Any = None) -> Any:

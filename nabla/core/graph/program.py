@@ -19,6 +19,7 @@ class Step:
     args: tuple[int, ...]  # slots read
     outs: tuple[int, ...]  # slots written, one per op output
     out_avals: tuple  # ((physical shape, dtype), ...) as inferred at op-call time
+    key: tuple = ()  # the op's structural key (name, frozen kwargs)
 
 
 @dataclass
@@ -55,7 +56,7 @@ class Collected:
 
     def to_program(self) -> Program:
         steps = [
-            Step(node.op, node.adapted_kwargs, args, outs, node.out_avals)
+            Step(node.op, node.adapted_kwargs, args, outs, node.out_avals, node.struct_key)
             for node, args, outs in zip(self.nodes, self.node_arg_slots, self.node_out_slots, strict=True)
         ]
         input_types = [(impl.dtype, impl.physical_shape) for impl in self.inputs]

@@ -1,0 +1,210 @@
+"""Softmax cross-entropy with class-index targets as one primitive, and its gradient as another.
+
+`cross_entropy(logits, targets)` ends nearly every classifier and language model. Recorded op
+by op it is about 20 ops forward and as many backward; as two primitives a training step
+records two, and MAX gets one region to fuse. For per-sample target t, valid v = (t !=
+ignore_index), class weights w (ones when absent) and label smoothing e over C classes:
+
+    a_ic   = v * ((1 - e) * w_t * [c == t] + e / C * w_c)      the weighted target distribution
+    loss_i = -sum_c a_ic * log_softmax(x)_ic
+    A_i    = sum_c a_ic = v * ((1 - e) * w_t + e / C * sum_c w_c)
+    d loss_i / d x_ic = A_i * softmax(x)_ic - a_ic
+
+"mean" divides the summed loss by sum_i v_i * w_t (PyTorch's rule), "sum" sums, "none" keeps
+loss_i. Both ops take logits (N, C), int64 targets (N,) and optionally weights (C,); the
+gradient op's own derivatives are written with nabla ops, so higher-order autodiff works.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from max.dtype import DType
+from max.graph import ops
+
+import nabla as nb
+from nabla import Operation, Tensor
+from nabla.ops.base import AVal, shape_of
+
+_Kw = dict[str, Any]
+
+
+# -- the target distribution: NumPy, MAX and nabla-op versions of one formula ------------------
+def _np_targets(x: np.ndarray, t: np.ndarray, w: np.ndarray | None, ignore_index: int, smoothing: float) -> tuple:
+    n, c = x.shape
+    onehot = (t[:, None] == np.arange(c)[None, :]).astype(x.dtype)
+    valid = (t != ignore_index).astype(x.dtype)
+    w_row = np.ones(c, x.dtype) if w is None else w
+    wt = (onehot @ w_row) * valid
+    a = onehot * (wt * (1 - smoothing))[:, None] + (smoothing / c) * w_row[None, :] * valid[:, None]
+    big_a = wt * (1 - smoothing) + (smoothing / c) * w_row.sum() * valid
+    return a, big_a.astype(x.dtype), wt
+
+
+def _max_targets(x: Any, t: Any, w: Any, ignore_index: int, smoothing: float) -> tuple:
+    n, c = shape_of(x)
+    dt, dev = x.dtype, x.device
+
+    def const(v: float) -> Any:
+        return ops.constant(v, dt, dev)
+
+    classes = ops.range(0, c, 1, out_dim=c, dtype=DType.int64, device=dev)
+    onehot = ops.cast(
+        ops.equal(
+            ops.broadcast_to(ops.reshape(t, (n, 1)), (n, c)), ops.broadcast_to(ops.reshape(classes, (1, c)), (n, c))
+        ),
+        dt,
+    )
+    valid = ops.cast(ops.not_equal(t, ops.constant(ignore_index, DType.int64, dev)), dt)
+    if w is None:
+        wt, w_sum, w_row = valid, const(float(c)), None
+    else:
+        w_row = ops.reshape(w, (1, c))
+        wt = ops.reshape(ops.sum(onehot * w_row, axis=1), (n,)) * valid
+        w_sum = ops.reshape(ops.sum(w, axis=0), ())
+    a = onehot * ops.reshape(wt * const(1 - smoothing), (n, 1))
+    if smoothing:
+        spread = ops.reshape(valid, (n, 1)) * const(smoothing / c)
+        a = a + (spread if w_row is None else spread * w_row)
+    big_a = wt * const(1 - smoothing) + w_sum * const(smoothing / c) * valid
+    return a, big_a, wt
+
+
+def _reference_targets(x: Tensor, t: Tensor, w: Tensor | None, ignore_index: int, smoothing: float) -> tuple:
+    c = x.shape[-1]
+    onehot = nb.cast(nb.equal(nb.unsqueeze(t, 1), nb.arange(c, dtype=nb.int64)), x.dtype)
+    valid = nb.cast(nb.not_equal(t, ignore_index), x.dtype)
+    w_row = nb.ones(c, dtype=x.dtype) if w is None else w
+    wt = nb.sum(onehot * w_row, axis=1) * valid
+    a = onehot * nb.unsqueeze(wt * (1 - smoothing), 1) + (smoothing / c) * w_row * nb.unsqueeze(valid, 1)
+    big_a = wt * (1 - smoothing) + (smoothing / c) * nb.sum(w_row) * valid
+    return a, big_a, wt
+
+
+def _weight_arg(args: tuple) -> Any:
+    return args[0] if args else None
+
+
+# -- forward ---------------------------------------------------------------------------------
+class CrossEntropyOp(Operation):
+    """loss(logits (N, C), targets (N,) int64[, weight (C,)]): () for mean/sum, (N,) for none."""
+
+    name = "softmax_cross_entropy"
+
+    def abstract_eval(self, x: AVal, t: AVal, *w: AVal, ignore_index: int, smoothing: float, reduction: str) -> AVal:
+        return ((x[0][0],) if reduction == "none" else ()), x[1]
+
+    def kernel(self, x: Any, t: Any, *w: Any, ignore_index: int, smoothing: float, reduction: str) -> Any:
+        n, c = shape_of(x)
+        a, _, wt = _max_targets(x, t, _weight_arg(w), ignore_index, smoothing)
+        loss = ops.reshape(ops.sum(a * ops.logsoftmax(x, axis=1), axis=1), (n,))
+        loss = ops.negate(loss)
+        if reduction == "none":
+            return loss
+        total = ops.reshape(ops.sum(loss, axis=0), ())
+        return total if reduction == "sum" else total / ops.reshape(ops.sum(wt, axis=0), ())
+
+    def numpy_kernel(self, x: np.ndarray, t: np.ndarray, *w: np.ndarray, **kw: Any) -> np.ndarray:
+        a, _, wt = _np_targets(x, t, _weight_arg(w), kw["ignore_index"], kw["smoothing"])
+        z = x - x.max(axis=1, keepdims=True)
+        logp = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+        loss = -(a * logp).sum(axis=1)
+        if kw["reduction"] == "none":
+            return loss
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return loss.sum() if kw["reduction"] == "sum" else loss.sum() / wt.sum()
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list, **kw: Any) -> list:
+        x, t, *w = primals
+        return [_cross_entropy_grad(x, t, cotangents[0], *w, **kw), None, *[None] * len(w)]
+
+    def jvp_rule(self, primals: list, tangents: list, outputs: list, **kw: Any) -> list:
+        x, t, *w = primals
+        dx = _cross_entropy_grad(x, t, nb.ones_like(outputs[0]), *w, **kw)
+        per_sample = nb.sum(dx * tangents[0], axis=1)
+        return [per_sample if kw["reduction"] == "none" else nb.sum(per_sample)]
+
+
+# -- gradient --------------------------------------------------------------------------------
+class CrossEntropyGradOp(Operation):
+    """d loss / d logits, scaled by the loss cotangent g (() for mean/sum, (N,) for none)."""
+
+    name = "softmax_cross_entropy_grad"
+
+    def abstract_eval(self, x: AVal, t: AVal, g: AVal, *w: AVal, **kw: Any) -> AVal:
+        return x
+
+    def kernel(self, x: Any, t: Any, g: Any, *w: Any, ignore_index: int, smoothing: float, reduction: str) -> Any:
+        n, _ = shape_of(x)
+        a, big_a, wt = _max_targets(x, t, _weight_arg(w), ignore_index, smoothing)
+        if reduction == "mean":
+            g = g / ops.reshape(ops.sum(wt, axis=0), ())
+        scale = ops.reshape(g, (n, 1)) if reduction == "none" else g
+        return scale * (ops.reshape(big_a, (n, 1)) * ops.softmax(x, axis=1) - a)
+
+    def numpy_kernel(self, x: np.ndarray, t: np.ndarray, g: np.ndarray, *w: np.ndarray, **kw: Any) -> np.ndarray:
+        a, big_a, wt = _np_targets(x, t, _weight_arg(w), kw["ignore_index"], kw["smoothing"])
+        e = np.exp(x - x.max(axis=1, keepdims=True))
+        sm = e / e.sum(axis=1, keepdims=True)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            scale = g[:, None] if kw["reduction"] == "none" else g / wt.sum() if kw["reduction"] == "mean" else g
+            return (scale * (big_a[:, None] * sm - a)).astype(x.dtype)
+
+    # out = S * (A * sm - a) with S the per-row loss cotangent (divided by sum(w_t) for mean):
+    # linear in g, and in x through sm = softmax(x). Written with nabla ops, so differentiable.
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list, **kw: Any) -> list:
+        x, t, g, *w = primals
+        h = cotangents[0]
+        sm, a, big_a, denom = _grad_parts(x, t, w, kw)
+        scale = _row_scale(g, denom, kw["reduction"])
+        dx = scale * nb.unsqueeze(big_a, 1) * sm * (h - nb.sum(h * sm, axis=1, keepdims=True))
+        per_row = nb.sum(h * (nb.unsqueeze(big_a, 1) * sm - a), axis=1)
+        dg = per_row if kw["reduction"] == "none" else nb.sum(per_row) / denom
+        return [dx, None, dg, *[None] * len(w)]
+
+    def jvp_rule(self, primals: list, tangents: list, outputs: list, **kw: Any) -> list:
+        x, t, g, *w = primals
+        tx, tg = tangents[0], tangents[2]
+        sm, a, big_a, denom = _grad_parts(x, t, w, kw)
+        d_sm = sm * (tx - nb.sum(sm * tx, axis=1, keepdims=True))
+        red = kw["reduction"]
+        return [
+            _row_scale(g, denom, red) * nb.unsqueeze(big_a, 1) * d_sm
+            + _row_scale(tg, denom, red) * (nb.unsqueeze(big_a, 1) * sm - a)
+        ]
+
+
+def _grad_parts(x: Tensor, t: Tensor, w: list, kw: _Kw) -> tuple:
+    """softmax(x), a, A and the "mean" denominator sum(w_t) (1.0 for sum/none), as nabla ops."""
+    a, big_a, wt = _reference_targets(x, t, _weight_arg(w), kw["ignore_index"], kw["smoothing"])
+    denom = nb.sum(wt) if kw["reduction"] == "mean" else 1.0
+    return nb.softmax(x, axis=1), a, big_a, denom
+
+
+def _row_scale(g: Tensor, denom: Any, reduction: str) -> Tensor:
+    return nb.unsqueeze(g, 1) if reduction == "none" else g / denom
+
+
+_cross_entropy, _cross_entropy_grad = CrossEntropyOp(), CrossEntropyGradOp()
+
+
+def fused_cross_entropy(
+    logits: Tensor, target: Tensor, weight: Tensor | None, ignore_index: int, reduction: str, smoothing: float
+) -> Tensor | None:
+    """The fused loss for unbatched (N, C) or (C,) logits with int targets, or None when the
+    composite path must run (vmap, a weight that requires grad, N-d inputs)."""
+    if logits.ndim not in (1, 2) or logits._impl.batch_dims or target._impl.batch_dims:
+        return None
+    if weight is not None and (weight.requires_grad or weight._impl.batch_dims):
+        return None
+    squeeze = logits.ndim == 1
+    if squeeze:
+        logits, target = nb.unsqueeze(logits, 0), nb.reshape(target, (1,))
+    if target.dtype != nb.int64:
+        target = nb.cast(target, nb.int64)
+    extra = () if weight is None else (weight,)
+    loss = _cross_entropy(
+        logits, target, *extra, ignore_index=int(ignore_index), smoothing=float(smoothing), reduction=reduction
+    )
+    return nb.reshape(loss, ()) if squeeze and reduction == "none" else loss

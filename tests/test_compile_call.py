@@ -1,0 +1,152 @@
+"""The `call` op (nabla/ops/call.py): a compiled function recorded as one differentiable op.
+
+`Module.compile()` in a training loop and `nabla.compile` under `grad` record the whole
+function as one op and its gradient as one more. Results, gradients and second derivatives
+equal op-by-op recording; random ops and in-place buffer updates (BatchNorm) behave the same;
+retraces are explained and `no_recompile` covers them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import nabla as nb
+import nabla_nn as nn
+import nabla_nn.functional as F
+import nabla_optim as optim
+from nabla.ops import base
+
+RNG = np.random.default_rng(0)
+X = RNG.standard_normal((16, 12)).astype(np.float32)
+Y = RNG.integers(0, 4, 16)
+
+
+def _model(kind: str) -> nn.Module:
+    nb.manual_seed(0)
+    if kind == "mlp":
+        return nn.Sequential(nn.Linear(12, 32), nn.ReLU(), nn.Linear(32, 4))
+    if kind == "bn":
+        return nn.Sequential(nn.Linear(12, 32), nn.BatchNorm1d(32), nn.ReLU(), nn.Linear(32, 4))
+    return nn.Sequential(nn.Linear(12, 32), nn.ReLU(), nn.Dropout(0.3), nn.Linear(32, 4))
+
+
+def _train(kind: str, compiled: bool, steps: int = 4) -> tuple[list, dict, list]:
+    model = _model(kind)
+    if compiled:
+        model.compile()
+    opt = optim.Adam(model.parameters(), lr=1e-2)
+    nb.manual_seed(1)
+    losses, ops_per_step = [], []
+    for _ in range(steps):
+        before = _OpCounter.count
+        opt.zero_grad()
+        loss = F.cross_entropy(model(nb.tensor(X)), nb.tensor(Y))
+        loss.backward()
+        opt.step()
+        ops_per_step.append(_OpCounter.count - before)
+        losses.append(loss.item())
+    return losses, {k: v.numpy() for k, v in model.state_dict().items()}, ops_per_step
+
+
+class _OpCounter:
+    count = 0
+
+
+@pytest.fixture(autouse=True)
+def count_ops(monkeypatch):
+    original = base.Operation.__call__
+
+    def counting(self, *args, **kwargs):
+        _OpCounter.count += 1
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(base.Operation, "__call__", counting)
+
+
+@pytest.mark.parametrize("kind", ["mlp", "bn", "dropout"])
+def test_compiled_module_trains_exactly_like_the_op_by_op_loop(kind):
+    ref_losses, ref_state, ref_ops = _train(kind, compiled=False)
+    losses, state, ops = _train(kind, compiled=True)
+    np.testing.assert_allclose(losses, ref_losses, rtol=1e-5)
+    assert state.keys() == ref_state.keys()
+    for k in state:  # BatchNorm running stats included: the call's in-place updates are replayed
+        np.testing.assert_allclose(state[k], ref_state[k], rtol=1e-5, atol=1e-6, err_msg=k)
+    # After the first step (which traces), the forward is 1 op and its gradient 1 more.
+    assert max(ops[1:]) <= 10 < 25 < min(ref_ops), (ops, ref_ops)
+
+
+def test_training_step_traces_once_and_is_one_cached_model():
+    model = _model("mlp")
+    model.compile()
+    opt = optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    nb.reset_cache_info()
+    for _ in range(5):
+        opt.zero_grad()
+        F.cross_entropy(model(nb.tensor(X)), nb.tensor(Y)).backward()
+        opt.step()
+    info = nb.cache_info()
+    assert (info.misses, info.hits, info.graph_builds) == (1, 4, 1)
+    stats = model.compile_stats
+    assert (stats.traces, stats.misses, stats.hits) == (1, 1, 4)
+
+
+def test_new_input_shape_retraces_with_a_reason_and_no_recompile_catches_it():
+    model = _model("mlp")
+    model.compile()
+    F.cross_entropy(model(nb.tensor(X)), nb.tensor(Y)).backward()
+    with nb.no_recompile(), pytest.raises(nb.RecompileError, match=r"shape \(16, 12\) -> \(8, 12\)"):
+        model(nb.tensor(X[:8]))
+    model(nb.tensor(X[:8]))
+    assert any("(16, 12) -> (8, 12)" in r for r in model.compile_stats.recompile_reasons)
+
+
+def test_grad_through_a_compiled_function_and_second_derivatives():
+    def f(w, x):
+        return (nb.tanh(x @ w) ** 2).sum()
+
+    cf = nb.compile(f)
+    w, x = nb.tensor(RNG.standard_normal((12, 3)).astype(np.float32)), nb.tensor(X)
+    np.testing.assert_allclose(nb.grad(cf)(w, x).numpy(), nb.grad(f)(w, x).numpy(), rtol=1e-5)
+    v = nb.tensor(RNG.standard_normal((12, 3)).astype(np.float32))
+
+    def hvp(fn):
+        return nb.grad(lambda w_: (nb.grad(fn)(w_, x) * v).sum())(w).numpy()
+
+    np.testing.assert_allclose(hvp(cf), hvp(f), rtol=1e-4, atol=1e-6)
+    assert cf.stats.traces == 1  # grad and grad-of-grad reuse one trace (its vjp is traced once more)
+
+
+def test_gradient_reaches_only_the_arguments_that_require_it():
+    model = _model("mlp")
+    model.compile()
+    x = nb.tensor(X, requires_grad=True)
+    F.cross_entropy(model(x), nb.tensor(Y)).backward()
+    ref = _model("mlp")
+    xr = nb.tensor(X, requires_grad=True)
+    F.cross_entropy(ref(xr), nb.tensor(Y)).backward()
+    np.testing.assert_allclose(x.grad.numpy(), xr.grad.numpy(), rtol=1e-5, atol=1e-7)
+    model[0].weight.requires_grad_(False)
+    model.zero_grad()
+    F.cross_entropy(model(nb.tensor(X)), nb.tensor(Y)).backward()
+    assert model[0].weight.grad is None and model[2].weight.grad is not None
+
+
+def test_eval_without_grad_runs_the_compiled_model_directly():
+    model = _model("mlp")
+    model.compile()
+    with nb.no_grad():
+        out = model(nb.tensor(X))
+    assert out._impl.is_realized  # executed at once: no op recorded
+    np.testing.assert_allclose(out.numpy(), _model("mlp")(nb.tensor(X)).numpy(), rtol=1e-5)
+
+
+def test_vmap_and_jvp_run_a_compiled_module_inline():
+    model = _model("mlp")
+    model.compile()
+    ref = _model("mlp")
+    batched = nb.vmap(model)(nb.tensor(X.reshape(4, 4, 12)))
+    np.testing.assert_allclose(batched.numpy(), ref(nb.tensor(X)).numpy().reshape(4, 4, 4), rtol=1e-5)
+    _, t = nb.jvp(model, (nb.tensor(X),), (nb.ones_like(nb.tensor(X)),))
+    _, t_ref = nb.jvp(ref, (nb.tensor(X),), (nb.ones_like(nb.tensor(X)),))
+    np.testing.assert_allclose(t.numpy(), t_ref.numpy(), rtol=1e-5)
