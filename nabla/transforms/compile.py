@@ -33,7 +33,7 @@ import numpy as np
 from ..core.common import dtypes as _dt
 from ..core.common.config import CONFIG
 from ..core.common.context import is_grad_enabled
-from ..core.common.pytree import leaf_paths, tree_flatten, tree_leaves, tree_unflatten
+from ..core.common.pytree import PyTreeDef, leaf_paths, tree_flatten, tree_leaves, tree_structure, tree_unflatten
 from ..core.graph.engine import GRAPH, RecompileError
 from ..core.graph.executors import get_executor_impl
 from ..core.graph.program import collect
@@ -46,6 +46,7 @@ from ..ops.view import identity
 from .dynamic import PROBE_STEPS, DynamicPlan, SymbolicProgramError, make_symbolic
 
 _SCALAR_DTYPES = {float: _dt.float32, int: _dt.int64}
+_NONE_DEF = tree_structure(None)
 
 
 @dataclass
@@ -218,6 +219,7 @@ class CompiledFunction:
     def _flatten(self, args: tuple, kwargs: dict) -> tuple[list, Any, list[_Leaf]]:
         values: list = []
         leaves: list[_Leaf] = []
+        arg_defs = []  # each argument is flattened once; the whole treedef is put together below
         for i, arg in enumerate(args):
             if i in self.static_argnums:
                 try:
@@ -228,16 +230,19 @@ class CompiledFunction:
                     ) from None
                 values.append(arg)
                 leaves.append(_Leaf("static", ("static", arg)))
+                arg_defs.append(_NONE_DEF)
                 continue
-            for j, v in enumerate(tree_leaves(arg)):
+            arg_leaves, arg_def = tree_flatten(arg)
+            arg_defs.append(arg_def)
+            for j, v in enumerate(arg_leaves):
                 values.append(v)
                 leaves.append(self._classify(v, i, lambda i=i, a=arg, j=j: f"arg {i}{leaf_paths(a)[j]}"))
         for name in sorted(kwargs):
             for j, v in enumerate(tree_leaves(kwargs[name])):
                 values.append(v)
                 leaves.append(self._classify(v, name, lambda n=name, j=j: f"kwarg {n!r}{leaf_paths(kwargs[n])[j]}"))
-        static_mask = [i in self.static_argnums for i in range(len(args))]
-        treedef = tree_flatten(([None if s else a for a, s in zip(args, static_mask, strict=True)], kwargs))[1]
+        # == tree_flatten(([args, with static ones as None], kwargs))[1]
+        treedef = PyTreeDef(tuple, 2, (PyTreeDef(list, len(args), tuple(arg_defs)), tree_structure(kwargs)))
         return values, treedef, leaves
 
     def _labels(self, args: tuple, kwargs: dict) -> list[str]:
