@@ -53,6 +53,9 @@ def main(steps: int = 300, batch: int = 16) -> None:
     nb.manual_seed(0)
     text = np.frombuffer(corpus().encode(), dtype=np.uint8).astype(np.int64)
     model = CharLM()
+    # The forward is traced once and recorded as one op per step (its gradient as one more):
+    # Python's cost per step no longer grows with the model, and the step is still one model.
+    model.compile()
     opt = optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01)
     sched = optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps)  # a new lr every step, no recompile
     rng = np.random.default_rng(0)
