@@ -147,26 +147,7 @@ class CompiledFunction:
         if inside:
             # Under jvp/vmap: run the function inline so the outer transform sees its ops.
             return self.fn(*args, **kwargs)
-        structure = (treedef, tuple((lf.kind, lf.key if lf.kind != "scalar" else lf.key[0]) for lf in leaves))
-        specialize = bool(self._static_scalars) and structure in self._static_scalars
-        key = self._key(treedef, leaves, values, structure)
-        entry = self._entries.get(key)
-        if entry is not None and self._captures_current(entry):
-            self._entries.move_to_end(key)
-            self.stats.hits += 1
-            return self._run(entry, values)
-        labels = self._labels(args, kwargs)  # only a miss needs names for its explanation
-        reason = self._explain(key, entry, labels)
-        if GRAPH._no_recompile_depth:
-            what = reason or "nothing is compiled for this function yet"
-            raise RecompileError(f"no_recompile: {getattr(self.fn, '__qualname__', '?')} would recompile: {what}")
-        entry = self._trace(args, kwargs, values, leaves, labels, specialize, structure)
-        self._record_miss(reason)
-        key = self._key(treedef, leaves, values, structure)
-        self._entries[key] = entry
-        while len(self._entries) > self.max_cache_size:
-            self._entries.popitem(last=False)
-        return self._run(entry, values)
+        return self._run(self._entry_for(self._entries, (), args, kwargs, values, treedef, leaves), values)
 
     def lazy_call(self, *args: Any, **kwargs: Any) -> Any:
         """Record the function as one differentiable `call` op in the lazy trace; nothing runs.
@@ -181,25 +162,35 @@ class CompiledFunction:
         return self._lazy(args, kwargs, values, treedef, leaves)
 
     def _lazy(self, args: tuple, kwargs: dict, values: list, treedef: Any, leaves: list[_Leaf]) -> Any:
-        structure = (treedef, tuple((lf.kind, lf.key if lf.kind != "scalar" else lf.key[0]) for lf in leaves))
         # Grad mode is part of the key: a trace under no_grad records nothing to differentiate.
-        key = ("call", is_grad_enabled(), self._key(treedef, leaves, values, structure))
-        entry = self._calls.get(key)
-        if entry is not None and self._captures_current(entry):
-            self.stats.hits += 1
-            return self._record_call(entry, values)
-        labels = self._labels(args, kwargs)
-        reason = self._explain(key[-1], entry, labels, self._calls)
-        if GRAPH._no_recompile_depth:
-            what = reason or "nothing is traced for this function yet"
-            raise RecompileError(f"no_recompile: {getattr(self.fn, '__qualname__', '?')} would retrace: {what}")
-        specialize = bool(self._static_scalars) and structure in self._static_scalars
-        entry = self._trace(args, kwargs, values, leaves, labels, specialize, structure, lazy=True)
-        self._record_miss(reason)
-        self._calls[(*key[:2], self._key(treedef, leaves, values, structure))] = entry
-        while len(self._calls) > self.max_cache_size:
-            self._calls.popitem(last=False)
+        entry = self._entry_for(self._calls, (is_grad_enabled(),), args, kwargs, values, treedef, leaves)
         return self._record_call(entry, values)
+
+    def _entry_for(self, cache: OrderedDict, prefix: tuple, args, kwargs, values, treedef, leaves) -> _Entry:
+        """The cached entry for this signature, or a new trace. `cache` is `_entries` (compiled
+        models) or `_calls` (SubPrograms for `call` ops, keyed also by `prefix`)."""
+        lazy = cache is self._calls
+        structure = (treedef, tuple((lf.kind, lf.key if lf.kind != "scalar" else lf.key[0]) for lf in leaves))
+        key = (*prefix, self._key(treedef, leaves, values, structure))
+        entry = cache.get(key)
+        if entry is not None and self._captures_current(entry):
+            cache.move_to_end(key)
+            self.stats.hits += 1
+            return entry
+        labels = self._labels(args, kwargs)  # only a miss needs names for its explanation
+        reason = self._explain(key[-1], entry, labels, [k[-1] for k in cache])
+        if GRAPH._no_recompile_depth:
+            verb, noun = ("retrace", "traced") if lazy else ("recompile", "compiled")
+            what = reason or f"nothing is {noun} for this function yet"
+            raise RecompileError(f"no_recompile: {getattr(self.fn, '__qualname__', '?')} would {verb}: {what}")
+        specialize = bool(self._static_scalars) and structure in self._static_scalars
+        entry = self._trace(args, kwargs, values, leaves, labels, specialize, structure, lazy)
+        self._record_miss(reason)
+        # (the trace may have switched this structure to specialized scalars: key it again)
+        cache[(*prefix, self._key(treedef, leaves, values, structure))] = entry
+        while len(cache) > self.max_cache_size:
+            cache.popitem(last=False)
+        return entry
 
     def trace_program(self, args: tuple, kwargs: dict) -> tuple[Any, dict[int, str]]:
         """Trace once (no compile, no cache) and return the collected program with a label per
@@ -291,10 +282,9 @@ class CompiledFunction:
                 parts.append((lf.kind, lf.key))
         return (treedef, tuple(parts), CONFIG.executor)
 
-    def _explain(self, key: tuple, stale: _Entry | None, labels: list[str], cache: Any = None) -> str | None:
+    def _explain(self, key: tuple, stale: _Entry | None, labels: list[str], keys: list[tuple]) -> str | None:
         if stale is not None:
             return "a captured tensor was rebound to one of another shape or dtype"
-        keys = list(self._entries) if cache is None else [k[-1] for k in cache]
         if not keys:
             return None
         closest = max(keys, key=lambda k: _similarity(k, key))
@@ -527,59 +517,57 @@ class CompiledFunction:
 
     # -- execution -----------------------------------------------------------------------
     def _run(self, entry: _Entry, values: list) -> Any:
-        inputs, pending = [], []
-        for s in entry.sources:
-            if s.kind == "leaf":
-                impl = values[s.index]._impl
-            elif s.kind == "scalar":
-                inputs.append(np.asarray(values[s.index], dtype=_dt.to_numpy_dtype(s.dtype)))
-                continue
-            elif s.kind == "seed":
-                inputs.append(next_seed_array())
-                continue
-            else:
-                impl = s.getter()._impl
-            if not impl.is_realized:
-                pending.append(impl)
-            inputs.append(impl)
+        inputs = _source_values(entry.sources, values)
+        pending = [v._impl for v in inputs if isinstance(v, Tensor) and not v._impl.is_realized]
         if pending:
             GRAPH.evaluate(pending)
-        storages = [i.data if isinstance(i, TensorImpl) else i for i in inputs]
+        storages = [v._impl.data if isinstance(v, Tensor) else v for v in inputs]
         if entry.plan is not None:
             results = entry.plan.run(entry.executor, entry.prepared, storages, values, entry.sources)
         else:
             results = entry.executor.run(entry.prepared, storages)
         tensors = [_wrap(r) for r in results]
         out = [tensors[v] if kind == "out" else v for kind, v in entry.out_slots]
-        for (kind, t), k in entry.mutations:
-            facade = values[t] if kind == "arg" else t
+        for target, k in entry.mutations:
+            facade = _facade(target, values)
             new = tensors[k]._impl
             if facade._impl.is_leaf and facade._impl.requires_grad:  # a parameter stays one
                 new.requires_grad = True
                 new.facade = weakref.ref(facade)
             facade._impl = new
-        for (kind, t), k in entry.grads:
-            facade = values[t] if kind == "arg" else t
-            facade._grad = None if k is None else tensors[k]
+        for target, k in entry.grads:
+            _facade(target, values)._grad = None if k is None else tensors[k]
         return tree_unflatten(entry.out_def, out)
 
     def _record_call(self, entry: _Entry, values: list) -> Any:
-        args = []
-        for s in entry.sources:
-            if s.kind == "leaf":
-                args.append(values[s.index])
-            elif s.kind == "scalar":
-                args.append(Tensor.from_numpy(np.asarray(values[s.index], dtype=_dt.to_numpy_dtype(s.dtype))))
-            elif s.kind == "seed":
-                args.append(Tensor.from_numpy(next_seed_array()))
-            else:
-                args.append(s.getter())
+        args = [v if isinstance(v, Tensor) else Tensor.from_numpy(v) for v in _source_values(entry.sources, values)]
         tensors = call(entry.prepared, args)
         out = [tensors[v] if kind == "out" else v for kind, v in entry.out_slots]
-        for (kind, t), k in entry.mutations:  # running statistics and other in-place updates
-            facade = values[t] if kind == "arg" else t
-            facade._install(tensors[k]._impl)
+        for target, k in entry.mutations:  # running statistics and other in-place updates
+            _facade(target, values)._install(tensors[k]._impl)
         return tree_unflatten(entry.out_def, out)
+
+
+def _source_values(sources: list[_Source], values: list) -> list:
+    """This call's model inputs: Tensors (arguments, captured tensors) and NumPy arrays (Python
+    numbers, fresh random seeds)."""
+    out: list = []
+    for s in sources:
+        if s.kind == "leaf":
+            out.append(values[s.index])
+        elif s.kind == "scalar":
+            out.append(np.asarray(values[s.index], dtype=_dt.to_numpy_dtype(s.dtype)))
+        elif s.kind == "seed":
+            out.append(next_seed_array())
+        else:
+            out.append(s.getter())
+    return out
+
+
+def _facade(target: tuple, values: list) -> Tensor:
+    """The tensor an in-place update or `.grad` assignment lands on: an argument, or a captured one."""
+    kind, t = target
+    return values[t] if kind == "arg" else t
 
 
 @dataclass

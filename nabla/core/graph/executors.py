@@ -109,21 +109,21 @@ def lower_steps(program: Program, input_values: list, *, cse: bool = False) -> l
     match one already emitted in this graph build reuses that step's values. This is how a
     compiled module's backward, which recomputes the forward, shares the forward's values.
     """
-    memo = _LOWERING.memo if cse and _LOWERING.memo is not None else {}
+    memo = (_LOWERING.memo if _LOWERING.memo is not None else {}) if cse else None
     env: list[Any] = [None] * program.num_slots
     for slot, value in zip(program.input_slots, input_values, strict=True):
         env[slot] = value
     for step in program.steps:
         args = [env[a] for a in step.args]
-        key = (step.key, tuple(map(id, args))) if cse else None
-        hit = memo.get(key) if cse else None
-        if hit is None:
+        key = (step.key, tuple(map(id, args))) if memo is not None else None
+        hit = memo.get(key) if memo is not None else None
+        if hit is not None:
+            results = hit[0]
+        else:
             result = step.op.kernel(*args, **step.kwargs)
             results = tuple(result) if isinstance(result, tuple | list) else (result,)
-            if cse:  # the args stay referenced, so their ids cannot be reused by new values
+            if memo is not None:  # the args stay referenced, so their ids cannot be reused by new values
                 memo[key] = (results, args)
-        else:
-            results = hit[0]
         for slot, value in zip(step.outs, results, strict=True):
             env[slot] = value
     return [env[s] for s in program.output_slots]
