@@ -56,6 +56,7 @@ from .transforms import (
     jacrev,
     jvp,
     linearize,
+    shard_map,
     trace,
     value_and_grad,
     vjp,

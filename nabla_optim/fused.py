@@ -30,6 +30,7 @@ from max.graph import ops
 
 from nabla import Tensor
 from nabla.core.common import dtypes as _dt
+from nabla.core.sharding import OpShardingRule
 from nabla.ops.base import AVal, Operation
 
 __all__ = ["MAX_MATH", "NUMPY_MATH", "FusedUpdate", "fused_update"]
@@ -120,6 +121,27 @@ class FusedUpdate(Operation):
         for base in range(len(names), len(avals), per):
             out += [avals[base], *avals[base + 2 : base + per]]
         return out
+
+    def sharding_rule_for(self, in_shapes: list, out_shapes: list, kwargs: dict) -> OpShardingRule:
+        """Per parameter, its gradient, state and outputs share the parameter's factors, so an
+        update runs where the parameter's shards live (a partial-sum gradient is reduced first)."""
+        per, first = 2 + kwargs["n_state"], len(kwargs["names"])
+        operands: list = [()] * first
+        results: list = []
+        sizes: dict = {}
+        for k, base in enumerate(range(first, len(in_shapes), per)):
+            shape = in_shapes[base]
+            dims = tuple((f"p{k}_{d}",) for d in range(len(shape)))
+            sizes.update({f"p{k}_{d}": n for d, n in enumerate(shape)})
+
+            def like(other: tuple, k: int = k, dims: tuple = dims, shape: tuple = shape) -> tuple:
+                # state of another shape (a step counter) gets factors of its own: kept whole
+                return dims if other == shape else tuple((f"_p{k}s{d}",) for d in range(len(other)))
+
+            operands += [like(s) for s in in_shapes[base : base + per]]
+            results += [like(in_shapes[i]) for i in (base, *range(base + 2, base + per))]
+        whole = frozenset(f for t in operands + results for d in t for f in d if f.startswith("_"))
+        return OpShardingRule(tuple(operands), tuple(results), sizes, whole, reduction=None)
 
     def _apply(self, xp: Any, values: tuple, rule: Callable, names: tuple, n_state: int, consts: tuple) -> list:
         scalars = dict(zip(names, values[: len(names)], strict=True))

@@ -122,6 +122,21 @@ def realized_zeros_like(p: Tensor, value: float = 0.0) -> Tensor:
     return realized_full(p.shape, value, p.dtype)
 
 
+def _on_mesh_of(p: Tensor, state: dict[str, Any]) -> dict[str, Any]:
+    """A sharded parameter's initial state laid out like it (scalars replicated on its mesh),
+    so the first step already has the steady-state structure: one compile for the loop."""
+    spec = p.sharding
+    if spec is None:
+        return state
+    spec = spec.without_partial()
+    out = {}
+    for key, v in state.items():
+        if isinstance(v, Tensor) and v.sharding is None:
+            v = nb.shard(v, spec.mesh, spec if v.shape == p.shape else None)
+        out[key] = v
+    return out
+
+
 def realized_step() -> Tensor:
     """A step counter: a float32 scalar, as PyTorch keeps it."""
     return realized_full((), 0.0, _dt.float32)
@@ -337,7 +352,7 @@ class Optimizer:
                     continue
                 state = self.state[p]
                 if not state:
-                    state.update(self._init_state(p, group))
+                    state.update(_on_mesh_of(p, self._init_state(p, group)))
                 if self.rule is None:
                     self._update(p, p.grad, state, group)
                     updated.append(p)

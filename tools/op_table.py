@@ -4,8 +4,10 @@
     python tools/op_table.py --check  # exit 1 if the README's table is stale
 
 Each public op is listed with its family, the Operation primitives it lowers to, and whether
-those primitives define a VJP rule, a JVP rule and a sharding rule. A "composite" is a
-function built from other ops: its derivatives come from theirs.
+those primitives define a VJP rule and a JVP rule, and how they shard: "factors" (a factor
+rule propagates layouts), "replicated" (sharded inputs are gathered and the op runs
+replicated), or "partly". A "composite" is a function built from other ops: its derivatives
+and sharding come from theirs.
 """
 
 from __future__ import annotations
@@ -45,6 +47,13 @@ def _rule(spec, prims: list[type], method: str) -> str:
     return "yes" if all(_overrides(c, method) for c in diff) else "missing"
 
 
+def _sharding(prims: list[type]) -> str:
+    if not prims:
+        return "-"
+    kinds = {"factors" if c.sharding_rule or _overrides(c, "sharding_rule_for") else "replicated" for c in prims}
+    return kinds.pop() if len(kinds) == 1 else "partly"
+
+
 def table() -> str:
     ops = _operation_classes()
     rows = ["| op | family | kind | primitives used | VJP | JVP | sharding |", "|---|---|---|---|---|---|---|"]
@@ -52,7 +61,7 @@ def table() -> str:
         prims = [ops[n] for n in spec.covers if n in ops]
         kind = "primitive" if spec.name in ops else "composite"
         names = ", ".join(c.name for c in prims) or "-"
-        shard = "yes" if prims and all(c.sharding_rule for c in prims) else "-"
+        shard = _sharding(prims)
         public = spec.name + "".join(f" / {a}" for a in spec.aliases)
         vjp, jvp = _rule(spec, prims, "vjp_rule"), _rule(spec, prims, "jvp_rule")
         rows.append(f"| `{public}` | {spec.family} | {kind} | {names} | {vjp} | {jvp} | {shard} |")

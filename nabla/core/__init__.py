@@ -1,6 +1,6 @@
-"""The lazy tensor core, in strict import levels: common < graph < tensor < (sharding) < autograd."""
+"""The lazy tensor core, in strict import levels: common < graph < tensor < sharding < autograd."""
 
-from . import autograd, common, graph, tensor
+from . import autograd, common, graph, sharding, tensor
 from .graph import GRAPH, CacheInfo, ComputeGraph, OpNode, RecompileError, cache_info, no_recompile
 from .tensor import Device, Tensor, TensorImpl
 
@@ -18,5 +18,6 @@ __all__ = [
     "common",
     "graph",
     "no_recompile",
+    "sharding",
     "tensor",
 ]

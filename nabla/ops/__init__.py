@@ -10,6 +10,7 @@ from . import (
     binary,
     call,
     cast,
+    communication,
     control_flow,
     conv,
     creation,
@@ -27,6 +28,7 @@ from . import (
 from .base import Operation
 from .binary import *  # noqa: F403
 from .cast import *  # noqa: F403
+from .communication import *  # noqa: F403
 from .control_flow import *  # noqa: F403
 from .conv import *  # noqa: F403
 from .creation import *  # noqa: F403
@@ -46,6 +48,7 @@ FAMILIES = (
     "binary",
     "call",
     "cast",
+    "communication",
     "control_flow",
     "conv",
     "creation",

@@ -6,7 +6,9 @@ An op class keeps its pieces side by side (as JAX's lax.py does):
     numpy_kernel    the NumPy reference implementation
     vjp_rule        reverse-mode rule, written with nabla ops (so it is itself differentiable)
     jvp_rule        forward-mode rule
-    sharding_rule   factor notation for SPMD propagation (slot; filled in with sharding)
+    sharding_rule   factor notation for SPMD propagation ("m k, k n -> m n"), or a
+                    `sharding_rule_for` method for rules that depend on kwargs; without
+                    either, sharded inputs are gathered and the op runs replicated
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from ..core.common.context import is_grad_enabled
 from ..core.graph.engine import GRAPH
 from ..core.graph.opnode import OpNode, freeze
 from ..core.graph.tracing import TRACE
+from ..core.sharding import OpShardingRule
+from ..core.sharding import rules as _rules
 from ..core.tensor.dispatch import OPS, register
 from ..core.tensor.impl import CPU_DEVICE, TensorImpl
 from ..core.tensor.tensor import Tensor
@@ -102,7 +106,9 @@ class Operation:
     differentiable = True  # False: outputs never require grad (comparisons, argmax, detach)
     host_constant = False  # True: input-free creation op, cheap to compute on the host
     always_tuple = False  # multi-output ops that may return a single tensor still return a tuple
-    sharding_rule: str | None = None  # e.g. "m k, k n -> m n"; consumed by the sharding layer
+    sharding_rule: str | None = None  # "m k, k n -> m n", or "elementwise"; see sharding_rule_for
+    partial_ok: str | tuple[int, ...] | None = None  # partial sums pass through: "additive" or positions
+    collective = False  # communication ops place their own outputs (nabla/ops/communication.py)
 
     # -- the pipeline -----------------------------------------------------------------------
     def __call__(self, *args: Tensor, **kwargs: Any) -> Any:
@@ -132,6 +138,11 @@ class Operation:
             raise type(err)(str(err)) from None  # keep the user's frame closest to the error
         # 3. structural key for the model cache
         struct_key = (self.name, freeze(adapted) if adapted else ())
+        # 2b. SPMD: propagate layouts, reshard inputs by collectives, plan per-device kernels
+        spmd = out_specs = None
+        if self.collective or any(i.sharding is not None for i in impls):
+            impls, out_specs, spmd = OPS.spmd_prepare(self, impls, adapted, avals)
+            struct_key += (tuple(s.structural_key() if s is not None else None for s in out_specs),)
         # 6. package promise tensors
         out_bd, device = self.out_batch_dims(batch_dims, adapted), self.output_device(impls)
         outs = [
@@ -140,6 +151,10 @@ class Operation:
         ]
         # 7. the OpNode shared by all outputs (original kwargs kept for replay and autodiff)
         node = OpNode(self, tuple(impls), kwargs, adapted, struct_key)
+        if spmd is not None:
+            node.spmd = spmd
+            for out, spec in zip(outs, out_specs, strict=True):
+                out.sharding = spec
         if batch_dims:  # rules are written for logical shapes: give them unbatched kwargs
             node.rule_kwargs = self.adapt_kwargs(impls, kwargs, 0)
         node.set_outputs(outs)
@@ -189,7 +204,22 @@ class Operation:
         raise NotImplementedError(f"{self.name} has no jvp_rule")
 
     def apply_auto_reduction(self, outputs: list[Tensor]) -> list[Tensor]:
+        """Partial sums are kept (not all-reduced here): the next op that is not linear in
+        them reduces them as part of its resharding, so linear chains reduce once."""
         return outputs
+
+    def sharding_rule_for(self, in_shapes: list[tuple], out_shapes: list[tuple], kwargs: dict) -> OpShardingRule:
+        """The op's factors for these (physical) shapes and adapted kwargs."""
+        if self.sharding_rule == "elementwise":
+            return _rules.elementwise(in_shapes, out_shapes, partial_ok=self.partial_ok)
+        if self.sharding_rule is not None:
+            return OpShardingRule.parse(self.sharding_rule, in_shapes, out_shapes, partial_ok=self.partial_ok)
+        return OpShardingRule.replicated([len(s) for s in in_shapes], [len(s) for s in out_shapes])
+
+    def local_kwargs(self, kwargs: dict, in_avals: list[AVal], out_shapes: list[tuple]) -> dict:
+        """The kwargs one device's kernel gets for its local shapes (ops whose kwargs hold
+        global sizes, such as a reshape's target shape, override this)."""
+        return kwargs
 
     def __repr__(self) -> str:
         return f"<op {self.name}>"

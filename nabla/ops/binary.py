@@ -115,6 +115,7 @@ class BinaryOperation(Operation):
     """Two operands of one shape and dtype in, one tensor out."""
 
     result_dtype: Any = None  # None: same as the operands (comparisons use bool)
+    sharding_rule = "elementwise"
 
     def abstract_eval(self, x: AVal, y: AVal) -> AVal:
         return x[0], self.result_dtype or x[1]
@@ -227,6 +228,7 @@ def _atan2_formula(lib: Any, y: Any, x: Any) -> Any:
 # -- arithmetic --------------------------------------------------------------------------------
 class AddOp(BinaryOperation):
     name = "add"
+    partial_ok = "additive"
 
     def kernel(self, x: Any, y: Any) -> Any:
         return ops.logical_or(x, y) if x.dtype == DType.bool else ops.add(x, y)
@@ -243,6 +245,7 @@ class AddOp(BinaryOperation):
 
 class SubOp(BinaryOperation):
     name = "sub"
+    partial_ok = "additive"
 
     def kernel(self, x: Any, y: Any) -> Any:
         return ops.sub(x, y)
@@ -259,6 +262,7 @@ class SubOp(BinaryOperation):
 
 class MulOp(BinaryOperation):
     name = "mul"
+    partial_ok = (0, 1)  # linear in each operand: one of them may hold partial sums
 
     def kernel(self, x: Any, y: Any) -> Any:
         return ops.logical_and(x, y) if x.dtype == DType.bool else ops.mul(x, y)
@@ -278,6 +282,7 @@ class MulOp(BinaryOperation):
 
 class DivOp(BinaryOperation):
     name = "div"
+    partial_ok = (0,)
 
     def kernel(self, x: Any, y: Any) -> Any:
         return ops.div(x, y)

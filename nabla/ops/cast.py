@@ -17,6 +17,7 @@ __all__ = ["astype", "cast"]
 
 class CastOp(Operation):
     name = "cast"
+    sharding_rule = "elementwise"
 
     def abstract_eval(self, x: AVal, *, dtype: Any) -> AVal:
         return x[0], dtype

@@ -47,6 +47,7 @@ __all__ = ["cond", "fori_loop", "scan", "where", "while_loop"]
 # -- where -------------------------------------------------------------------------------------
 class WhereOp(Operation):
     name = "where"
+    sharding_rule = "elementwise"
 
     def abstract_eval(self, cond: AVal, x: AVal, y: AVal) -> AVal:
         return x

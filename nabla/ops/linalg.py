@@ -31,7 +31,8 @@ class MatmulOp(Operation):
     """`x @ y` for operands of rank >= 2 with identical batch dimensions."""
 
     name = "matmul"
-    sharding_rule = "... m k, ... k n -> ... m n"
+    sharding_rule = "... m k, ... k n -> ... m n"  # a sharded k leaves partial sums
+    partial_ok = (0, 1)
 
     def abstract_eval(self, x: AVal, y: AVal) -> AVal:
         return x[0][:-1] + (y[0][-1],), x[1]

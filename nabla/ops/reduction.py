@@ -17,6 +17,8 @@ from max.graph import ops
 from max.graph.ops import reduction as _max_red
 
 from ..core.common import dtypes as _dt
+from ..core.sharding import OpShardingRule
+from ..core.sharding import rules as _rules
 from ..core.tensor.dispatch import register
 from ..core.tensor.impl import TensorImpl
 from ..core.tensor.tensor import Tensor
@@ -79,6 +81,12 @@ class ReduceOperation(Operation):
 
     result_dtype: Any = None
     empty_ok = False  # True: reducing an empty dimension gives the identity (sum 0, prod 1)
+    partial_reduce: str | None = None  # a sharded reduced axis leaves partial results ("sum", "max", "min")
+
+    def sharding_rule_for(self, in_shapes: list, out_shapes: list, kwargs: dict) -> OpShardingRule:
+        return _rules.reduction(
+            in_shapes[0], kwargs["axes"], kwargs["keepdims"], reduce=self.partial_reduce, partial_ok=self.partial_ok
+        )
 
     def adapt_kwargs(self, impls: list[TensorImpl], kwargs: dict, batch_dims: int) -> dict:
         return {"axes": tuple(a + batch_dims for a in kwargs["axes"]), "keepdims": kwargs["keepdims"]}
@@ -101,6 +109,8 @@ class ReduceOperation(Operation):
 
 class SumOp(ReduceOperation):
     name = "sum"
+    partial_reduce = "sum"
+    partial_ok = "additive"
     empty_ok = True
     max_reducer = staticmethod(_max_red.sum)
 
@@ -135,6 +145,7 @@ class _ExtremumOp(ReduceOperation):
 
 class MaxOp(_ExtremumOp):
     name = "max"
+    partial_reduce = "max"
     max_reducer = staticmethod(_max_red.max)
 
     def numpy_kernel(self, x: np.ndarray, *, axes: tuple, keepdims: bool) -> np.ndarray:
@@ -143,6 +154,7 @@ class MaxOp(_ExtremumOp):
 
 class MinOp(_ExtremumOp):
     name = "min"
+    partial_reduce = "min"
     max_reducer = staticmethod(_max_red.min)
 
     def numpy_kernel(self, x: np.ndarray, *, axes: tuple, keepdims: bool) -> np.ndarray:
@@ -288,6 +300,9 @@ class _AxisOperation(Operation):
 
     def abstract_eval(self, x: AVal, **kwargs: Any) -> AVal:
         return x
+
+    def sharding_rule_for(self, in_shapes: list, out_shapes: list, kwargs: dict) -> OpShardingRule:
+        return _rules.elementwise(in_shapes, out_shapes, whole=(kwargs["axis"],))
 
 
 def _np_shift_in(x: np.ndarray, axis: int, fill: Any) -> np.ndarray:

@@ -115,6 +115,7 @@ class UnaryOperation(Operation):
     """One tensor in, one tensor of the same shape and dtype out."""
 
     kind = FLOAT
+    sharding_rule = "elementwise"
 
     def abstract_eval(self, x: AVal, **kwargs: Any) -> AVal:
         _check_dtype(self.name, x[1], self.kind)
@@ -191,6 +192,7 @@ def _mx_keep_nan(x: Any, out: Any) -> Any:
 class NegOp(UnaryOperation):
     name = "neg"
     kind = NUMERIC
+    partial_ok = "additive"
 
     def kernel(self, x: Any) -> Any:
         return ops.negate(x)

@@ -12,6 +12,8 @@ from typing import Any
 import numpy as np
 from max.graph import ops
 
+from ..core.sharding import OpShardingRule
+from ..core.sharding import rules as _rules
 from ..core.tensor.dispatch import register
 from ..core.tensor.impl import TensorImpl
 from ..core.tensor.tensor import Tensor
@@ -58,6 +60,12 @@ class ReshapeOp(Operation):
 
     def abstract_eval(self, x: AVal, *, shape: tuple) -> AVal:
         return shape, x[1]
+
+    def sharding_rule_for(self, in_shapes: list, out_shapes: list, kwargs: dict) -> OpShardingRule:
+        return _rules.reshape(in_shapes[0], out_shapes[0])
+
+    def local_kwargs(self, kwargs: dict, in_avals: list, out_shapes: list) -> dict:
+        return {"shape": out_shapes[0]}
 
     def kernel(self, x: Any, *, shape: tuple) -> Any:
         return ops.reshape(x, shape)
@@ -125,6 +133,9 @@ class PermuteOp(Operation):
 
     def abstract_eval(self, x: AVal, *, dims: tuple) -> AVal:
         return tuple(x[0][d] for d in dims), x[1]
+
+    def sharding_rule_for(self, in_shapes: list, out_shapes: list, kwargs: dict) -> OpShardingRule:
+        return _rules.permutation(in_shapes[0], kwargs["dims"])
 
     def kernel(self, x: Any, *, dims: tuple) -> Any:
         return ops.permute(x, list(dims))
@@ -204,6 +215,12 @@ class BroadcastToOp(Operation):
     def abstract_eval(self, x: AVal, *, shape: tuple, expand: tuple = ()) -> AVal:
         return shape, x[1]
 
+    def sharding_rule_for(self, in_shapes: list, out_shapes: list, kwargs: dict) -> OpShardingRule:
+        return _rules.broadcast(in_shapes[0], out_shapes[0])
+
+    def local_kwargs(self, kwargs: dict, in_avals: list, out_shapes: list) -> dict:
+        return {"shape": out_shapes[0]}
+
     def kernel(self, x: Any, *, shape: tuple, expand: tuple = ()) -> Any:
         return ops.broadcast_to(ops.reshape(x, expand) if expand else x, shape)
 
@@ -265,6 +282,8 @@ expand_dims = unsqueeze
 # -- identity / detach -------------------------------------------------------------------------
 class IdentityOp(Operation):
     name = "identity"
+    sharding_rule = "elementwise"
+    partial_ok = "additive"
 
     def abstract_eval(self, x: AVal) -> AVal:
         return x
@@ -297,5 +316,5 @@ _detach = DetachOp()
 def detach(x: Tensor) -> Tensor:
     """A tensor with `x`'s value, cut from autodiff. Shares data once `x` is realized."""
     if x._impl.is_realized:
-        return Tensor(TensorImpl(x._impl.physical_shape, x.dtype, data=x._impl.data, batch_dims=x._impl.batch_dims))
+        return Tensor(x._impl.share())
     return _detach(x)

@@ -19,7 +19,7 @@ from max.engine import InferenceSession
 from max.graph import DeviceRef, Graph, Module, TensorType
 
 from ..common.dtypes import to_numpy_dtype
-from .program import Program
+from .program import PerDevice, Program, Step
 
 
 def storage_to_numpy(data: Any) -> np.ndarray:
@@ -54,6 +54,53 @@ def custom_extensions(program: Program) -> list[Path]:
     return paths
 
 
+def expand_inputs(program: Program, inputs: list) -> list:
+    """Sharded inputs arrive as their distinct pieces; executors work on per-device lists."""
+    if not program.input_layouts:
+        return inputs
+    return [
+        data if layout is None else PerDevice(data[p] for p in layout)
+        for data, layout in zip(inputs, program.input_layouts, strict=True)
+    ]
+
+
+def compress_outputs(program: Program, outputs: list) -> list:
+    """Per-device output lists back to one storage per distinct piece (a tuple)."""
+    if not program.output_layouts:
+        return outputs
+    return [
+        value if positions is None else tuple(value[p] for p in positions)
+        for value, positions in zip(outputs, program.output_layouts, strict=True)
+    ]
+
+
+def apply_step(step: Step, args: list, call: Any) -> tuple:
+    """Run one step: `call(args, kwargs, position)` returns the op's outputs as a tuple.
+
+    On a mesh a local step runs per device; devices whose inputs and kwargs are the same
+    objects (replicated pieces) share one call. A collective step gets the per-device lists.
+    """
+    spmd = step.spmd
+    if spmd is None or spmd.collective:
+        return call(args, step.kwargs, None)
+    memo: dict = {}
+    outs: list[PerDevice] = [PerDevice() for _ in step.outs]
+    for position in range(spmd.num_devices):
+        dev_args = [a[position] if type(a) is PerDevice else a for a in args]
+        kwargs = spmd.kwargs[position]
+        key = (tuple(map(id, dev_args)), id(kwargs))
+        hit = memo.get(key)
+        if hit is None:
+            hit = memo[key] = (call(dev_args, kwargs, position), dev_args)  # args kept: ids stay unique
+        for out, value in zip(outs, hit[0], strict=True):
+            out.append(value)
+    return tuple(outs)
+
+
+def _as_tuple(result: Any) -> tuple:
+    return tuple(result) if isinstance(result, tuple | list) and type(result) is not PerDevice else (result,)
+
+
 class Executor:
     name: str = "?"
     compiles = False  # whether prepare() invokes a compiler
@@ -75,24 +122,46 @@ class NumpyExecutor(Executor):
 
     def run(self, program: Program, inputs: list) -> list:
         env: list[Any] = [None] * program.num_slots
-        for slot, data in zip(program.input_slots, inputs, strict=True):
-            env[slot] = storage_to_numpy(data)
+        arrays = [tuple(map(storage_to_numpy, d)) if type(d) is tuple else storage_to_numpy(d) for d in inputs]
+        for slot, data in zip(program.input_slots, expand_inputs(program, arrays), strict=True):
+            env[slot] = data
         last_use = program.last_use
         for i, step in enumerate(program.steps):
-            result = step.op.numpy_kernel(*[env[a] for a in step.args], **step.kwargs)
-            results = result if isinstance(result, tuple | list) else (result,)
-            for slot, value, (shape, dtype) in zip(step.outs, results, step.out_avals, strict=True):
-                arr = np.asarray(value, dtype=to_numpy_dtype(dtype))
-                if arr.shape != shape:
-                    raise RuntimeError(
-                        f"internal error: {step.op.name} NumPy kernel produced shape {arr.shape}, "
-                        f"shape inference said {shape}"
-                    )
-                env[slot] = arr
+            results = apply_step(step, [env[a] for a in step.args], self._caller(step))
+            for slot, value in zip(step.outs, results, strict=True):
+                env[slot] = value
             for a in step.args:  # free intermediates after their last reader
                 if last_use.get(a) == i:
                     env[a] = None
-        return [env[s] for s in program.output_slots]
+        return compress_outputs(program, [env[s] for s in program.output_slots])
+
+    @staticmethod
+    def _caller(step: Step) -> Any:
+        def call(args: list, kwargs: dict, position: int | None) -> tuple:
+            results = _as_tuple(step.op.numpy_kernel(*args, **kwargs))
+            if step.spmd is None:
+                return tuple(_checked(step, v, a) for v, a in zip(results, step.out_avals, strict=True))
+            if position is not None:
+                avals = step.spmd.local_avals[position]
+                return tuple(_checked(step, v, a) for v, a in zip(results, avals, strict=True))
+            return tuple(  # collective: per-device lists (or one value, leaving the mesh)
+                PerDevice(_checked(step, v[p], step.spmd.local_avals[p][k]) for p in range(len(v)))
+                if type(v) is PerDevice
+                else _checked(step, v, step.out_avals[k])
+                for k, v in enumerate(results)
+            )
+
+        return call
+
+
+def _checked(step: Step, value: Any, aval: tuple) -> np.ndarray:
+    shape, dtype = aval
+    arr = np.asarray(value, dtype=to_numpy_dtype(dtype))
+    if arr.shape != shape:
+        raise RuntimeError(
+            f"internal error: {step.op.name} NumPy kernel produced shape {arr.shape}, shape inference said {shape}"
+        )
+    return arr
 
 
 class _Lowering(threading.local):
@@ -120,8 +189,7 @@ def lower_steps(program: Program, input_values: list, *, cse: bool = False) -> l
         if hit is not None:
             results = hit[0]
         else:
-            result = step.op.kernel(*args, **step.kwargs)
-            results = tuple(result) if isinstance(result, tuple | list) else (result,)
+            results = apply_step(step, args, lambda a, kw, _p, op=step.op: _as_tuple(op.kernel(*a, **kw)))
             if memo is not None:  # the args stay referenced, so their ids cannot be reused by new values
                 memo[key] = (results, args)
         for slot, value in zip(step.outs, results, strict=True):
@@ -155,9 +223,11 @@ class MaxExecutor(Executor):
         dynamic dims); without it everything is static."""
         device = DeviceRef.CPU()
         module = Module()
+        pieces = program.input_piece_types or [None] * len(program.input_types)
         types = [
             TensorType(dtype, resolve(shape) if resolve else shape, device=device)
-            for dtype, shape in program.input_types
+            for entry, piece_types in zip(program.input_types, pieces, strict=True)
+            for dtype, shape in (piece_types or [entry])
         ]
         self._graph_counter += 1
         extensions = custom_extensions(program)
@@ -168,10 +238,10 @@ class MaxExecutor(Executor):
                 program = replace(program, steps=[replace(st, kwargs=resolve(st.kwargs)) for st in program.steps])
             _LOWERING.memo = {}
             try:
-                outputs = lower_steps(program, [value.tensor for value in graph.inputs])
+                outputs = lower_steps(program, _group_inputs(program, [v.tensor for v in graph.inputs]))
             finally:
                 _LOWERING.memo = None
-            graph.output(*outputs)
+            graph.output(*[v for out in compress_outputs(program, outputs) for v in _pieces(out)])
         return module
 
     def prepare(self, program: Program, resolve: Any = None) -> Any:
@@ -179,10 +249,46 @@ class MaxExecutor(Executor):
         with self._lock:
             compiled = self.session.compile(module, custom_extensions=custom_extensions(program) or None)
             models = self.session.init_all(compiled)
-        return next(iter(models.values()))
+        model = next(iter(models.values()))
+        if not program.output_layouts and not program.input_layouts:
+            return model
+        return _ShardedModel(model, [None if p is None else len(p) for p in program.output_layouts])
 
     def run(self, model: Any, inputs: list) -> list:
+        if isinstance(model, _ShardedModel):
+            flat = [storage_to_buffer(p) for d in inputs for p in _pieces(d)]
+            return model.regroup(model.model.execute(*flat))
         return model.execute(*[storage_to_buffer(d) for d in inputs])
+
+
+def _pieces(value: Any) -> tuple:
+    return value if type(value) is tuple else (value,)
+
+
+def _group_inputs(program: Program, values: list) -> list:
+    """Flat graph inputs (one per piece of a sharded input) back to one value per input."""
+    if not program.input_layouts:
+        return values
+    grouped, i = [], 0
+    for layout in program.input_layouts:
+        n = 1 if layout is None else max(layout) + 1
+        grouped.append(values[i] if layout is None else tuple(values[i : i + n]))
+        i += n
+    return expand_inputs(program, grouped)
+
+
+class _ShardedModel:
+    """A compiled model whose flat outputs regroup into one tuple of pieces per sharded output."""
+
+    def __init__(self, model: Any, out_counts: list) -> None:
+        self.model, self.out_counts = model, out_counts
+
+    def regroup(self, flat: list) -> list:
+        out, i = [], 0
+        for n in self.out_counts:
+            out.append(flat[i] if n is None else tuple(flat[i : i + n]))
+            i += 1 if n is None else n
+        return out
 
 
 _EXECUTORS: dict[str, Executor] = {"numpy": NumpyExecutor(), "max": MaxExecutor()}

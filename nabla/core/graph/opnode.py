@@ -43,6 +43,7 @@ class OpNode:
         rule_kwargs: kwargs as adapted for unbatched operands (normalized, logical axes); the
             VJP and JVP rules receive these, since they are written with logical ops.
         released: set when `backward()` consumed the node without `retain_graph`.
+        spmd: for an op on sharded tensors, its `SpmdStep` (per-device kwargs and shapes).
     """
 
     __slots__ = (
@@ -55,6 +56,7 @@ class OpNode:
         "_refs",
         "out_avals",
         "released",
+        "spmd",
         "__weakref__",
     )
 
@@ -68,6 +70,7 @@ class OpNode:
         self._refs: tuple[weakref.ref, ...] = ()
         self.out_avals: tuple = ()
         self.released = False
+        self.spmd = None
 
     def set_outputs(self, impls: list) -> None:
         # Weak: outputs own their node, not the other way round, so dropped outputs are freed.

@@ -12,6 +12,23 @@ from typing import Any
 from .tracing import ConcretizationError, tracing
 
 
+class PerDevice(list):
+    """A sharded value inside an executor: one entry per device position of the mesh.
+    Devices holding the same piece share one object, so replicated work is done once."""
+
+
+@dataclass(frozen=True)
+class SpmdStep:
+    """How a step runs on a mesh. A local step calls the op's kernel once per device with
+    that device's kwargs (shapes differ on uneven splits); a collective step hands the op's
+    kernel every device's values at once (`PerDevice` lists) and gets lists back."""
+
+    num_devices: int
+    kwargs: tuple[dict, ...] = ()  # per device position; equal dicts are one object
+    local_avals: tuple = ()  # per device position: ((shape, dtype), ...) of the outputs
+    collective: bool = False
+
+
 @dataclass(frozen=True)
 class Step:
     op: Any
@@ -20,6 +37,7 @@ class Step:
     outs: tuple[int, ...]  # slots written, one per op output
     out_avals: tuple  # ((physical shape, dtype), ...) as inferred at op-call time
     key: tuple = ()  # the op's structural key (name, frozen kwargs)
+    spmd: SpmdStep | None = None
 
 
 @dataclass
@@ -31,6 +49,12 @@ class Program:
     num_slots: int
     # slot -> index of the last step that reads it; lets executors free intermediates early.
     last_use: dict[int, int] = field(default_factory=dict)
+    # Sharded inputs and outputs: per input, None or `piece_of` (device position -> piece);
+    # per output, None or `piece_positions` (piece -> a device position holding it).
+    input_layouts: list = field(default_factory=list)
+    output_layouts: list = field(default_factory=list)
+    # Per sharded input, the (dtype, local shape) of each piece (MAX graph input types).
+    input_piece_types: list = field(default_factory=list)
 
     def __post_init__(self) -> None:
         for i, step in enumerate(self.steps):
@@ -56,11 +80,21 @@ class Collected:
 
     def to_program(self) -> Program:
         steps = [
-            Step(node.op, node.adapted_kwargs, args, outs, node.out_avals, node.struct_key)
+            Step(node.op, node.adapted_kwargs, args, outs, node.out_avals, node.struct_key, node.spmd)
             for node, args, outs in zip(self.nodes, self.node_arg_slots, self.node_out_slots, strict=True)
         ]
         input_types = [(impl.dtype, impl.physical_shape) for impl in self.inputs]
-        return Program(steps, self.input_slots, input_types, self.output_slots, self.num_slots)
+        program = Program(steps, self.input_slots, input_types, self.output_slots, self.num_slots)
+        if any(i.sharding is not None for i in self.inputs) or any(t.sharding is not None for t in self.targets):
+            program.input_layouts = [None if i.sharding is None else i.sharding.piece_of for i in self.inputs]
+            program.input_piece_types = [
+                None
+                if i.sharding is None
+                else [(i.dtype, i.sharding.local_shape(i.physical_shape, p)) for p in i.sharding.piece_positions]
+                for i in self.inputs
+            ]
+            program.output_layouts = [None if t.sharding is None else t.sharding.piece_positions for t in self.targets]
+        return program
 
 
 def collect(targets: list, *, placeholders: bool = False) -> Collected:

@@ -63,6 +63,7 @@ class TensorImpl:
         device: Device = CPU_DEVICE,
         batch_dims: int = 0,
         requires_grad: bool = False,
+        sharding: Any = None,
     ) -> None:
         self.seq = next(_SEQ)  # creation order: evaluation targets are sorted by it
         self.data = data
@@ -70,7 +71,9 @@ class TensorImpl:
         self.dtype = dtype
         self.device = device
         self.batch_dims = batch_dims
-        self.sharding = None  # ShardingSpec slot; filled in by the sharding layer
+        # ShardingSpec (nabla.core.sharding) of a tensor laid out on a mesh; its `data` is then a
+        # tuple with one storage per distinct piece (spec.piece_of maps devices to pieces).
+        self.sharding = sharding
         self.output_refs = None  # OpNode for promises (and for realized tensors autograd needs)
         self.output_index = 0
         self.requires_grad = requires_grad
@@ -97,6 +100,12 @@ class TensorImpl:
     @property
     def sharding_key(self) -> Any:
         return None if self.sharding is None else self.sharding.structural_key()
+
+    def share(self) -> TensorImpl:
+        """A fresh realized impl on the same storage (no history, no requires_grad)."""
+        return TensorImpl(
+            self.physical_shape, self.dtype, data=self.data, batch_dims=self.batch_dims, sharding=self.sharding
+        )
 
     def set_realized(self, data: Any) -> None:
         self.data = data

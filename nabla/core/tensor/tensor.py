@@ -78,6 +78,25 @@ class Tensor:
         return self._impl.device
 
     @property
+    def sharding(self) -> Any:
+        """The tensor's ShardingSpec on a DeviceMesh, or None for an ordinary tensor."""
+        return self._impl.sharding
+
+    def local_shape(self, position: int) -> tuple[int, ...]:
+        """The shape of the part device `position` of the mesh holds (the shape if unsharded)."""
+        spec = self._impl.sharding
+        return self.shape if spec is None else spec.local_shape(self._impl.physical_shape, position)
+
+    def shards(self) -> list[np.ndarray]:
+        """Each mesh device's local value, by device position (evaluates)."""
+        spec = self._impl.sharding
+        if spec is None:
+            return [self.numpy()]
+        self.realize()
+        pieces = [storage_to_numpy(p) for p in self._impl.data]
+        return [pieces[i] for i in spec.piece_of]
+
+    @property
     def ndim(self) -> int:
         return len(self.shape)
 
@@ -146,7 +165,7 @@ class Tensor:
         (in-place ops swap in a new value), so the copy may share it."""
         impl = self.realize()._impl
         new = type(self).__new__(type(self))
-        Tensor.__init__(new, TensorImpl(impl.physical_shape, impl.dtype, data=impl.data, batch_dims=impl.batch_dims))
+        Tensor.__init__(new, impl.share())
         if self.requires_grad:
             new.requires_grad_(True)
         memo[id(self)] = new
@@ -156,7 +175,7 @@ class Tensor:
     def data(self) -> Tensor:
         """PyTorch's `.data`: the value without autodiff history (a realized tensor shares storage)."""
         if self._impl.is_realized and not self._impl.batch_dims:
-            return Tensor(TensorImpl(self._impl.physical_shape, self._impl.dtype, data=self._impl.data))
+            return Tensor(self._impl.share())
         return OPS.detach(self)
 
     @data.setter
@@ -166,7 +185,7 @@ class Tensor:
         if not isinstance(value, Tensor):
             raise TypeError(f".data must be assigned a Tensor, got {type(value).__name__}")
         if value._impl.is_realized and not value._impl.batch_dims:
-            impl = TensorImpl(value._impl.physical_shape, value._impl.dtype, data=value._impl.data)
+            impl = value._impl.share()
         else:
             impl = OPS.detach(value)._impl
         self._install(impl)
@@ -206,6 +225,9 @@ class Tensor:
         self.realize()
         if self._impl.dtype == _dt.bfloat16:
             return OPS.cast(self, _dt.float32).numpy()
+        spec = self._impl.sharding
+        if spec is not None:  # the global value, assembled on the host from the devices' pieces
+            return spec.assemble([storage_to_numpy(p) for p in self._impl.data], self._impl.physical_shape)
         return storage_to_numpy(self._impl.data)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:

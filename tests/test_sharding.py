@@ -1,0 +1,356 @@
+"""SPMD sharding core: meshes, specs, propagation, resharding, collectives, shard_map.
+
+Everything runs on the NumPy executor with simulated devices; results are compared with the
+unsharded computation. `test_sharding_max.py` compiles the same programs on MAX.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import nabla as nb
+from nabla import DeviceMesh, DimSpec, P, ShardingSpec
+from nabla.core.sharding import OpShardingRule, plan_reshard, propagate
+from nabla.ops.communication import COMMUNICATION_OPS
+
+RNG = np.random.default_rng(0)
+MESH1 = DeviceMesh("m1", (2,), ("x",))
+MESH4 = DeviceMesh("m4", (4,), ("x",))
+MESH22 = DeviceMesh("m22", (2, 2), ("a", "b"))
+
+
+def arr(*shape: int) -> np.ndarray:
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+def comm_ops(*tensors: nb.Tensor) -> list[str]:
+    """Names of the communicating ops recorded behind unevaluated tensors."""
+    seen, names, stack = set(), [], [t._impl for t in tensors]
+    while stack:
+        node = stack.pop().output_refs
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        if node.op.name in COMMUNICATION_OPS:
+            names.append(node.op.name)
+        stack.extend(node.args)
+    return sorted(names)
+
+
+# -- meshes and specs --------------------------------------------------------------------------
+def test_mesh_geometry():
+    assert MESH22.size == 4 and MESH22.axis_size("b") == 2
+    assert MESH22.coords == ((0, 0), (0, 1), (1, 0), (1, 1))
+    assert MESH22.groups(("b",)) == [[0, 1], [2, 3]]
+    assert MESH22.groups(("a",)) == [[0, 2], [1, 3]]
+    assert MESH22.index_along(3, ("a", "b")) == 3 and MESH22.index_along(2, ("b", "a")) == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("m", (2, 2), ("a",)), "has 2 axes but axis_names"),
+        (("m", (2, 2), ("a", "b"), [0, 1, 2]), "needs 4 devices, got 3"),
+        (("m", (2,), ("a",), [0, 0]), "distinct"),
+        (("m", (2, 2), ("a", "a")), "distinct strings"),
+        (("m", (0,), ("a",)), "positive"),
+    ],
+)
+def test_mesh_errors(args, message):
+    with pytest.raises(ValueError, match=message):
+        DeviceMesh(*args)
+
+
+def test_spec_errors_name_the_problem():
+    with pytest.raises(ValueError, match=r"no axis 'z' \(axes: \('a', 'b'\)\)"):
+        ShardingSpec(MESH22, [("z",), ()])
+    with pytest.raises(ValueError, match="'a' is used twice"):
+        ShardingSpec(MESH22, [("a",), ("a",)])
+    with pytest.raises(ValueError, match="used twice"):
+        ShardingSpec(MESH22, [("a",), ()], partial=["a"])
+    x = nb.tensor(arr(4, 4))
+    with pytest.raises(ValueError, match=r"spec P\('a', None, None\) has 3 entries, the tensor has rank 2"):
+        nb.shard(x, MESH22, P("a", None, None))
+    with pytest.raises(ValueError, match="has 1 dimensions, the tensor has rank 2"):
+        nb.shard(x, MESH22, ShardingSpec(MESH22, [("a",)]))
+    with pytest.raises(ValueError, match="no axis 'q'"):
+        nb.shard(x, MESH22, P("q"))
+    with pytest.raises(TypeError, match="mesh must be a DeviceMesh"):
+        nb.shard(x, "mesh", P())
+    a = nb.shard(x, MESH1, P("x"))
+    b = nb.shard(x, MESH4, P("x"))
+    with pytest.raises(ValueError, match=r"different meshes \['m1', 'm4'\]"):
+        a + b
+
+
+def test_spec_repr_and_keys():
+    spec = ShardingSpec(MESH22, [("a",), DimSpec(("b",), is_open=True)], partial=["x"] if False else ())
+    assert repr(spec) == 'sharding<@m22, [{"a"}, {"b", ?}]>'
+    assert repr(ShardingSpec(MESH22, [(), ()], partial=["b"])) == 'sharding<@m22, [{}, {}], partial={"b"}>'
+    assert spec == ShardingSpec(MESH22, [("a",), DimSpec(("b",), is_open=True)])
+    assert hash(spec) == hash(ShardingSpec(MESH22, [("a",), DimSpec(("b",), is_open=True)]))
+    assert spec != ShardingSpec(MESH22, [("a",), ("b",)])
+
+
+@pytest.mark.parametrize("shape", [(7, 5), (8, 4), (3, 1), (1, 9)])
+@pytest.mark.parametrize("spec", [P("x"), P(None, "x"), P(("a", "b")), P("b", "a"), P(None, ("b", "a"))])
+def test_split_and_assemble_uneven(shape, spec):
+    mesh = MESH4 if "x" in str(spec) else MESH22
+    value = arr(*shape)
+    t = nb.shard(nb.tensor(value), mesh, spec)
+    np.testing.assert_array_equal(t.numpy(), value)
+    shards = t.shards()
+    assert len(shards) == mesh.size
+    for pos, s in enumerate(shards):
+        assert s.shape == t.local_shape(pos)
+        np.testing.assert_array_equal(s, value[t.sharding.local_slices(shape, pos)])
+    # hierarchical splitting: the pieces tile the array exactly once per replica group
+    assert sum(s.size for s in shards) == value.size * (mesh.size // t.sharding.num_pieces)
+
+
+def test_pieces_are_shared_by_replicas():
+    t = nb.shard(nb.tensor(arr(4, 6)), MESH22, P("a"))
+    assert t.sharding.piece_of == (0, 0, 1, 1)
+    assert len(t._impl.data) == 2
+
+
+def test_shard_of_realized_tensor_records_no_op():
+    nb.reset_cache_info()
+    t = nb.shard(nb.tensor(arr(4, 4)), MESH22, P("a", "b"))
+    assert t._impl.is_realized and t._impl.output_refs is None
+    assert nb.cache_info().executions == 0
+
+
+# -- propagation ---------------------------------------------------------------------------------
+def test_matmul_rule_contracting_factor_leaves_partial_sum():
+    rule = OpShardingRule.parse("... m k, ... k n -> ... m n", [(4, 6), (6, 8)], [(4, 8)], partial_ok=(0, 1))
+    spec = ShardingSpec(MESH22, [(), ("b",)])
+    prop = propagate(rule, [spec, None], [(4, 6), (6, 8)], MESH22)
+    assert prop.in_specs[1] == ShardingSpec(MESH22, [("b",), ()])
+    assert prop.out_specs[0] == ShardingSpec(MESH22, [(), ()], partial=["b"])
+
+
+def test_conflict_resolution_prefers_the_larger_operand():
+    rule = OpShardingRule.parse("a b, a b -> a b", [(8, 8), (8, 8)], [(8, 8)])
+    small = ShardingSpec(MESH22, [("a",), ()])
+    big = ShardingSpec(MESH22, [("b",), ()])
+    prop = propagate(rule, [small, big], [(8, 8), (8, 8)], MESH22)
+    assert prop.out_specs[0].dim_axes == (("a",), ())  # equal sizes: the earlier operand wins
+    prop = propagate(rule, [small, big], [(2, 8), (8, 8)], MESH22)
+    assert prop.out_specs[0].dim_axes == (("b",), ())  # the larger operand wins
+
+
+def test_one_mesh_axis_shards_one_dim_per_tensor():
+    rule = OpShardingRule.parse("a b -> a b", [(8, 8)], [(8, 8)])
+    x = ShardingSpec(MESH22, [("a",), ("b",)])
+    prop = propagate(rule, [x], [(8, 8)], MESH22)
+    assert prop.out_specs[0] == x
+
+
+def test_compound_dims_shard_only_the_major_factor_evenly():
+    rule = OpShardingRule.parse("(h d) -> h d", [(8,)], [(4, 2)], sizes={"h": 4})
+    prop = propagate(rule, [ShardingSpec(MESH1, [("x",)])], [(8,)], MESH1)
+    assert prop.out_specs[0].dim_axes == (("x",), ())
+    rule = OpShardingRule.parse("(h d) -> h d", [(6,)], [(3, 2)], sizes={"h": 3})
+    prop = propagate(rule, [ShardingSpec(MESH1, [("x",)])], [(6,)], MESH1)
+    assert prop.out_specs[0].dim_axes == ((), ())  # 3 does not split evenly over 2
+
+
+def test_partial_sums_pass_through_linear_ops_and_reduce_once():
+    xa, wa = arr(4, 6), arr(6, 5)
+    x = nb.shard(nb.tensor(xa), MESH1, P(None, "x"))
+    w = nb.shard(nb.tensor(wa), MESH1, P("x", None))
+    y = x @ w
+    assert y.sharding.partial == {"x"}
+    z = (y * 3.0 - y).sum(axis=0)  # linear: still partial, no collective yet
+    assert z.sharding.partial == {"x"} and comm_ops(z) == []
+    r = nb.relu(z)  # not linear: one all_reduce
+    assert r.sharding.partial == frozenset() and comm_ops(r) == ["all_reduce"]
+    np.testing.assert_allclose(r.numpy(), np.maximum((xa @ wa * 2).sum(0), 0), rtol=1e-5, atol=1e-5)
+
+
+def test_elementwise_with_unsharded_scalar_needs_no_collective():
+    x = nb.shard(nb.tensor(arr(6, 4)), MESH22, P("a", "b"))
+    y = nb.exp(x) * 2.0 + 1.0
+    assert y.sharding == x.sharding and comm_ops(y) == []
+
+
+# -- resharding ----------------------------------------------------------------------------------
+RESHARDS = [
+    (P("a", None), P(None, "a"), ["all_to_all"]),
+    (P("a", "b"), P(), ["all_gather", "all_gather"]),
+    (P(), P("a", "b"), []),
+    (P(("a", "b")), P("a"), ["all_gather"]),
+    (P("a"), P(("a", "b")), []),
+    (P("b", "a"), P("a", "b"), ["all_gather", "all_to_all"]),  # a swap: gather one axis, move the other
+]
+
+
+@pytest.mark.parametrize(("src", "dst", "collectives"), RESHARDS, ids=str)
+def test_reshard_moves_data_with_the_cheapest_collectives(src, dst, collectives):
+    value = arr(6, 5)
+    x = nb.shard(nb.tensor(value), MESH22, src)
+    y = nb.reshard(x, dst)
+    assert comm_ops(y) == collectives
+    assert y.sharding.dim_axes == nb.shard(nb.tensor(value), MESH22, dst).sharding.dim_axes
+    np.testing.assert_array_equal(y.numpy(), value)
+    for pos, s in enumerate(y.shards()):
+        np.testing.assert_array_equal(s, value[y.sharding.local_slices(value.shape, pos)])
+
+
+def test_partial_to_sharded_is_a_reduce_scatter():
+    xa, wa = arr(6, 4), arr(4, 5)
+    y = nb.shard(nb.tensor(xa), MESH1, P(None, "x")) @ nb.shard(nb.tensor(wa), MESH1, P("x", None))
+    z = nb.reshard(y, P("x", None))
+    assert comm_ops(z) == ["reduce_scatter"]
+    np.testing.assert_allclose(z.numpy(), xa @ wa, rtol=1e-5, atol=1e-5)
+    steps = plan_reshard(y.sharding, z.sharding)
+    assert [s.kind for s in steps] == ["reduce_scatter"]
+
+
+def test_reshard_gradients_flow_back_to_the_source_layout():
+    value = arr(6, 4)
+    x = nb.shard(nb.tensor(value), MESH22, P("a", "b")).requires_grad_(True)
+    y = nb.reshard(x, P(None, "a"))
+    (y * y).sum().backward()
+    assert x.grad.sharding.dim_axes == (("a",), ("b",))
+    np.testing.assert_allclose(x.grad.numpy(), 2 * value, rtol=1e-6)
+
+
+def test_unshard_and_shard_are_differentiable():
+    value = arr(5, 3)
+    x = nb.tensor(value, requires_grad=True)
+    s = nb.shard(x, MESH4, P("x"))
+    assert s._impl.output_refs is not None  # recorded: x needs a gradient
+    u = nb.unshard(nb.sin(s))
+    assert u.sharding is None
+    u.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.cos(value), rtol=1e-6)
+
+
+# -- autodiff through propagated ops -------------------------------------------------------------
+@pytest.mark.parametrize("mesh,xspec,wspec", [(MESH1, P("x"), P()), (MESH22, P("a"), P(None, "b")),
+                                               (MESH4, P(None, "x"), P("x")), (MESH22, P("b", "a"), P("a", "b"))])  # fmt: skip
+def test_mlp_gradients_match_unsharded(mesh, xspec, wspec):
+    xa, w1, w2 = arr(6, 5), arr(5, 7), arr(7, 3)
+
+    def loss(x, a, b):
+        return (nb.tanh(x @ a) @ b).square().mean()
+
+    want = nb.grad(loss, argnums=(1, 2))(nb.tensor(xa), nb.tensor(w1), nb.tensor(w2))
+    got = nb.grad(loss, argnums=(1, 2))(
+        nb.shard(nb.tensor(xa), mesh, xspec), nb.shard(nb.tensor(w1), mesh, wspec), nb.tensor(w2)
+    )
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_jvp_through_sharded_ops():
+    xa, ta = arr(4, 6), arr(4, 6)
+    x = nb.shard(nb.tensor(xa), MESH22, P("a", "b"))
+    t = nb.shard(nb.tensor(ta), MESH22, P("b", None))
+    out, tangent = nb.jvp(lambda v: nb.sin(v).sum(axis=1), (x,), (t,))
+    np.testing.assert_allclose(out.numpy(), np.sin(xa).sum(1), rtol=1e-5)
+    np.testing.assert_allclose(tangent.numpy(), (np.cos(xa) * ta).sum(1), rtol=1e-5, atol=1e-6)
+
+
+# -- shard_map and the collectives ---------------------------------------------------------------
+def test_shard_map_dot_product_and_its_gradient():
+    f = nb.shard_map(lambda a, b: nb.all_reduce((a * b).sum(), "x"), MESH4, (P("x"), P("x")), P())
+    a, b = nb.arange(8.0), nb.ones(8)
+    assert f(a, b).item() == 28.0
+    ga, gb = nb.grad(f, argnums=(0, 1))(a, b)
+    np.testing.assert_array_equal(ga.numpy(), np.ones(8))
+    np.testing.assert_array_equal(gb.numpy(), np.arange(8.0))
+
+
+COLLECTIVE_CASES = {
+    "all_reduce_sum": (lambda x: nb.all_reduce(x, "x"), P("x"), P(), lambda v: v.reshape(4, 2).sum(0)),
+    "all_reduce_mean": (lambda x: nb.all_reduce(x, "x", "mean"), P("x"), P(), lambda v: v.reshape(4, 2).mean(0)),
+    "all_reduce_max": (lambda x: nb.all_reduce(x, "x", "max"), P("x"), P(), lambda v: v.reshape(4, 2).max(0)),
+    "all_reduce_min": (lambda x: nb.all_reduce(x, "x", "min"), P("x"), P(), lambda v: v.reshape(4, 2).min(0)),
+    "all_gather": (lambda x: nb.all_gather(x, "x"), P("x"), P(), lambda v: v),
+    "reduce_scatter": (lambda x: nb.reduce_scatter(x, "x"), P(), P("x"), lambda v: 4 * v),
+    "ppermute": (
+        lambda x: nb.ppermute(x, "x", [(i, (i + 1) % 4) for i in range(4)]),
+        P("x"),
+        P("x"),
+        lambda v: np.roll(v, 2),
+    ),
+    "broadcast": (lambda x: nb.broadcast(x, "x", root=2), P("x"), P("x"), lambda v: np.tile(v[4:6], 4)),
+    "axis_index": (
+        lambda x: x * nb.axis_index("x").astype(nb.float32),
+        P("x"),
+        P("x"),
+        lambda v: v * np.repeat(np.arange(4.0), 2),
+    ),  # fmt: skip
+}
+
+
+@pytest.mark.parametrize("name", sorted(COLLECTIVE_CASES))
+def test_collectives_values_and_gradients(name):
+    body, ispec, ospec, ref = COLLECTIVE_CASES[name]
+    value = RNG.permutation(8).astype(np.float32)
+    f = nb.shard_map(body, MESH4, ispec, ospec)
+    np.testing.assert_allclose(f(nb.tensor(value)).numpy(), ref(value), rtol=1e-6)
+    cot = arr(*ref(value).shape).astype(np.float64)
+
+    def loss(v):
+        return (f(v) * nb.tensor(cot.astype(np.float32))).sum()
+
+    grad = nb.grad(loss)(nb.tensor(value)).numpy()
+    eps, numeric = 1e-2, np.zeros(8)
+    for i in range(8):
+        d = np.zeros(8, np.float32)
+        d[i] = eps
+        numeric[i] = ((ref(value + d) * cot).sum() - (ref(value - d) * cot).sum()) / (2 * eps)
+    np.testing.assert_allclose(grad, numeric, rtol=1e-3, atol=1e-3)
+
+
+def test_all_to_all_moves_a_sharded_dimension():
+    value = np.arange(32.0, dtype=np.float32).reshape(8, 4)
+    f = nb.shard_map(lambda x: nb.all_to_all(x, "x", split_dim=1, concat_dim=0), MESH4, P("x"), P(None, "x"))
+    out = f(nb.tensor(value))
+    # device d sends column block j of its rows to device j: device j ends with column j, all rows
+    np.testing.assert_array_equal(out.numpy(), value)
+    np.testing.assert_array_equal(out.shards()[2], value[:, 2:3])
+    g = nb.grad(lambda v: (f(v) ** 2).sum())(nb.tensor(value))
+    np.testing.assert_allclose(g.numpy(), 2 * value)
+
+
+def test_shard_map_on_2d_mesh_with_replicated_axis():
+    xa, wa = arr(4, 3), arr(3, 2)
+    h = nb.shard_map(lambda x, w: nb.all_gather(x @ w, "a", dim=0), MESH22, (P("a", None), P()), P())
+    y = xa @ wa
+    np.testing.assert_allclose(h(nb.tensor(xa), nb.tensor(wa)).numpy(), y, rtol=1e-5)
+    gx, gw = nb.grad(lambda x, w: (h(x, w) ** 2).sum(), argnums=(0, 1))(nb.tensor(xa), nb.tensor(wa))
+    np.testing.assert_allclose(gx.numpy(), 2 * y @ wa.T, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(gw.numpy(), xa.T @ (2 * y), rtol=1e-5, atol=1e-6)
+
+
+def test_shard_map_errors():
+    with pytest.raises(RuntimeError, match="run inside shard_map"):
+        nb.all_reduce(nb.ones(4), "x")
+    with pytest.raises(ValueError, match="does not split evenly"):
+        nb.shard_map(lambda x: x, MESH4, P("x"), P("x"))(nb.ones(6))
+    with pytest.raises(ValueError, match="axis_name 'y' is not an axis of mesh 'm4'"):
+        nb.shard_map(lambda x: nb.all_reduce(x, "y"), MESH4, P("x"), P("x"))(nb.ones(8))
+    with pytest.raises(ValueError, match="1 specs for 2 values"):
+        nb.shard_map(lambda a, b: a, MESH4, (P("x"),), P())(nb.ones(8), nb.ones(8))
+    with pytest.raises(ValueError, match=r"pair \(0, 4\) is out of range for 4 devices"):
+        nb.shard_map(lambda x: nb.ppermute(x, "x", [(0, 4)]), MESH4, P("x"), P("x"))(nb.ones(8))
+
+
+def test_sharded_program_is_cached_by_structure():
+    def step(v):
+        x = nb.shard(nb.tensor(v), MESH22, P("a", "b"))
+        return (nb.relu(x) @ nb.shard(nb.tensor(np.ones((4, 3), np.float32)), MESH22, P("b"))).numpy()
+
+    step(arr(6, 4))
+    nb.reset_cache_info()
+    for _ in range(3):
+        out = step(arr(6, 4))
+    info = nb.cache_info()
+    assert (info.misses, info.hits) == (0, 3)
+    assert out.shape == (6, 3)
