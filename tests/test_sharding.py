@@ -354,3 +354,30 @@ def test_sharded_program_is_cached_by_structure():
     info = nb.cache_info()
     assert (info.misses, info.hits) == (0, 3)
     assert out.shape == (6, 3)
+
+
+# -- nabla.compile ----------------------------------------------------------------------------
+def test_compile_keeps_layouts_and_keys_on_them():
+    f = nb.compile(lambda x, w: nb.relu(x @ w))
+    xa, wa = arr(6, 4), arr(4, 5)
+    x = nb.shard(nb.tensor(xa), MESH22, P("a"))
+    w = nb.shard(nb.tensor(wa), MESH22, P(None, "b"))
+    y = f(x, w)
+    assert y.sharding.dim_axes == (("a",), ("b",))
+    np.testing.assert_allclose(y.numpy(), np.maximum(xa @ wa, 0), rtol=1e-5)
+    f(x, w)
+    assert (f.stats.misses, f.stats.hits) == (1, 1)
+    f(nb.tensor(xa), nb.tensor(wa))  # the same shapes unsharded: a different program
+    assert f.stats.misses == 2
+    assert f.stats.recompile_reasons == ["arg 0 sharding changed"]
+
+
+def test_compiled_function_under_grad_runs_as_one_sharded_call():
+    f = nb.compile(lambda x, w: nb.relu(x @ w).sum())
+    xa, wa = arr(6, 4), arr(4, 5)
+    x = nb.shard(nb.tensor(xa), MESH22, P("a"))
+    w = nb.shard(nb.tensor(wa), MESH22, P(None, "b"))
+    g = nb.grad(f, argnums=1)(x, w)
+    want = nb.grad(lambda x, w: nb.relu(x @ w).sum(), argnums=1)(nb.tensor(xa), nb.tensor(wa))
+    np.testing.assert_allclose(g.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
+    assert g.sharding.dim_axes == ((), ("b",))

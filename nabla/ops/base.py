@@ -216,6 +216,12 @@ class Operation:
             return OpShardingRule.parse(self.sharding_rule, in_shapes, out_shapes, partial_ok=self.partial_ok)
         return OpShardingRule.replicated([len(s) for s in in_shapes], [len(s) for s in out_shapes])
 
+    def own_layouts(self, impls: list[TensorImpl], kwargs: dict) -> tuple[list, list] | None:
+        """(input specs or None, output specs) for ops that place their outputs themselves and
+        whose kernels take every device's values at once (collectives, `call`); None: propagate.
+        Inputs are resharded to the input specs first (None: taken as they are)."""
+        return None
+
     def local_kwargs(self, kwargs: dict, in_avals: list[AVal], out_shapes: list[tuple]) -> dict:
         """The kwargs one device's kernel gets for its local shapes (ops whose kwargs hold
         global sizes, such as a reshape's target shape, override this)."""

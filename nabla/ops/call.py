@@ -101,8 +101,15 @@ def _trace_vjp(sub: SubProgram, mask: tuple[bool, ...]) -> SubProgram:
 
 
 class CallOp(Operation):
+    """On sharded arguments the sub-program (traced on placeholders with the same layouts)
+    runs as a whole on every device's values: its own steps carry their SPMD plans."""
+
     name = "call"
     always_tuple = True
+
+    def own_layouts(self, impls: list[TensorImpl], kwargs: dict) -> tuple[list, list]:
+        sub = kwargs["sub"]
+        return [a.sharding for a in sub.arg_impls], [o.sharding for o in sub.outputs]
 
     def abstract_eval(self, *avals: AVal, sub: SubProgram) -> list[AVal]:
         if tuple(avals) != sub.arg_avals:
@@ -113,7 +120,7 @@ class CallOp(Operation):
         return lower_steps(sub.program, [values[k] for k in sub.input_index], cse=True)
 
     def numpy_kernel(self, *arrays: np.ndarray, sub: SubProgram) -> tuple:
-        return tuple(get_executor_impl("numpy").run(sub.program, [arrays[k] for k in sub.input_index]))
+        return tuple(get_executor_impl("numpy").run_values(sub.program, [arrays[k] for k in sub.input_index]))
 
     def vjp_rule(self, primals: list[Tensor], cotangents: list[Tensor], outputs: list, sub: SubProgram) -> list:
         mask = tuple(p._impl.requires_grad for p in primals)

@@ -180,6 +180,9 @@ class CollectiveOp(Operation):
     def manual_shape(self, shape: tuple, mesh: DeviceMesh, **kw: Any) -> tuple:
         return shape
 
+    def own_layouts(self, impls: list[TensorImpl], kwargs: dict) -> tuple[None, list]:
+        return None, self.out_specs(impls, kwargs)
+
     def out_specs(self, impls: list[TensorImpl], kwargs: dict) -> list:
         return [kwargs["out"]]
 
@@ -653,8 +656,13 @@ def _local_shape(impl: TensorImpl, pos: int) -> tuple:
 def spmd_prepare(op: Operation, impls: list[TensorImpl], kwargs: dict, avals: list) -> tuple:
     """Propagate layouts through one op call: the inputs it should run on (resharded by
     collectives where needed), its output specs, and its per-device plan."""
-    if op.collective:
-        outs = op.out_specs(impls, kwargs)
+    own = op.own_layouts(impls, kwargs)
+    if own is not None:
+        ins, outs = own  # ins None: the op takes its inputs as they are
+        if ins is not None:
+            impls = [
+                i if i.sharding == t else _conform_tensor(Tensor(i), t)._impl for i, t in zip(impls, ins, strict=True)
+            ]
         mesh = next(s.mesh for s in outs + [i.sharding for i in impls] if s is not None)
         local = tuple(
             tuple((a[0] if s is None else s.local_shape(a[0], p), a[1]) for s, a in zip(outs, avals, strict=True))

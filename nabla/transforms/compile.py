@@ -99,6 +99,7 @@ class _Entry:
     grads: list  # (target getter, k or None): set a facade's .grad
     plan: DynamicPlan | None
     name_checks: list  # (getter, id of the Tensor object seen at trace time, label)
+    out_layouts: list  # per program output: (ShardingSpec or None, global shape) as traced
 
 
 class CompiledFunction:
@@ -259,7 +260,7 @@ class CompiledFunction:
                     raise ValueError(
                         f"compile: dynamic_dims names dim {d} of {label()}, which has shape {impl.logical_shape}"
                     )
-            return _Leaf("tensor", (impl.dtype, shape, impl.batch_dims, impl.requires_grad))
+            return _Leaf("tensor", (impl.dtype, shape, impl.batch_dims, impl.requires_grad, impl.sharding_key))
         if isinstance(v, float | int) and not isinstance(v, bool):
             return _Leaf("scalar", (type(v), v))
         try:
@@ -386,7 +387,9 @@ class CompiledFunction:
                     bd = impl.batch_dims
                     logical = tuple(sizes[s] if isinstance(s, str) else s for s in lf.key[1])
                     shape = shape[:bd] + logical
-                p = TensorImpl(shape, impl.dtype, batch_dims=impl.batch_dims, device=impl.device)
+                p = TensorImpl(
+                    shape, impl.dtype, batch_dims=impl.batch_dims, device=impl.device, sharding=impl.sharding
+                )
                 t = Tensor(p)
                 if impl.requires_grad:
                     t.requires_grad_(True)
@@ -490,6 +493,7 @@ class CompiledFunction:
             grads=[(target(f), k) for f, k in traced.grads],
             plan=plan,
             name_checks=traced.scan.checks,
+            out_layouts=[(t.sharding, t.physical_shape) for t in traced.collected.targets],
         )
 
     def _captured_source(self, impl: TensorImpl, traced: _Traced) -> _Source:
@@ -526,7 +530,7 @@ class CompiledFunction:
             results = entry.plan.run(entry.executor, entry.prepared, storages, values, entry.sources)
         else:
             results = entry.executor.run(entry.prepared, storages)
-        tensors = [_wrap(r) for r in results]
+        tensors = [_wrap(r, *layout) for r, layout in zip(results, entry.out_layouts, strict=True)]
         out = [tensors[v] if kind == "out" else v for kind, v in entry.out_slots]
         for target, k in entry.mutations:
             facade = _facade(target, values)
@@ -595,7 +599,11 @@ def _inside_transform(values: list) -> bool | str:
     return found
 
 
-def _wrap(data: Any) -> Tensor:
+def _wrap(data: Any, spec: Any = None, shape: tuple = ()) -> Tensor:
+    if spec is not None:  # sharded: one storage per distinct piece
+        first = data[0]
+        dtype = _dt.from_numpy_dtype(first.dtype) if isinstance(first, np.ndarray) else first.dtype
+        return Tensor(TensorImpl(shape, dtype, data=data, sharding=spec))
     shape = tuple(int(d) for d in data.shape)
     dtype = _dt.from_numpy_dtype(data.dtype) if isinstance(data, np.ndarray) else data.dtype
     return Tensor(TensorImpl(shape, dtype, data=data))
@@ -708,6 +716,8 @@ def _describe(old: tuple, new: tuple, labels: list[str]) -> str:
                 parts.append(f"vmap batch dims {va[2]} -> {vb[2]}")
             if va[3] != vb[3]:
                 parts.append(f"requires_grad {va[3]} -> {vb[3]}")
+            if va[4] != vb[4]:
+                parts.append("sharding changed")
             return f"{label} " + ", ".join(parts)
         if ka == "scalar":
             return f"{label} value {va[1]!r} -> {vb[1]!r} (used as a Python value inside the function)"

@@ -121,9 +121,13 @@ class NumpyExecutor(Executor):
         return program
 
     def run(self, program: Program, inputs: list) -> list:
-        env: list[Any] = [None] * program.num_slots
         arrays = [tuple(map(storage_to_numpy, d)) if type(d) is tuple else storage_to_numpy(d) for d in inputs]
-        for slot, data in zip(program.input_slots, expand_inputs(program, arrays), strict=True):
+        return compress_outputs(program, self.run_values(program, expand_inputs(program, arrays)))
+
+    def run_values(self, program: Program, values: list) -> list:
+        """Run on arrays (per-device lists for sharded values), returning the same kind."""
+        env: list[Any] = [None] * program.num_slots
+        for slot, data in zip(program.input_slots, values, strict=True):
             env[slot] = data
         last_use = program.last_use
         for i, step in enumerate(program.steps):
@@ -133,7 +137,7 @@ class NumpyExecutor(Executor):
             for a in step.args:  # free intermediates after their last reader
                 if last_use.get(a) == i:
                     env[a] = None
-        return compress_outputs(program, [env[s] for s in program.output_slots])
+        return [env[s] for s in program.output_slots]
 
     @staticmethod
     def _caller(step: Step) -> Any:
