@@ -41,7 +41,9 @@ def _moved(rank: int, src: int, dst: int) -> tuple[int, ...]:
 
 
 class _PermuteBatch(Operation):
-    """A physical transpose that changes how many leading dims count as batch dims."""
+    """A physical transpose that changes how many leading dims count as batch dims.
+
+    vmap's ops have no sharding rules: sharded tensors inside vmap are not supported."""
 
     delta = 0
 

@@ -31,6 +31,7 @@ from max.graph import ops
 from ..core.common import dtypes as _dt
 from ..core.common.context import is_grad_enabled, no_grad
 from ..core.common.pytree import tree_flatten, tree_leaves, tree_unflatten
+from ..core.sharding import OpShardingRule
 from ..core.tensor.dispatch import OPS
 from ..core.tensor.tensor import Tensor
 from . import batching as _batching
@@ -261,6 +262,12 @@ class WhileLoopOp(Operation):
 
     def abstract_eval(self, *avals: AVal) -> list[AVal]:
         return list(avals)
+
+    def sharding_rule_for(self, in_shapes: list, out_shapes: list, kwargs: dict) -> OpShardingRule:
+        # identity: each carry keeps its layout (no partial_ok: it would mark every carry partial)
+        dims = [tuple((f"t{k}_{d}",) for d in range(len(s))) for k, s in enumerate(in_shapes)]
+        sizes = {f"t{k}_{d}": n for k, s in enumerate(in_shapes) for d, n in enumerate(s)}
+        return OpShardingRule(tuple(dims), tuple(dims), sizes, frozenset(), None)
 
     def kernel(self, *values: Any) -> Any:
         return tuple(values)

@@ -15,6 +15,12 @@ Under vmap both operands arrive with one batch prefix (x `(P.., N, C, H, W)`, w 
 the kernels fold the prefix into the groups (one grouped convolution, `groups * prod(P)`), since a
 batched weight cannot be told from a broadcast one at op level. `_apply` avoids that broadcast
 when the weight is unbatched and needs no gradient: x's batch dims then join its leading dims.
+
+Sharding (`_ConvOperation.sharding_rule_for`): x's leading (batch) dims pass through to the
+output, the output channels follow the weight's, the contracted input channels leave partial
+sums (the weight gradient of a batch-sharded convolution contracts the batch: data parallelism),
+and the spatial dims stay whole (no halo exchange). With groups > 1 the channel dims are
+"(groups, per-group)": the group factor can be sharded (evenly), which splits the groups.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from max.graph import ops
 from numpy.lib.stride_tricks import sliding_window_view
 
 from ..core.common import dtypes as _dt
+from ..core.sharding import OpShardingRule
 from ..core.tensor.tensor import Tensor, grad_enabled_for
 from . import batching as _batching
 from . import binary as _bin
@@ -203,6 +210,38 @@ class _ConvOperation(Operation):
     """A conv primitive whose weight may carry vmap batch dims: both kernels fold them into the
     groups (`_fold`), run the unbatched `_kernel` (MAX) or `_numpy`, and unfold the result."""
 
+    partial_ok = (0, 1)  # bilinear: one operand may hold partial sums
+    transposed = False  # conv_transpose2d: the weight is (in, out / groups, kH, kW)
+
+    def sharding_rule_for(self, in_shapes: list, out_shapes: list, kwargs: dict) -> OpShardingRule:
+        x, w = in_shapes
+        lead = tuple((f"n{i}",) for i in range(len(x) - 3))
+        groups, cin, cout = kwargs["groups"], x[-3], out_shapes[0][-3]
+        whole = {"h", "w", "kh", "kw", "oh", "ow"}
+        if groups == 1:
+            ci, co = ("ci",), ("co",)
+            sizes = {"ci": cin, "co": cout}
+            w_in, w_out = ci, co
+        else:  # channels are (group, per-group): only the group factor can be sharded
+            ci, co = ("g", "ci"), ("g", "co")
+            sizes = {"g": groups, "ci": cin // groups, "co": cout // groups}
+            w_in, w_out = ("ci",), ("co",)
+            if not (cin and cout):
+                whole.add("g")
+        x_dims = (*lead, ci, ("h",), ("w",))
+        w_dims = (ci, w_out, ("kh",), ("kw",)) if self.transposed else (co, w_in, ("kh",), ("kw",))
+        out = (*lead, co, ("oh",), ("ow",))
+        return OpShardingRule((x_dims, w_dims), (out,), sizes, frozenset(whole), "sum", self.partial_ok)
+
+    def local_kwargs(self, kwargs: dict, in_avals: list, out_shapes: list) -> dict:
+        (x, _), (w, _) = in_avals
+        per_group = w[-3]  # conv2d: input channels per group; conv_transpose2d: output channels per group
+        if kwargs["groups"] == 1 or not per_group:
+            return kwargs
+        # a sharded group factor leaves each device some of the groups
+        channels = out_shapes[0][-3] if self.transposed else x[-3]
+        return {**kwargs, "groups": channels // per_group}
+
     def kernel(self, x: Any, w: Any, *, stride: tuple, padding: Pads, dilation: tuple, groups: int) -> Any:
         x, w, groups, unfold = _mx_fold(x, w, groups)
         return unfold(self._kernel(x, w, stride=stride, padding=padding, dilation=dilation, groups=groups))
@@ -310,6 +349,7 @@ class ConvTranspose2dOp(_ConvOperation):
     `(H - 1) * s + d * (k - 1) + 1`; `padding` crops it per side (negative entries extend it)."""
 
     name = "conv_transpose2d"
+    transposed = True
 
     def abstract_eval(self, x: AVal, w: AVal, *, stride: tuple, padding: Pads, dilation: tuple, groups: int) -> AVal:
         lead = _lead(x[0], 3, self.name)

@@ -147,6 +147,7 @@ def from_numpy(array: np.ndarray) -> Tensor:
 
 # -- fills -------------------------------------------------------------------------------------
 class FullOp(Operation):
+    # No sharding rule: creation ops here take no tensor, so they never see a sharded operand.
     name = "full"
     host_constant = True
     differentiable = False
@@ -254,7 +255,7 @@ def full_like(x: Tensor, fill_value: Any, dtype: Any = None) -> Tensor:
 
 # -- ranges ------------------------------------------------------------------------------------
 class ArangeOp(Operation):
-    name = "arange"
+    name = "arange"  # no sharding rule: no tensor inputs
     host_constant = True
     differentiable = False
 
@@ -309,7 +310,7 @@ class LinspaceOp(Operation):
     values are the exponents (`logspace`). Computed in float64 with PyTorch's symmetric formula
     (the first half counts up from `start`, the second half down from `end`), then cast."""
 
-    name = "linspace"
+    name = "linspace"  # no sharding rule: no tensor inputs
     host_constant = True
     differentiable = False
 
@@ -389,7 +390,7 @@ def logspace(start: Any, end: Any, steps: int, base: float = 10.0, dtype: Any = 
 class _IndexMaskOp(Operation):
     """An (n, m) mask computed from row index i and column index j (1 where `test(i, j, k)`)."""
 
-    host_constant = True
+    host_constant = True  # no sharding rule: no tensor inputs
     differentiable = False
 
     def abstract_eval(self, *, n: int, m: int, k: int, dtype: Any) -> AVal:
@@ -537,7 +538,7 @@ class RandomOp(Operation):
     permutation of range(shape[0])).
     """
 
-    name = "random"
+    name = "random"  # no sharding rule: its one input is the internal seed, never sharded
     host_constant = True
     differentiable = False
 

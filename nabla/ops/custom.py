@@ -124,7 +124,7 @@ class CustomOp(Operation):
     numpy_kernel, vjp, jvp, max_kernel) and, for a Mojo kernel, as its compile-time parameters.
     """
 
-    name = "custom"
+    name = "custom"  # no sharding rule: the user's kernels see whole values (sharded inputs are gathered)
 
     def __init__(
         self,

@@ -19,6 +19,10 @@ computation pending behind them is evaluated first). Integer index arrays given 
 NumPy data (or realized tensors) are bounds-checked at the call; indices computed lazily are
 not (out-of-range values then give undefined results on MAX).
 
+Sharding: a dimension a slice takes whole passes through (each device slices its own part);
+the sliced ones, and the axis `take` / `take_scatter` index, stay whole. The index's dimensions
+of `take` pass through to the result.
+
 Under vmap, `take` and `take_scatter` work per batch element (operands arrive with one batch
 prefix, so an index batched by vmap, e.g. per-example labels, indexes its own element). A
 boolean mask batched by vmap is refused: the result's shape would depend on the element.
@@ -35,6 +39,7 @@ from max.dtype import DType
 from max.graph import ops
 
 from ..core.common import dtypes as _dt
+from ..core.sharding import OpShardingRule
 from ..core.tensor.impl import TensorImpl
 from ..core.tensor.tensor import Tensor
 from . import binary as _bin
@@ -84,6 +89,26 @@ def _is_full(s: tuple[int, int, int], n: int) -> bool:
     return s == (0, n, 1) or (n == 0 and _slice_len(s) == 0)
 
 
+def _slice_rule(x_shape: tuple, slices: Slices, n_operands: int) -> OpShardingRule:
+    """slice (x -> y) and slice_scatter (x, src -> x): dims taken whole pass through, sliced ones stay whole."""
+    full = [_is_full(s, n) for s, n in zip(slices, x_shape, strict=True)]
+    x = tuple((f"d{i}",) if f else (f"_x{i}",) for i, f in enumerate(full))
+    part = tuple((f"d{i}",) if f else (f"_y{i}",) for i, f in enumerate(full))
+    sizes = {f"d{i}": n for i, (n, f) in enumerate(zip(x_shape, full, strict=True)) if f}
+    whole = frozenset(d[0] for d in x + part if d[0].startswith("_"))
+    operands, results = ((x,), (part,)) if n_operands == 1 else ((x, part), (x,))
+    return OpShardingRule(operands, results, sizes, whole, None, partial_ok="additive")
+
+
+def _local_slices(slices: Slices, local_shape: tuple) -> Slices:
+    """One device's slices: a dimension taken whole is taken whole locally, (0, local size, 1).
+    (A sliced dimension is whole, so its local size is the global one: a slice (0, stop, 1)
+    with stop >= the local size covers the whole dimension.)"""
+    return tuple(
+        (0, m, 1) if s[0] == 0 and s[2] == 1 and s[1] >= m else s for s, m in zip(slices, local_shape, strict=True)
+    )
+
+
 # -- slice ---------------------------------------------------------------------------------------
 class SliceOp(Operation):
     """`x[s0, s1, ...]` for one canonical (start, stop, step) per dimension; rank is kept."""
@@ -98,6 +123,12 @@ class SliceOp(Operation):
         if len(slices) != len(x[0]):
             raise ValueError(f"slice: {len(slices)} slices for a tensor of rank {len(x[0])}")
         return tuple(_slice_len(s) for s in slices), x[1]
+
+    def sharding_rule_for(self, in_shapes: list, out_shapes: list, kwargs: dict) -> OpShardingRule:
+        return _slice_rule(in_shapes[0], kwargs["slices"], 1)
+
+    def local_kwargs(self, kwargs: dict, in_avals: list, out_shapes: list) -> dict:
+        return {"slices": _local_slices(kwargs["slices"], in_avals[0][0])}
 
     def kernel(self, x: Any, *, slices: Slices) -> Any:
         shape = list(shape_of(x))
@@ -136,6 +167,12 @@ class SliceScatterOp(Operation):
         if src[1] != x[1]:
             raise TypeError(f"slice_scatter: src has dtype {src[1].name}, x has {x[1].name}")
         return x
+
+    def sharding_rule_for(self, in_shapes: list, out_shapes: list, kwargs: dict) -> OpShardingRule:
+        return _slice_rule(in_shapes[0], kwargs["slices"], 2)
+
+    def local_kwargs(self, kwargs: dict, in_avals: list, out_shapes: list) -> dict:
+        return {"slices": _local_slices(kwargs["slices"], in_avals[0][0])}
 
     def kernel(self, x: Any, src: Any, *, slices: Slices) -> Any:
         shape = list(shape_of(x))
@@ -236,6 +273,11 @@ class TakeOp(Operation):
             raise TypeError(f"take: index must be an integer tensor, got dtype {index[1].name}")
         return x[0][:axis] + index[0][batch_dims:] + x[0][axis + 1 :], x[1]
 
+    def sharding_rule_for(self, in_shapes: list, out_shapes: list, kwargs: dict) -> OpShardingRule:
+        x, i = _take_factors(in_shapes[0], in_shapes[1], kwargs["axis"])
+        out = x[: kwargs["axis"]] + i + x[kwargs["axis"] + 1 :]
+        return OpShardingRule((x, i), (out,), {}, frozenset({"_axis"}), None, partial_ok=(0,))
+
     def kernel(self, x: Any, index: Any, *, axis: int, batch_dims: int) -> Any:
         k = batch_dims
         if k == 0:
@@ -264,6 +306,13 @@ class TakeOp(Operation):
 
     def jvp_rule(self, primals: list, tangents: list, outputs: list, *, axis: int, **kw: Any) -> list:
         return [_take(tangents[0], primals[1], axis)]
+
+
+def _take_factors(x_shape: tuple, index_shape: tuple, axis: int) -> tuple[tuple, tuple]:
+    """Factors of take's x (its indexed axis "_axis", kept whole) and of its index (sharded
+    index dimensions pass to the result: each device takes its own indices)."""
+    x = tuple((f"d{d}",) if d != axis else ("_axis",) for d in range(len(x_shape)))
+    return x, tuple((f"i{d}",) for d in range(len(index_shape)))
 
 
 _SCATTER_ND = {
@@ -298,6 +347,14 @@ class TakeScatterOp(Operation):
                 f"take_scatter: updates have shape {updates[0]} {updates[1].name}, expected {want} {x[1].name}"
             )
         return x
+
+    def sharding_rule_for(self, in_shapes: list, out_shapes: list, kwargs: dict) -> OpShardingRule:
+        # The index dims are contracted (many updates may land on one position): whole, as the axis.
+        a = kwargs["axis"]
+        x, i = _take_factors(in_shapes[0], in_shapes[2], a)
+        updates = x[:a] + i + x[a + 1 :]
+        whole = frozenset({"_axis", *(d[0] for d in i)})
+        return OpShardingRule((x, updates, i), (x,), {}, whole, None)
 
     def kernel(self, x: Any, updates: Any, index: Any, *, axis: int, mode: str, batch_dims: int) -> Any:
         k = batch_dims

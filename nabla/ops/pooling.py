@@ -11,6 +11,9 @@ Primitives (each with MAX lowering, NumPy kernel, VJP and JVP side by side):
 Padding inside the primitives is explicit per side, as in `conv.py`, whose window helpers these
 kernels share. The 1-D functions run the 2-D primitives on a height-1 image;
 `adaptive_avg_pool2d` is composite.
+
+Sharding (`_spatial_rule`): the leading (batch, channel) dims pass through, the two spatial dims
+stay whole (a window may cross a shard boundary).
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from max.dtype import DType
 from max.graph import ops
 from max.graph.ops import reduction as _max_red
 
+from ..core.sharding import OpShardingRule
+from ..core.sharding import rules as _rules
 from ..core.tensor.tensor import Tensor
 from . import linalg as _linalg
 from . import reduction as _red
@@ -57,7 +62,15 @@ def _pool_out(x_shape: tuple, kernel: tuple, stride: tuple, padding: Pads, dilat
     )
 
 
+def _spatial_rule(in_shapes: list, out_shapes: list, partial_ok: str | tuple | None) -> OpShardingRule:
+    rank = len(out_shapes[0])
+    return _rules.elementwise(in_shapes, out_shapes, whole=(rank - 2, rank - 1), partial_ok=partial_ok)
+
+
 class _PoolOp(Operation):
+    def sharding_rule_for(self, in_shapes: list, out_shapes: list, kwargs: dict) -> OpShardingRule:
+        return _spatial_rule(in_shapes, out_shapes, self.partial_ok)
+
     def abstract_eval(
         self, x: AVal, *, kernel: tuple, stride: tuple, padding: Pads, dilation: tuple, **kw: Any
     ) -> AVal:
@@ -166,9 +179,13 @@ class MaxPool2dGradOp(Operation):
     of `x`. Linear in `g`; `x` only chooses positions (no gradient)."""
 
     name = "max_pool2d_grad"
+    partial_ok = (1,)  # linear in g
 
     def abstract_eval(self, x: AVal, g: AVal, **kw: Any) -> AVal:
         return x
+
+    def sharding_rule_for(self, in_shapes: list, out_shapes: list, kwargs: dict) -> OpShardingRule:
+        return _spatial_rule(in_shapes, out_shapes, self.partial_ok)
 
     def kernel(self, x: Any, g: Any, *, kernel: tuple, stride: tuple, padding: Pads, dilation: tuple) -> Any:
         xp = _mx_pad(x, padding, float("-inf"))
@@ -204,6 +221,7 @@ class MaxPool2dGatherOp(_PoolOp):
     Linear in `z`; the transpose of max_pool2d_grad."""
 
     name = "max_pool2d_gather"
+    partial_ok = (1,)  # linear in z
 
     def abstract_eval(self, x: AVal, z: AVal, **kw: Any) -> AVal:
         return super().abstract_eval(x, **kw)
@@ -250,6 +268,7 @@ class AvgPool2dOp(_PoolOp):
     per output position, so count_include_pad / ceil_mode / divisor_override are all data)."""
 
     name = "avg_pool2d"
+    partial_ok = "additive"
 
     def abstract_eval(self, x: AVal, *, div_h: tuple, div_w: tuple, **kw: Any) -> AVal:
         shape, dtype = super().abstract_eval(x, dilation=(1, 1), **kw)
@@ -284,9 +303,13 @@ class AvgPool2dGradOp(Operation):
     window, into a tensor of spatial `size`."""
 
     name = "avg_pool2d_grad"
+    partial_ok = "additive"
 
     def abstract_eval(self, g: AVal, *, size: tuple, **kw: Any) -> AVal:
         return g[0][:-2] + tuple(size), g[1]
+
+    def sharding_rule_for(self, in_shapes: list, out_shapes: list, kwargs: dict) -> OpShardingRule:
+        return _spatial_rule(in_shapes, out_shapes, self.partial_ok)
 
     def kernel(
         self, g: Any, *, size: tuple, kernel: tuple, stride: tuple, padding: Pads, div_h: tuple, div_w: tuple

@@ -7,6 +7,8 @@ padding = padding with the negated widths). Multi-output `split` (and `chunk`/`u
 one tuple whose tensors share a single OpNode.
 
 Rules receive physical (batch-shifted) kwargs; they call ops with logical ones (`_logical`).
+
+Sharding (`_sharding.py`): dims an op moves data along stay whole; partial sums pass (linear ops).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from . import binary as _bin
 from . import control_flow as _cf
 from . import creation as _cr
 from . import reduction as _red
+from ._sharding import picked, whole_dims
 from .base import AVal, Operation, public, shape_of
 from .cast import cast
 from .view import broadcast_to, normalize_axis, permute, reshape, unsqueeze
@@ -117,6 +120,8 @@ class FlipOp(Operation):
     def abstract_eval(self, x: AVal, *, axes: tuple) -> AVal:
         return x
 
+    sharding_rule_for = whole_dims(lambda kw, rank: kw["axes"])
+
     def kernel(self, x: Any, *, axes: tuple) -> Any:
         shape = _static_shape(x)
         if 0 in shape:
@@ -175,6 +180,11 @@ class PadOp(Operation):
         if any(s < 0 for s in shape):
             raise ValueError(f"pad: widths {widths} give a negative size for a tensor of shape {x[0]}")
         return shape, x[1]
+
+    sharding_rule_for = whole_dims(  # linear unless a nonzero fill
+        lambda kw, rank: [d for d, w in enumerate(kw["widths"]) if w != (0, 0)],
+        lambda kw: "additive" if kw["mode"] != "constant" or kw["value"] == 0 else None,
+    )
 
     def kernel(self, x: Any, *, widths: tuple, mode: str, value: Any) -> Any:
         shape = _static_shape(x)
@@ -352,6 +362,8 @@ class ConcatenateOp(Operation):
         out[axis] = sum(s[axis] for s, _ in xs)
         return tuple(out), xs[0][1]
 
+    sharding_rule_for = whole_dims(lambda kw, rank: (kw["axis"],))
+
     def kernel(self, *xs: Any, axis: int) -> Any:
         shape = list(_static_shape(xs[0]))
         shape[axis] = sum(int(x.shape[axis]) for x in xs)
@@ -384,6 +396,10 @@ class SplitOp(Operation):
         if sum(sizes) != x[0][axis]:
             raise ValueError(f"split: sizes {sizes} do not sum to {x[0][axis]} (dim {axis} of shape {x[0]})")
         return [(_piece_shape(x[0], axis, s, keepdims), x[1]) for s in sizes]
+
+    sharding_rule_for = picked(  # unbind (keepdims False) drops the axis
+        lambda kw, rank, n: ([[d for d in range(rank) if kw["keepdims"] or d != kw["axis"]]] * n, (kw["axis"],))
+    )
 
     def kernel(self, x: Any, *, sizes: tuple, axis: int, keepdims: bool) -> Any:
         shape = _static_shape(x)
@@ -622,6 +638,8 @@ class RepeatInterleaveOp(Operation):
             raise ValueError(f"repeat_interleave: {len(repeats)} repeats for dim {axis} of shape {x[0]}")
         return x[0][:axis] + (sum(repeats),) + x[0][axis + 1 :], x[1]
 
+    sharding_rule_for = whole_dims(lambda kw, rank: (kw["axis"],))
+
     def kernel(self, x: Any, *, repeats: tuple, axis: int) -> Any:
         shape = _static_shape(x)
         out_shape = shape[:axis] + (sum(repeats),) + shape[axis + 1 :]
@@ -708,6 +726,8 @@ class _TriangleOp(Operation):
             raise ValueError(f"{self.name}: expected a tensor of rank >= 2, got shape {x[0]}")
         return x
 
+    sharding_rule_for = whole_dims(lambda kw, rank: (rank - 2, rank - 1))  # global row/column indices
+
     def kernel(self, x: Any, *, diagonal: int) -> Any:
         *_, m, n = _static_shape(x)
         if m == 0 or n == 0:
@@ -784,6 +804,13 @@ class DiagonalOp(Operation):
         shape = x[0]
         rest = tuple(s for i, s in enumerate(shape) if i not in (axis1, axis2))
         return rest + (_diag_len(shape[axis1], shape[axis2], offset),), x[1]
+
+    sharding_rule_for = picked(  # the other dims, then the diagonal (a new dim)
+        lambda kw, rank, n: (
+            [[*(d for d in range(rank) if d not in (kw["axis1"], kw["axis2"])), None]],
+            (kw["axis1"], kw["axis2"]),
+        )
+    )
 
     def kernel(self, x: Any, *, offset: int, axis1: int, axis2: int) -> Any:
         shape = _static_shape(x)

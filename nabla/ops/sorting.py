@@ -19,6 +19,8 @@ import numpy as np
 from max.graph import ops
 
 from ..core.common import dtypes as _dt
+from ..core.sharding import OpShardingRule
+from ..core.sharding import rules as _rules
 from ..core.tensor.impl import TensorImpl
 from ..core.tensor.tensor import Tensor
 from . import reduction as _red
@@ -48,8 +50,14 @@ def _to_last(x: Any, axis: int) -> Any:
 
 
 class _AxisOp(Operation):
+    """Sharding: the sorted (gathered, scattered) axis stays whole; the other dims, of one size
+    in every operand and result, pass through."""
+
     def adapt_kwargs(self, impls: list[TensorImpl], kwargs: dict, batch_dims: int) -> dict:
         return {**kwargs, "axis": kwargs["axis"] + batch_dims}
+
+    def sharding_rule_for(self, in_shapes: list, out_shapes: list, kwargs: dict) -> OpShardingRule:
+        return _rules.elementwise(in_shapes, out_shapes, whole=(kwargs["axis"],), partial_ok=self.partial_ok)
 
 
 # -- the selection primitive -------------------------------------------------------------------
@@ -99,6 +107,7 @@ class SortGatherOp(_AxisOp):
     indices along `axis` are distinct: true for the sort/topk indices this op is used with."""
 
     name = "sort_gather"
+    partial_ok = (0,)  # linear in x
 
     def abstract_eval(self, x: AVal, indices: AVal, *, axis: int) -> AVal:
         return indices[0], x[1]
@@ -124,6 +133,7 @@ class SortScatterOp(_AxisOp):
     (put_along_axis into zeros). Indices along `axis` must be distinct."""
 
     name = "sort_scatter"
+    partial_ok = (0,)  # linear in the updates
 
     def abstract_eval(self, updates: AVal, indices: AVal, *, axis: int, size: int) -> AVal:
         shape = list(updates[0])

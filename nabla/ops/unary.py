@@ -781,6 +781,7 @@ class ClampOp(Operation):
     """min(max(x, lo), hi) on operands of one shape and dtype: `bounds` says which of lo/hi follow x."""
 
     name = "clamp"
+    sharding_rule = "elementwise"
 
     def abstract_eval(self, x: AVal, *bounds: AVal, bounds_given: str) -> AVal:
         _check_dtype("clamp", x[1], NUMERIC)

@@ -194,6 +194,10 @@ def propagate(
         holders = [k for k, t in enumerate(tensors) if factor in t]
         blocked = set().union(*(taken[k] for k in holders))
         axes = tuple(itertools.takewhile(lambda a, blocked=blocked: a not in blocked, min(props)[1]))
+        if factor not in in_results and rule.reduction in ("max", "min"):
+            # max/min have no identity: every device must hold part of a contracted factor
+            while axes and rule.sizes.get(factor, 0) < mesh.axes_size(axes):
+                axes = axes[:-1]
         if axes and _compound_ok(rule, factor, mesh.axes_size(axes)):
             chosen[factor] = axes
             for k in holders:
