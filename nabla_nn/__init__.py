@@ -12,7 +12,7 @@ Example:
     >>> nn.save(model, "model.safetensors")
 """
 
-from . import data, functional, init, utils
+from . import data, functional, init, parallel, utils
 from .module import IncompatibleKeys, Module, RemovableHandle
 from .modules import *  # noqa: F403
 from .modules import __all__ as _modules_all
@@ -28,6 +28,7 @@ __all__ = [
     "functional",
     "init",
     "load",
+    "parallel",
     "save",
     "utils",
     *_modules_all,

@@ -416,16 +416,21 @@ class Module:
         """Parameters and persistent buffers by PyTorch name ("layers.0.weight"), in
         registration order. Shared tensors appear under every name. Values share storage with
         the module (realized storage is never written in place); `keep_vars=True` returns
-        the Parameter objects themselves."""
+        the Parameter objects themselves. A value sharded on a DeviceMesh is assembled into
+        one ordinary tensor (a copy), so checkpoints do not depend on the layout."""
         out = OrderedDict() if destination is None else destination
+        sharded: list[str] = []
         for mod_prefix, module in self.named_modules(prefix=prefix.rstrip("."), remove_duplicate=False):
             dot = f"{mod_prefix}." if mod_prefix else ""
-            for name, p in module._parameters.items():
-                if p is not None:
-                    out[dot + name] = p if keep_vars else p.data
-            for name, b in module._buffers.items():
-                if b is not None and name not in module._non_persistent_buffers:
-                    out[dot + name] = b if keep_vars else b.data
+            for store, skip in ((module._parameters, ()), (module._buffers, module._non_persistent_buffers)):
+                for name, t in store.items():
+                    if t is not None and name not in skip:
+                        out[dot + name] = t if keep_vars else t.data
+                        if not keep_vars and t.sharding is not None:
+                            sharded.append(dot + name)
+        if sharded:
+            full = _assembled([out[k] for k in sharded])
+            out.update(zip(sharded, full, strict=True))
         return out
 
     def load_state_dict(
@@ -437,7 +442,9 @@ class Module:
         naming the key, the expected and the actual value; with `strict`, missing and
         unexpected keys are listed in the error. Returns `(missing_keys, unexpected_keys)`.
         Values may be Tensors or NumPy arrays; they are realized, so a loaded model's
-        training step has the same structure as any other.
+        training step has the same structure as any other. A parameter sharded on a
+        DeviceMesh keeps its layout (the loaded value is split to it), and an unsharded one
+        stays unsharded whatever layout the loaded value had.
         """
         if not isinstance(state_dict, Mapping):
             raise TypeError(f"load_state_dict: expected a mapping of name -> tensor, got {type(state_dict).__name__}")
@@ -467,6 +474,8 @@ class Module:
             problems += [f"unexpected key(s): {', '.join(unexpected)}"] if unexpected else []
         if problems:
             raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}:\n  " + "\n  ".join(problems))
+        nb.evaluate(*(v for _, v in values))
+        values = [(target, _in_layout_of(target, value)) for target, value in values]
         nb.evaluate(*(v for _, v in values))
         for target, value in values:
             target.data = value
@@ -505,6 +514,34 @@ class Module:
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
+
+
+def _assembled(values: list[Tensor]) -> list[Tensor]:
+    """Sharded values as ordinary tensors holding their global values, assembled on the host
+    (no model to build). Values on one storage (tied parameters) give one tensor."""
+    nb.evaluate(*(v for v in values if not v.is_realized))
+    memo: dict[int, Tensor] = {}
+    out = []
+    for v in values:
+        key = id(v._impl.data)
+        if key not in memo:
+            if v.dtype == _dt.bfloat16:  # NumPy has no bfloat16: gather it with an op
+                memo[key] = nb.unshard(v)
+            else:
+                memo[key] = Tensor.from_numpy(v.numpy())
+        out.append(memo[key])
+    nb.evaluate(*(v for v in out if not v.is_realized))
+    return out
+
+
+def _in_layout_of(target: Tensor, value: Tensor) -> Tensor:
+    """`value` in `target`'s layout: split to a sharded target's spec, gathered for an unsharded one."""
+    spec = target.sharding
+    if spec is None:
+        return value if value.sharding is None else _assembled([value])[0]
+    if value.sharding is not None and value.sharding.mesh != spec.mesh:
+        value = _assembled([value])[0]
+    return nb.shard(value.data, spec.mesh, spec.without_partial())
 
 
 def _shape_str(shape: tuple) -> str:

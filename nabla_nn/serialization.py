@@ -234,6 +234,8 @@ def _dedupe(entries: list[tuple[str, Any]]) -> tuple[list[tuple[str, str, np.nda
 def _to_array(value: Tensor | np.ndarray) -> np.ndarray:
     """The values to store, as a C-contiguous little-endian array (bfloat16 as uint16 bits)."""
     if isinstance(value, Tensor) and value.dtype == nb.bfloat16:
+        if value.sharding is not None:  # its pieces, gathered into one value
+            value = nb.unshard(value).realize()
         data = value._impl.data
         if isinstance(data, Buffer):
             array = _bf16_buffer_bits(data, tuple(value.shape))

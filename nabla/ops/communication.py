@@ -167,6 +167,11 @@ class CollectiveOp(Operation):
 
     collective = True
     communicates = True  # counted as communication (slices and relabels are not)
+    # Layout mode: a layout change is the identity on the global value, so any layout of the
+    # cotangent is right. Ops that split their input (slices, reduce_scatter) keep the
+    # cotangent's layout: moving it back would gather it. Ops that join (gathers, reductions)
+    # move it back to the input's layout, which is a local slice.
+    keeps_cotangent = False
 
     def adapt_kwargs(self, impls: list[TensorImpl], kwargs: dict, batch_dims: int) -> dict:
         if batch_dims:
@@ -198,7 +203,10 @@ class CollectiveOp(Operation):
     def vjp_rule(self, primals: list, cotangents: list, outputs: list, **kw: Any) -> list:
         if kw["out"] is not None and kw["out"].manual:
             return [self.transpose(cotangents[0], primals[0], outputs[0], **kw)]
-        return [_to_layout(cotangents[0], kw["src"])]
+        ct, src = cotangents[0], kw["src"]
+        if self.keeps_cotangent and src is not None and ct._impl.sharding is not None:
+            return [ct]
+        return [_to_layout(ct, src)]
 
     def jvp_rule(self, primals: list, tangents: list, outputs: list, **kw: Any) -> list:
         if kw["out"] is not None and kw["out"].manual:
@@ -244,6 +252,7 @@ class AllGatherOp(CollectiveOp):
 
 class ReduceScatterOp(CollectiveOp):
     name = "reduce_scatter"
+    keeps_cotangent = True
 
     def manual_shape(self, shape: tuple, mesh: DeviceMesh, *, axes: tuple, dim: int, **kw: Any) -> tuple:
         return _manual_size(shape, dim, mesh.axes_size(axes), "reduce_scatter", True)
@@ -323,6 +332,7 @@ class ShardSliceOp(CollectiveOp):
 
     name = "shard_slice"
     communicates = False
+    keeps_cotangent = True
 
     def apply(self, lib: Any, x: Any, *, out: ShardingSpec, src: Any) -> PerDevice:
         mesh, have = out.mesh, (src.dim_axes if src is not None else ((),) * out.rank)

@@ -285,8 +285,16 @@ def _pad_last(mask: Tensor | None) -> Tensor | None:
 
 
 def _split_heads(x: Tensor, bsz: int, num_heads: int, head_dim: int) -> Tensor:
-    """(S, N, E) -> (N * heads, S, head_dim), torch's layout."""
+    """(S, N, E) -> (N * heads, S, head_dim), torch's layout. Two reshapes, each splitting or
+    merging dimensions, so a batch (N) split over devices stays split (data parallelism)."""
+    x = nb.reshape(x, (x.shape[0], bsz, num_heads, head_dim))
     return nb.transpose(nb.reshape(x, (x.shape[0], bsz * num_heads, head_dim)), 0, 1)
+
+
+def _merge_heads(x: Tensor, bsz: int, num_heads: int) -> Tensor:
+    """(N * heads, L, head_dim) -> (L, N, E), the inverse of `_split_heads`."""
+    x = nb.reshape(nb.transpose(x, 0, 1), (x.shape[1], bsz, num_heads, x.shape[2]))
+    return nb.reshape(x, (x.shape[0], bsz, num_heads * x.shape[3]))
 
 
 def _static_kv(x: Tensor, name: str, bsz: int, num_heads: int, head_dim: int) -> Tensor:
@@ -412,7 +420,7 @@ def multi_head_attention_forward(
     p = _dropout_prob(dropout_p, op) if training else 0.0
 
     out, weights = _attend(q, k, v, attn_mask, p, 1.0 / math.sqrt(head_dim), safe=not need_weights)
-    out = nb.reshape(nb.transpose(out, 0, 1), (tgt_len, bsz, embed_dim))
+    out = _merge_heads(out, bsz, num_heads)
     out = linear(out, out_proj_weight, out_proj_bias)
     if not need_weights:
         return (out if batched else nb.squeeze(out, 1)), None

@@ -25,6 +25,7 @@ from max.graph import ops
 
 import nabla as nb
 from nabla import Operation, Tensor
+from nabla.core.sharding import OpShardingRule
 from nabla.ops.base import AVal, shape_of
 from nabla.ops.reduction import LogSoftmaxOp, SoftmaxOp
 
@@ -88,6 +89,24 @@ def _weight_arg(args: tuple) -> Any:
     return args[0] if args else None
 
 
+def _rule(in_shapes: list, loss_shape: tuple | None, reduction: str) -> OpShardingRule:
+    """Rows ("n") split like the batch, classes ("c") kept whole (a softmax needs whole rows).
+    A summed loss over split rows is a partial sum; a mean's denominator is global, so a
+    "mean" keeps the rows whole too (`fused_cross_entropy` turns a sharded mean into a sum).
+    `loss_shape`: the loss cotangent's shape (the gradient op), None for the loss op."""
+    n, c = in_shapes[0]
+    operands: list = [(("n",), ("c",)), (("n",),)]
+    if loss_shape is not None:
+        operands.append((("n",),) if loss_shape else ())
+    operands += [(("c",),)] * (len(in_shapes) - len(operands))  # the class weights
+    if loss_shape is None:
+        results = ((("n",),) if reduction == "none" else (),)
+    else:
+        results = ((("n",), ("c",)),)
+    whole = {"c", "n"} if reduction == "mean" else {"c"}
+    return OpShardingRule(tuple(operands), results, {"n": n, "c": c}, frozenset(whole), "sum")
+
+
 # -- forward ---------------------------------------------------------------------------------
 class CrossEntropyOp(Operation):
     """loss(logits (N, C), targets (N,) int64[, weight (C,)]): () for mean/sum, (N,) for none."""
@@ -96,6 +115,9 @@ class CrossEntropyOp(Operation):
 
     def abstract_eval(self, x: AVal, t: AVal, *w: AVal, ignore_index: int, smoothing: float, reduction: str) -> AVal:
         return ((x[0][0],) if reduction == "none" else ()), x[1]
+
+    def sharding_rule_for(self, in_shapes: list, out_shapes: list, kwargs: dict) -> OpShardingRule:
+        return _rule(in_shapes, None, kwargs["reduction"])
 
     def kernel(self, x: Any, t: Any, *w: Any, ignore_index: int, smoothing: float, reduction: str) -> Any:
         n, c = shape_of(x)
@@ -134,6 +156,9 @@ class CrossEntropyGradOp(Operation):
 
     def abstract_eval(self, x: AVal, t: AVal, g: AVal, *w: AVal, **kw: Any) -> AVal:
         return x
+
+    def sharding_rule_for(self, in_shapes: list, out_shapes: list, kwargs: dict) -> OpShardingRule:
+        return _rule(in_shapes, tuple(in_shapes[2]), kwargs["reduction"])
 
     def kernel(self, x: Any, t: Any, g: Any, *w: Any, ignore_index: int, smoothing: float, reduction: str) -> Any:
         n, _ = shape_of(x)
@@ -203,7 +228,27 @@ def fused_cross_entropy(
     if target.dtype != nb.int64:
         target = nb.cast(target, nb.int64)
     extra = () if weight is None else (weight,)
-    loss = _cross_entropy(
-        logits, target, *extra, ignore_index=int(ignore_index), smoothing=float(smoothing), reduction=reduction
-    )
+    kw = {"ignore_index": int(ignore_index), "smoothing": float(smoothing)}
+    if reduction == "mean" and (_rows_split(logits) or _rows_split(target)):
+        # data parallel: each device sums its rows' losses (a partial sum, reduced when read);
+        # the mean's denominator is global, so it is all-reduced (one scalar)
+        denom = nb.sum(_target_weights(logits, target, weight, int(ignore_index)))
+        if denom.sharding is not None and denom.sharding.partial:
+            denom = nb.reshard(denom, denom.sharding.without_partial())
+        return _cross_entropy(logits, target, *extra, **kw, reduction="sum") / denom
+    loss = _cross_entropy(logits, target, *extra, **kw, reduction=reduction)
     return nb.reshape(loss, ()) if squeeze and reduction == "none" else loss
+
+
+def _target_weights(x: Tensor, t: Tensor, w: Tensor | None, ignore_index: int) -> Tensor:
+    """w_t * v per row: what "mean" divides the summed loss by, summed."""
+    valid = nb.cast(nb.not_equal(t, ignore_index), x.dtype)
+    if w is None:
+        return valid
+    onehot = nb.cast(nb.equal(nb.unsqueeze(t, 1), nb.arange(x.shape[-1], dtype=nb.int64)), x.dtype)
+    return nb.sum(onehot * w, axis=1) * valid
+
+
+def _rows_split(t: Tensor) -> bool:
+    spec = t.sharding
+    return spec is not None and bool(spec.dim_axes[0])

@@ -84,7 +84,7 @@ def backward_on_trace(
     for node in nodes:
         if node.released:
             raise RuntimeError(RELEASED_MESSAGE)
-    grads: dict[int, Tensor] = {}
+    grads: dict[int, list[Tensor]] = {}  # contributions, summed when first read (see _total)
     holders: dict[int, TensorImpl] = {}
     for impl, cot in zip(outputs, cotangents, strict=True):
         _accumulate(grads, holders, impl, cot)
@@ -92,7 +92,7 @@ def backward_on_trace(
     with set_grad_enabled(create_graph):
         for node in reversed(nodes):
             outs = node.outputs()
-            out_cots = [grads.get(id(o)) if o is not None else None for o in outs]
+            out_cots = [_total(grads, id(o)) if o is not None else None for o in outs]
             if all(c is None for c in out_cots):
                 continue
             out_tensors = [Tensor(o) if o is not None else None for o in outs]
@@ -111,7 +111,7 @@ def backward_on_trace(
     # Deterministic order (wrt order, else first-reached order): it decides the creation
     # order of the ops that consume these gradients, and so the cache key.
     result_ids = [id(w) for w in wrt] if wrt is not None else [k for k, i in holders.items() if i.is_leaf]
-    return {k: (holders[k], grads[k]) for k in result_ids if k in grads}
+    return {k: (holders[k], _total(grads, k)) for k in result_ids if k in grads}
 
 
 def _aval_tensor(node: Any, index: int, tensor: Tensor | None) -> Tensor:
@@ -128,7 +128,22 @@ def _accumulate(grads: dict[int, Tensor], holders: dict[int, TensorImpl], impl: 
     if cot.dtype != impl.dtype:
         cot = OPS.cast(cot, impl.dtype)
     holders[key] = impl
-    grads[key] = cot if key not in grads else OPS.add(grads[key], cot)
+    grads.setdefault(key, []).append(cot)
+
+
+def _total(grads: dict[int, list[Tensor]], key: int) -> Tensor | None:
+    """The sum of a tensor's cotangent contributions. Sharded partial sums are added first,
+    so they stay partial and are reduced once (not once per contribution)."""
+    parts = grads.get(key)
+    if not parts:
+        return None
+    if len(parts) > 1:
+        parts.sort(key=lambda t: not (t._impl.sharding is not None and t._impl.sharding.partial))
+        total = parts[0]
+        for p in parts[1:]:
+            total = OPS.add(total, p)
+        grads[key] = parts = [total]
+    return parts[0]
 
 
 def tensor_backward(
