@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -37,7 +36,7 @@ import numpy as np
 import nabla as nb
 from nabla import DeviceMesh, P, ShardingSpec, Tensor
 from nabla.core.sharding import as_spec
-from nabla.ops.communication import COMMUNICATION_OPS
+from nabla.ops.communication import count_collectives
 
 from .module import Module
 
@@ -268,32 +267,3 @@ def shard_batch(batch: Any, mesh: DeviceMesh, axis: str | tuple[str, ...] = "dp"
         return nb.shard(leaf, mesh, spec)
 
     return nb.tree_map(one, batch)
-
-
-def count_collectives(*tensors: Tensor) -> Counter[str]:
-    """How many of each collective (all_reduce, all_gather, ...) the pending computation of
-    `tensors` contains: the communication recorded so far, before it is evaluated.
-
-    Only unrealized tensors have a recorded trace, so count before `opt.step()` or `.item()`.
-    Reductions the optimizer will add for partial-sum gradients are not recorded yet (a
-    gradient whose `sharding.partial` is non-empty costs one all-reduce in the update).
-
-    Example:
-        >>> loss = F.cross_entropy(model(x), y)
-        >>> loss.backward()
-        >>> count_collectives(loss, *(p.grad for p in model.parameters()))
-        Counter({'all_reduce': 2})
-    """
-    counts: Counter[str] = Counter()
-    seen: set[int] = set()
-    stack = [t._impl for t in tensors if t is not None]
-    while stack:
-        impl = stack.pop()
-        node = impl.output_refs
-        if node is None or impl.is_realized or id(node) in seen:
-            continue
-        seen.add(id(node))
-        if node.op.name in COMMUNICATION_OPS:
-            counts[node.op.name] += 1
-        stack.extend(node.args)
-    return counts

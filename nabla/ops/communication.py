@@ -17,6 +17,7 @@ Each collective runs in one of two modes, read from its output spec:
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from collections.abc import Sequence
 from functools import reduce
 from typing import Any
@@ -55,7 +56,7 @@ COMMUNICATION_OPS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all",
 
 # -- the physical collectives, written once for NumPy arrays and MAX graph values -----------------
 class _NumpyComm:
-    add, maximum, minimum = np.add, np.maximum, np.minimum
+    add, div, maximum, minimum = np.add, np.divide, np.maximum, np.minimum
 
     @staticmethod
     def concat(values: list, axis: int) -> Any:
@@ -79,7 +80,8 @@ class _NumpyComm:
 
 
 class _MaxComm:
-    add, maximum, minimum = staticmethod(ops.add), staticmethod(ops.max), staticmethod(ops.min)
+    add, div = staticmethod(ops.add), staticmethod(ops.div)
+    maximum, minimum = staticmethod(ops.max), staticmethod(ops.min)
 
     @staticmethod
     def concat(values: list, axis: int) -> Any:
@@ -107,8 +109,10 @@ class _MaxComm:
 NUMPY_COMM, MAX_COMM = _NumpyComm(), _MaxComm()
 
 
-def _per_device(x: Any, n: int) -> PerDevice:
-    return x if type(x) is PerDevice else PerDevice([x] * n)
+def _on_devices(values: tuple, kw: dict) -> list[PerDevice]:
+    """Each input as per-device values: an unsharded value is held by every device."""
+    n = (kw["out"] or kw["src"]).mesh.size
+    return [v if type(v) is PerDevice else PerDevice([v] * n) for v in values]
 
 
 def _group_map(mesh: DeviceMesh, axes: Sequence[str], fn: Any) -> PerDevice:
@@ -133,7 +137,7 @@ def phys_all_reduce(lib: Any, x: PerDevice, mesh: DeviceMesh, axes: Sequence[str
     def fn(group: list) -> list:
         total = reduce(_combine(lib, op), [x[p] for p in group])
         if op == "mean":
-            total = total * (1.0 / len(group)) if lib is NUMPY_COMM else ops.div(total, len(group))
+            total = lib.div(total, len(group))
         return [total] * len(group)
 
     return _group_map(mesh, axes, fn)
@@ -166,7 +170,6 @@ class CollectiveOp(Operation):
     unsharded output) and `src` (the input's spec), plus the collective's own arguments."""
 
     collective = True
-    communicates = True  # counted as communication (slices and relabels are not)
     # Layout mode: a layout change is the identity on the global value, so any layout of the
     # cotangent is right. Ops that split their input (slices, reduce_scatter) keep the
     # cotangent's layout: moving it back would gather it. Ops that join (gathers, reductions)
@@ -192,12 +195,13 @@ class CollectiveOp(Operation):
         return [kwargs["out"]]
 
     def kernel(self, *values: Any, **kw: Any) -> Any:
-        return self.apply(MAX_COMM, *values, **kw)
+        return self.apply(MAX_COMM, *_on_devices(values, kw), **kw)
 
     def numpy_kernel(self, *values: Any, **kw: Any) -> Any:
-        return self.apply(NUMPY_COMM, *values, **kw)
+        return self.apply(NUMPY_COMM, *_on_devices(values, kw), **kw)
 
-    def apply(self, lib: Any, *values: Any, **kw: Any) -> Any:
+    def apply(self, lib: Any, *values: PerDevice, **kw: Any) -> Any:
+        """The collective on every device's values (an unsharded input is every device's)."""
         raise NotImplementedError
 
     def vjp_rule(self, primals: list, cotangents: list, outputs: list, **kw: Any) -> list:
@@ -228,7 +232,7 @@ class AllReduceOp(CollectiveOp):
     name = "all_reduce"
 
     def apply(self, lib: Any, x: Any, *, out: ShardingSpec, src: Any, axes: tuple, op: str) -> PerDevice:
-        return phys_all_reduce(lib, _per_device(x, out.mesh.size), out.mesh, axes, op)
+        return phys_all_reduce(lib, x, out.mesh, axes, op)
 
     def transpose(self, ct: Tensor, x: Tensor, y: Tensor, *, out: Any, src: Any, axes: tuple, op: str) -> Tensor:
         if op in ("sum", "mean"):
@@ -244,7 +248,7 @@ class AllGatherOp(CollectiveOp):
         return _manual_size(shape, dim, mesh.axes_size(axes), "all_gather", False)
 
     def apply(self, lib: Any, x: Any, *, out: ShardingSpec, src: Any, axes: tuple, dim: int) -> PerDevice:
-        return phys_all_gather(lib, _per_device(x, out.mesh.size), out.mesh, axes, dim)
+        return phys_all_gather(lib, x, out.mesh, axes, dim)
 
     def transpose(self, ct: Tensor, x: Tensor, y: Tensor, *, out: Any, src: Any, axes: tuple, dim: int) -> Tensor:
         return _reduce_scatter(ct, out=out, src=out, axes=axes, dim=dim)
@@ -258,7 +262,7 @@ class ReduceScatterOp(CollectiveOp):
         return _manual_size(shape, dim, mesh.axes_size(axes), "reduce_scatter", True)
 
     def apply(self, lib: Any, x: Any, *, out: ShardingSpec, src: Any, axes: tuple, dim: int) -> PerDevice:
-        return phys_reduce_scatter(lib, _per_device(x, out.mesh.size), out.mesh, axes, dim)
+        return phys_reduce_scatter(lib, x, out.mesh, axes, dim)
 
     def transpose(self, ct: Tensor, x: Tensor, y: Tensor, *, out: Any, src: Any, axes: tuple, dim: int) -> Tensor:
         return _all_gather(ct, out=out, src=out, axes=axes, dim=dim)
@@ -272,7 +276,7 @@ class AllToAllOp(CollectiveOp):
         return _manual_size(_manual_size(shape, split, k, "all_to_all", True), concat, k, "all_to_all", False)
 
     def apply(self, lib: Any, x: Any, *, out: Any, src: Any, axes: tuple, split: int, concat: int) -> PerDevice:
-        return phys_all_to_all(lib, _per_device(x, out.mesh.size), out.mesh, axes, split, concat)
+        return phys_all_to_all(lib, x, out.mesh, axes, split, concat)
 
     def transpose(
         self, ct: Tensor, x: Tensor, y: Tensor, *, out: Any, src: Any, axes: tuple, split: int, concat: int
@@ -284,8 +288,6 @@ class PPermuteOp(CollectiveOp):
     name = "ppermute"
 
     def apply(self, lib: Any, x: Any, *, out: Any, src: Any, axes: tuple, perm: tuple) -> PerDevice:
-        x = _per_device(x, out.mesh.size)
-
         def fn(group: list) -> list:
             moved = [lib.zeros_like(x[group[0]])] * len(group)
             for s, d in perm:
@@ -302,7 +304,6 @@ class BroadcastOp(CollectiveOp):
     name = "broadcast"
 
     def apply(self, lib: Any, x: Any, *, out: Any, src: Any, axes: tuple, root: int) -> PerDevice:
-        x = _per_device(x, out.mesh.size)
         return _group_map(out.mesh, axes, lambda g: [x[g[root]]] * len(g))
 
     def transpose(self, ct: Tensor, x: Tensor, y: Tensor, *, out: Any, src: Any, axes: tuple, root: int) -> Tensor:
@@ -315,7 +316,6 @@ class AxisIndexOp(CollectiveOp):
     """Each device's index along mesh axes (major first), an int32 scalar; inside shard_map."""
 
     name = "axis_index"
-    communicates = False
     differentiable = False
 
     def abstract_eval(self, **kw: Any) -> AVal:
@@ -331,12 +331,10 @@ class ShardSliceOp(CollectiveOp):
     communication. From an unsharded value (`src` None) this distributes it onto the mesh."""
 
     name = "shard_slice"
-    communicates = False
     keeps_cotangent = True
 
     def apply(self, lib: Any, x: Any, *, out: ShardingSpec, src: Any) -> PerDevice:
         mesh, have = out.mesh, (src.dim_axes if src is not None else ((),) * out.rank)
-        x = _per_device(x, mesh.size)
         memo: dict = {}
         result = []
         for pos in range(mesh.size):
@@ -356,7 +354,6 @@ class RelabelOp(CollectiveOp):
     onto a mesh from an unsharded value held by every device. No data moves."""
 
     name = "relabel"
-    communicates = False
 
     def abstract_eval(self, x: AVal, *, out: Any, src: Any) -> AVal:
         if out.manual and (src is None or not src.manual):  # global -> local shape
@@ -365,8 +362,8 @@ class RelabelOp(CollectiveOp):
             return _global_shape(x[0], out), x[1]
         return x
 
-    def apply(self, lib: Any, x: Any, *, out: Any, src: Any) -> PerDevice:
-        return _per_device(x, out.mesh.size)
+    def apply(self, lib: Any, x: PerDevice, *, out: Any, src: Any) -> PerDevice:
+        return x
 
     # Device copies along mesh axes a global layout does not use stand for their mean: the
     # cotangent entering shard_map is split evenly over the copies, and the cotangent leaving
@@ -405,7 +402,6 @@ class UnshardOp(CollectiveOp):
 
     def apply(self, lib: Any, x: Any, *, out: Any, src: ShardingSpec) -> Any:
         mesh = src.mesh
-        x = _per_device(x, mesh.size)
         if src.partial:
             x = phys_all_reduce(lib, x, mesh, sorted(src.partial), src.partial_op)
         for d, axes in enumerate(src.dim_axes):
@@ -491,6 +487,14 @@ def _as_manual(x: Tensor, mesh: DeviceMesh) -> Tensor:
     return _conform_tensor(x, ShardingSpec.replicated_on(mesh, x.ndim, manual=True))
 
 
+def plain_spec(spec: Any, mesh: DeviceMesh, rank: int, what: str) -> ShardingSpec:
+    """`as_spec` for layouts a user asks for, which are never partial or manual."""
+    dst = as_spec(spec, mesh, rank, what)
+    if dst.partial or dst.manual:
+        raise ValueError(f"{what}: the spec must not be partial or manual, got {dst}")
+    return dst
+
+
 @public()
 def shard(x: Any, mesh: DeviceMesh, spec: Any = None) -> Tensor:
     """Lay `x` out on `mesh`: each device holds its part (or, for replicated dimensions, all).
@@ -515,9 +519,7 @@ def shard(x: Any, mesh: DeviceMesh, spec: Any = None) -> Tensor:
         raise TypeError(f"shard: mesh must be a DeviceMesh, got {type(mesh).__name__}")
     if x._impl.batch_dims:
         raise NotImplementedError("shard: sharded tensors inside vmap are not supported")
-    dst = as_spec(spec, mesh, x.ndim, "shard")
-    if dst.partial or dst.manual:
-        raise ValueError("shard: the spec must not be partial or manual")
+    dst = plain_spec(spec, mesh, x.ndim, "shard")
     impl = x._impl
     if impl.sharding is not None:
         return reshard(x, dst)
@@ -670,9 +672,7 @@ def spmd_prepare(op: Operation, impls: list[TensorImpl], kwargs: dict, avals: li
     if own is not None:
         ins, outs = own  # ins None: the op takes its inputs as they are
         if ins is not None:
-            impls = [
-                i if i.sharding == t else _conform_tensor(Tensor(i), t)._impl for i, t in zip(impls, ins, strict=True)
-            ]
+            impls = _conformed(impls, ins)
         mesh = next(s.mesh for s in outs + [i.sharding for i in impls] if s is not None)
         local = tuple(
             tuple((a[0] if s is None else s.local_shape(a[0], p), a[1]) for s, a in zip(outs, avals, strict=True))
@@ -694,20 +694,18 @@ def spmd_prepare(op: Operation, impls: list[TensorImpl], kwargs: dict, avals: li
         rule = op.sharding_rule_for(in_shapes, out_shapes, kwargs)
         prop = propagate(rule, specs, in_shapes, mesh)
         targets, outs = prop.in_specs, prop.out_specs
-    impls = [
-        i if t is None or i.sharding == t else _conform_tensor(Tensor(i), t)._impl
-        for i, t in zip(impls, targets, strict=True)
-    ]
+    impls = _conformed(impls, targets)  # (a None target is an unsharded input that stays so)
     return impls, outs, _local_step(op, impls, kwargs, avals, outs, mesh)
+
+
+def _conformed(impls: list[TensorImpl], targets: list) -> list[TensorImpl]:
+    return [i if i.sharding == t else _conform_tensor(Tensor(i), t)._impl for i, t in zip(impls, targets, strict=True)]
 
 
 def _local_step(op: Operation, impls: list, kwargs: dict, avals: list, outs: list, mesh: DeviceMesh) -> SpmdStep:
     n = mesh.size
-    local_in = [
-        i.sharding is not None and not i.sharding.manual and i.sharding.dim_axes != ((),) * len(i.physical_shape)
-        for i in impls
-    ]
-    if not any(local_in) and all(o.manual or not any(o.dim_axes) for o in outs):
+    split = [s for s in [i.sharding for i in impls] + outs if s is not None and not s.manual]
+    if not any(any(s.dim_axes) for s in split):  # every device sees whole values: kwargs as they are
         return SpmdStep(n, (kwargs,) * n, (tuple(avals),) * n)
     memo: dict = {}
     kws, local = [], []
@@ -728,3 +726,33 @@ def _local_step(op: Operation, impls: list, kwargs: dict, avals: list, outs: lis
         kws.append(memo[key][0])
         local.append(memo[key][1])
     return SpmdStep(n, tuple(kws), tuple(local))
+
+
+# -- inspection -----------------------------------------------------------------------------------
+def count_collectives(*tensors: Tensor) -> Counter[str]:
+    """How many of each collective (all_reduce, all_gather, ...) the pending computation of
+    `tensors` contains: the communication recorded so far, before it is evaluated.
+
+    Only unrealized tensors have a recorded trace, so count before `opt.step()` or `.item()`.
+    Reductions the optimizer will add for partial-sum gradients are not recorded yet (a
+    gradient whose `sharding.partial` is non-empty costs one all-reduce in the update).
+
+    Example:
+        >>> loss = F.cross_entropy(model(x), y)
+        >>> loss.backward()
+        >>> count_collectives(loss, *(p.grad for p in model.parameters()))
+        Counter({'all_reduce': 2})
+    """
+    counts: Counter[str] = Counter()
+    seen: set[int] = set()
+    stack = [t._impl for t in tensors if t is not None]
+    while stack:
+        impl = stack.pop()
+        node = impl.output_refs
+        if node is None or impl.is_realized or id(node) in seen:
+            continue
+        seen.add(id(node))
+        if node.op.name in COMMUNICATION_OPS:
+            counts[node.op.name] += 1
+        stack.extend(node.args)
+    return counts

@@ -14,15 +14,13 @@ from collections.abc import Callable
 from typing import Any
 
 from ..core.common.pytree import tree_flatten, tree_unflatten
-from ..core.sharding import DeviceMesh, P, ShardingSpec, as_spec
+from ..core.sharding import DeviceMesh, P, ShardingSpec
 from ..core.tensor.tensor import Tensor
-from ..ops.communication import MANUAL, _conform_tensor, _relabel
+from ..ops.communication import MANUAL, _conform_tensor, _relabel, plain_spec
 
 
 def _spec_for(spec: Any, mesh: DeviceMesh, x: Tensor, what: str) -> ShardingSpec:
-    spec = as_spec(spec, mesh, x.ndim, what)
-    if spec.partial or spec.manual:
-        raise ValueError(f"{what}: specs must not be partial or manual, got {spec}")
+    spec = plain_spec(spec, mesh, x.ndim, what)
     for d, (n, axes) in enumerate(zip(x.shape, spec.dim_axes, strict=True)):
         parts = mesh.axes_size(axes)
         if n % parts:
@@ -103,7 +101,5 @@ def _leave(x: Any, spec: Any, mesh: DeviceMesh, what: str) -> Any:
     current = x._impl.sharding
     if current is None or not current.manual:  # a value that never touched the mesh's devices
         x = _conform_tensor(x, ShardingSpec.replicated_on(mesh, x.ndim, manual=True))
-    target = as_spec(spec, mesh, x.ndim, what)
-    if target.partial or target.manual:
-        raise ValueError(f"{what}: specs must not be partial or manual, got {target}")
+    target = plain_spec(spec, mesh, x.ndim, what)
     return _relabel(x, out=target, src=x._impl.sharding)

@@ -148,7 +148,7 @@ def _tokens(term: str) -> list:
             group.append(tok)
         else:
             out.append(tok if tok == "..." else (tok,))
-    return [t if t == "..." else t for t in out]
+    return out
 
 
 def _explicit(term: list) -> int:

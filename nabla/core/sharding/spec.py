@@ -79,8 +79,6 @@ class ShardingSpec:
         manual: inside `shard_map`: every device holds its own local value (no global view).
     """
 
-    __slots__ = ("mesh", "dims", "replicated", "partial", "partial_op", "manual", "_key", "__dict__")
-
     def __init__(
         self,
         mesh: DeviceMesh,
