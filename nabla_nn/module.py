@@ -539,8 +539,6 @@ def _in_layout_of(target: Tensor, value: Tensor) -> Tensor:
     spec = target.sharding
     if spec is None:
         return value if value.sharding is None else _assembled([value])[0]
-    if value.sharding is not None and value.sharding.mesh != spec.mesh:
-        value = _assembled([value])[0]
     return nb.shard(value.data, spec.mesh, spec.without_partial())
 
 

@@ -219,12 +219,7 @@ def _install(tensors: list[Tensor], layouts: list[ShardingSpec]) -> None:
     pending = [t for t in tensors if not t.is_realized]
     if pending:
         nb.evaluate(*pending)
-    values = []
-    for t, spec in zip(tensors, layouts, strict=True):
-        value = t.data
-        if value.sharding is not None and value.sharding.mesh != spec.mesh:
-            value = nb.unshard(value)  # moving to another mesh goes through one full value
-        values.append(nb.shard(value, spec.mesh, spec))
+    values = [nb.shard(t.data, spec.mesh, spec) for t, spec in zip(tensors, layouts, strict=True)]
     lazy = [v for v in values if not v.is_realized]  # e.g. bfloat16 values are split by an op
     if lazy:
         nb.evaluate(*lazy)

@@ -372,3 +372,15 @@ def test_compiled_function_under_grad_runs_as_one_sharded_call():
     want = nb.grad(lambda x, w: nb.relu(x @ w).sum(), argnums=1)(nb.tensor(xa), nb.tensor(wa))
     np.testing.assert_allclose(g.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
     assert g.sharding.dim_axes == ((), ("b",))
+
+
+def test_shard_moves_a_tensor_to_another_mesh_through_its_full_value():
+    value = arr(6, 4)
+    x = nb.shard(nb.tensor(value), MESH22, P("a", "b"))
+    y = nb.shard(x, MESH4, P(None, "x"))  # realized: assembled and split on the host, no op
+    assert y._impl.is_realized and y.sharding.mesh == MESH4
+    np.testing.assert_array_equal(y.numpy(), value)
+    w = nb.shard(nb.tensor(value), MESH22, P("a")).requires_grad_(True)
+    z = nb.shard(w * 2.0, MESH4, P("x"))  # a promise: unshard, then distribute (differentiable)
+    z.sum().backward()
+    np.testing.assert_allclose(w.grad.numpy(), np.full((6, 4), 2.0, np.float32))

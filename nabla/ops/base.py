@@ -119,8 +119,8 @@ class Operation:
             for a in args:
                 if a._impl.is_realized:
                     TRACE.state.facades.setdefault(id(a._impl), a)
-        # 1. metadata: vmap depth, autodiff recording, forward-mode tangents (one pass: hot path)
-        batch_dims, requires_grad, has_tangent = 0, False, False
+        # 1. metadata: vmap depth, autodiff recording, forward-mode tangents, layouts (one pass: hot path)
+        batch_dims, requires_grad, has_tangent, sharded = 0, False, False, self.collective
         for i in impls:
             if i.batch_dims > batch_dims:
                 batch_dims = i.batch_dims
@@ -128,6 +128,8 @@ class Operation:
                 requires_grad = True
             if i.tangent is not None and min(i.tangent) < _JVP.limit:
                 has_tangent = True
+            if i.sharding is not None:
+                sharded = True
         traced = requires_grad and self.differentiable and is_grad_enabled()
         # 2. adapt logical kwargs to physical ones (axes shift by batch_dims)
         adapted = self.adapt_kwargs(impls, kwargs, batch_dims)
@@ -140,7 +142,7 @@ class Operation:
         struct_key = (self.name, freeze(adapted) if adapted else ())
         # 2b. SPMD: propagate layouts, reshard inputs by collectives, plan per-device kernels
         spmd = out_specs = None
-        if self.collective or any(i.sharding is not None for i in impls):
+        if sharded:
             impls, out_specs, spmd = OPS.spmd_prepare(self, impls, adapted, avals)
             struct_key += (tuple(s.structural_key() if s is not None else None for s in out_specs),)
         # 6. package promise tensors

@@ -500,7 +500,8 @@ def shard(x: Any, mesh: DeviceMesh, spec: Any = None) -> Tensor:
     """Lay `x` out on `mesh`: each device holds its part (or, for replicated dimensions, all).
 
     A realized tensor that needs no gradient is split on the host with no op recorded;
-    otherwise the split is an op (differentiable: the gradient is gathered back).
+    otherwise the split is an op (differentiable: the gradient is gathered back). A tensor on
+    another mesh moves through its full value.
 
     Args:
         x: a tensor (or array-like).
@@ -521,9 +522,13 @@ def shard(x: Any, mesh: DeviceMesh, spec: Any = None) -> Tensor:
         raise NotImplementedError("shard: sharded tensors inside vmap are not supported")
     dst = plain_spec(spec, mesh, x.ndim, "shard")
     impl = x._impl
+    on_host = impl.is_realized and not impl.requires_grad and impl.dtype != _dt.bfloat16
     if impl.sharding is not None:
-        return reshard(x, dst)
-    if impl.is_realized and not impl.requires_grad and impl.dtype != _dt.bfloat16:
+        if impl.sharding.mesh == mesh:
+            return reshard(x, dst)
+        x = Tensor.from_numpy(x.numpy()) if on_host else unshard(x)  # another mesh: through the full value
+        impl = x._impl
+    if on_host:
         pieces = dst.split(x.numpy())
         return Tensor(TensorImpl(impl.physical_shape, impl.dtype, data=pieces, sharding=dst))
     return _conform_tensor(x, dst)
