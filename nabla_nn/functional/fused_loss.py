@@ -232,7 +232,7 @@ def fused_cross_entropy(
     if reduction == "mean" and (_rows_split(logits) or _rows_split(target)):
         # data parallel: each device sums its rows' losses (a partial sum, reduced when read);
         # the mean's denominator is global, so it is all-reduced (one scalar)
-        denom = nb.sum(_target_weights(logits, target, weight, int(ignore_index)))
+        denom = nb.sum(target_weights(target, weight, int(ignore_index), logits.dtype)[1])
         if denom.sharding is not None and denom.sharding.partial:
             denom = nb.reshard(denom, denom.sharding.without_partial())
         return _cross_entropy(logits, target, *extra, **kw, reduction="sum") / denom
@@ -240,13 +240,15 @@ def fused_cross_entropy(
     return nb.reshape(loss, ()) if squeeze and reduction == "none" else loss
 
 
-def _target_weights(x: Tensor, t: Tensor, w: Tensor | None, ignore_index: int) -> Tensor:
-    """w_t * v per row: what "mean" divides the summed loss by, summed."""
-    valid = nb.cast(nb.not_equal(t, ignore_index), x.dtype)
-    if w is None:
-        return valid
-    onehot = nb.cast(nb.equal(nb.unsqueeze(t, 1), nb.arange(x.shape[-1], dtype=nb.int64)), x.dtype)
-    return nb.sum(onehot * w, axis=1) * valid
+def target_weights(target: Tensor, weight: Tensor | None, ignore_index: int, dtype: Any) -> tuple[Tensor, Tensor]:
+    """(targets with ignored ones read as class 0, each target's weight w[t], 0 where ignored):
+    what the composite path picks with, and what "mean" divides the summed loss by."""
+    valid = nb.not_equal(target, ignore_index)
+    safe = nb.where(valid, nb.cast(target, nb.int64), 0)
+    w = nb.cast(valid, dtype)
+    if weight is not None:
+        w = w * nb.reshape(nb.index_select(weight, 0, nb.reshape(safe, (safe.numel(),))), safe.shape)
+    return safe, w
 
 
 def _rows_split(t: Tensor) -> bool:

@@ -29,7 +29,7 @@ from nabla.core.common import dtypes as _dt
 
 from ._checks import check_float as _float
 from ._checks import number as _number
-from .fused_loss import fused_cross_entropy
+from .fused_loss import fused_cross_entropy, target_weights
 
 __all__ = [
     "binary_cross_entropy",
@@ -287,12 +287,8 @@ def _check_target_values(target: Tensor, c: int, ignore_index: int, op: str) -> 
 
 def _pick(logp: Tensor, target: Tensor, weight: Tensor | None, ignore_index: int, class_dim: int) -> tuple:
     """Per-target -w[t] * logp[t] and its weight w[t] (both 0 where target == ignore_index)."""
-    valid = nb.not_equal(target, ignore_index)
-    safe = nb.where(valid, nb.cast(target, nb.int64), 0)  # ignored targets read class 0, then masked
+    safe, w = target_weights(target, weight, ignore_index, logp.dtype)  # ignored targets read class 0, masked
     picked = nb.squeeze(nb.take_along_axis(logp, nb.unsqueeze(safe, class_dim), class_dim), class_dim)
-    w = nb.cast(valid, logp.dtype)
-    if weight is not None:
-        w = w * nb.reshape(nb.index_select(weight, 0, nb.reshape(safe, (safe.numel(),))), safe.shape)
     return -(picked * w), w
 
 
