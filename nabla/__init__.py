@@ -42,7 +42,21 @@ from .core.common.dtypes import (
     promote_types,
 )
 from .core.common.dtypes import bool_ as bool_
-from .core.graph import GRAPH, CacheInfo, ConcretizationError, RecompileError, cache_info, no_recompile
+from .core.graph import (
+    GRAPH,
+    CachedModel,
+    CacheInfo,
+    ConcretizationError,
+    RecompileError,
+    cache_info,
+    cached_models,
+    clear_model_store,
+    model_store_info,
+    no_recompile,
+    set_cache_limit,
+    set_model_store,
+    wait_for_compiles,
+)
 from .core.tensor import Device, Tensor
 from .ops import *  # noqa: F403
 from .ops import __all__ as _ops_all
@@ -84,6 +98,7 @@ def reset_cache_info() -> None:
 __all__ = [
     "SUPPORTED_DTYPES",
     "CacheInfo",
+    "CachedModel",
     "CompileStats",
     "CompiledFunction",
     "ConcretizationError",
@@ -94,7 +109,9 @@ __all__ = [
     "bfloat16",
     "bool_",
     "cache_info",
+    "cached_models",
     "clear_cache",
+    "clear_model_store",
     "compile",
     "core",
     "enable_grad",
@@ -112,16 +129,19 @@ __all__ = [
     "jacrev",
     "jvp",
     "linearize",
+    "model_store_info",
     "no_grad",
     "no_recompile",
     "ops",
     "promote_types",
     "register_pytree_node",
     "reset_cache_info",
+    "set_cache_limit",
     "set_eager_max_graph",
     "set_executor",
     "set_grad_enabled",
     "set_log_recompiles",
+    "set_model_store",
     "trace",
     "transforms",
     "tree_flatten",
@@ -132,5 +152,6 @@ __all__ = [
     "value_and_grad",
     "vjp",
     "vmap",
+    "wait_for_compiles",
     *_ops_all,
 ]

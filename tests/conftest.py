@@ -3,6 +3,10 @@
 Every test runs on the NumPy executor (no MAX compile, which costs 10-50 s) unless its module
 sets `USES_MAX = True`, in which case the executor is "max" for that module's tests. The
 previous executor is restored after each test either way.
+
+Compiled models are stored on disk in a directory of this test session, so counts of compiles
+never depend on what an earlier run left in the user's model store (MAX's own kernel cache,
+`NABLA_CACHE_DIR`, still makes repeated compiles cheap).
 """
 
 from __future__ import annotations
@@ -24,6 +28,13 @@ def _realize_leftovers() -> None:
     pending = nabla.GRAPH.pending_impls()
     if pending:
         nabla.GRAPH.evaluate(pending)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _session_model_store(tmp_path_factory: pytest.TempPathFactory):
+    nabla.set_model_store(str(tmp_path_factory.mktemp("nabla-cache")))
+    yield
+    nabla.set_model_store(None)
 
 
 @pytest.fixture(autouse=True)

@@ -471,8 +471,8 @@ class CompiledFunction:
                 self._record_note(f"dynamic dims are specialized per size: {err}")
                 plan = None
         if plan is None:
-            prepared = GRAPH.prepare(executor, collected)
-        self.stats.compiles += GRAPH.cache_info().compiles - before + (plan.compiles if plan else 0)
+            prepared = GRAPH.prepare(executor, collected, hot=True)
+        self.stats.compiles += GRAPH.cache_info().compiles - before
         return self._entry(traced, prepared, executor, sources, placeholders, plan)
 
     @staticmethod

@@ -16,6 +16,7 @@ from typing import Any
 
 from max.graph import Dim
 
+from ..core.graph.artifacts import digest
 from ..core.graph.opnode import freeze
 from ..core.graph.program import Program
 
@@ -114,24 +115,37 @@ class DynamicPlan:
     _specialized: dict | None = None
 
     def prepare(self, executor: Any) -> Any:
-        if not executor.compiles:
+        if not executor.compiles and not executor.tiered:
             self._specialized = {}
             return self
-        key = (executor.name, _structure(self.program))
+        structure = _structure(self.program)
+        key = (executor.name, structure)
         model = _MODELS.get(key)
         if model is not None:  # the same symbolic program, traced again (e.g. a rebound global)
             return model
         resolve = _resolver(SymInt.to_dim)
-        try:
-            model = executor.prepare(self.program, resolve)
-        except Exception as err:  # a kernel that needs static sizes, or MAX rejects the graph
-            raise SymbolicProgramError(f"MAX could not build the symbolic model ({type(err).__name__}: {err})") from err
+        name = digest(structure, [st.op for st in self.program.steps])
+        if executor.tiered:  # NumPy per size now, the symbolic MAX model once compiled
+            self._specialized = {}
+            model = executor.prepare(self.program, resolve, name=name, hot=True)
+        else:
+            try:
+                model = executor.prepare(self.program, resolve, name=name)
+            except Exception as err:  # a kernel that needs static sizes, or MAX rejects the graph
+                msg = f"MAX could not build the symbolic model ({type(err).__name__}: {err})"
+                raise SymbolicProgramError(msg) from err
         self.compiles += 1
         _MODELS[key] = model
         return model
 
     def run(self, executor: Any, prepared: Any, storages: list, values: list, sources: list) -> list:
-        if executor.compiles:
+        if executor.tiered:
+            model = executor.model_for(prepared)
+            if model is not None:
+                return executor.compiled.run(model, storages)
+            executor.stats.tier0_executions += 1
+            executor = executor.tier0
+        elif executor.compiles:
             return executor.run(prepared, storages)
         sizes = {n: int(storages[i].shape[d]) for n, (i, d) in self.locate.items()}
         key = tuple(sorted(sizes.items()))

@@ -2,11 +2,19 @@
 
 | variable                   | meaning                                                      |
 |----------------------------|--------------------------------------------------------------|
-| NABLA_EXECUTOR             | `max` (default) or `numpy`: which executor evaluates graphs  |
+| NABLA_EXECUTOR             | `auto` (default), `max` or `numpy`: which executor evaluates graphs (see below) |
 | NABLA_EAGER_MAX_GRAPH      | `1`: build MAX graph nodes at op time (a debugging aid)      |
 | NABLA_VERIFY_EAGER_SHAPES  | `1`: with eager graphs, check inferred shapes against MAX's  |
-| NABLA_CACHE_DIR            | where MAX keeps compiled kernels (passed on as MODULAR_CACHE_DIR) |
+| NABLA_CACHE_DIR            | root of the on-disk caches: nabla's compiled models (`<dir>/models`) and MAX's kernels (passed on as MODULAR_CACHE_DIR) |
 | NABLA_LOG_RECOMPILES       | `1`: `nabla.compile` prints why each recompile happened      |
+| NABLA_MODEL_CACHE_SIZE     | in-memory compiled models kept (least recently used dropped; default 1024) |
+| NABLA_COMPILE_AFTER        | auto: the evaluation of a structure that starts its background compile (default 2) |
+| NABLA_COMPILE_WORKER       | auto: `process` (default) or `thread`, where background compiles run |
+| NABLA_ARTIFACTS            | `0`: do not read or write compiled models on disk            |
+
+Executors: `numpy` runs each op's NumPy kernel (the semantics reference); `max` compiles every
+new graph structure before running it; `auto` answers at once on NumPy and switches to the MAX
+model once it has compiled in the background (`nabla/core/graph/tiered.py`).
 """
 
 from __future__ import annotations
@@ -14,7 +22,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-EXECUTORS = ("max", "numpy")
+EXECUTORS = ("auto", "max", "numpy")
 
 
 def _flag(name: str) -> bool:
@@ -28,10 +36,11 @@ class Config:
     verify_eager_shapes: bool
     cache_dir: str | None
     log_recompiles: bool = False
+    model_cache_size: int = 1024
 
 
 def _from_env() -> Config:
-    executor = os.environ.get("NABLA_EXECUTOR", "max").strip().lower() or "max"
+    executor = os.environ.get("NABLA_EXECUTOR", "auto").strip().lower() or "auto"
     if executor not in EXECUTORS:
         raise ValueError(f"NABLA_EXECUTOR must be one of {EXECUTORS}, got {executor!r}")
     return Config(
@@ -40,6 +49,7 @@ def _from_env() -> Config:
         verify_eager_shapes=_flag("NABLA_VERIFY_EAGER_SHAPES"),
         cache_dir=os.environ.get("NABLA_CACHE_DIR") or None,
         log_recompiles=_flag("NABLA_LOG_RECOMPILES"),
+        model_cache_size=int(os.environ.get("NABLA_MODEL_CACHE_SIZE", "1024")),
     )
 
 
@@ -50,7 +60,7 @@ if CONFIG.cache_dir:
 
 
 def set_executor(name: str) -> None:
-    """Select the executor for subsequent evaluations: `"max"` or `"numpy"`."""
+    """Select the executor for subsequent evaluations: `"auto"`, `"max"` or `"numpy"`."""
     if name not in EXECUTORS:
         raise ValueError(f"executor must be one of {EXECUTORS}, got {name!r}")
     CONFIG.executor = name

@@ -4,7 +4,10 @@ evaluate(targets):
   1. collect    targets + every live pending tensor (tracked weakly), in creation order
   2. key        one walk of the trace gives the structural key and the input storages
   3. hit        run the cached model on the inputs: no Graph, no MLIR, no compile
-  4. miss       Program -> executor.prepare (MAX: build graph in a Module, compile) -> cache
+  4. miss       Program -> executor.prepare -> cache (LRU, `set_cache_limit`)
+                  auto: load a stored model from disk, else run on NumPy now and compile in
+                        the background (tiered.py)
+                  max:  load a stored model from disk, else build the graph and compile now
   5. store      write outputs into the targets, drop recipes nobody needs any more
 """
 
@@ -17,18 +20,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..common.config import CONFIG
-from .executors import Executor, get_executor_impl
+from . import artifacts
+from .executors import Executor, ExecutorStats, all_executors, get_executor_impl
 from .program import collect, describe_key_difference
+from .tiered import TieredExecutor
 from .tracing import tracing
-
-
-@dataclass
-class ExecutorStats:
-    compiles: int = 0
-    hits: int = 0
-    misses: int = 0
-    graph_builds: int = 0
-    executions: int = 0
 
 
 @dataclass
@@ -36,22 +32,47 @@ class CacheInfo:
     """Counters that make model reuse visible.
 
     Attributes:
-        compiles: MAX compilations performed.
+        compiles: MAX compilations started (the auto executor compiles in the background).
+        loads: compiled models read from the on-disk model store instead of compiled.
         hits: evaluations answered by a cached model.
-        misses: evaluations that had to build a new model (a compile on MAX).
-        graph_builds: times a trace was replayed into an executable program or MAX graph.
+        misses: evaluations that had to build a new model.
+        graph_builds: times a trace was replayed into an executable program.
         executions: models run.
+        tier0_executions: runs on NumPy while the compiled model was not ready (auto).
         per_executor: the same counters split by executor name.
         cached_models: models currently held in memory.
+        compiling: background compiles queued or running.
     """
 
     compiles: int
+    loads: int
     hits: int
     misses: int
     graph_builds: int
     executions: int
+    tier0_executions: int
     per_executor: dict[str, ExecutorStats] = field(default_factory=dict)
     cached_models: int = 0
+    compiling: int = 0
+
+
+@dataclass
+class CachedModel:
+    """One entry of the in-memory model cache (see `cached_models()`).
+
+    Attributes:
+        executor: the executor that built it.
+        ops: number of ops in its program.
+        inputs: its input types, as (dtype, shape).
+        state: "ready" (numpy, max), or for auto "tier0", "compiling", "compiled", "failed".
+        runs: evaluations it answered (auto only; 0 elsewhere).
+    """
+
+    executor: str
+    ops: int
+    inputs: list
+    state: str
+    runs: int
 
 
 class RecompileError(RuntimeError):
@@ -65,11 +86,10 @@ class ComputeGraph:
         # dead and realized entries are pruned when pending tensors are collected. Keyed by id:
         # a WeakSet would compare facades with Tensor.__eq__, which is elementwise.
         self._pending: dict[int, weakref.ref] = {}
-        self._caches: dict[str, OrderedDict] = {}
-        self._stats: dict[str, ExecutorStats] = {}
+        self._cache: OrderedDict = OrderedDict()  # (executor name, key) -> (program, prepared), LRU order
         self._no_recompile_depth = 0
         self._lock = threading.RLock()
-        self.max_cache_size = 4096
+        self.max_cache_size = CONFIG.model_cache_size
 
     # -- pending promise tensors ------------------------------------------------------------
     def add_unrealized(self, tensor: Any) -> None:
@@ -105,47 +125,52 @@ class ComputeGraph:
             targets = sorted(wanted.values(), key=lambda i: i.seq)
             collected = collect(targets)
             executor = get_executor_impl(CONFIG.executor)
-            if executor.compiles and all(n.op.host_constant for n in collected.nodes):
+            if (executor.compiles or executor.tiered) and all(n.op.host_constant for n in collected.nodes):
                 # Fills, ranges and random draws evaluated on their own (parameter init) are
                 # computed on the host: compiling a model for them would cost seconds.
                 executor = get_executor_impl("numpy")
             prepared = self._lookup_or_prepare(executor, collected)
-            stats = self._stats[executor.name]
             results = executor.run(prepared, [i.data for i in collected.inputs])
-            stats.executions += 1
+            executor.stats.executions += 1
             for impl, data in zip(collected.targets, results, strict=True):
                 impl.set_realized(data)
             self.epoch += 1
 
-    def prepare(self, executor: Executor, collected: Any) -> Any:
-        """The runnable model for a collected program: from the cache, or built (compiled) now."""
+    def prepare(self, executor: Executor, collected: Any, *, hot: bool = False) -> Any:
+        """The runnable model for a collected program: from the cache, or built now. `hot`
+        (compiled functions): the auto executor starts compiling at once."""
         with self._lock:
-            return self._lookup_or_prepare(executor, collected)
+            return self._lookup_or_prepare(executor, collected, hot)
 
-    def _lookup_or_prepare(self, executor: Executor, collected: Any) -> Any:
-        cache = self._caches.setdefault(executor.name, OrderedDict())
-        stats = self._stats.setdefault(executor.name, ExecutorStats())
-        prepared = cache.get(collected.key)
-        if prepared is not None:
-            cache.move_to_end(collected.key)
+    def _lookup_or_prepare(self, executor: Executor, collected: Any, hot: bool = False) -> Any:
+        cache, cache_key = self._cache, (executor.name, collected.key)
+        stats = executor.stats
+        entry = cache.get(cache_key)
+        if entry is not None:
+            cache.move_to_end(cache_key)
             stats.hits += 1
-            return prepared
+            return entry[1]
         if self._no_recompile_depth:
             raise RecompileError(self._explain_miss(executor, collected.key))
         stats.misses += 1
         program = collected.to_program()
         stats.graph_builds += 1
-        prepared = executor.prepare(program)
-        if executor.compiles:
-            stats.compiles += 1
-        cache[collected.key] = prepared
-        while len(cache) > self.max_cache_size:
-            cache.popitem(last=False)
+        name = None
+        if executor.compiles or executor.tiered:
+            name = artifacts.digest(collected.key, [n.op for n in collected.nodes])
+        prepared = executor.prepare(program, name=name, hot=hot)
+        cache[cache_key] = (program, prepared)
+        self._evict()
         return prepared
 
+    def _evict(self) -> None:
+        """Drop the least recently used models beyond `max_cache_size`."""
+        while len(self._cache) > self.max_cache_size:
+            self._cache.popitem(last=False)
+
     def _explain_miss(self, executor: Executor, key: tuple) -> str:
-        cache = self._caches.get(executor.name) or {}
-        what = "compile a new MAX model" if executor.compiles else "build a new program"
+        cache = [k for name, k in self._cache if name == executor.name]
+        what = "compile a new MAX model" if executor.compiles or executor.tiered else "build a new program"
         if not cache:
             return f"no_recompile: this evaluation would {what}; nothing is cached yet"
 
@@ -170,20 +195,49 @@ class ComputeGraph:
             f"{describe_key_difference(key, closest)}"
         )
 
-    # -- counters ---------------------------------------------------------------------------
+    # -- counters and the cache --------------------------------------------------------------
     def cache_info(self) -> CacheInfo:
-        per = {name: ExecutorStats(**vars(s)) for name, s in self._stats.items()}
+        per = {e.name: ExecutorStats(**vars(e.stats)) for e in all_executors() if e.stats.used()}
         total = {f: sum(getattr(s, f) for s in per.values()) for f in vars(ExecutorStats())}
-        return CacheInfo(**total, per_executor=per, cached_models=sum(len(c) for c in self._caches.values()))
+        return CacheInfo(
+            **total,
+            per_executor=per,
+            cached_models=len(self._cache),
+            compiling=_auto().service.pending(),
+        )
 
     def reset_counters(self) -> None:
-        self._stats.clear()
+        for executor in all_executors():
+            executor.stats = ExecutorStats()
 
     def clear_cache(self) -> None:
-        self._caches.clear()
+        self._cache.clear()
+
+    def set_cache_limit(self, models: int) -> None:
+        if int(models) < 1:
+            raise ValueError(f"set_cache_limit: models must be at least 1, got {models}")
+        with self._lock:
+            self.max_cache_size = int(models)
+            self._evict()
+
+    def cached_models(self) -> list[CachedModel]:
+        return [
+            CachedModel(
+                name,
+                len(program.steps),
+                [(d, tuple(s)) for d, s in program.input_types],
+                getattr(prepared, "state", "ready"),
+                getattr(prepared, "runs", 0),
+            )
+            for (name, _), (program, prepared) in self._cache.items()
+        ]
 
 
 GRAPH = ComputeGraph()
+
+
+def _auto() -> TieredExecutor:
+    return get_executor_impl("auto")
 
 
 class no_recompile:
@@ -208,5 +262,41 @@ class no_recompile:
 
 
 def cache_info() -> CacheInfo:
-    """Counters of compiles, cache hits and misses, graph builds and executions."""
+    """Counters of compiles, disk loads, cache hits and misses, graph builds and executions."""
     return GRAPH.cache_info()
+
+
+def cached_models() -> list[CachedModel]:
+    """The compiled models held in memory, least recently used first."""
+    return GRAPH.cached_models()
+
+
+def set_cache_limit(models: int) -> None:
+    """Keep at most `models` compiled models in memory; the least recently used go first."""
+    GRAPH.set_cache_limit(models)
+
+
+def wait_for_compiles(timeout: float | None = None) -> bool:
+    """Block until every background compile has finished (benchmarks, tests).
+
+    Models switch to their compiled tier at their next evaluation. Returns False if `timeout`
+    seconds passed first.
+    """
+    return _auto().service.wait(timeout)
+
+
+def model_store_info() -> artifacts.StoreInfo:
+    """Where compiled models are stored on disk, how many, and their size."""
+    return artifacts.STORE.info()
+
+
+def clear_model_store() -> int:
+    """Delete every compiled model stored on disk; returns how many were removed."""
+    return artifacts.STORE.clear()
+
+
+def set_model_store(directory: str | None = None, *, enabled: bool = True) -> None:
+    """Store compiled models under `directory/models` (None: `NABLA_CACHE_DIR` or
+    `~/.cache/nabla`), or stop reading and writing them (`enabled=False`)."""
+    artifacts.STORE.set_directory(directory)
+    artifacts.STORE.enabled = bool(enabled)

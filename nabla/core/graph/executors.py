@@ -1,24 +1,27 @@
-"""Two executors behind one interface: MAX (compiled, the default) and NumPy (the reference).
+"""Executors behind one interface: NumPy (the reference and tier 0), MAX (compiled), and the
+tiered `auto` executor (`tiered.py`) that runs on NumPy until MAX has compiled in the background.
 
-An executor turns a Program into something runnable once (`prepare`, a compile for MAX) and
-then runs it on input storages (`run`). The engine owns caching; executors own nothing but
-their session.
+An executor turns a Program into something runnable once (`prepare`: a compile for MAX, or a
+load from the on-disk model store) and then runs it on input storages (`run`). The engine owns
+the in-memory cache; executors own their session and their counters.
 """
 
 from __future__ import annotations
 
 import threading
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from max import engine
 from max.driver import CPU, Buffer
 from max.dtype import DType
 from max.engine import InferenceSession
 from max.graph import DeviceRef, Graph, Module, TensorType
 
 from ..common.dtypes import to_numpy_dtype
+from .artifacts import STORE
 from .program import PerDevice, Program, Step
 
 
@@ -101,11 +104,32 @@ def _as_tuple(result: Any) -> tuple:
     return tuple(result) if isinstance(result, tuple | list) and type(result) is not PerDevice else (result,)
 
 
+@dataclass
+class ExecutorStats:
+    compiles: int = 0  # MAX compilations started (finished, or running in the background)
+    loads: int = 0  # compiled models read from the on-disk store instead of compiled
+    hits: int = 0
+    misses: int = 0
+    graph_builds: int = 0
+    executions: int = 0
+    tier0_executions: int = 0  # auto executor: runs on NumPy while no compiled model was ready
+
+    def used(self) -> bool:
+        return any(vars(self).values())
+
+
 class Executor:
     name: str = "?"
     compiles = False  # whether prepare() invokes a compiler
+    tiered = False  # whether prepare() returns a TieredModel (see tiered.py)
 
-    def prepare(self, program: Program) -> Any:
+    def __init__(self) -> None:
+        self.stats = ExecutorStats()
+
+    def prepare(self, program: Program, resolve: Any = None, name: str | None = None, hot: bool = False) -> Any:
+        """`resolve`: symbolic sizes to MAX dims (compile's dynamic dims); `name`: the model
+        store's name for this program, or None when it must not be stored; `hot`: the program
+        will run many times (a compiled function), so a tiered executor compiles it at once."""
         raise NotImplementedError
 
     def run(self, prepared: Any, inputs: list) -> list:
@@ -117,7 +141,7 @@ class NumpyExecutor(Executor):
 
     name = "numpy"
 
-    def prepare(self, program: Program) -> Program:
+    def prepare(self, program: Program, resolve: Any = None, name: str | None = None, hot: bool = False) -> Program:
         return program
 
     def run(self, program: Program, inputs: list) -> list:
@@ -212,8 +236,9 @@ class MaxExecutor(Executor):
     compiles = True
 
     def __init__(self) -> None:
+        super().__init__()
         self._session = None
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._graph_counter = 0
 
     @property
@@ -248,15 +273,43 @@ class MaxExecutor(Executor):
             graph.output(*[v for out in compress_outputs(program, outputs) for v in _pieces(out)])
         return module
 
-    def prepare(self, program: Program, resolve: Any = None) -> Any:
-        module = self.build_module(program, resolve)
+    def prepare(self, program: Program, resolve: Any = None, name: str | None = None, hot: bool = False) -> Any:
+        model = self.load_stored(program, name)
+        if model is not None:
+            self.stats.loads += 1
+            return model
+        compiled = self.compile_module(self.build_module(program, resolve), custom_extensions(program))
+        self.stats.compiles += 1
+        if name is not None and STORE.enabled:
+            tmp = STORE.reserve(name)
+            compiled.export_mef(tmp)
+            STORE.publish(tmp, name)
+        return self.load(compiled, program)
+
+    def compile_module(self, module: Any, extensions: list) -> Any:
+        """Compile a built module (MAX compiles one model at a time per process)."""
         with self._lock:
-            compiled = self.session.compile(module, custom_extensions=custom_extensions(program) or None)
+            return self.session.compile(module, custom_extensions=extensions or None)
+
+    def load(self, compiled: Any, program: Program) -> Any:
+        """Initialize a compiled artifact as the runnable model for `program`."""
+        with self._lock:
             models = self.session.init_all(compiled)
         model = next(iter(models.values()))
         if not program.output_layouts and not program.input_layouts:
             return model
         return _ShardedModel(model, [None if p is None else len(p) for p in program.output_layouts])
+
+    def load_stored(self, program: Program, name: str | None) -> Any:
+        """The model from the on-disk store, or None (absent, or unreadable: then removed)."""
+        path = STORE.find(name)
+        if path is None:
+            return None
+        try:
+            return self.load(engine.read(path), program)
+        except Exception:  # a damaged or foreign file: compile instead, and drop it
+            path.unlink(missing_ok=True)
+            return None
 
     def run(self, model: Any, inputs: list) -> list:
         if isinstance(model, _ShardedModel):
@@ -298,5 +351,13 @@ class _ShardedModel:
 _EXECUTORS: dict[str, Executor] = {"numpy": NumpyExecutor(), "max": MaxExecutor()}
 
 
+def register_executor(executor: Executor) -> None:
+    _EXECUTORS[executor.name] = executor
+
+
 def get_executor_impl(name: str) -> Executor:
     return _EXECUTORS[name]
+
+
+def all_executors() -> list[Executor]:
+    return list(_EXECUTORS.values())

@@ -1,0 +1,183 @@
+"""Background compilation: MAX compile jobs served one at a time by a dispatcher thread.
+
+    submit(job) -> Future        the caller keeps running (tier 0) and polls `future.done()`
+    dispatcher thread            builds the MAX module, compiles it, initializes the model
+    wait(timeout)                blocks until every submitted job is done (benchmarks, tests)
+
+Where the compiler runs (`NABLA_COMPILE_WORKER`, measured in `benchmarks/cold_start.py`):
+  - `process` (default): a worker process (`_compile_worker.py`, imports MAX only) receives the
+    module as bytecode and writes a `.mef` file, which this process loads in about 2 ms. A
+    compiler crash cannot take the user's process down, and the file lands in the model store.
+  - `thread`: `session.compile` on the dispatcher thread (MAX releases the GIL while compiling).
+
+MAX compiles one model at a time per process, so jobs are served in order; there is one
+dispatcher and one worker.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from max import engine
+from max._mlir_context import ensure_default_mlir_context
+
+from .artifacts import STORE
+
+WORKER_SCRIPT = Path(__file__).with_name("_compile_worker.py")
+MODES = ("process", "thread")
+
+
+class CompileFailed(RuntimeError):
+    """MAX could not compile a model in the background (the evaluation stays on tier 0)."""
+
+
+@dataclass
+class CompileJob:
+    """One model to compile.
+
+    Attributes:
+        build: makes the `max.graph.Module` (called on the dispatcher thread).
+        finish: turns the compiled artifact into the runnable model (initializes it).
+        name: the model store's name for it, or None when it must not be stored.
+        extensions: custom kernel packages the module needs.
+    """
+
+    build: Callable[[], Any]
+    finish: Callable[[Any], Any]
+    name: str | None = None
+    extensions: list = field(default_factory=list)
+    future: Future = field(default_factory=Future)
+
+
+class CompileService:
+    def __init__(self, compile_in_thread: Callable[[Any, list], Any]) -> None:
+        # `compile_in_thread(module, extensions)` compiles in this process (the MAX executor's
+        # session and lock); the process mode needs only bytecode.
+        self.mode = os.environ.get("NABLA_COMPILE_WORKER", "process").strip().lower() or "process"
+        if self.mode not in MODES:
+            raise ValueError(f"NABLA_COMPILE_WORKER must be one of {MODES}, got {self.mode!r}")
+        self._compile_in_thread = compile_in_thread
+        self._queue: queue.Queue = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._worker: subprocess.Popen | None = None
+        self._lock = threading.Lock()
+        self._pending = 0
+        self._idle = threading.Condition(self._lock)
+        self.completed = 0  # jobs that produced a model
+        self.failed = 0
+        self.seconds: list[float] = []  # wall time of each finished compile
+
+    # -- public ------------------------------------------------------------------------------
+    def submit(self, job: CompileJob) -> Future:
+        with self._lock:
+            self._pending += 1
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._serve, name="nabla-compile", daemon=True)
+                self._thread.start()
+        self._queue.put(job)
+        return job.future
+
+    def pending(self) -> int:
+        with self._lock:
+            return self._pending
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until every submitted job has finished; False if `timeout` ran out first."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._pending == 0, timeout)
+
+    def shutdown(self) -> None:
+        worker, self._worker = self._worker, None
+        if worker is not None and worker.poll() is None:
+            worker.kill()
+            worker.wait()
+
+    # -- dispatcher thread -------------------------------------------------------------------
+    def _serve(self) -> None:
+        while True:
+            job = self._queue.get()
+            try:
+                with ensure_default_mlir_context():  # MLIR's current context is per thread
+                    module = job.build()
+                compiled = self._compile(module, job)
+                job.future.set_result(job.finish(compiled))
+            except BaseException as err:  # a failed compile leaves the evaluation on tier 0
+                self.failed += 1
+                job.future.set_exception(err if isinstance(err, CompileFailed) else CompileFailed(str(err)))
+            else:
+                self.completed += 1
+            with self._idle:
+                self._pending -= 1
+                self._idle.notify_all()
+
+    def _compile(self, module: Any, job: CompileJob) -> Any:
+        start = time.perf_counter()
+        if self.mode == "thread":
+            compiled = self._compile_in_thread(module, job.extensions)
+            if job.name is not None and STORE.enabled:
+                tmp = STORE.reserve(job.name)
+                compiled.export_mef(tmp)
+                STORE.publish(tmp, job.name)
+        else:
+            compiled = self._compile_in_worker(module, job)
+        self.seconds.append(time.perf_counter() - start)
+        return compiled
+
+    def _compile_in_worker(self, module: Any, job: CompileJob) -> Any:
+        stored = job.name is not None and STORE.enabled
+        if stored:
+            out = STORE.reserve(job.name)
+        else:
+            fd, name = tempfile.mkstemp(suffix=".mef", prefix="nabla-")
+            os.close(fd)
+            out = Path(name)
+        worker = self._ensure_worker()
+        bytecode = module.mlir_module.bytecode
+        request = {"id": id(job), "out": str(out), "extensions": [str(p) for p in job.extensions]}
+        try:
+            worker.stdin.write((json.dumps(request) + "\n").encode() + struct.pack("<Q", len(bytecode)) + bytecode)
+            worker.stdin.flush()
+            line = worker.stdout.readline()
+        except (BrokenPipeError, OSError):
+            line = b""
+        if not line:
+            self.shutdown()
+            raise CompileFailed("the compile worker process exited (crashed or was killed)")
+        reply = json.loads(line)
+        if not reply["ok"]:
+            raise CompileFailed(f"MAX could not compile the model:\n{reply['error']}")
+        compiled = engine.read(out)
+        if stored:
+            STORE.publish(out, job.name)
+        else:
+            out.unlink(missing_ok=True)
+        return compiled
+
+    def _ensure_worker(self) -> subprocess.Popen:
+        worker = self._worker
+        if worker is not None and worker.poll() is None:
+            return worker
+        worker = subprocess.Popen(
+            [sys.executable, str(WORKER_SCRIPT)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)},
+        )
+        if not worker.stdout.readline().startswith(b'{"ready"'):
+            raise CompileFailed("the compile worker process did not start")
+        self._worker = worker
+        return worker

@@ -1,0 +1,260 @@
+"""The auto executor's policy, without MAX: a stand-in compiled tier and a compile service the
+test finishes by hand, so the switch point is exact. Also: compile counts of whole training
+loops, the in-memory LRU cache, and the on-disk model store's keys and files."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+import pytest
+
+import nabla as nb
+import nabla_nn as nn
+import nabla_nn.functional as F
+import nabla_optim as optim
+from nabla.core.graph import GRAPH, artifacts, executors
+from nabla.core.graph import program as program_mod
+from nabla.core.graph.background import CompileFailed
+from nabla.core.graph.tiered import TieredExecutor
+
+NUMPY = executors.get_executor_impl("numpy")
+
+
+class StandInCompiled:
+    """Plays MaxExecutor: a 'compiled model' is the program, run by NumPy but counted."""
+
+    def __init__(self) -> None:
+        self.runs = 0
+
+    def build_module(self, program, resolve=None):
+        return program
+
+    def compile_module(self, module, extensions):
+        return module
+
+    def load(self, compiled, program):
+        return ("compiled", program)
+
+    def load_stored(self, program, name):
+        return None
+
+    def run(self, model, inputs):
+        self.runs += 1
+        return NUMPY.run(model[1], inputs)
+
+
+class ManualService:
+    """Jobs wait until the test calls `finish()` or `fail()`."""
+
+    def __init__(self) -> None:
+        self.jobs: list = []
+
+    def submit(self, job):
+        self.jobs.append(job)
+        return job.future
+
+    def pending(self) -> int:
+        return len(self.jobs)
+
+    def finish(self) -> None:
+        for job in self.jobs:
+            job.future.set_result(job.finish(job.build()))
+        self.jobs.clear()
+
+    def fail(self) -> None:
+        for job in self.jobs:
+            job.future.set_exception(CompileFailed("MAX could not compile the model: boom"))
+        self.jobs.clear()
+
+    def wait(self, timeout=None) -> bool:
+        self.finish()
+        return True
+
+
+@pytest.fixture
+def auto(monkeypatch):
+    compiled = StandInCompiled()
+    executor = TieredExecutor(NUMPY, compiled)
+    executor.service = ManualService()
+    executor.compile_after = 2
+    monkeypatch.setitem(executors._EXECUTORS, "auto", executor)
+    GRAPH.clear_cache()
+    nb.set_executor("auto")
+    nb.reset_cache_info()
+    yield executor, compiled
+    GRAPH.clear_cache()
+
+
+def _affine(data: np.ndarray) -> nb.Tensor:
+    return nb.Tensor.from_numpy(data) * 3.0 - 1.0
+
+
+def test_tier0_first_then_compile_in_background_then_switch(auto):
+    executor, compiled = auto
+    rng = np.random.default_rng(0)
+    states = []
+    for i in range(6):
+        if i == 3:
+            executor.service.finish()
+        data = rng.standard_normal(5).astype(np.float32)
+        np.testing.assert_allclose(_affine(data).numpy(), data * 3.0 - 1.0, rtol=1e-6)
+        states.append(nb.cached_models()[0].state)
+    info = nb.cache_info()
+    assert states == ["tier0", "compiling", "compiling", "compiled", "compiled", "compiled"]
+    assert (info.compiles, info.misses, info.hits) == (1, 1, 5)
+    assert info.tier0_executions == 3 and compiled.runs == 3
+    entry = next(iter(GRAPH._cache.values()))[1]
+    assert entry.switched_at == 4 and entry.runs == 6
+
+
+def test_graphs_evaluated_once_never_compile(auto):
+    for n in range(1, 11):
+        _affine(np.ones(n, np.float32)).numpy()
+    info = nb.cache_info()
+    assert info.compiles == 0 and info.tier0_executions == 10 and info.misses == 10
+
+
+def test_compiled_functions_compile_at_their_first_call(auto):
+    executor, compiled = auto
+    f = nb.compile(lambda a: a * 2.0 + 1.0)
+    x = nb.Tensor.from_numpy(np.arange(4, dtype=np.float32))
+    np.testing.assert_allclose(f(x).numpy(), [1, 3, 5, 7])
+    assert f.stats.compiles == 1 and executor.service.pending() == 1 and compiled.runs == 0
+    executor.service.finish()
+    np.testing.assert_allclose(f(x).numpy(), [1, 3, 5, 7])
+    assert compiled.runs == 1
+
+
+def test_failed_compile_warns_once_and_stays_on_tier0(auto):
+    executor, compiled = auto
+    data = np.arange(3, dtype=np.float32)
+    _affine(data).numpy(), _affine(data).numpy()
+    executor.service.fail()
+    with pytest.warns(RuntimeWarning, match="background compile failed, staying on NumPy"):
+        out = _affine(data).numpy()
+    np.testing.assert_allclose(out, data * 3.0 - 1.0)
+    _affine(data).numpy()
+    assert nb.cached_models()[0].state == "failed" and nb.cache_info().compiles == 1 and compiled.runs == 0
+
+
+def test_wait_for_compiles_blocks_until_the_service_is_idle(auto):
+    executor, _ = auto
+    data = np.ones(2, np.float32)
+    _affine(data).numpy(), _affine(data).numpy()
+    assert nb.cache_info().compiling == 1
+    assert nb.wait_for_compiles(timeout=1.0)
+    assert nb.cache_info().compiling == 0
+
+
+# -- compile economy: a whole training loop is one model ----------------------------------------
+def _mlp():
+    model = nn.Sequential(nn.Linear(12, 16), nn.ReLU(), nn.Linear(16, 3))
+    return model, optim.Adam(model.parameters(), lr=1e-2), None, lambda: np.zeros((8, 12), np.float32)
+
+
+def _cnn():
+    model = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(64, 3))
+    opt = optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    return model, opt, None, lambda: np.zeros((4, 1, 8, 8), np.float32)
+
+
+def _transformer():
+    layer = nn.TransformerEncoderLayer(16, 2, dim_feedforward=32, dropout=0.0, batch_first=True)
+    model = nn.Sequential(layer, nn.Flatten(), nn.Linear(6 * 16, 3))
+    opt = optim.AdamW(model.parameters(), lr=1e-3)
+    return model, opt, optim.lr_scheduler.CosineAnnealingLR(opt, T_max=10), lambda: np.zeros((4, 6, 16), np.float32)
+
+
+@pytest.mark.parametrize("make", [_mlp, _cnn, _transformer], ids=["mlp", "cnn", "transformer+scheduler"])
+def test_training_loop_compiles_one_model_and_eval_one_more(auto, make):
+    """Even compiling every structure at first sight (compile_after=1), parameter init, optimizer
+    state, data transfer, `.item()` and the scheduler build no model of their own: the loop is
+    one compile, and an `eval()` loop under `no_grad` one more."""
+    executor, _ = auto
+    executor.compile_after = 1
+    nb.manual_seed(0)
+    model, opt, sched, batch = make()
+    rng = np.random.default_rng(0)
+    losses = []
+    for _ in range(4):
+        x = nb.Tensor.from_numpy(batch() + rng.standard_normal(batch().shape).astype(np.float32))
+        y = nb.Tensor.from_numpy(rng.integers(0, 3, x.shape[0]))
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        if sched is not None:
+            sched.step()
+        losses.append(loss.item())
+        executor.service.finish()
+    assert nb.cache_info().compiles == 1
+    model.eval()
+    with nb.no_grad():
+        for _ in range(3):
+            nb.Tensor.from_numpy(np.zeros(1)).item()  # data transfer and .item() of a realized tensor
+            model(nb.Tensor.from_numpy(batch())).argmax(-1).numpy()
+    assert nb.cache_info().compiles == 2
+    assert all(np.isfinite(losses))
+
+
+# -- the in-memory cache -----------------------------------------------------------------------
+def test_model_cache_is_bounded_least_recently_used_first():
+    nb.set_executor("numpy")
+    GRAPH.clear_cache()
+    limit = GRAPH.max_cache_size
+    try:
+        nb.set_cache_limit(2)
+        for n in (1, 2, 3):
+            _affine(np.ones(n, np.float32)).numpy()
+        assert [m.inputs[0][1] for m in nb.cached_models()] == [(2,), (3,)]
+        _affine(np.ones(2, np.float32)).numpy()  # a hit moves (2,) to the back
+        _affine(np.ones(1, np.float32)).numpy()  # a miss evicts (3,)
+        assert [m.inputs[0][1] for m in nb.cached_models()] == [(2,), (1,)]
+        with pytest.raises(ValueError, match="at least 1, got 0"):
+            nb.set_cache_limit(0)
+    finally:
+        nb.set_cache_limit(limit)
+    nb.clear_cache()
+    assert nb.cached_models() == [] and nb.cache_info().cached_models == 0
+
+
+def test_numpy_executor_frees_intermediates_after_their_last_use():
+    x = nb.Tensor.from_numpy(np.ones(3, np.float32))
+    y = ((x + 1.0) * 2.0).exp().sum()
+    collected = program_mod.collect([y._impl])
+    program = collected.to_program()
+    freed_after = {slot: i for slot, i in program.last_use.items() if slot not in program.output_slots}
+    assert freed_after and all(i < len(program.steps) for i in freed_after.values())
+
+
+# -- the on-disk model store -------------------------------------------------------------------
+def test_store_names_are_stable_and_refuse_process_local_keys():
+    key = ((("add", (("axis", 1),)), (0, 1)), ((0, nb.float32, (2, 3), None),), (2,))
+    ops = [type("Op", (), {})()]
+    assert artifacts.digest(key, ops) == artifacts.digest(key, ops)
+    assert artifacts.digest(key, ops) != artifacts.digest((*key[:2], (3,)), ops)
+    assert artifacts.digest((object(),), ops) is None
+    assert artifacts.stable_text((1.0, -0.0, "a", None, True)) == "(f1.0,f-0.0,'a',None,True,)"
+
+
+def test_store_writes_atomically_trims_least_recent_and_clears(tmp_path):
+    store = artifacts.ArtifactStore(tmp_path)
+    store.enabled = True
+    for i, name in enumerate(("a", "b", "c")):
+        tmp = store.reserve(name)
+        tmp.write_bytes(b"x" * 100)
+        os.utime(tmp, (time.time() - 100 + i, time.time() - 100 + i))
+        store.limit_bytes = 10_000
+        store.publish(tmp, name)
+        os.utime(store.path(name), (time.time() - 100 + i, time.time() - 100 + i))
+    assert store.find("a") is not None  # finding touches it: now the most recent
+    store.limit_bytes = 250
+    store.trim()
+    assert sorted(p.stem for p in tmp_path.joinpath("models").glob("*.mef")) == ["a", "c"]
+    assert not list(tmp_path.joinpath("models").glob("*.tmp"))
+    info = store.info()
+    assert (info.models, info.bytes) == (2, 200)
+    assert store.clear() == 2 and store.info().models == 0
+    assert store.find("a") is None and store.find(None) is None

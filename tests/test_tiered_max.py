@@ -1,0 +1,56 @@
+"""The auto executor on MAX: a background compile (in the worker process, and in a thread)
+switches a repeated evaluation to the compiled model with equal values, and the stored model
+lets a later run (here: an emptied in-memory cache) load instead of compiling."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import nabla as nb
+from nabla.core.graph import GRAPH
+from nabla.core.graph.executors import get_executor_impl
+
+USES_MAX = True
+
+# A different op per mode, so each mode compiles its own structure.
+CASES = {"process": (nb.tanh, np.tanh), "thread": (nb.sin, np.sin)}
+
+
+@pytest.fixture
+def auto():
+    GRAPH.clear_cache()
+    nb.set_executor("auto")
+    nb.reset_cache_info()
+    yield get_executor_impl("auto")
+    GRAPH.clear_cache()
+
+
+@pytest.mark.parametrize("mode", ["process", "thread"])
+def test_background_compile_switches_to_max_and_the_next_run_loads_it(auto, mode, monkeypatch):
+    monkeypatch.setattr(auto.service, "mode", mode)
+    fn, ref = CASES[mode]
+    rng = np.random.default_rng(0)
+    data = [rng.standard_normal((3, 4)).astype(np.float32) for _ in range(4)]
+
+    def step(d: np.ndarray) -> np.ndarray:
+        return (fn(nb.Tensor.from_numpy(d) * 3.0 - 1.0) * 2.0).numpy()
+
+    outs = [step(data[0]), step(data[1])]  # tier 0; the second evaluation starts the compile
+    assert nb.cache_info().compiles == 1
+    assert nb.wait_for_compiles(timeout=600)
+    outs.append(step(data[2]))  # the compiled model
+    info = nb.cache_info()
+    assert info.tier0_executions == 2 and info.executions == 3
+    tm = next(iter(GRAPH._cache.values()))[1]
+    assert (tm.state, tm.switched_at) == ("compiled", 3)
+    for d, out in zip(data, outs, strict=False):
+        np.testing.assert_allclose(out, ref(d * 3.0 - 1.0) * 2.0, rtol=1e-5, atol=1e-6)
+    assert nb.model_store_info().models >= 1
+
+    GRAPH.clear_cache()  # as if the program ran again: the stored model is loaded, not compiled
+    nb.set_executor("max")
+    nb.reset_cache_info()
+    np.testing.assert_allclose(step(data[3]), ref(data[3] * 3.0 - 1.0) * 2.0, rtol=1e-5, atol=1e-6)
+    info = nb.cache_info().per_executor["max"]
+    assert (info.loads, info.compiles) == (1, 0)
