@@ -4,8 +4,10 @@ loops, the in-memory LRU cache, and the on-disk model store's keys and files."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -258,3 +260,31 @@ def test_store_writes_atomically_trims_least_recent_and_clears(tmp_path):
     assert (info.models, info.bytes) == (2, 200)
     assert store.clear() == 2 and store.info().models == 0
     assert store.find("a") is None and store.find(None) is None
+
+
+# -- compile economy of the examples themselves --------------------------------------------------
+def _example(name: str):
+    path = Path(__file__).resolve().parents[1] / "examples" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"example_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize(
+    ("name", "kwargs", "models"),
+    [("mlp_classifier", {"epochs": 1}, 2), ("cnn", {"epochs": 1}, 2), ("char_transformer", {"steps": 4}, 3)],
+)
+def test_examples_compile_one_training_model_and_one_evaluation_model(auto, name, kwargs, models, capsys):
+    """Each example trains (the transformer with a cosine scheduler) and then evaluates in
+    `eval()` mode; compiling every structure at first sight, training is one model and the
+    evaluation one more. The transformer's sampling loop is two: its compiled module runs its
+    forward at once under `no_grad` (as `torch.compile` does), and picking the next token from
+    the logits (`logits[0, -1].argmax()`) is a small model of its own."""
+    executor, _ = auto
+    executor.compile_after = 1
+    _example(name).main(**kwargs)
+    executor.service.finish()
+    assert nb.cache_info().compiles == models
+    assert nb.cached_models()[0].runs > 1  # the training step (least recently used by now) ran every step
+    assert "compiles" in capsys.readouterr().out

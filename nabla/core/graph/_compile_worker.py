@@ -7,8 +7,9 @@ never nabla or the user's `__main__`). Protocol on stdin/stdout, one job at a ti
             and the module's bytecode
   reply:    one JSON line {"id", "ok", "seconds", "error"}
 
-The model is written to `out + ".tmp"` and renamed to `out`, so the file appears whole. A
-worker whose parent is gone finishes the job it holds and exits at the next read.
+The model is written to a temporary file and renamed to `out`, so the file appears whole. A
+worker whose parent is gone finishes the job it holds (its model is stored) and exits at the
+next read.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ def main() -> None:
         try:
             module = Module(mlir_module=Operation.from_bytecode(bytecode, mlir.Context()))
             compiled = session.compile(module, custom_extensions=job["extensions"] or None)
-            tmp = job["out"] + ".tmp"
+            tmp = f"{job['out']}.{os.getpid()}.tmp"
             compiled.export_mef(tmp)
             os.replace(tmp, job["out"])
         except Exception:

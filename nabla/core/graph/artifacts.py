@@ -151,10 +151,12 @@ class ArtifactStore:
         if not self.enabled or name is None:
             return None
         path = self.path(name)
+        if not path.is_file():
+            return None
         try:
             os.utime(path)
-        except OSError:
-            return None
+        except OSError:  # a read-only store still serves its models
+            pass
         return path
 
     def reserve(self, name: str) -> Path:
@@ -176,10 +178,13 @@ class ArtifactStore:
             total -= size
 
     def clear(self) -> int:
-        """Delete every stored model; returns how many were removed."""
+        """Delete every stored model (and leftovers of interrupted writes); returns how many
+        models were removed."""
         files = self._files()
         for path, _, _ in files:
             path.unlink(missing_ok=True)
+        for tmp in self.directory.glob("*.tmp") if self.directory.is_dir() else ():
+            tmp.unlink(missing_ok=True)
         return len(files)
 
     def info(self) -> StoreInfo:

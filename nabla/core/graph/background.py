@@ -11,7 +11,9 @@ Where the compiler runs (`NABLA_COMPILE_WORKER`, measured in `benchmarks/cold_st
   - `thread`: `session.compile` on the dispatcher thread (MAX releases the GIL while compiling).
 
 MAX compiles one model at a time per process, so jobs are served in order; there is one
-dispatcher and one worker.
+dispatcher and one worker. A compile still running when the program exits finishes in the
+worker process, which stores the model and exits, so the next run loads it instead of
+compiling; jobs still queued are dropped.
 """
 
 from __future__ import annotations
@@ -138,8 +140,9 @@ class CompileService:
 
     def _compile_in_worker(self, module: Any, job: CompileJob) -> Any:
         stored = job.name is not None and STORE.enabled
-        if stored:
-            out = STORE.reserve(job.name)
+        if stored:  # the worker renames its file into place itself, even if this process is gone by then
+            STORE.directory.mkdir(parents=True, exist_ok=True)
+            out = STORE.path(job.name)
         else:
             fd, name = tempfile.mkstemp(suffix=".mef", prefix="nabla-")
             os.close(fd)
@@ -161,7 +164,7 @@ class CompileService:
             raise CompileFailed(f"MAX could not compile the model:\n{reply['error']}")
         compiled = engine.read(out)
         if stored:
-            STORE.publish(out, job.name)
+            STORE.trim()
         else:
             out.unlink(missing_ok=True)
         return compiled

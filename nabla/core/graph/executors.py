@@ -238,13 +238,16 @@ class MaxExecutor(Executor):
     def __init__(self) -> None:
         super().__init__()
         self._session = None
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # session creation and model initialization
+        self._compile_lock = threading.Lock()  # MAX compiles one model at a time anyway
         self._graph_counter = 0
 
     @property
     def session(self) -> Any:
         if self._session is None:
-            self._session = InferenceSession(devices=[CPU()])
+            with self._lock:
+                if self._session is None:
+                    self._session = InferenceSession(devices=[CPU()])
         return self._session
 
     def build_module(self, program: Program, resolve: Any = None) -> Any:
@@ -288,8 +291,9 @@ class MaxExecutor(Executor):
 
     def compile_module(self, module: Any, extensions: list) -> Any:
         """Compile a built module (MAX compiles one model at a time per process)."""
-        with self._lock:
-            return self.session.compile(module, custom_extensions=extensions or None)
+        session = self.session
+        with self._compile_lock:
+            return session.compile(module, custom_extensions=extensions or None)
 
     def load(self, compiled: Any, program: Program) -> Any:
         """Initialize a compiled artifact as the runnable model for `program`."""
