@@ -288,3 +288,18 @@ def test_examples_compile_one_training_model_and_one_evaluation_model(auto, name
     assert nb.cache_info().compiles == models
     assert nb.cached_models()[0].runs > 1  # the training step (least recently used by now) ran every step
     assert "compiles" in capsys.readouterr().out
+
+
+# -- bfloat16 across the tiers -------------------------------------------------------------------
+def test_numpy_tier_stores_bfloat16_values_rounded_like_torch():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    a = np.concatenate([rng.standard_normal(1000).astype(np.float32) * 100, [np.nan, np.inf, -np.inf, 0.0, -0.0]])
+    a = a.astype(np.float32)
+    want = torch.tensor(a).bfloat16().float().numpy()
+    np.testing.assert_array_equal(executors.round_to_bfloat16(a), want)
+    np.testing.assert_array_equal(executors.storage_to_numpy(executors.bfloat16_buffer(a)), want)
+    nb.set_executor("numpy")
+    x = nb.Tensor.from_numpy(a[:1000]).to(nb.bfloat16)
+    got = (x * 3.0).to(nb.float32).numpy()
+    np.testing.assert_array_equal(got, (torch.tensor(a[:1000]).bfloat16() * 3.0).float().numpy())

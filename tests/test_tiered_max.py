@@ -54,3 +54,29 @@ def test_background_compile_switches_to_max_and_the_next_run_loads_it(auto, mode
     np.testing.assert_allclose(step(data[3]), ref(data[3] * 3.0 - 1.0) * 2.0, rtol=1e-5, atol=1e-6)
     info = nb.cache_info().per_executor["max"]
     assert (info.loads, info.compiles) == (1, 0)
+
+
+def test_bfloat16_values_cross_between_the_tiers(auto):
+    """Tier 0 keeps bfloat16 values as float32 arrays rounded to bfloat16; the compiled model
+    takes and returns bfloat16 buffers; both feed each other and agree exactly here."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(1)
+    data = [rng.standard_normal(6).astype(np.float32) for _ in range(3)]
+    w = nb.Tensor.from_numpy(rng.standard_normal(6).astype(np.float32)).to(nb.bfloat16)
+    nb.evaluate(w)  # made on tier 0: a float32 array holding bfloat16 values
+
+    def step(d: np.ndarray) -> nb.Tensor:
+        out = nb.Tensor.from_numpy(d).to(nb.bfloat16) * w + 1.0
+        nb.evaluate(out)  # a bfloat16 result: a float32 array on tier 0, a bfloat16 buffer compiled
+        return out
+
+    outs = [step(data[0]), step(data[1])]
+    assert nb.wait_for_compiles(timeout=600)
+    outs.append(step(data[2]))  # the compiled model, fed w's tier-0 float32 array
+    (entry,) = [m for m in nb.cached_models() if len(m.inputs) == 2]
+    assert (entry.state, entry.runs) == ("compiled", 3)
+    tw = torch.tensor(w.to(nb.float32).numpy()).bfloat16()
+    for d, out in zip(data, outs, strict=True):  # read back on tier 0, from either storage
+        np.testing.assert_array_equal(
+            out.to(nb.float32).numpy(), (torch.tensor(d).bfloat16() * tw + 1.0).float().numpy()
+        )

@@ -142,7 +142,7 @@ class DynamicPlan:
         if executor.tiered:
             model = executor.model_for(prepared)
             if model is not None:
-                return executor.compiled.run(model, storages)
+                return executor.run_compiled(prepared, model, storages)
             executor.stats.tier0_executions += 1
             executor = executor.tier0
         elif executor.compiles:

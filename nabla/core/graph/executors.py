@@ -26,15 +26,47 @@ from .program import PerDevice, Program, Step
 
 
 def storage_to_numpy(data: Any) -> np.ndarray:
+    """A storage as a NumPy array: zero-copy, except bfloat16 buffers, which NumPy lacks and
+    which widen exactly to float32 (the NumPy executor's bfloat16 storage)."""
     if isinstance(data, np.ndarray):
         return data
     if isinstance(data, Buffer):
-        if data.dtype == DType.bfloat16:
-            raise TypeError("bfloat16 buffers cannot be viewed as NumPy arrays; cast to float32 first")
         if not data.is_host:
             data = data.to(CPU())
+        if data.dtype == DType.bfloat16:
+            bits = data.view(DType.uint16, data.shape).to_numpy()
+            return (bits.astype(np.uint32) << 16).view(np.float32)
         return data.to_numpy()
     raise TypeError(f"internal error: unknown storage {type(data).__name__}")
+
+
+def round_to_bfloat16(array: np.ndarray) -> np.ndarray:
+    """float32 values rounded (to nearest, ties to even) to those bfloat16 can hold."""
+    array = np.asarray(array, np.float32)
+    bits = array.view(np.uint32)
+    rounded = (bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))) & np.uint32(0xFFFF0000)
+    return np.where(np.isnan(array), array, rounded.view(np.float32))
+
+
+def bfloat16_buffer(array: np.ndarray) -> Buffer:
+    """A float32 array (the NumPy executor's bfloat16 storage) as a bfloat16 buffer."""
+    bits = (round_to_bfloat16(array).view(np.uint32) >> np.uint32(16)).astype(np.uint16)
+    return Buffer.from_numpy(bits.reshape(-1)).view(DType.bfloat16, array.shape)
+
+
+def bfloat16_inputs(program: Program, inputs: list) -> list:
+    """Inputs for a compiled model: values of bfloat16 tensors that the NumPy executor computed
+    are float32 arrays; the model takes bfloat16 buffers."""
+    out = list(inputs)
+    for i, (dtype, _) in enumerate(program.input_types):
+        if dtype == DType.bfloat16:
+            d = out[i]
+            out[i] = tuple(map(_as_bfloat16, d)) if type(d) is tuple else _as_bfloat16(d)
+    return out
+
+
+def _as_bfloat16(data: Any) -> Any:
+    return bfloat16_buffer(data) if isinstance(data, np.ndarray) else data
 
 
 def storage_to_buffer(data: Any) -> Buffer:
@@ -185,6 +217,8 @@ class NumpyExecutor(Executor):
 def _checked(step: Step, value: Any, aval: tuple) -> np.ndarray:
     shape, dtype = aval
     arr = np.asarray(value, dtype=to_numpy_dtype(dtype))
+    if dtype == DType.bfloat16:  # computed in float32, stored with bfloat16's precision
+        arr = round_to_bfloat16(arr)
     if arr.shape != shape:
         raise RuntimeError(
             f"internal error: {step.op.name} NumPy kernel produced shape {arr.shape}, shape inference said {shape}"

@@ -26,11 +26,14 @@ import os
 import warnings
 from typing import Any
 
+from max.dtype import DType
+
 from .background import CompileFailed, CompileJob, CompileService
 from .executors import (
     Executor,
     MaxExecutor,
     NumpyExecutor,
+    bfloat16_inputs,
     custom_extensions,
     get_executor_impl,
     register_executor,
@@ -49,10 +52,11 @@ class TieredModel:
         state: "tier0", "compiling", "compiled" or "failed".
     """
 
-    __slots__ = ("program", "name", "resolve", "runs", "future", "model", "switched_at", "failed")
+    __slots__ = ("program", "name", "resolve", "runs", "future", "model", "switched_at", "failed", "has_bfloat16")
 
     def __init__(self, program: Program, name: str | None, resolve: Any) -> None:
         self.program, self.name, self.resolve = program, name, resolve
+        self.has_bfloat16 = any(dtype == DType.bfloat16 for dtype, _ in program.input_types)
         self.runs = 0
         self.future = None
         self.model = None
@@ -92,9 +96,14 @@ class TieredExecutor(Executor):
     def run(self, tm: TieredModel, inputs: list) -> list:
         model = self.model_for(tm)
         if model is not None:
-            return self.compiled.run(model, inputs)
+            return self.run_compiled(tm, model, inputs)
         self.stats.tier0_executions += 1
         return self.tier0.run(tm.program, inputs)
+
+    def run_compiled(self, tm: TieredModel, model: Any, inputs: list) -> list:
+        if tm.has_bfloat16:  # tier 0 stored bfloat16 values as float32 arrays
+            inputs = bfloat16_inputs(tm.program, inputs)
+        return self.compiled.run(model, inputs)
 
     def model_for(self, tm: TieredModel) -> Any:
         """Count one evaluation; the compiled model if it is ready (None: run tier 0).
