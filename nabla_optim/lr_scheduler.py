@@ -1,8 +1,8 @@
 """Learning-rate schedulers (PyTorch's `torch.optim.lr_scheduler`, same formulas and values).
 
 A scheduler only changes Python floats in `optimizer.param_groups` ("lr", and "momentum" or
-"betas" for OneCycleLR). The optimizer feeds those to its graph as inputs, so a schedule never
-changes the training step's graph: nothing recompiles.
+"betas" for OneCycleLR and CyclicLR). The optimizer feeds those to its graph as inputs, so a
+schedule never changes the training step's graph: nothing recompiles.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import warnings
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 from typing import Any
 
 from nabla import Tensor
@@ -24,6 +25,7 @@ __all__ = [
     "ConstantLR",
     "CosineAnnealingLR",
     "CosineAnnealingWarmRestarts",
+    "CyclicLR",
     "ExponentialLR",
     "LRScheduler",
     "LambdaLR",
@@ -57,6 +59,23 @@ def _per_group(name: str, optimizer: Optimizer, value: Any) -> list:
             )
         return list(value)
     return [value] * len(optimizer.param_groups)
+
+
+def _uses_beta1(optimizer: Optimizer) -> bool:
+    """For cycle_momentum: whether the optimizer's momentum is betas[0] (else "momentum")."""
+    if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+        raise ValueError(
+            "optimizer must support momentum or beta1 with `cycle_momentum` option enabled: "
+            f"{type(optimizer).__name__} has neither 'momentum' nor 'betas'; pass cycle_momentum=False"
+        )
+    return "betas" in optimizer.defaults
+
+
+def _set_momentum(group: dict[str, Any], value: float, use_beta1: bool) -> None:
+    if use_beta1:
+        group["betas"] = (value, *group["betas"][1:])
+    else:
+        group["momentum"] = value
 
 
 class LRScheduler:
@@ -823,23 +842,15 @@ class OneCycleLR(LRScheduler):
                 group["min_lr"] = group["initial_lr"] / final_div_factor
         self.cycle_momentum = cycle_momentum
         if cycle_momentum:
-            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
-                raise ValueError("optimizer must support momentum or beta1 with `cycle_momentum` option enabled")
-            self.use_beta1 = "betas" in optimizer.defaults
+            self.use_beta1 = _uses_beta1(optimizer)
             highs = _per_group("max_momentum", optimizer, max_momentum)
             lows = _per_group("base_momentum", optimizer, base_momentum)
             if last_epoch == -1:
                 for high, low, group in zip(highs, lows, optimizer.param_groups, strict=True):
-                    self._set_momentum(group, high)
+                    _set_momentum(group, high, self.use_beta1)
                     group["max_momentum"] = high
                     group["base_momentum"] = low
         super().__init__(optimizer, last_epoch)
-
-    def _set_momentum(self, group: dict[str, Any], value: float) -> None:
-        if self.use_beta1:
-            group["betas"] = (value, *group["betas"][1:])
-        else:
-            group["momentum"] = value
 
     def _anneal(self, start: float, end: float, pct: float) -> float:
         if self._anneal_func_type == "cos":
@@ -866,7 +877,7 @@ class OneCycleLR(LRScheduler):
                 start_step = phase["end_step"]
             lrs.append(lr)
             if self.cycle_momentum:
-                self._set_momentum(group, m)
+                _set_momentum(group, m, self.use_beta1)
         return lrs
 
 
@@ -898,3 +909,170 @@ def _phases(pct_start: float, total: int, three_phase: bool) -> list[dict[str, A
         phase(float(pct_start * total) - 1, "initial_lr", "max_lr", "max_momentum", "base_momentum"),
         phase(total - 1, "max_lr", "min_lr", "base_momentum", "max_momentum"),
     ]
+
+
+class CyclicLR(LRScheduler):
+    """Cyclical learning rates (CLR): lr goes from base_lr up to max_lr in `step_size_up` steps
+    and back down in `step_size_down`, the amplitude scaled per cycle or per step; momentum (or
+    Adam's beta1) cycles the opposite way. Step it after every batch.
+
+    Modes: "triangular" (constant amplitude), "triangular2" (amplitude halved each cycle),
+    "exp_range" (amplitude scaled by gamma**iteration). A `scale_fn` replaces the mode; it is
+    called with the cycle number (scale_mode "cycle") or the step count ("iterations").
+
+    Args:
+        optimizer: the optimizer; its lrs are set to base_lr at construction (when
+            `last_epoch == -1`).
+        base_lr: lower lr boundary, or one per param group.
+        max_lr: upper lr boundary, or one per param group (reached only if the scale is 1).
+        step_size_up: steps in the increasing half of a cycle (default 2000).
+        step_size_down: steps in the decreasing half (default: step_size_up).
+        mode: "triangular", "triangular2" or "exp_range"; ignored when scale_fn is given.
+        gamma: the base of "exp_range"'s scale, gamma**iteration (default 1).
+        scale_fn: custom amplitude scale, a function of one argument with values in [0, 1].
+            Saved by `state_dict()` only if it is a callable object (its `__dict__`), as in PyTorch.
+        scale_mode: "cycle" or "iterations": what scale_fn is evaluated on (default "cycle").
+        cycle_momentum: cycle "momentum" (SGD, RMSprop) or betas[0] (Adam family) too.
+        base_momentum: momentum at the lr peak (default 0.8), or one per group.
+        max_momentum: momentum at base_lr (default 0.9), or one per group.
+        last_epoch: index of the last step (-1 starts fresh).
+
+    Example:
+        >>> opt = nabla_optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        >>> sched = CyclicLR(opt, base_lr=0.01, max_lr=0.1, step_size_up=10)
+        >>> for x, y in batches:
+        ...     train_step(x, y); sched.step()
+    """
+
+    def __init__(
+        self,
+        optimizer: Optimizer,
+        base_lr: float | list[float],
+        max_lr: float | list[float],
+        step_size_up: int = 2000,
+        step_size_down: int | None = None,
+        mode: str = "triangular",
+        gamma: float = 1.0,
+        scale_fn: Callable[[float], float] | None = None,
+        scale_mode: str = "cycle",
+        cycle_momentum: bool = True,
+        base_momentum: float | list[float] = 0.8,
+        max_momentum: float | list[float] = 0.9,
+        last_epoch: int = -1,
+    ) -> None:
+        _check_optimizer(optimizer)
+        self.optimizer = optimizer
+        base_lrs = _per_group("base_lr", optimizer, base_lr)
+        if last_epoch == -1:
+            for lr, group in zip(base_lrs, optimizer.param_groups, strict=True):
+                group["lr"] = lr
+        self.max_lrs = _per_group("max_lr", optimizer, max_lr)
+        if not step_size_up > 0:
+            raise ValueError(f"step_size_up must be positive, got {step_size_up}")
+        if step_size_down is not None and not step_size_down >= 0:
+            raise ValueError(f"step_size_down must be non-negative or None, got {step_size_down}")
+        up = float(step_size_up)
+        down = float(step_size_down) if step_size_down is not None else up
+        self.total_size = up + down
+        self.step_ratio = up / self.total_size
+        if mode not in ("triangular", "triangular2", "exp_range") and scale_fn is None:
+            raise ValueError(
+                f"mode is invalid and scale_fn is None: mode must be 'triangular', 'triangular2' or "
+                f"'exp_range', got {mode!r}"
+            )
+        if scale_mode not in ("cycle", "iterations"):
+            raise ValueError(f"scale_mode must be 'cycle' or 'iterations', got {scale_mode!r}")
+        self.mode = mode
+        self.gamma = gamma
+        self._scale_fn_ref: Callable[[float], float]
+        self._scale_fn_custom = scale_fn
+        self.scale_mode = scale_mode
+        self._init_scale_fn()
+        self.cycle_momentum = cycle_momentum
+        if cycle_momentum:
+            self.use_beta1 = _uses_beta1(optimizer)
+            self.base_momentums = _per_group("base_momentum", optimizer, base_momentum)
+            self.max_momentums = _per_group("max_momentum", optimizer, max_momentum)
+            if last_epoch == -1:
+                for high, low, group in zip(
+                    self.max_momentums, self.base_momentums, optimizer.param_groups, strict=True
+                ):
+                    _set_momentum(group, high, self.use_beta1)
+                    group["max_momentum"] = high
+                    group["base_momentum"] = low
+        super().__init__(optimizer, last_epoch)
+        # As in PyTorch: the first step used the groups' initial_lr (base_lr unless another
+        # scheduler set initial_lr first); every later step uses base_lr.
+        self.base_lrs = base_lrs
+
+    def _init_scale_fn(self) -> None:
+        if self._scale_fn_custom is not None:
+            return
+        if self.mode == "triangular":
+            self._scale_fn_ref = self._triangular_scale_fn
+            self.scale_mode = "cycle"
+        elif self.mode == "triangular2":
+            self._scale_fn_ref = self._triangular2_scale_fn
+            self.scale_mode = "cycle"
+        elif self.mode == "exp_range":
+            self._scale_fn_ref = partial(self._exp_range_scale_fn, self.gamma)
+            self.scale_mode = "iterations"
+
+    def scale_fn(self, x: float) -> float:
+        """The amplitude scale at `x` (a cycle number or a step count, see `scale_mode`)."""
+        if self._scale_fn_custom is not None:
+            return self._scale_fn_custom(x)
+        return self._scale_fn_ref(x)
+
+    @staticmethod
+    def _triangular_scale_fn(x: float) -> float:
+        return 1.0
+
+    @staticmethod
+    def _triangular2_scale_fn(x: float) -> float:
+        return 1 / (2.0 ** (x - 1))
+
+    @staticmethod
+    def _exp_range_scale_fn(gamma: float, x: float) -> float:
+        return gamma**x
+
+    def get_lr(self) -> list[float]:
+        cycle = math.floor(1 + self.last_epoch / self.total_size)
+        x = 1.0 + self.last_epoch / self.total_size - cycle
+        if x <= self.step_ratio:
+            scale_factor = x / self.step_ratio
+        else:
+            scale_factor = (x - 1) / (self.step_ratio - 1)
+        # scale_fn is called once per group and value, as PyTorch does (a stateful one sees the same calls)
+        at = cycle if self.scale_mode == "cycle" else self.last_epoch
+        lrs = []
+        for base, peak in zip(self.base_lrs, self.max_lrs, strict=True):
+            height = (peak - base) * scale_factor
+            lrs.append(base + height * self.scale_fn(at))
+        if self.cycle_momentum:
+            momentums = []
+            for low, high in zip(self.base_momentums, self.max_momentums, strict=True):
+                height = (high - low) * scale_factor
+                momentums.append(high - height * self.scale_fn(at))
+            for group, momentum in zip(self.optimizer.param_groups, momentums, strict=True):
+                _set_momentum(group, momentum, self.use_beta1)
+        return lrs
+
+    def state_dict(self) -> dict[str, Any]:
+        """Every attribute except the optimizer; a custom scale_fn is saved only if it is a
+        callable object (as its `__dict__`), not a function or lambda."""
+        state = super().state_dict()
+        state.pop("_scale_fn_ref", None)  # rebuilt from mode and gamma on load
+        fn = state.pop("_scale_fn_custom")
+        state["_scale_fn_custom"] = None
+        if fn is not None and not isinstance(fn, types.FunctionType):
+            state["_scale_fn_custom"] = fn.__dict__.copy()
+        return state
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        state_dict = dict(state_dict)
+        fn = state_dict.pop("_scale_fn_custom")
+        super().load_state_dict(state_dict)
+        if fn is not None:
+            self._scale_fn_custom.__dict__.update(fn)
+        self._init_scale_fn()

@@ -69,6 +69,32 @@ FACTORIES: dict[str, Callable] = {
     "ChainedScheduler": lambda m, o: m.ChainedScheduler(
         [m.ConstantLR(o, factor=0.5, total_iters=3), m.ExponentialLR(o, gamma=0.9)]
     ),
+    # CyclicLR cycles SGD's momentum and Adam's beta1; _run records both.
+    "CyclicLR-triangular": lambda m, o: m.CyclicLR(o, base_lr=0.01, max_lr=0.1, step_size_up=4),
+    "CyclicLR-triangular2-lists": lambda m, o: m.CyclicLR(
+        o,
+        base_lr=[0.01, 0.02],
+        max_lr=[0.1, 0.3],
+        step_size_up=3,
+        step_size_down=5,
+        mode="triangular2",
+        base_momentum=[0.7, 0.85],
+        max_momentum=[0.9, 0.95],
+    ),
+    "CyclicLR-exp_range": lambda m, o: m.CyclicLR(
+        o, base_lr=0.001, max_lr=0.05, step_size_up=5, step_size_down=2, mode="exp_range", gamma=0.97
+    ),
+    "CyclicLR-scale_fn-iterations": lambda m, o: m.CyclicLR(
+        o, base_lr=0.01, max_lr=0.2, step_size_up=3, scale_fn=lambda x: 1 / (1 + 0.1 * x), scale_mode="iterations"
+    ),
+    "CyclicLR-scale_fn-cycle": lambda m, o: m.CyclicLR(
+        o, base_lr=0.01, max_lr=0.2, step_size_up=2, step_size_down=6, scale_fn=lambda c: 0.8**c
+    ),
+    # initial_lr already set by another scheduler: PyTorch's epoch 0 uses it, later epochs base_lr.
+    "CyclicLR-after-StepLR": lambda m, o: (
+        m.StepLR(o, step_size=100),
+        m.CyclicLR(o, base_lr=0.01, max_lr=0.1, step_size_up=3),
+    )[1],
 }
 
 
@@ -100,6 +126,73 @@ def test_reduce_on_plateau_matches_torch() -> None:
     theirs = torch.optim.lr_scheduler.ReduceLROnPlateau(topt, patience=2, cooldown=1, factor=0.5, min_lr=[0.01, 0.02])
     tensor_metrics = [nb.tensor(np.float32(m)) for m in metrics]
     assert _run(ours, opt, len(metrics), tensor_metrics) == _run(theirs, topt, len(metrics), metrics)
+
+
+@needs_torch
+def test_cyclic_without_momentum_cycling_matches_torch() -> None:
+    a, b = _params()
+    opt = optim.Adagrad([{"params": [a]}, {"params": [b], "lr": 0.05}], lr=0.1)
+    tp = [torch.nn.Parameter(torch.ones(2)) for _ in range(2)]
+    topt = torch.optim.Adagrad([{"params": [tp[0]]}, {"params": [tp[1]], "lr": 0.05}], lr=0.1)
+    kwargs = {"base_lr": [0.01, 0.005], "max_lr": 0.1, "step_size_up": 4, "mode": "triangular2"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = _run(torch.optim.lr_scheduler.CyclicLR(topt, cycle_momentum=False, **kwargs), topt)
+    ours = sched_mod.CyclicLR(opt, cycle_momentum=False, **kwargs)
+    assert _run(ours, opt) == expected
+    assert ours.get_last_lr() == [g["lr"] for g in opt.param_groups]
+    assert "momentum" not in opt.param_groups[0] and "betas" not in opt.param_groups[0]
+
+
+@needs_torch
+def test_cyclic_state_dict_round_trip_matches_torch() -> None:
+    class Decay:  # a callable object: state_dict saves its __dict__ (a lambda is not saved)
+        def __init__(self) -> None:
+            self.rate = 0.9
+
+        def __call__(self, x: float) -> float:
+            return self.rate**x
+
+    def make(m: object, o: object, fn: Decay) -> object:
+        return m.CyclicLR(o, base_lr=0.01, max_lr=0.1, step_size_up=3, scale_fn=fn, scale_mode="iterations")
+
+    tp = [torch.nn.Parameter(torch.ones(2)) for _ in range(2)]
+    topt = torch.optim.SGD([{"params": [tp[0]]}, {"params": [tp[1]], "lr": 0.05}], lr=0.1, momentum=0.9)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = make(torch.optim.lr_scheduler, topt, Decay())
+        _run(theirs, topt, 5)
+        expected = _run(theirs, topt, 10)
+
+    opt = _sgd()
+    ours = make(sched_mod, opt, Decay())
+    _run(ours, opt, 5)
+    saved_opt, saved = opt.state_dict(), ours.state_dict()
+    assert saved["_scale_fn_custom"] == {"rate": 0.9} and "_scale_fn_ref" not in saved
+    assert saved["last_epoch"] == 5 and "optimizer" not in saved
+
+    opt2 = _sgd()
+    fn2 = Decay()
+    fn2.rate = 0.5  # restored from the saved state
+    resumed = make(sched_mod, opt2, fn2)
+    opt2.load_state_dict(saved_opt)
+    resumed.load_state_dict(saved)
+    assert fn2.rate == 0.9 and "_scale_fn_custom" in saved  # the caller's dict is not consumed
+    assert _run(resumed, opt2, 10) == expected
+
+    # Built-in modes: the scale function is rebuilt from the loaded mode and gamma.
+    opt3 = _sgd()
+    exp = sched_mod.CyclicLR(opt3, base_lr=0.01, max_lr=0.1, step_size_up=3, mode="exp_range", gamma=0.9)
+    _run(exp, opt3, 4)
+    saved_opt3, state = opt3.state_dict(), exp.state_dict()
+    assert state["_scale_fn_custom"] is None and state["scale_mode"] == "iterations"
+    rest = _run(exp, opt3, 6)
+    opt4 = _sgd()
+    exp2 = sched_mod.CyclicLR(opt4, base_lr=0.5, max_lr=1.0, step_size_up=7)
+    opt4.load_state_dict(saved_opt3)
+    exp2.load_state_dict(state)
+    assert exp2.mode == "exp_range" and exp2.scale_fn(2) == 0.9**2
+    assert _run(exp2, opt4, 6) == rest
 
 
 # -- closed forms (no torch) --------------------------------------------------------------------
@@ -289,3 +382,13 @@ def test_errors() -> None:
         sched_mod.LinearLR(opt, start_factor=0)
     with pytest.raises(ValueError, match="positive integer T_0"):
         sched_mod.CosineAnnealingWarmRestarts(opt, T_0=0)
+    with pytest.raises(ValueError, match="Adagrad has neither 'momentum' nor 'betas'"):
+        sched_mod.CyclicLR(optim.Adagrad(_params()), base_lr=0.01, max_lr=0.1)
+    with pytest.raises(ValueError, match="base_lr must have the same length"):
+        sched_mod.CyclicLR(opt, base_lr=[0.01], max_lr=0.1)
+    with pytest.raises(ValueError, match="mode must be 'triangular', 'triangular2' or 'exp_range', got 'sine'"):
+        sched_mod.CyclicLR(opt, base_lr=0.01, max_lr=0.1, mode="sine")
+    with pytest.raises(ValueError, match="scale_mode must be 'cycle' or 'iterations', got 'epoch'"):
+        sched_mod.CyclicLR(opt, base_lr=0.01, max_lr=0.1, scale_fn=lambda x: 1.0, scale_mode="epoch")
+    with pytest.raises(ValueError, match="step_size_up must be positive, got 0"):
+        sched_mod.CyclicLR(opt, base_lr=0.01, max_lr=0.1, step_size_up=0)
