@@ -16,7 +16,7 @@ import nabla as nb
 import nabla_nn as nn
 import nabla_nn.functional as F
 import nabla_optim as optim
-from nabla.core.graph import GRAPH, artifacts, executors
+from nabla.core.graph import GRAPH, artifacts, background, executors
 from nabla.core.graph import program as program_mod
 from nabla.core.graph.background import CompileFailed
 from nabla.core.graph.tiered import TieredExecutor
@@ -303,3 +303,14 @@ def test_numpy_tier_stores_bfloat16_values_rounded_like_torch():
     x = nb.Tensor.from_numpy(a[:1000]).to(nb.bfloat16)
     got = (x * 3.0).to(nb.float32).numpy()
     np.testing.assert_array_equal(got, (torch.tensor(a[:1000]).bfloat16() * 3.0).float().numpy())
+
+
+def test_compiles_move_into_the_process_when_no_worker_process_can_start(monkeypatch, tmp_path):
+    monkeypatch.setattr(background, "WORKER_SCRIPT", tmp_path / "missing_worker.py")
+    compiled_in_thread = []
+    service = background.CompileService(lambda module, ext: compiled_in_thread.append(module) or ("artifact", module))
+    service.mode = "process"
+    job = background.CompileJob(build=lambda: "module", finish=lambda artifact: ("model", artifact))
+    assert service.submit(job).result(timeout=60) == ("model", ("artifact", "module"))
+    assert service.mode == "thread" and compiled_in_thread == ["module"]
+    assert service.wait(timeout=1.0) and service.completed == 1

@@ -51,6 +51,10 @@ class CompileFailed(RuntimeError):
     """MAX could not compile a model in the background (the evaluation stays on tier 0)."""
 
 
+class WorkerUnavailable(RuntimeError):
+    """The worker process cannot run here; compiles move to the dispatcher thread."""
+
+
 @dataclass
 class CompileJob:
     """One model to compile.
@@ -139,7 +143,11 @@ class CompileService:
                 compiled.export_mef(tmp)
                 STORE.publish(tmp, job.name)
         else:
-            compiled = self._compile_in_worker(module, job)
+            try:
+                compiled = self._compile_in_worker(module, job)
+            except WorkerUnavailable:  # no Python executable to start (an embedded interpreter)
+                self.mode = "thread"
+                return self._compile(module, job)
         self.seconds.append(time.perf_counter() - start)
         return compiled
 
@@ -178,14 +186,18 @@ class CompileService:
         worker = self._worker
         if worker is not None and worker.poll() is None:
             return worker
-        worker = subprocess.Popen(
-            [sys.executable, "-P", str(WORKER_SCRIPT)],  # -P: nothing of the script's folder shadows a module
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)},
-        )
+        try:
+            worker = subprocess.Popen(
+                [sys.executable, "-P", str(WORKER_SCRIPT)],  # -P: nothing of the script's folder shadows a module
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)},
+            )
+        except OSError as err:
+            raise WorkerUnavailable(str(err)) from err
         if not worker.stdout.readline().startswith(b'{"ready"'):
-            raise CompileFailed("the compile worker process did not start")
+            worker.kill()
+            raise WorkerUnavailable("the compile worker process did not start")
         self._worker = worker
         return worker
