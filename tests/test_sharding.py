@@ -161,6 +161,26 @@ def test_partial_sums_pass_through_linear_ops_and_reduce_once():
     np.testing.assert_allclose(r.numpy(), np.maximum((xa @ wa * 2).sum(0), 0), rtol=1e-5, atol=1e-5)
 
 
+def _partial_product(axis: str) -> tuple[nb.Tensor, np.ndarray]:
+    """x @ w with the contraction sharded over `axis`: a sum left partial over it."""
+    xa, wa = arr(3, 4), arr(4, 5)
+    y = nb.shard(nb.tensor(xa), MESH22, P(None, axis)) @ nb.shard(nb.tensor(wa), MESH22, P(axis, None))
+    return y, xa @ wa
+
+
+def test_multilinear_ops_keep_partial_sums_over_different_axes_and_reduce_one_of_a_shared_axis():
+    (ya, a), (yb, b) = _partial_product("a"), _partial_product("b")
+    both = ya * yb  # sum_i a_i * sum_j b_j = sum_ij a_i b_j: partial over a and b, no collective
+    assert both.sharding.partial == {"a", "b"} and comm_ops(both) == []
+    np.testing.assert_allclose(both.numpy(), a * b, rtol=1e-5, atol=1e-5)
+    same = ya * ya  # both partial over "a": one operand is reduced, the product stays partial
+    assert same.sharding.partial == {"a"} and comm_ops(same) == ["all_reduce"]
+    np.testing.assert_allclose(same.numpy(), a * a, rtol=1e-5, atol=1e-5)
+    quotient = ya / (yb + 1.0)  # the numerator may stay partial; the denominator is reduced (by the add)
+    assert quotient.sharding.partial == {"a"} and comm_ops(quotient) == ["all_reduce"]
+    np.testing.assert_allclose(quotient.numpy(), a / (b + 1.0), rtol=1e-5, atol=1e-5)
+
+
 def test_elementwise_with_unsharded_scalar_needs_no_collective():
     x = nb.shard(nb.tensor(arr(6, 4)), MESH22, P("a", "b"))
     y = nb.exp(x) * 2.0 + 1.0

@@ -172,7 +172,8 @@ def propagate(
     """Collect, resolve, update (see the module doc). `None` specs are unsharded inputs."""
     # Partial inputs that stay partial through this op.
     kept = _kept_partial(rule, specs)
-    used: set[str] = set(kept)
+    all_kept = frozenset().union(*kept)
+    used: set[str] = set(all_kept)
     # 1. collect
     proposals: dict[str, list] = {}
     for i, spec in enumerate(specs):
@@ -208,12 +209,9 @@ def propagate(
             if contracted_axes & set(chosen[factor]):
                 del chosen[factor]
     # 3. update
-    in_specs = []
-    for i, spec in enumerate(specs):
-        partial = kept if spec is not None and spec.partial else frozenset()
-        in_specs.append(_spec(mesh, rule.operands[i], chosen, partial))
+    in_specs = [_spec(mesh, dims, chosen, k) for dims, k in zip(rule.operands, kept, strict=True)]
     contracted = [a for f, axes in chosen.items() if f not in in_results for a in axes]
-    out_partial = frozenset(contracted) | kept
+    out_partial = frozenset(contracted) | all_kept
     op = rule.reduction if contracted else "sum"
     out_specs = [_spec(mesh, dims, chosen, out_partial, op) for dims in rule.results]
     return Propagation(in_specs, out_specs)
@@ -237,17 +235,22 @@ def _compound_ok(rule: OpShardingRule, factor: str, parts: int) -> bool:
     return True
 
 
-def _kept_partial(rule: OpShardingRule, specs: Sequence[ShardingSpec | None]) -> frozenset[str]:
-    """Mesh axes over which partial-sum inputs pass through unreduced."""
+def _kept_partial(rule: OpShardingRule, specs: Sequence[ShardingSpec | None]) -> list[frozenset[str]]:
+    """Per input, the mesh axes over which its partial sums pass through unreduced.
+
+    Additive ops keep a partial that every input shares. A multilinear op keeps each axis on
+    one operand: f(sum_i a_i, sum_j b_j) = sum_ij f(a_i, b_j), so operands partial over
+    different axes all stay partial (the result is partial over both), and of two operands
+    partial over the same axis only the first allowed one does; the other is reduced."""
     partial = [s.partial if s is not None and s.partial_op == "sum" else frozenset() for s in specs]
+    none = [frozenset()] * len(specs)
     if rule.partial_ok is None or not any(partial):
-        return frozenset()
+        return none
     if rule.partial_ok == "additive":
-        first = partial[0]
-        return first if all(p == first for p in partial) else frozenset()
-    kept = set()
+        return partial if all(p == partial[0] for p in partial) else none
+    kept: list[set[str]] = [set() for _ in specs]
     for axis in set().union(*partial):
-        holders = [i for i, p in enumerate(partial) if axis in p]
-        if len(holders) == 1 and holders[0] in rule.partial_ok:
-            kept.add(axis)
-    return frozenset(kept)
+        keeper = next((i for i, p in enumerate(partial) if axis in p and i in rule.partial_ok), None)
+        if keeper is not None:
+            kept[keeper].add(axis)
+    return [frozenset(k) for k in kept]
