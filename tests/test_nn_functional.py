@@ -320,8 +320,11 @@ def test_pooling_numpy_and_errors() -> None:
     _close(F.lp_pool2d(nb.tensor(x4), 2, 2), np.sqrt((x4.reshape(1, 2, 2, 2, 2, 2) ** 2).sum((3, 5))), 1e-5)
     _close(F.max_pool2d(nb.tensor(x4), 2), x4.reshape(1, 2, 2, 2, 2, 2).max((3, 5)))
     _close(F.avg_pool2d(nb.tensor(x4), 2, divisor_override=1), x4.reshape(1, 2, 2, 2, 2, 2).sum((3, 5)), 1e-5)
-    with pytest.raises(NotImplementedError, match="return_indices"):
-        F.max_pool2d(nb.tensor(x4), 2, return_indices=True)
+    out, idx = F.max_pool2d(nb.tensor(x4), 2, return_indices=True)
+    _close(out, x4.reshape(1, 2, 2, 2, 2, 2).max((3, 5)))
+    windows = x4.reshape(1, 2, 2, 2, 2, 2).transpose(0, 1, 2, 4, 3, 5).reshape(1, 2, 2, 2, 4).argmax(-1)
+    rows, cols = np.arange(2)[:, None] * 2 + windows // 2, np.arange(2)[None, :] * 2 + windows % 2
+    np.testing.assert_array_equal(idx.numpy(), rows * 4 + cols)  # flat h * W + w of each maximum
     with pytest.raises(ValueError, match="output_size must be a positive int"):
         F.adaptive_avg_pool1d(nb.tensor(x), 0)
     with pytest.raises(ValueError, match="expected a 3-D"):
@@ -520,8 +523,8 @@ def test_embedding_and_one_hot_errors_and_vmap() -> None:
     w = nb.ones(5, 2)
     with pytest.raises(TypeError, match="integer tensor of indices"):
         F.embedding(nb.tensor([0.0]), w)
-    with pytest.raises(NotImplementedError, match="max_norm"):
-        F.embedding(nb.tensor([0]), w, max_norm=1.0)
+    with pytest.raises(TypeError, match="max_norm must be a number"):
+        F.embedding(nb.tensor([0]), w, max_norm="1.0")
     with pytest.raises(ValueError, match="padding_idx=5 must be within num_embeddings=5"):
         F.embedding(nb.tensor([0]), w, padding_idx=5)
     weight = _randn(5, 2)

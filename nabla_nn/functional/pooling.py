@@ -6,17 +6,24 @@ avg pooling and 2-D adaptive average pooling are nabla's functions re-exported a
 run the 2-D ones on a height-1 image. Adaptive max pooling uses `max_pool2d` when the windows
 tile the input, and otherwise the maximum of each window per dimension (a rectangle's maximum is
 the maximum over rows of the row maxima), so it needs out_h + out_w slices, not out_h * out_w.
-`return_indices=True` is not supported (nabla has no index-returning pooling yet).
+
+`return_indices=True` keeps those values (and their gradient) and adds PyTorch's indices,
+computed apart from them without autodiff: a constant table of every window's input positions
+(known from the shapes alone) gathers the windows, and reductions pick each window's first
+maximum in scan order, or its last NaN, as PyTorch's kernels do. `max_unpool1d` /
+`max_unpool2d` scatter values back to those indices.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
 import nabla as nb
 from nabla import Tensor, adaptive_avg_pool2d, avg_pool1d, avg_pool2d
+from nabla.core.common import dtypes as _dt
 
 __all__ = [
     "adaptive_avg_pool1d",
@@ -29,12 +36,74 @@ __all__ = [
     "lp_pool2d",
     "max_pool1d",
     "max_pool2d",
+    "max_unpool1d",
+    "max_unpool2d",
 ]
 
 
-def _no_indices(return_indices: bool, op: str) -> None:
-    if return_indices:
-        raise NotImplementedError(f"{op}: return_indices=True is not supported; pool without indices")
+def _window_table(dims: list[tuple[np.ndarray, int]]) -> np.ndarray:
+    """Flat input index of every window element: (K, *out), k in PyTorch's scan order (row-major
+    over the window), -1 where the element lies in padding or past the window's end.
+
+    Args:
+        dims: per spatial dim, `pos (k_d, o_d)`: the input position of window element k_d of output
+            o_d (out of [0, n) or -1 where it does not exist), and the input size n.
+    """
+    nd = len(dims)
+    table, valid = np.zeros((), np.int64), np.ones((), bool)
+    for d, (pos, n) in enumerate(dims):
+        shape = [1] * (2 * nd)
+        shape[d], shape[nd + d] = pos.shape
+        p = pos.reshape(shape)
+        stride = math.prod(size for _, size in dims[d + 1 :])
+        table, valid = table + p * stride, valid & (p >= 0) & (p < n)
+    out = table.shape[nd:]
+    return np.where(valid, table, -1).reshape(-1, *out)
+
+
+def _window_argmax(x: Tensor, table: np.ndarray) -> Tensor:
+    """int64 flat index (into the input plane) of each window's first maximum, or of its last
+    NaN when it holds one: PyTorch's `val > max || isnan(val)` scan. Not differentiated.
+
+    Args:
+        x: (*lead, *spatial) input.
+        table: `_window_table` of the pooling, (K, *out).
+    """
+    nd = table.ndim - 1
+    lead, plane = x.shape[: x.ndim - nd], math.prod(x.shape[x.ndim - nd :])
+    flat = nb.reshape(nb.detach(x), (*lead, plane))
+    valid = table >= 0
+    win = nb.index_select(flat, -1, nb.tensor(np.maximum(table, 0).reshape(-1)))
+    win = nb.reshape(win, (*lead, *table.shape))
+    axis = len(lead)
+    ok = None if valid.all() else nb.tensor(valid)
+    top = nb.max(win if ok is None else nb.where(ok, win, float("-inf")), axis=axis, keepdims=True)
+    is_max, is_nan = nb.equal(win, top), nb.isnan(win)
+    if ok is not None:  # positions past the window (gathered from index 0) never win
+        is_max, is_nan = nb.logical_and(ok, is_max), nb.logical_and(ok, is_nan)
+    # One reduction for both rules: a NaN at i scores plane + i (the last wins), a maximum at i
+    # scores plane - 1 - i (the first wins), anything else -1; every window has a real element.
+    idx = nb.tensor(table)
+    score = nb.where(is_nan, idx + plane, nb.where(is_max, (plane - 1) - idx, -1))
+    best = nb.max(score, axis=axis)
+    return nb.where(nb.greater_equal(best, plane), best - plane, (plane - 1) - best)
+
+
+def _ntuple(value: Any, n: int) -> tuple[int, ...]:
+    """An int or a sequence of n ints (already validated by the pooling op) as n ints."""
+    return tuple(int(v) for v in value) if isinstance(value, tuple | list) else (int(value),) * n
+
+
+def _max_pool_indices(input: Tensor, out: tuple, kernel_size: Any, stride: Any, padding: Any, dilation: Any) -> Tensor:
+    """PyTorch's max_pool indices for an output of spatial size `out` (the pool checked the args)."""
+    nd = len(out)
+    kernel = _ntuple(kernel_size, nd)
+    stride = kernel if stride is None or (isinstance(stride, tuple | list) and not stride) else _ntuple(stride, nd)
+    pad, dil = _ntuple(padding, nd), _ntuple(dilation, nd)
+    dims = []
+    for n, o, k, s, p, d in zip(input.shape[-nd:], out, kernel, stride, pad, dil, strict=True):
+        dims.append((np.arange(o)[None, :] * s + np.arange(k)[:, None] * d - p, n))
+    return _window_argmax(input, _window_table(dims))
 
 
 def max_pool1d(
@@ -45,7 +114,7 @@ def max_pool1d(
     dilation: Any = 1,
     ceil_mode: bool = False,
     return_indices: bool = False,
-) -> Tensor:
+) -> Tensor | tuple[Tensor, Tensor]:
     """1-D max pooling of (N, C, L) or (C, L).
 
     Args:
@@ -55,14 +124,19 @@ def max_pool1d(
         padding: implicit -inf padding on both sides (at most half the kernel).
         dilation: spacing between window elements.
         ceil_mode: round the output length up instead of down.
-        return_indices: not supported (must be False).
+        return_indices: also return the int64 index in [0, L) of each window's maximum (the
+            first one; the last NaN if any), as `max_unpool1d` takes them.
 
     Example:
         >>> F.max_pool1d(nb.ones(1, 2, 8), 2).shape
         (1, 2, 4)
+        >>> F.max_pool1d(nb.tensor([[1.0, 3.0, 2.0, 2.0]]), 2, return_indices=True)[1].tolist()
+        [[1, 2]]
     """
-    _no_indices(return_indices, "max_pool1d")
-    return nb.max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode)
+    out = nb.max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode)
+    if not return_indices:
+        return out
+    return out, _max_pool_indices(input, out.shape[-1:], kernel_size, stride, padding, dilation)
 
 
 def max_pool2d(
@@ -73,7 +147,7 @@ def max_pool2d(
     dilation: Any = 1,
     ceil_mode: bool = False,
     return_indices: bool = False,
-) -> Tensor:
+) -> Tensor | tuple[Tensor, Tensor]:
     """2-D max pooling of (N, C, H, W) or (C, H, W).
 
     Args:
@@ -83,14 +157,20 @@ def max_pool2d(
         padding: int or (ph, pw) of -inf padding (at most half the kernel).
         dilation: int or (dh, dw).
         ceil_mode: round the output size up instead of down.
-        return_indices: not supported (must be False).
+        return_indices: also return the int64 index h * W + w (into the unpadded input plane) of
+            each window's maximum (the first in row-major order; the last NaN if any), as
+            `max_unpool2d` takes them.
 
     Example:
         >>> F.max_pool2d(nb.ones(1, 3, 8, 8), 2).shape
         (1, 3, 4, 4)
+        >>> F.max_pool2d(nb.tensor([[[1.0, 5.0], [5.0, 2.0]]]), 2, return_indices=True)[1].tolist()
+        [[[1]]]
     """
-    _no_indices(return_indices, "max_pool2d")
-    return nb.max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode)
+    out = nb.max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode)
+    if not return_indices:
+        return out
+    return out, _max_pool_indices(input, out.shape[-2:], kernel_size, stride, padding, dilation)
 
 
 def _check_rank(input: Any, op: str, ranks: tuple[int, int]) -> None:
@@ -152,47 +232,174 @@ def _adaptive_max_axis(x: Tensor, axis: int, m: int) -> Tensor:
     return parts[0] if m == 1 else nb.concatenate(parts, axis=axis)
 
 
-def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: bool = False) -> Tensor:
+def _adaptive_positions(n: int, m: int) -> np.ndarray:
+    """(K, m) input positions of PyTorch's adaptive windows [floor(i*n/m), ceil((i+1)*n/m)) of
+    n pooled to m, K the widest window; -1 past a narrower window's end."""
+    starts = np.arange(m) * n // m
+    ends = -((-(np.arange(m) + 1) * n) // m)
+    pos = starts[None, :] + np.arange(int((ends - starts).max()))[:, None]
+    return np.where(pos < ends[None, :], pos, -1)
+
+
+def adaptive_max_pool2d(
+    input: Tensor, output_size: Any, return_indices: bool = False
+) -> Tensor | tuple[Tensor, Tensor]:
     """Max pooling of (N, C, H, W) or (C, H, W) to a fixed output size (PyTorch's windows).
 
     Args:
         input: (N, C, H, W) or (C, H, W).
         output_size: int or (oh, ow); a None entry keeps that input size.
-        return_indices: not supported (must be False).
+        return_indices: also return the int64 index h * W + w of each window's maximum (the first
+            in row-major order; the last NaN if any).
 
     Example:
         >>> F.adaptive_max_pool2d(nb.ones(2, 3, 7, 5), 2).shape
         (2, 3, 2, 2)
     """
     op = "adaptive_max_pool2d"
-    _no_indices(return_indices, op)
     _check_rank(input, op, (3, 4))
     (h, w), (oh, ow) = input.shape[-2:], _size2(output_size, input.shape[-2:], op)
     if 0 in (h, w):
         raise ValueError(f"{op}: input spatial size {(h, w)} must be non-empty")
     if h % oh == 0 and w % ow == 0:  # windows tile the input
         k = (h // oh, w // ow)
-        return nb.max_pool2d(input, k, k)
-    return _adaptive_max_axis(_adaptive_max_axis(input, -1, ow), -2, oh)
+        out = nb.max_pool2d(input, k, k)
+    else:
+        out = _adaptive_max_axis(_adaptive_max_axis(input, -1, ow), -2, oh)
+    if not return_indices:
+        return out
+    table = _window_table([(_adaptive_positions(h, oh), h), (_adaptive_positions(w, ow), w)])
+    return out, _window_argmax(input, table)
 
 
-def adaptive_max_pool1d(input: Tensor, output_size: Any, return_indices: bool = False) -> Tensor:
+def adaptive_max_pool1d(
+    input: Tensor, output_size: Any, return_indices: bool = False
+) -> Tensor | tuple[Tensor, Tensor]:
     """Max pooling of (N, C, L) or (C, L) to a fixed output length (PyTorch's windows).
 
     Args:
         input: (N, C, L) or (C, L).
         output_size: the output length (int or (int,)).
-        return_indices: not supported (must be False).
+        return_indices: also return the int64 index in [0, L) of each window's maximum (the
+            first; the last NaN if any).
 
     Example:
         >>> F.adaptive_max_pool1d(nb.ones(2, 3, 7), 3).shape
         (2, 3, 3)
     """
     op = "adaptive_max_pool1d"
-    _no_indices(return_indices, op)
     _check_rank(input, op, (2, 3))
     m = _size1(output_size, op)
-    return nb.squeeze(adaptive_max_pool2d(nb.unsqueeze(input, -2), (1, m)), -2)
+    res = adaptive_max_pool2d(nb.unsqueeze(input, -2), (1, m), return_indices)
+    if not return_indices:
+        return nb.squeeze(res, -2)
+    return nb.squeeze(res[0], -2), nb.squeeze(res[1], -2)  # on a height-1 plane h * W + w is w
+
+
+def _unpool_ints(value: Any, n: int, op: str, arg: str, minimum: int) -> tuple[int, ...]:
+    items = (value,) * n if isinstance(value, int | np.integer) and not isinstance(value, bool) else value
+    if (
+        not isinstance(items, tuple | list)
+        or len(items) != n
+        or not all(isinstance(v, int | np.integer) and not isinstance(v, bool) and v >= minimum for v in items)
+    ):
+        what = "positive" if minimum == 1 else "non-negative"
+        raise ValueError(f"{op}: {arg} must be a {what} int or a tuple of {n} such ints, got {value!r}")
+    return tuple(int(v) for v in items)
+
+
+def _max_unpool(
+    op: str, input: Tensor, indices: Tensor, kernel_size: Any, stride: Any, padding: Any, output_size: Any, nd: int
+) -> Tensor:
+    _check_rank(input, op, (nd + 1, nd + 2))
+    if not isinstance(indices, Tensor) or not _dt.is_integer(indices.dtype):
+        got = indices.dtype.name if isinstance(indices, Tensor) else type(indices).__name__
+        raise TypeError(f"{op}: indices must be an integer Tensor (as max_pool returns them), got {got}")
+    if tuple(indices.shape) != tuple(input.shape):
+        raise ValueError(f"{op}: indices must have the input's shape {input.shape}, got {indices.shape}")
+    kernel = _unpool_ints(kernel_size, nd, op, "kernel_size", 1)
+    stride = kernel if stride is None else _unpool_ints(stride, nd, op, "stride", 1)
+    pad = _unpool_ints(padding, nd, op, "padding", 0)
+    spatial = input.shape[-nd:]
+    default = tuple((n - 1) * s + k - 2 * p for n, s, k, p in zip(spatial, stride, kernel, pad, strict=True))
+    if output_size is None:
+        size = default
+    else:
+        size = tuple(output_size)
+        if len(size) == nd + 2:  # a full (N, C, *spatial) size, as PyTorch accepts
+            size = size[2:]
+        if len(size) != nd:
+            raise ValueError(
+                f"{op}: output_size should be a sequence containing {nd} or {nd + 2} elements, "
+                f"but it has a length of '{len(size)}'"
+            )
+        for d, (o, n, s) in enumerate(zip(size, default, stride, strict=True)):
+            if not n - s < o < n + s:  # PyTorch's bound: the sizes a pooling could have come from
+                raise ValueError(
+                    f'{op}: invalid output_size "{output_size}" (dim {d} must be between {n - s} and {n + s})'
+                )
+        size = tuple(int(o) for o in size)
+    lead = input.shape[:-nd]
+    flat = (*lead, math.prod(spatial))
+    out = nb.zeros((*lead, math.prod(size)), dtype=input.dtype)
+    out = nb.scatter(out, -1, nb.reshape(indices, flat), nb.reshape(input, flat))
+    return nb.reshape(out, (*lead, *size))
+
+
+def max_unpool1d(
+    input: Tensor,
+    indices: Tensor,
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    output_size: Any = None,
+) -> Tensor:
+    """Partial inverse of `max_pool1d`: each value goes to its index, every other position is 0.
+
+    Args:
+        input: (N, C, L_in) or (C, L_in) pooled values.
+        indices: the int64 indices `max_pool1d(..., return_indices=True)` returned, input's shape.
+        kernel_size, stride, padding: those of the pooling (stride None means kernel_size).
+        output_size: the length to restore (a pooling's input length is ambiguous with stride > 1):
+            (L,) or (N, C, L); default (L_in - 1) * stride - 2 * padding + kernel_size.
+
+    Indices must lie in [0, L_out); duplicates (overlapping windows) carry equal values.
+
+    Example:
+        >>> out, idx = F.max_pool1d(nb.tensor([[1.0, 3.0, 2.0, 2.0]]), 2, return_indices=True)
+        >>> F.max_unpool1d(out, idx, 2).tolist()
+        [[0.0, 3.0, 2.0, 0.0]]
+    """
+    return _max_unpool("max_unpool1d", input, indices, kernel_size, stride, padding, output_size, 1)
+
+
+def max_unpool2d(
+    input: Tensor,
+    indices: Tensor,
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    output_size: Any = None,
+) -> Tensor:
+    """Partial inverse of `max_pool2d`: each value goes to its flat index h * W + w, every other
+    position is 0.
+
+    Args:
+        input: (N, C, H_in, W_in) or (C, H_in, W_in) pooled values.
+        indices: the int64 indices `max_pool2d(..., return_indices=True)` returned, input's shape.
+        kernel_size, stride, padding: those of the pooling, ints or pairs (stride None means
+            kernel_size).
+        output_size: the (H, W) or (N, C, H, W) size to restore; default per dim
+            (in - 1) * stride - 2 * padding + kernel_size.
+
+    Indices must lie in [0, H * W); duplicates (overlapping windows) carry equal values.
+
+    Example:
+        >>> out, idx = F.max_pool2d(nb.tensor([[[1.0, 5.0], [5.0, 2.0]]]), 2, return_indices=True)
+        >>> F.max_unpool2d(out, idx, 2).tolist()
+        [[[0.0, 5.0], [0.0, 0.0]]]
+    """
+    return _max_unpool("max_unpool2d", input, indices, kernel_size, stride, padding, output_size, 2)
 
 
 def _lp(out: Tensor, norm_type: float, window: int) -> Tensor:

@@ -1,4 +1,13 @@
-"""Lookup tables: `embedding` (rows of a weight matrix by index) and `one_hot`."""
+"""Lookup tables: `embedding` (rows of a weight matrix by index) and `one_hot`.
+
+`embedding(..., max_norm=...)` renormalizes the rows it reads IN PLACE before the lookup, as
+PyTorch's `embedding_renorm_`: the new table is computed under `nb.no_grad()` and swapped into
+`weight` with nabla's in-place methods, which install a lazy value (no evaluation of its own, so
+a training step stays one graph; a parameter stays a leaf). The looked-up rows carry the new
+values and pass their gradient to `weight` unchanged (the renormalization is not
+differentiated), spelled with explicit `detach`es so that eager autodiff, `nb.grad` and compiled
+modules agree.
+"""
 
 from __future__ import annotations
 
@@ -24,6 +33,44 @@ def _padding_idx(padding_idx: Any, num_embeddings: int) -> int | None:
     return p + num_embeddings if p < 0 else p
 
 
+def _number(value: Any, arg: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+        raise TypeError(f"embedding: {arg} must be a number, got {value!r}")
+    return float(value)
+
+
+def _renorm_and_lookup(weight: Tensor, flat: Tensor, max_norm: float, norm_type: float) -> Tensor:
+    """PyTorch's `embedding_renorm_` then the lookup: the rows of `weight` that `flat` reads and
+    whose norm_type-norm exceeds max_norm are scaled by max_norm / (norm + 1e-7) in `weight`
+    itself (in place, lazily, not differentiated); returns the new rows (n, D), whose gradient
+    reaches `weight` unchanged."""
+    if flat._impl.batch_dims and not weight._impl.batch_dims:
+        raise RuntimeError(
+            "embedding: cannot renormalize weight in place (max_norm) inside vmap with batched indices "
+            "(each batch element would write a different table); pass max_norm=None under vmap"
+        )
+    rows = nb.index_select(weight, 0, flat)
+    with nb.no_grad():
+        plain = nb.detach(rows)
+        norms = nb.norm(plain, norm_type, axis=1, keepdims=True)
+        over = nb.greater(norms, max_norm)
+        scale = nb.where(over, max_norm / (norms + 1e-7), 1.0)
+        # One factor per table row: 1 for rows not read; a repeated index writes equal factors.
+        factor = nb.scatter(nb.ones((weight.shape[0], 1), dtype=weight.dtype), 0, flat[:, None], scale)
+    # The new values with the identity gradient (x - detach(x) is exactly 0), written with
+    # explicit detaches so that compiled programs differentiate them the same way.
+    if weight.requires_grad and not weight.is_leaf:
+        # A table with autodiff history (a `nb.grad` argument, a computed table) keeps it, as
+        # PyTorch's no_grad update does.
+        plain_table = nb.detach(weight)
+        weight.copy_(nb.where(nb.not_equal(factor, 1.0), plain_table * factor + (weight - plain_table), weight))
+        return nb.index_select(weight, 0, flat)
+    with nb.no_grad():
+        weight.mul_(factor)  # a parameter stays a leaf that requires grad
+    # `rows` read the table before the update, so their gradient lands on `weight` (its `.grad`).
+    return nb.where(over, plain * scale + (rows - plain), rows)
+
+
 def embedding(
     input: Tensor,
     weight: Tensor,
@@ -40,8 +87,10 @@ def embedding(
         weight: (num_embeddings, D).
         padding_idx: the row at this index gets no gradient (it still appears in the output,
             as in PyTorch). Negative values count from the end.
-        max_norm: renormalizing rows in place is not supported (must be None).
-        norm_type: unused without max_norm.
+        max_norm: if given, each row of `weight` that `input` reads and whose `norm_type`-norm
+            exceeds it is first rescaled IN PLACE to norm max_norm (scale max_norm / (norm + 1e-7),
+            not differentiated), as PyTorch; `weight` then holds the new table.
+        norm_type: the p of the max_norm norm (2, 1, inf, ...).
         scale_grad_by_freq: not supported (must be False).
         sparse: accepted; the gradient is always a dense tensor with the same values.
 
@@ -55,13 +104,15 @@ def embedding(
         raise TypeError(f"embedding: input must be an integer tensor of indices, got dtype {input.dtype.name}")
     if weight.ndim != 2:
         raise ValueError(f"embedding: weight must be 2-D (num_embeddings, embedding_dim), got shape {weight.shape}")
-    if max_norm is not None:
-        raise NotImplementedError("embedding: max_norm is not supported (it renormalizes weight rows in place)")
     if scale_grad_by_freq:
         raise NotImplementedError("embedding: scale_grad_by_freq=True is not supported")
     pad = _padding_idx(padding_idx, weight.shape[0])
     flat = nb.reshape(input, (input.numel(),))
-    out = nb.reshape(nb.index_select(weight, 0, flat), (*input.shape, weight.shape[1]))
+    if max_norm is None:
+        rows = nb.index_select(weight, 0, flat)
+    else:
+        rows = _renorm_and_lookup(weight, flat, _number(max_norm, "max_norm"), _number(norm_type, "norm_type"))
+    out = nb.reshape(rows, (*input.shape, weight.shape[1]))
     if pad is None:
         return out
     # Same values; positions that read the padding row pass their gradient to a detached copy.

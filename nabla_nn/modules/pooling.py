@@ -1,4 +1,5 @@
-"""Pooling layers (PyTorch's `torch.nn.modules.pooling`): max, average and adaptive pooling."""
+"""Pooling layers (PyTorch's `torch.nn.modules.pooling`): max, average and adaptive pooling, and
+max unpooling."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ __all__ = [
     "LPPool2d",
     "MaxPool1d",
     "MaxPool2d",
+    "MaxUnpool1d",
+    "MaxUnpool2d",
 ]
 
 
@@ -106,6 +109,68 @@ class MaxPool2d(_MaxPoolNd):
     """
 
     _n = 2
+
+
+class _MaxUnpoolNd(Module):
+    _n = 2
+
+    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0) -> None:
+        super().__init__()
+        # Stored as n-tuples, as PyTorch's `_single` / `_pair`.
+        self.kernel_size = _tuple(kernel_size, self._n)
+        self.stride = _tuple(stride if stride is not None else kernel_size, self._n)
+        self.padding = _tuple(padding, self._n)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+    def forward(self, input: Tensor, indices: Tensor, output_size: Any = None) -> Tensor:
+        _check_rank(self, input, self._n)
+        unpool = F.max_unpool1d if self._n == 1 else F.max_unpool2d
+        return unpool(input, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+
+class MaxUnpool1d(_MaxUnpoolNd):
+    """Partial inverse of `MaxPool1d`: pooled values back at their indices, zeros elsewhere.
+
+    Args:
+        kernel_size: the pooling's window size.
+        stride: the pooling's step (default: kernel_size).
+        padding: the pooling's padding.
+
+    Call with `(input, indices, output_size=None)`: `indices` from `MaxPool1d(return_indices=True)`;
+    `output_size` picks the length when several inputs pool to the same size.
+
+    Example:
+        >>> pool, unpool = nn.MaxPool1d(2, return_indices=True), nn.MaxUnpool1d(2)
+        >>> unpool(*pool(nb.tensor([[[1.0, 2.0, 3.0, 4.0]]]))).tolist()
+        [[[0.0, 2.0, 0.0, 4.0]]]
+    """
+
+    _n = 1
+
+
+class MaxUnpool2d(_MaxUnpoolNd):
+    """Partial inverse of `MaxPool2d`: pooled values back at their indices, zeros elsewhere.
+
+    Args:
+        kernel_size: the pooling's window size, int or (kH, kW).
+        stride: the pooling's step (default: kernel_size).
+        padding: the pooling's padding.
+
+    Call with `(input, indices, output_size=None)`: `indices` from `MaxPool2d(return_indices=True)`;
+    `output_size` ((H, W) or (N, C, H, W)) picks the size when several inputs pool to the same size.
+
+    Example:
+        >>> pool, unpool = nn.MaxPool2d(2, return_indices=True), nn.MaxUnpool2d(2)
+        >>> out, indices = pool(nb.randn(1, 1, 5, 5))
+        >>> unpool(out, indices, output_size=(5, 5)).shape
+        (1, 1, 5, 5)
+    """
+
+
+def _tuple(value: Any, n: int) -> tuple:
+    return (value,) * n if isinstance(value, int) and not isinstance(value, bool) else tuple(value)
 
 
 class AvgPool1d(Module):

@@ -48,7 +48,8 @@ class Embedding(Module):
         embedding_dim: size of each vector.
         padding_idx: this row is zero-initialized and gets no gradient (negative counts from
             the end).
-        max_norm: renormalize looked-up rows whose `norm_type` norm exceeds this.
+        max_norm: before each lookup, rescale IN PLACE the rows of `weight` being read whose
+            `norm_type` norm exceeds this to norm max_norm (as PyTorch; not differentiated).
         norm_type: the p of the max_norm norm (default 2).
         scale_grad_by_freq: scale gradients by the inverse frequency of each index in the batch.
         sparse: must be False (dense gradients only).
@@ -156,6 +157,7 @@ class Embedding(Module):
             embeddings: (num_embeddings, embedding_dim) table; used as is (padding_idx's row is
                 not zeroed, as PyTorch).
             freeze: make the table not trainable (default True).
+            padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse: as for `Embedding`.
 
         Example:
             >>> emb = nn.Embedding.from_pretrained(nb.tensor([[1.0, 2.3, 3.0], [4.0, 5.1, 6.3]]))
