@@ -8,6 +8,7 @@ import importlib.util
 import os
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -310,7 +311,8 @@ def test_compiles_move_into_the_process_when_no_worker_process_can_start(monkeyp
     compiled_in_thread = []
     service = background.CompileService(lambda module, ext: compiled_in_thread.append(module) or ("artifact", module))
     service.mode = "process"
-    job = background.CompileJob(build=lambda: "module", finish=lambda artifact: ("model", artifact))
-    assert service.submit(job).result(timeout=60) == ("model", ("artifact", "module"))
-    assert service.mode == "thread" and compiled_in_thread == ["module"]
+    module = SimpleNamespace(mlir_module=SimpleNamespace(bytecode=b""))  # what the worker would be sent
+    job = background.CompileJob(build=lambda: module, finish=lambda artifact: ("model", artifact))
+    assert service.submit(job).result(timeout=60) == ("model", ("artifact", module))
+    assert service.mode == "thread" and compiled_in_thread == [module]
     assert service.wait(timeout=1.0) and service.completed == 1

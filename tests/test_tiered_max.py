@@ -4,6 +4,10 @@ lets a later run (here: an emptied in-memory cache) load instead of compiling.""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -80,3 +84,24 @@ def test_bfloat16_values_cross_between_the_tiers(auto):
         np.testing.assert_array_equal(
             out.to(nb.float32).numpy(), (torch.tensor(d).bfloat16() * tw + 1.0).float().numpy()
         )
+
+
+EXITS_WHILE_BUILDING = """
+import numpy as np, nabla as nb, nabla_nn as nn, nabla_nn.functional as F, nabla_optim as optim
+layer = nn.TransformerEncoderLayer(16, 2, dim_feedforward=32, dropout=0.0, batch_first=True)
+model = nn.Sequential(layer, nn.Flatten(), nn.Linear(4 * 16, 3))
+opt = optim.Adam(model.parameters(), lr=1e-2)
+x, y = nb.tensor(np.ones((2, 4, 16), np.float32)), nb.tensor(np.zeros(2, np.int64))
+for _ in range(2):  # the second step starts building the MAX model on the dispatcher thread
+    opt.zero_grad(); F.cross_entropy(model(x), y).backward(); opt.step()
+print("done")
+"""
+
+
+def test_exiting_while_a_background_compile_is_under_way_is_clean():
+    """Python exiting while the dispatcher thread is inside MAX's C++ (building the module)
+    used to abort the process ("exception not rethrown"); now exit waits for that stretch."""
+    env = {**os.environ, "NABLA_EXECUTOR": "auto", "NABLA_ARTIFACTS": "0"}  # no stored model: it must build
+    proc = subprocess.run([sys.executable, "-c", EXITS_WHILE_BUILDING], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "done" and "not rethrown" not in proc.stderr

@@ -23,6 +23,8 @@ compiling; jobs still queued are dropped.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import json
 import os
 import queue
@@ -53,6 +55,10 @@ class CompileFailed(RuntimeError):
 
 class WorkerUnavailable(RuntimeError):
     """The worker process cannot run here; compiles move to the dispatcher thread."""
+
+
+class _Closing(Exception):
+    """The program is exiting: the dispatcher stops before its next C++ stretch."""
 
 
 @dataclass
@@ -87,6 +93,8 @@ class CompileService:
         self._lock = threading.Lock()
         self._pending = 0
         self._idle = threading.Condition(self._lock)
+        self._native_lock = threading.Lock()
+        self._closing = False
         self.completed = 0  # jobs that produced a model
         self.failed = 0
         self.seconds: list[float] = []  # wall time of each finished compile
@@ -96,6 +104,8 @@ class CompileService:
         with self._lock:
             self._pending += 1
             if self._thread is None or not self._thread.is_alive():
+                if self._thread is None:
+                    atexit.register(self.close)
                 self._thread = threading.Thread(target=self._serve, name="nabla-compile", daemon=True)
                 self._thread.start()
         self._queue.put(job)
@@ -121,38 +131,71 @@ class CompileService:
         while True:
             job = self._queue.get()
             try:
-                with ensure_default_mlir_context():  # MLIR's current context is per thread
-                    module = job.build()
-                compiled = self._compile(module, job)
-                job.future.set_result(job.finish(compiled))
+                model = self._run(job)
+            except _Closing:
+                return
             except BaseException as err:  # a failed compile leaves the evaluation on tier 0
                 self.failed += 1
                 job.future.set_exception(err if isinstance(err, CompileFailed) else CompileFailed(str(err)))
             else:
                 self.completed += 1
+                job.future.set_result(model)
             with self._idle:
                 self._pending -= 1
                 self._idle.notify_all()
 
-    def _compile(self, module: Any, job: CompileJob) -> Any:
+    def _run(self, job: CompileJob) -> Any:
         start = time.perf_counter()
-        if self.mode == "thread":
-            compiled = self._compile_in_thread(module, job.extensions)
-            if job.name is not None and STORE.enabled:
-                tmp = STORE.reserve(job.name)
-                compiled.export_mef(tmp)
-                STORE.publish(tmp, job.name)
-        else:
+        stored = job.name is not None and STORE.enabled
+        if self.mode == "process":
+            with self._native():
+                bytecode = self._build(job).mlir_module.bytecode
             try:
-                compiled = self._compile_in_worker(module, job)
+                out = self._compile_in_worker(bytecode, job, stored)
             except WorkerUnavailable:  # no Python executable to start (an embedded interpreter)
                 self.mode = "thread"
-                return self._compile(module, job)
+                return self._run(job)
+            with self._native():
+                model = job.finish(engine.read(out))
+            if stored:
+                STORE.trim()
+            else:
+                out.unlink(missing_ok=True)
+        else:
+            with self._native():
+                compiled = self._compile_in_thread(self._build(job), job.extensions)
+                if stored:
+                    tmp = STORE.reserve(job.name)
+                    compiled.export_mef(tmp)
+                    STORE.publish(tmp, job.name)
+                model = job.finish(compiled)
         self.seconds.append(time.perf_counter() - start)
-        return compiled
+        return model
 
-    def _compile_in_worker(self, module: Any, job: CompileJob) -> Any:
-        stored = job.name is not None and STORE.enabled
+    @staticmethod
+    def _build(job: CompileJob) -> Any:
+        with ensure_default_mlir_context():  # MLIR's current context is per thread
+            return job.build()
+
+    @contextlib.contextmanager
+    def _native(self) -> Any:
+        """A stretch of MAX's C++ work on the dispatcher thread. Python exiting while a daemon
+        thread is inside one aborts the process ("exception not rethrown"), so `close()`, run
+        at exit, waits for the stretch to end and none starts after it."""
+        with self._native_lock:
+            if self._closing:
+                raise _Closing
+            yield
+
+    def close(self) -> None:
+        """At exit: let the dispatcher's current C++ stretch finish and start no other. A compile
+        running in the worker process goes on there, and its model is stored."""
+        self._closing = True
+        # A thread-mode compile can take minutes; anything else is short.
+        self._native_lock.acquire(timeout=-1 if self.mode == "thread" else 120)
+
+    def _compile_in_worker(self, bytecode: bytes, job: CompileJob, stored: bool) -> Path:
+        """Send the module to the worker process; returns the path of the `.mef` it wrote."""
         if stored:  # the worker renames its file into place itself, even if this process is gone by then
             STORE.directory.mkdir(parents=True, exist_ok=True)
             out = STORE.path(job.name)
@@ -161,7 +204,6 @@ class CompileService:
             os.close(fd)
             out = Path(name)
         worker = self._ensure_worker()
-        bytecode = module.mlir_module.bytecode
         request = {"id": id(job), "out": str(out), "extensions": [str(p) for p in job.extensions]}
         try:
             worker.stdin.write((json.dumps(request) + "\n").encode() + struct.pack("<Q", len(bytecode)) + bytecode)
@@ -175,12 +217,7 @@ class CompileService:
         reply = json.loads(line)
         if not reply["ok"]:
             raise CompileFailed(f"MAX could not compile the model:\n{reply['error']}")
-        compiled = engine.read(out)
-        if stored:
-            STORE.trim()
-        else:
-            out.unlink(missing_ok=True)
-        return compiled
+        return out
 
     def _ensure_worker(self) -> subprocess.Popen:
         worker = self._worker
