@@ -69,6 +69,9 @@ def _vjp(fn: Callable, primals: tuple, has_aux: bool, where: str, names: list[st
     direct = {id(p) for p in primals}
     wrt = [x if _is_constant_leaf(x, direct) else _wrt_leaf(x, where, n) for x, n in zip(leaves, names, strict=True)]
     depth = vmap_depth()
+    # The values differentiated against, held before fn runs: an in-place op inside fn
+    # (`w.mul_(2)`) gives the facade a new value, but the gradient is w.r.t. the one passed in.
+    wrt_impls = [w._impl for w in wrt]
     with enable_grad():
         result = fn(*tree_unflatten(treedef, wrt))
     aux = None
@@ -82,7 +85,7 @@ def _vjp(fn: Callable, primals: tuple, has_aux: bool, where: str, names: list[st
             raise TypeError(f"{where}: fn must return Tensors, got {type(o).__name__}")
 
     def vjp_fn(cotangent: Any) -> tuple:
-        if vmap_depth() > depth and wrt and _has_inner_levels([o._impl for o in out_leaves], wrt[0]._impl.seq, depth):
+        if vmap_depth() > depth and wrt and _has_inner_levels([o._impl for o in out_leaves], wrt_impls[0].seq, depth):
             # Called under a vmap that was not active when fn ran, and fn has vmaps of its own:
             # their levels would collide with the new one. Trace fn again at this depth.
             return _vjp(fn, primals, has_aux, where, names)[1](cotangent)
@@ -95,10 +98,10 @@ def _vjp(fn: Callable, primals: tuple, has_aux: bool, where: str, names: list[st
             if c.shape != o.shape:
                 raise ValueError(f"vjp_fn: cotangent {i} has shape {c.shape}, output has shape {o.shape}")
             cots.append(c)
-        grads = backward_on_trace([o._impl for o in out_leaves], cots, [w._impl for w in wrt])
+        grads = backward_on_trace([o._impl for o in out_leaves], cots, wrt_impls)
         res = [
-            None if _is_constant_leaf(w, direct) else grads[id(w._impl)][1] if id(w._impl) in grads else zeros_like(w)
-            for w in wrt
+            None if _is_constant_leaf(w, direct) else grads[id(i)][1] if id(i) in grads else zeros_like(w)
+            for w, i in zip(wrt, wrt_impls, strict=True)
         ]
         if not nested:  # top level: results are plain values, as with torch.func / JAX
             res = [None if r is None else detach(r) for r in res]
