@@ -45,6 +45,7 @@ import nabla as nb
 from nabla import Tensor
 from nabla.core.common import dtypes as _dt
 from nabla.core.graph.tracing import tracing
+from nabla_nn.module import _assembled
 from nabla_nn.parameter import Parameter
 
 from .fused import fused_update
@@ -413,7 +414,14 @@ class Optimizer:
         Returns `{"state": {param_index: {name: tensor, ...}}, "param_groups": [{...hyper-
         parameters, "params": [param_index, ...]}]}`, indices numbering the parameters of all
         groups in order. The tensors are snapshots (realized storage is never mutated), so
-        later steps do not change a state_dict already taken.
+        later steps do not change a state_dict already taken. State sharded on a DeviceMesh
+        (that of a sharded parameter) is assembled into ordinary tensors, as a module's
+        `state_dict()` does, so a checkpoint does not depend on the layout.
+
+        Example:
+            >>> sd = opt.state_dict()
+            >>> sd["state"][0]["exp_avg"].sharding is None   # even for a sharded parameter
+            True
         """
         index: dict[int, int] = {}
         groups = []
@@ -427,9 +435,16 @@ class Optimizer:
         if pending:
             nb.evaluate(*pending)
         state = {}
+        sharded: list[tuple[dict[str, Any], str]] = []
         for p, s in self.state.items():
             if s and id(p) in index:
-                state[index[id(p)]] = {k: v.data if isinstance(v, Tensor) else copy.deepcopy(v) for k, v in s.items()}
+                entry = {k: v.data if isinstance(v, Tensor) else copy.deepcopy(v) for k, v in s.items()}
+                sharded += [(entry, k) for k, v in entry.items() if isinstance(v, Tensor) and v.sharding is not None]
+                state[index[id(p)]] = entry
+        if sharded:
+            full = _assembled([entry[k] for entry, k in sharded])
+            for (entry, k), value in zip(sharded, full, strict=True):
+                entry[k] = value
         return {"state": state, "param_groups": groups}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
@@ -437,7 +452,14 @@ class Optimizer:
 
         Group and parameter counts must match; state tensors of a parameter's shape must have
         it. Floating state (but not "step") is cast to the parameter's dtype, as PyTorch does.
-        Resuming from a loaded state continues training exactly as if it had not stopped.
+        Each state tensor is laid out like its parameter, whatever layout it was saved from:
+        split to a sharded parameter's spec (scalars such as "step" replicated on its mesh),
+        unsharded for an unsharded one, so the next step has the structure it had before the
+        load (no recompile). Resuming from a loaded state continues training exactly as if it
+        had not stopped.
+
+        Example:
+            >>> opt.load_state_dict(torch_opt.state_dict())   # into a sharded model's optimizer too
         """
         if not isinstance(state_dict, dict) or "state" not in state_dict or "param_groups" not in state_dict:
             keys = sorted(state_dict) if isinstance(state_dict, dict) else type(state_dict).__name__
@@ -465,7 +487,11 @@ class Optimizer:
             if key not in id_map:
                 raise ValueError(f"loaded state dict has state for parameter {key!r}, which no parameter group lists")
             p = id_map[key]
-            new_state[p] = {k: _load_value(p, key, k, v) for k, v in values.items()}
+            # _load_value gives unsharded tensors; a sharded parameter's state is split like it.
+            new_state[p] = _on_mesh_of(p, {k: _load_value(p, key, k, v) for k, v in values.items()})
+        pending = [v for s in new_state.values() for v in s.values() if isinstance(v, Tensor) and not v.is_realized]
+        if pending:  # bfloat16 state is split by an op: realize it, or it would join the next step's graph
+            nb.evaluate(*pending)
         self._install_state(new_state)
         for group, saved in zip(self.param_groups, saved_groups, strict=True):
             params, names = group["params"], group.get("param_names")
@@ -518,4 +544,5 @@ def _load_value(p: Parameter, index: Any, key: str, value: Any) -> Any:
         t = Tensor.from_numpy(np.asarray(array, np.float32)).to(dtype)
         t.realize()
         return t
-    return Tensor.from_numpy(np.asarray(array, _dt.to_numpy_dtype(dtype)), dtype=dtype)
+    # A copy: the caller's array (a live PyTorch optimizer's state) may change in place later.
+    return Tensor.from_numpy(np.array(array, _dt.to_numpy_dtype(dtype), copy=True), dtype=dtype)

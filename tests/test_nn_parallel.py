@@ -20,6 +20,13 @@ from nabla import DeviceMesh, P
 from nabla_nn import serialization as S
 from nabla_nn.parallel import colwise, count_collectives, rowwise, shard_batch, shard_module
 
+try:
+    import torch
+except ImportError:  # torch is an optional oracle
+    torch = None
+
+needs_torch = pytest.mark.skipif(torch is None, reason="PyTorch is not installed")
+
 RNG = np.random.default_rng(0)
 DP = DeviceMesh("dp2", (2,), ("dp",))
 TP = DeviceMesh("tp2", (2,), ("tp",))
@@ -500,3 +507,113 @@ def test_bfloat16_sharded_model_saves_and_loads(tmp_path):
         # (the NumPy executor holds bf16 values unrounded; the file holds them rounded)
         np.testing.assert_array_equal(S.bf16_bits_to_float32(S.float32_to_bf16_bits(a.numpy())), b.numpy())
     assert fresh[0].weight.sharding.dim_axes == (("tp",), ())
+
+
+# -- optimizer state_dict ----------------------------------------------------------------------------
+def setup(make_opt, mesh=None, plan=None) -> tuple[nn.Module, optim.Optimizer]:
+    model = mlp() if mesh is None else shard_module(mlp(), mesh, plan)
+    return model, make_opt(model.parameters())
+
+
+def fit(model: nn.Module, opt: optim.Optimizer, batches: list, mesh=None, axis=None) -> None:
+    for x, y in batches:
+        x, y = nb.tensor(x), nb.tensor(y)
+        if axis is not None:
+            x, y = shard_batch((x, y), mesh, axis)
+        opt.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        opt.step()
+
+
+def state_layouts(opt: optim.Optimizer) -> list[dict]:
+    return [{k: v.sharding for k, v in opt.state[p].items()} for g in opt.param_groups for p in g["params"]]
+
+
+def assert_same_optimizer_state(got: dict, want: dict, rtol: float = 1e-5, atol: float = 1e-6) -> None:
+    assert got["param_groups"] == want["param_groups"]
+    assert list(got["state"]) == list(want["state"])
+    for i, entry in want["state"].items():
+        assert list(got["state"][i]) == list(entry)
+        for key, value in entry.items():
+            value = value.numpy() if isinstance(value, nb.Tensor) else value.detach().numpy()
+            assert got["state"][i][key].sharding is None, f"{i}.{key}: a state_dict holds assembled tensors"
+            assert got["state"][i][key].numpy().dtype == value.dtype, f"{i}.{key}"
+            np.testing.assert_allclose(got["state"][i][key].numpy(), value, rtol=rtol, atol=atol, err_msg=f"{i}.{key}")
+
+
+RESUME_CASES = {
+    "data parallel, Adam": (DP, None, "dp", adam),
+    "data parallel, SGD with momentum": (DP, None, "dp", sgd_momentum),
+    "tensor parallel (Megatron), Adam": (TP, MEGATRON, None, adam),
+    "tensor parallel (Megatron), SGD with momentum": (TP, MEGATRON, None, sgd_momentum),
+}
+
+
+@pytest.mark.parametrize("case", list(RESUME_CASES))
+def test_optimizer_state_dict_of_sharded_training_is_single_devices_and_resumes(case):
+    mesh, plan, axis, make_opt = RESUME_CASES[case]
+    batches = classification(5)
+    reference, ref_opt = setup(make_opt)
+    fit(reference, ref_opt, batches[:3])
+    ref_state = ref_opt.state_dict()
+    fit(reference, ref_opt, batches[3:])
+
+    nb.GRAPH.clear_cache()
+    nb.reset_cache_info()
+    model, opt = setup(make_opt, mesh, plan)
+    fit(model, opt, batches[:3], mesh, axis)
+    layouts_before = state_layouts(opt)
+    assert layouts_before[0]["step" if make_opt is adam else "momentum_buffer"].mesh == mesh
+    assert all(s is not None for entry in layouts_before for s in entry.values()), "state lives on the mesh"
+    if make_opt is adam:
+        assert layouts_before[0]["exp_avg"] == model[0].weight.sharding.without_partial()
+        assert layouts_before[0]["step"].is_replicated
+    state = opt.state_dict()
+    assert_same_optimizer_state(state, ref_state)
+    assert state_layouts(opt) == layouts_before, "state_dict() leaves the optimizer alone"
+    weights = model.state_dict()
+    assert nb.cache_info().misses == 1
+
+    # a sharded run's checkpoint and a single-device run's, into a sharded model; a sharded one into a plain one
+    for target, source in ((mesh, state), (mesh, ref_state), (None, state)):
+        resumed, resumed_opt = setup(make_opt, target, plan)
+        resumed.load_state_dict(weights)
+        resumed_opt.load_state_dict(source)
+        if target is None:
+            assert all(s is None for entry in state_layouts(resumed_opt) for s in entry.values())
+            fit(resumed, resumed_opt, batches[3:])
+        else:
+            assert state_layouts(resumed_opt) == layouts_before
+            fit(resumed, resumed_opt, batches[3:], mesh, axis)
+            assert nb.cache_info().misses == 1, "the resumed step is the uninterrupted run's cached step"
+        assert_same_state(resumed, reference)
+        assert_same_optimizer_state(resumed_opt.state_dict(), ref_opt.state_dict())
+
+
+@needs_torch
+def test_torch_optimizer_state_dict_round_trips_through_a_sharded_optimizer():
+    batches = classification(5)
+    tmodel = torch.nn.Sequential(torch.nn.Linear(12, 32), torch.nn.GELU(), torch.nn.Linear(32, 4))
+    tmodel.load_state_dict({k: torch.tensor(v.numpy()) for k, v in mlp().state_dict().items()})
+    topt = torch.optim.Adam(tmodel.parameters(), lr=1e-2, foreach=False)
+
+    def torch_fit(steps: list) -> None:
+        for x, y in steps:
+            topt.zero_grad()
+            torch.nn.functional.cross_entropy(tmodel(torch.tensor(x)), torch.tensor(y)).backward()
+            topt.step()
+
+    torch_fit(batches[:3])
+    model, opt = setup(adam, MESH, MEGATRON)
+    model.load_state_dict({k: v.detach().numpy() for k, v in tmodel.state_dict().items()})
+    opt.load_state_dict(topt.state_dict())
+    for p in model.parameters():
+        assert opt.state[p]["exp_avg"].sharding == p.sharding.without_partial()
+        assert opt.state[p]["exp_avg_sq"].sharding == p.sharding.without_partial()
+        assert opt.state[p]["step"].sharding.mesh == MESH and opt.state[p]["step"].sharding.is_replicated
+    assert_same_optimizer_state(opt.state_dict(), topt.state_dict(), rtol=0, atol=0)
+    torch_fit(batches[3:])
+    fit(model, opt, batches[3:], MESH, "dp")
+    for (name, got), want in zip(model.state_dict().items(), tmodel.state_dict().values(), strict=True):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-6, err_msg=name)
+    assert_same_optimizer_state(opt.state_dict(), topt.state_dict())
