@@ -281,6 +281,37 @@ def test_data_parallel_transformer_layer_communicates_only_gradients():
     assert all(g.sharding.partial == frozenset({"dp"}) for g in grads)
 
 
+def embedding_model() -> nn.Module:
+    nb.manual_seed(0)
+    return nn.Sequential(nn.Embedding(10, 8), nn.Linear(8, 3))
+
+
+def tokens(steps: int) -> list:
+    return [(RNG.integers(0, 10, (6, 5)), RNG.standard_normal((6, 5, 3)).astype(np.float32)) for _ in range(steps)]
+
+
+@pytest.mark.parametrize("mesh", [DP, DP3], ids=["even", "uneven"])
+def test_data_parallel_embedding_gradient_is_a_local_scatter_reduced_once(mesh):
+    batches = tokens(4)
+    reference, ref_losses = train(embedding_model, adam, F.mse_loss, batches)
+    model, losses = train(embedding_model, adam, F.mse_loss, batches, mesh, None, "dp")
+    np.testing.assert_allclose(losses, ref_losses, rtol=1e-5, atol=1e-6)
+    assert_same_state(model, reference)
+    # One step's communication: no gather of the batch-sharded indices or cotangent rows.
+    model = shard_module(embedding_model(), mesh)
+    x, y = shard_batch(batches[0], mesh)
+    loss = F.mse_loss(model(x), y)
+    loss.backward()
+    grads = [p.grad for p in model.parameters()]
+    assert count_collectives(loss, *grads) == {}
+    assert all(g.sharding.partial == frozenset({"dp"}) for g in grads)
+    table = model[0].weight.grad
+    assert count_collectives(nb.reshard(table, P())) == {"all_reduce": 1}  # what opt.step() adds
+    reference = embedding_model()
+    F.mse_loss(reference(nb.tensor(batches[0][0])), nb.tensor(batches[0][1])).backward()
+    np.testing.assert_allclose(table.numpy(), reference[0].weight.grad.numpy(), rtol=1e-5, atol=1e-7)
+
+
 def test_count_collectives_ignores_realized_tensors():
     x = shard_batch(RNG.standard_normal((4, 8)).astype(np.float32), DP)
     total = nb.sum(x * x)

@@ -127,16 +127,42 @@ def test_pool_indices_nan_and_inf_match_torch() -> None:
     ],
 )
 def test_pool_values_keep_their_gradient_with_indices(name: str, args: tuple) -> None:
-    # Ties for max_pool (its gradient goes to the first maximum, as torch's); adaptive pooling's
-    # values are a max reduction, whose gradient splits ties, so those get distinct values.
-    make = _ties if name.startswith("max_pool") else _randn
-    x = make(2, 3, 7, 9) if name.endswith("2d") else make(2, 3, 9)
+    # Ties: the gradient goes to each window's first maximum, as torch's.
+    x = _ties(2, 3, 7, 9) if name.endswith("2d") else _ties(2, 3, 9)
     t_out, _ = getattr(TF, name)(torch.tensor(x), *args, return_indices=True)
     c = _randn(*t_out.shape)
     a = nb.tensor(x, requires_grad=True)
     (getattr(F, name)(a, *args, return_indices=True)[0] * nb.tensor(c)).sum().backward()
     t = torch.tensor(x, requires_grad=True)
     (getattr(TF, name)(t, *args, return_indices=True)[0] * torch.tensor(c)).sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), t.grad.numpy(), rtol=1e-6, atol=1e-6)
+
+
+@needs_torch
+@pytest.mark.parametrize("return_indices", [False, True])
+@pytest.mark.parametrize(
+    ("name", "shape", "size"),
+    [
+        ("adaptive_max_pool2d", (2, 3, 7, 9), (3, 4)),  # overlapping windows in both dims
+        ("adaptive_max_pool2d", (3, 7, 6), (7, 4)),  # unbatched, tiling rows, overlapping columns
+        ("adaptive_max_pool2d", (2, 2, 5, 8), (2, None)),
+        ("adaptive_max_pool2d", (2, 2, 6, 6), (3, 2)),  # tiling: max_pool2d
+        ("adaptive_max_pool1d", (2, 3, 9), 4),
+        ("adaptive_max_pool1d", (3, 10), 7),
+    ],
+)
+def test_adaptive_max_pool_gradient_goes_to_the_first_maximum_as_torch(name, shape, size, return_indices) -> None:
+    x = _ties(*shape)
+    x.reshape(-1)[::11] = np.nan  # a window holding NaNs: its value and gradient are its last NaN's
+    t = torch.tensor(x, requires_grad=True)
+    t_out = getattr(TF, name)(t, size)
+    c = _randn(*t_out.shape)
+    (t_out * torch.tensor(c)).sum().backward()
+    a = nb.tensor(x, requires_grad=True)
+    out = getattr(F, name)(a, size, return_indices=return_indices)
+    out = out[0] if return_indices else out
+    (out * nb.tensor(c)).sum().backward()
+    np.testing.assert_array_equal(out.numpy(), t_out.detach().numpy())
     np.testing.assert_allclose(a.grad.numpy(), t.grad.numpy(), rtol=1e-6, atol=1e-6)
 
 

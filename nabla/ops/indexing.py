@@ -1,17 +1,18 @@
 """Indexing: `x[idx]` and functional updates (`setitem`, `x.at[idx].add(v)`); the axis-wise
 gather/scatter functions built on the same primitives are in `gather_scatter.py`.
 
-Four primitives carry everything here:
+Five primitives carry everything here:
 
     slice          static strided slice, one (start, stop, step) per dimension (basic indexing)
     slice_scatter  write a tensor into a strided slice of another (VJP of slice, basic setitem)
     take           NumPy's `take(x, idx, axis)`: gather along one axis with an index of any
                    shape (advanced indexing, index_select, gather, take_along_axis)
     take_scatter   the inverse of `take`: write / add / multiply / min / max `updates` into
-                   `x` at `idx` along one axis; duplicates accumulate (VJP of take, scatter)
+                   `x` at `idx` along one axis; duplicates accumulate (scatter, setitem)
+    take_transpose `take`'s transpose in x (its VJP): `updates` summed into zeros at `idx`
 
 Several advanced indices are linearised into one index over their merged dimensions, so a
-NumPy-style `x[i, j]` is a single `take` (and its gradient a single `take_scatter`).
+NumPy-style `x[i, j]` is a single `take` (and its gradient a single `take_transpose`).
 
 Data-dependent shapes: a boolean mask (`x[mask]`) and `one_hot(..., num_classes=-1)` read
 the mask's / indices' values to know the result's shape, so they realize those tensors (the
@@ -21,11 +22,13 @@ not (out-of-range values then give undefined results on MAX).
 
 Sharding: a dimension a slice takes whole passes through (each device slices its own part);
 the sliced ones, and the axis `take` / `take_scatter` index, stay whole. The index's dimensions
-of `take` pass through to the result.
+of `take` pass through to the result; in `take_transpose` they are summed over, so sharding them
+(a batch-sharded embedding gradient) leaves the result partial, reduced once later.
 
-Under vmap, `take` and `take_scatter` work per batch element (operands arrive with one batch
-prefix, so an index batched by vmap, e.g. per-example labels, indexes its own element). A
-boolean mask batched by vmap is refused: the result's shape would depend on the element.
+Under vmap, `take`, `take_scatter` and `take_transpose` work per batch element (operands
+arrive with one batch prefix, so an index batched by vmap, e.g. per-example labels, indexes its
+own element). A boolean mask batched by vmap is refused: the result's shape would depend on
+the element.
 """
 
 from __future__ import annotations
@@ -302,7 +305,7 @@ class TakeOp(Operation):
 
     def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, axis: int, **kw: Any) -> list:
         x, index = primals
-        return [_take_scatter(zeros_like(x), cotangents[0], index, axis, "add"), None]
+        return [_take_transpose(cotangents[0], index, axis, x.shape), None]
 
     def jvp_rule(self, primals: list, tangents: list, outputs: list, *, axis: int, **kw: Any) -> list:
         return [_take(tangents[0], primals[1], axis)]
@@ -452,7 +455,58 @@ def _extremum_parts(x: Tensor, u: Tensor, index: Tensor, axis: int, out: Tensor)
     return mask_x, mask_u, count
 
 
-_TAKE, _TAKE_SCATTER = TakeOp(), TakeScatterOp()
+class TakeTransposeOp(Operation):
+    """The transpose of `take` in x (its VJP): the `updates` summed into a zero tensor of
+    `shape` at `index` along `axis`, i.e. `take_scatter(zeros(shape), updates, index, axis,
+    "add")` without the zeros operand.
+
+    Having no x to add is what lets the index dimensions be contracted when sharded: each
+    device scatter-adds its own updates and the result stays partial over their mesh axes
+    (one all-reduce later, as a data-parallel matmul's weight gradient), where take_scatter
+    gathers them (x would otherwise be counted once per device)."""
+
+    name = "take_transpose"
+
+    def adapt_kwargs(self, impls: list[TensorImpl], kwargs: dict, batch_dims: int) -> dict:
+        batch = impls[0].physical_shape[:batch_dims]
+        return {"shape": batch + tuple(kwargs["shape"]), "axis": kwargs["axis"] + batch_dims, "batch_dims": batch_dims}
+
+    def abstract_eval(self, updates: AVal, index: AVal, *, shape: tuple, axis: int, batch_dims: int) -> AVal:
+        if not _dt.is_integer(index[1]):
+            raise TypeError(f"take_transpose: index must be an integer tensor, got dtype {index[1].name}")
+        want = shape[:axis] + index[0][batch_dims:] + shape[axis + 1 :]
+        if updates[0] != want:
+            raise ValueError(f"take_transpose: updates have shape {updates[0]}, expected {want}")
+        return shape, updates[1]
+
+    def sharding_rule_for(self, in_shapes: list, out_shapes: list, kwargs: dict) -> OpShardingRule:
+        # The index dims are contracted, summed ("sum"): sharding them leaves the result partial.
+        a = kwargs["axis"]
+        x, i = _take_factors(out_shapes[0], in_shapes[1], a)
+        updates = x[:a] + i + x[a + 1 :]
+        return OpShardingRule((updates, i), (x,), {}, frozenset({"_axis"}), "sum", partial_ok=(0,))
+
+    def local_kwargs(self, kwargs: dict, in_avals: list, out_shapes: list) -> dict:
+        return {**kwargs, "shape": out_shapes[0]}
+
+    def kernel(self, updates: Any, index: Any, *, shape: tuple, axis: int, batch_dims: int) -> Any:
+        zeros = ops.broadcast_to(ops.constant(0, updates.dtype, updates.device), shape)
+        return _TAKE_SCATTER.kernel(zeros, updates, index, axis=axis, mode="add", batch_dims=batch_dims)
+
+    def numpy_kernel(
+        self, updates: np.ndarray, index: np.ndarray, *, shape: tuple, axis: int, batch_dims: int
+    ) -> np.ndarray:
+        zeros = np.zeros(shape, updates.dtype)
+        return _TAKE_SCATTER.numpy_kernel(zeros, updates, index, axis=axis, mode="add", batch_dims=batch_dims)
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, axis: int, **kw: Any) -> list:
+        return [_take(cotangents[0], primals[1], axis), None]
+
+    def jvp_rule(self, primals: list, tangents: list, outputs: list, *, axis: int, shape: tuple, **kw: Any) -> list:
+        return [_take_transpose(tangents[0], primals[1], axis, shape)]
+
+
+_TAKE, _TAKE_SCATTER, _TAKE_TRANSPOSE = TakeOp(), TakeScatterOp(), TakeTransposeOp()
 
 
 def _take(x: Tensor, index: Tensor, axis: int) -> Tensor:
@@ -461,6 +515,10 @@ def _take(x: Tensor, index: Tensor, axis: int) -> Tensor:
 
 def _take_scatter(x: Tensor, updates: Tensor, index: Tensor, axis: int, mode: str) -> Tensor:
     return _TAKE_SCATTER(x, updates, index, axis=axis, mode=mode)
+
+
+def _take_transpose(updates: Tensor, index: Tensor, axis: int, shape: tuple[int, ...]) -> Tensor:
+    return _TAKE_TRANSPOSE(updates, index, axis=axis, shape=tuple(shape))
 
 
 # -- index parsing -----------------------------------------------------------------------------

@@ -4,11 +4,12 @@ adaptive average/max and power-average pooling.
 avg pooling and 2-D adaptive average pooling are nabla's functions re-exported as they are
 (they take PyTorch's arguments and `input=`); max pooling adds `return_indices`. The 1-D adaptive forms
 run the 2-D ones on a height-1 image. Adaptive max pooling uses `max_pool2d` when the windows
-tile the input, and otherwise the maximum of each window per dimension (a rectangle's maximum is
-the maximum over rows of the row maxima), so it needs out_h + out_w slices, not out_h * out_w.
+tile the input, and otherwise reads the input at PyTorch's indices (below) with a gather, so its
+gradient, like max_pool's and PyTorch's, goes to each window's first maximum only (a max
+reduction would split it among tied maxima).
 
 `return_indices=True` keeps those values (and their gradient) and adds PyTorch's indices,
-computed apart from them without autodiff: a constant table of every window's input positions
+computed without autodiff: a constant table of every window's input positions
 (known from the shapes alone) gathers the windows, and reductions pick each window's first
 maximum in scan order, or its last NaN, as PyTorch's kernels do. `max_unpool1d` /
 `max_unpool2d` scatter values back to those indices.
@@ -218,20 +219,6 @@ def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:
     return nb.squeeze(nb.adaptive_avg_pool2d(nb.unsqueeze(input, -2), (1, m)), -2)
 
 
-def _adaptive_max_axis(x: Tensor, axis: int, m: int) -> Tensor:
-    """Maximum of each adaptive window along one (negative) axis."""
-    n = x.shape[axis]
-    if n == m:
-        return x
-    parts = []
-    for i in range(m):
-        start, end = (i * n) // m, -((-(i + 1) * n) // m)
-        index = [slice(None)] * x.ndim
-        index[axis] = slice(start, end)
-        parts.append(nb.max(x[tuple(index)], axis=axis, keepdims=True))
-    return parts[0] if m == 1 else nb.concatenate(parts, axis=axis)
-
-
 def _adaptive_positions(n: int, m: int) -> np.ndarray:
     """(K, m) input positions of PyTorch's adaptive windows [floor(i*n/m), ceil((i+1)*n/m)) of
     n pooled to m, K the widest window; -1 past a narrower window's end."""
@@ -261,15 +248,17 @@ def adaptive_max_pool2d(
     (h, w), (oh, ow) = input.shape[-2:], _size2(output_size, input.shape[-2:], op)
     if 0 in (h, w):
         raise ValueError(f"{op}: input spatial size {(h, w)} must be non-empty")
+    table = _window_table([(_adaptive_positions(h, oh), h), (_adaptive_positions(w, ow), w)])
     if h % oh == 0 and w % ow == 0:  # windows tile the input
         k = (h // oh, w // ow)
         out = nb.max_pool2d(input, k, k)
-    else:
-        out = _adaptive_max_axis(_adaptive_max_axis(input, -1, ow), -2, oh)
-    if not return_indices:
-        return out
-    table = _window_table([(_adaptive_positions(h, oh), h), (_adaptive_positions(w, ow), w)])
-    return out, _window_argmax(input, table)
+        return (out, _window_argmax(input, table)) if return_indices else out
+    # Read the input at the first maxima: its gradient goes to them alone (as max_pool's and
+    # PyTorch's), where a max reduction would split it among tied maxima.
+    indices, lead = _window_argmax(input, table), input.shape[:-2]
+    flat = nb.gather(nb.reshape(input, (*lead, h * w)), -1, nb.reshape(indices, (*lead, oh * ow)))
+    out = nb.reshape(flat, (*lead, oh, ow))
+    return (out, indices) if return_indices else out
 
 
 def adaptive_max_pool1d(

@@ -325,7 +325,7 @@ SPECS: list[OpSpec] = [
         ref=_getitem_ref,
         samples=[_get_sample(*g) for g in _GET],
         family=FAMILY,
-        covers=("getitem", "slice", "take"),
+        covers=("getitem", "slice", "take", "take_transpose"),
         torch_ref=_getitem_torch,
         dtypes=("float64", "float16"),
     ),
@@ -358,7 +358,7 @@ SPECS: list[OpSpec] = [
             Sample((X2, np.array([3], I64)), {"axis": 0}, label="single"),
         ],
         family=FAMILY,
-        covers=("index_select", "take"),
+        covers=("index_select", "take", "take_transpose"),
         torch_ref=lambda torch, x, index, axis: torch.index_select(x, axis, index),
     ),
     OpSpec(
@@ -367,7 +367,7 @@ SPECS: list[OpSpec] = [
         ref=_gather_ref,
         samples=GATHER_SAMPLES,
         family=FAMILY,
-        covers=("gather", "take"),
+        covers=("gather", "take", "take_transpose"),
         torch_ref=lambda torch, x, index, axis: torch.gather(x, axis, index),
     ),
     OpSpec(
