@@ -65,6 +65,13 @@ class ReshapeOp(Operation):
         return _rules.reshape(in_shapes[0], out_shapes[0])
 
     def local_kwargs(self, kwargs: dict, in_avals: list, out_shapes: list) -> dict:
+        # Each device reshapes its own piece: the rule keeps a split or merged dim sharded only
+        # where the pieces match, so a size mismatch is a rule bug (NumPy would fail later, lazily).
+        if math.prod(in_avals[0][0]) != math.prod(out_shapes[0]):
+            raise RuntimeError(
+                f"internal error: reshape's sharding rule gives a local input of shape {in_avals[0][0]} "
+                f"and a local output of shape {out_shapes[0]}"
+            )
         return {"shape": out_shapes[0]}
 
     def kernel(self, x: Any, *, shape: tuple) -> Any:

@@ -5,6 +5,8 @@
     axis moves from dim a to dim b      all_to_all
     axis leaves a dimension             all_gather
     axis joins a dimension              local slice (no communication)
+    axes trade places (equal sizes)     ppermute: each device's piece is another device's
+                                        piece, so it moves whole, once (or stays)
 
 Each step is `(kind, spec_after, details)`; the ops layer turns steps into collective ops.
 """
@@ -13,16 +15,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .mesh import DeviceMesh
 from .spec import ShardingSpec
 
 
 @dataclass(frozen=True)
 class ReshardStep:
-    kind: str  # "all_reduce", "reduce_scatter", "all_gather", "all_to_all", "shard_slice", "relabel"
+    kind: str  # "all_reduce", "reduce_scatter", "all_gather", "all_to_all", "ppermute", "shard_slice", "relabel"
     after: ShardingSpec
     axes: tuple[str, ...] = ()
     dim: int = -1  # gather/scatter dimension; all_to_all: the dimension the axes leave
     split_dim: int = -1  # all_to_all: the dimension the axes join
+    perm: tuple[tuple[int, int], ...] = ()  # ppermute: (source, destination) indices along `axes`
 
 
 def plan_reshard(src: ShardingSpec, dst: ShardingSpec) -> list[ReshardStep]:
@@ -32,6 +36,9 @@ def plan_reshard(src: ShardingSpec, dst: ShardingSpec) -> list[ReshardStep]:
         raise ValueError(f"reshard: spec of rank {dst.rank} for a tensor of rank {src.rank}")
     if dst.partial - src.partial:
         raise ValueError(f"reshard: cannot make a value partial over {sorted(dst.partial - src.partial)}")
+    swap = _axis_swap(src, dst)
+    if swap is not None:
+        return [ReshardStep("ppermute", dst, swap[0], perm=swap[1])]
     steps: list[ReshardStep] = []
     dims = [list(d.axes) for d in src.dims]
     partial = set(src.partial)
@@ -91,7 +98,7 @@ def plan_reshard(src: ShardingSpec, dst: ShardingSpec) -> list[ReshardStep]:
         raise AssertionError(f"internal error: reshard plan {src} -> {dst} ended at {final}")
     if steps:  # the last step lands exactly on dst (its replicated/open markers included)
         last = steps[-1]
-        steps[-1] = ReshardStep(last.kind, dst, last.axes, last.dim, last.split_dim)
+        steps[-1] = ReshardStep(last.kind, dst, last.axes, last.dim, last.split_dim, last.perm)
     elif src != dst:
         steps.append(ReshardStep("relabel", dst))  # markers only: no data moves
     return steps
@@ -102,3 +109,50 @@ def _common_prefix(a: list, b: tuple) -> int:
     while n < min(len(a), len(b)) and a[n] == b[n]:
         n += 1
     return n
+
+
+def _axis_swap(src: ShardingSpec, dst: ShardingSpec) -> tuple[tuple[str, ...], tuple[tuple[int, int], ...]] | None:
+    """`dst` as `src` with mesh axes renamed: (the axes that move, the ppermute along them).
+
+    When every dimension of `dst` is split over axes of the same sizes as in `src` (only the
+    names differ) and the partial axes are the same, every device's piece is exactly the piece
+    of one other device (sizes included, uneven splits too): renaming axis `s` to `d` sends the
+    device at coordinate c on `s` to coordinate c on `d`. Devices that already hold their piece
+    keep it. The gathers and all_to_alls of the general plan would move more and grow the
+    pieces on the way. None when `dst` is no such renaming, or renames nothing."""
+    mesh = src.mesh
+    if src.partial != dst.partial or src.partial_op != dst.partial_op:
+        return None
+    rename = {a: a for a in src.partial}
+    for have, want in zip(src.dim_axes, dst.dim_axes, strict=True):
+        if [mesh.axis_size(a) for a in have] != [mesh.axis_size(a) for a in want]:
+            return None
+        rename.update(zip(have, want, strict=True))
+    # Axes neither spec uses keep their place; the ones freed on one side and taken on the other
+    # pair up by size (their sizes match: both specs use the same sizes on the other axes).
+    free = [a for a in mesh.axis_names if a not in rename]
+    taken = set(rename.values())
+    rename.update((a, a) for a in free if a not in taken)
+    src_left = sorted((a for a in free if a in taken), key=mesh.axis_size)
+    dst_left = sorted((a for a in mesh.axis_names if a not in set(rename.values())), key=mesh.axis_size)
+    if [mesh.axis_size(a) for a in src_left] != [mesh.axis_size(a) for a in dst_left]:
+        return None
+    rename.update(zip(src_left, dst_left, strict=True))
+    moved = tuple(a for a in mesh.axis_names if rename[a] != a)
+    if not moved:
+        return None
+    perm = sorted(
+        {(mesh.index_along(p, moved), mesh.index_along(_renamed(mesh, p, rename), moved)) for p in range(mesh.size)}
+    )
+    return moved, tuple(perm)
+
+
+def _renamed(mesh: DeviceMesh, position: int, rename: dict[str, str]) -> int:
+    """The position whose coordinate on `rename[a]` is this position's coordinate on `a`."""
+    coords = [0] * mesh.ndim
+    for a, b in rename.items():
+        coords[mesh.axis_index(b)] = mesh.coord(position, a)
+    out = 0
+    for c, n in zip(coords, mesh.shape, strict=True):
+        out = out * n + c
+    return out

@@ -88,9 +88,19 @@ def broadcast(in_shape: Sequence[int], out_shape: Sequence[int]) -> OpShardingRu
 
 
 def reshape(in_shape: Sequence[int], out_shape: Sequence[int]) -> OpShardingRule:
-    """Dimensions are matched in groups of equal size products. One-to-one groups share a
-    factor; a split "(a b) -> a b" or a merge "a b -> (a b)" shares compound factors (so only
-    the major part can carry sharding); anything else stays whole."""
+    """Dimensions are matched in groups of equal size products, and each group is cut into
+    the common sub-factors of its input and output dimensions (row-major), major first:
+    (4, 16) -> (8, 8) is "a (b c) -> (a b) c" with a=4, b=2, c=8. A dimension shares the
+    factors it is made of, so one-to-one dims pass their sharding through and a sharded
+    dimension keeps it across splits and merges when its major factor is also the major part
+    of every dimension holding it, split evenly (propagation's rule for compound factors).
+    Groups with no common sub-factors ((6, 4) -> (4, 6)) stay whole.
+
+    Example:
+        >>> rule = reshape((4, 16), (8, 8))
+        >>> rule.operands, rule.results
+        (((('g1_0',), ('g1_1', 'g1_2')),), ((('g1_0', 'g1_1'), ('g1_2',)),))
+    """
     ins: list = [None] * len(in_shape)
     outs: list = [None] * len(out_shape)
     sizes: dict[str, int] = {}
@@ -120,22 +130,60 @@ def reshape(in_shape: Sequence[int], out_shape: Sequence[int]) -> OpShardingRule
                 break
         g_in, g_out = list(range(i0, min(i, len(in_shape)))), list(range(j0, min(j, len(out_shape))))
         group += 1
-        if len(g_in) == 1 or len(g_out) == 1:
-            many, one, many_shape = (g_out, g_in, out_shape) if len(g_in) == 1 else (g_in, g_out, in_shape)
-            names = [f"g{group}_{k}" for k in range(len(many))]
-            for k, d in enumerate(many):
-                sizes[names[k]] = int(many_shape[d])
-            compound = tuple(names)
-            for k, d in enumerate(many):
-                (outs if many is g_out else ins)[d] = (names[k],)
-            for d in one:
-                (ins if one is g_in else outs)[d] = compound
-        else:
+        cut = _common_factors([int(in_shape[d]) for d in g_in], [int(out_shape[d]) for d in g_out])
+        if cut is None:
             for d in g_in:
                 ins[d] = (f"_w{group}i{d}",)
                 whole.add(ins[d][0])
             for d in g_out:
                 outs[d] = (f"_w{group}o{d}",)
                 whole.add(outs[d][0])
+            continue
+        in_parts, out_parts, factor_sizes = cut
+        names = [f"g{group}_{k}" for k in range(len(factor_sizes))]
+        sizes.update(zip(names, factor_sizes, strict=True))
+        for d, part in zip(g_in, in_parts, strict=True):
+            ins[d] = tuple(names[k] for k in part) or (f"_i{d}",)  # a size-1 dim inside a group
+        for d, part in zip(g_out, out_parts, strict=True):
+            outs[d] = tuple(names[k] for k in part) or (f"_o{d}",)
     assert math.prod(in_shape) == math.prod(out_shape)
     return OpShardingRule((tuple(ins),), (tuple(outs),), sizes, frozenset(whole), None, "additive")
+
+
+def _common_factors(a: Sequence[int], b: Sequence[int]) -> tuple[list, list, list[int]] | None:
+    """The coarsest row-major refinement of two shapes of one size: per dim of `a` and of `b`,
+    the indices of the factors it is made of (major first), and each factor's size. None when
+    there is none (a prefix product of one shape neither divides nor is divided by the other's).
+    Size-1 dims are made of no factor."""
+    a_parts: list[list[int]] = [[] for _ in a]
+    b_parts: list[list[int]] = [[] for _ in b]
+    factors: list[int] = []
+    if 0 in a or 0 in b:  # nothing to cut; a one-to-one group of size 0 shares its factor
+        if len(a) == len(b) == 1:
+            return [[0]], [[0]], [0]
+        return None
+    i = j = 0
+    ra, rb = (a[0] if a else 1), (b[0] if b else 1)  # what is left of the current dims
+    while i < len(a) and j < len(b):
+        if ra == 1 and rb != 1:  # a size-1 dim of `a`
+            i += 1
+            ra = a[i] if i < len(a) else 1
+            continue
+        if rb == 1 and ra != 1:
+            j += 1
+            rb = b[j] if j < len(b) else 1
+            continue
+        small = min(ra, rb)
+        if max(ra, rb) % small:
+            return None
+        a_parts[i].append(len(factors))
+        b_parts[j].append(len(factors))
+        factors.append(small)
+        ra, rb = ra // small, rb // small
+        if ra == 1:
+            i += 1
+            ra = a[i] if i < len(a) else 1
+        if rb == 1:
+            j += 1
+            rb = b[j] if j < len(b) else 1
+    return a_parts, b_parts, factors
