@@ -12,6 +12,7 @@ import pytest
 import nabla as nb
 from nabla import DeviceMesh, DimSpec, P, ShardingSpec
 from nabla.core.sharding import OpShardingRule, plan_reshard, propagate
+from nabla.core.sharding import rules as sharding_rules
 from nabla.ops.communication import count_collectives
 
 RNG = np.random.default_rng(0)
@@ -187,6 +188,62 @@ def test_elementwise_with_unsharded_scalar_needs_no_collective():
     assert y.sharding == x.sharding and comm_ops(y) == []
 
 
+# -- reshape across splits and merges ---------------------------------------------------------------
+# (in shape, out shape, mesh, spec, collectives, the output's dim axes). A group of dims that is split
+# and merged at once ((4, 16) -> (8, 8) is "a (b c) -> (a b) c") keeps a sharded dim when its major
+# factor leads every dim holding it and splits evenly; otherwise the dim is gathered.
+RESHAPES = [
+    ((8, 4, 16), (8, 8, 8), MESH1, P("x"), [], (("x",), (), ())),
+    ((8, 16), (4, 32), MESH1, P("x"), [], (("x",), ())),  # (4k, 16) -> (2k, 32), k = 2
+    ((12, 16), (6, 32), MESH1, P("x"), [], (("x",), ())),  # k = 3: local (6, 16) -> (3, 32)
+    ((4, 16), (8, 8), MESH1, P("x"), [], (("x",), ())),
+    ((8, 8), (4, 16), MESH1, P("x"), [], (("x",), ())),
+    ((6, 4, 16), (6, 8, 8), MESH1, P(None, "x"), [], ((), ("x",), ())),
+    ((8, 16), (4, 32), MESH22, P("a"), [], (("a",), ())),
+    ((8, 16), (4, 32), MESH22, P(("a", "b")), [], (("a", "b"), ())),
+    ((4, 16), (8, 8), MESH22, P(("b", "a")), [], (("b", "a"), ())),
+    ((8, 16), (4, 32), MESH22, P("a", "b"), ["all_gather"], (("a",), ())),  # 16 is a minor part of 32
+    ((6, 4, 16), (6, 8, 8), MESH1, P(None, None, "x"), ["all_gather"], ((), (), ())),  # 16 = 2 x 8: 2 is minor
+    ((3, 16), (6, 8), MESH1, P("x"), ["all_gather"], ((), ())),  # 3 rows do not split evenly over 2
+    ((6, 16), (12, 8), MESH4, P("x"), ["all_gather"], ((), ())),  # 6 rows over 4
+    ((8, 6), (2, 24), MESH4, P("x"), ["all_gather"], ((), ())),  # the major factor 2 over 4
+    ((6, 4), (4, 6), MESH1, P("x"), ["all_gather"], ((), ())),  # no common factors: whole
+]
+
+
+@pytest.mark.parametrize(("src", "dst", "mesh", "spec", "collectives", "dims"), RESHAPES, ids=str)
+def test_reshape_keeps_the_major_factor_sharded_through_splits_and_merges(src, dst, mesh, spec, collectives, dims):
+    value, weight = arr(*src), arr(*dst)
+    x = nb.shard(nb.tensor(value), mesh, spec)
+    y = nb.reshape(x, dst)
+    assert comm_ops(y) == collectives and y.sharding.dim_axes == dims
+    want = value.reshape(dst)
+    np.testing.assert_array_equal(y.numpy(), want)
+    for pos, s in enumerate(y.shards()):  # every device's local reshape gave its own piece
+        np.testing.assert_array_equal(s, want[y.sharding.local_slices(dst, pos)])
+
+    def loss(v):
+        return (nb.reshape(v, dst) * nb.tensor(weight)).square().sum()
+
+    g = nb.grad(loss)(x)
+    assert comm_ops(g) == collectives  # the backward reshape needs no collective either
+    assert g.sharding.dim_axes == x.sharding.dim_axes
+    unsharded = nb.grad(loss)(nb.tensor(value))
+    np.testing.assert_allclose(g.numpy(), unsharded.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(g.numpy(), (2 * want * weight**2).reshape(src), rtol=1e-5, atol=1e-6)
+
+
+def test_reshape_rule_cuts_groups_into_common_factors():
+    rule = OpShardingRule.parse("a (b c) -> (a b) c", [(4, 16)], [(8, 8)], sizes={"a": 4, "b": 2})
+    from_template = sharding_rules.reshape((4, 16), (8, 8))
+    rename = {"g1_0": "a", "g1_1": "b", "g1_2": "c"}
+    assert tuple(tuple(rename[f] for f in d) for d in from_template.operands[0]) == rule.operands[0]
+    assert tuple(tuple(rename[f] for f in d) for d in from_template.results[0]) == rule.results[0]
+    assert {rename[f]: n for f, n in from_template.sizes.items()} == rule.sizes
+    assert not from_template.whole
+    assert sharding_rules.reshape((6, 4), (4, 6)).whole  # 4 and 6 share no row-major cut
+
+
 # -- resharding ----------------------------------------------------------------------------------
 RESHARDS = [
     (P("a", None), P(None, "a"), ["all_to_all"]),
@@ -194,7 +251,11 @@ RESHARDS = [
     (P(), P("a", "b"), []),
     (P(("a", "b")), P("a"), ["all_gather"]),
     (P("a"), P(("a", "b")), []),
-    (P("b", "a"), P("a", "b"), ["all_gather", "all_to_all"]),  # a swap: gather one axis, move the other
+    # axes of equal size trade places: every piece moves whole to one device (or stays), one ppermute
+    (P("b", "a"), P("a", "b"), ["ppermute"]),
+    (P("a"), P("b"), ["ppermute"]),
+    (P(("a", "b")), P(("b", "a")), ["ppermute"]),
+    (P(None, "b"), P("a", None), ["all_gather"]),  # pieces of other shapes: gather, then slice locally
 ]
 
 
@@ -208,6 +269,53 @@ def test_reshard_moves_data_with_the_cheapest_collectives(src, dst, collectives)
     np.testing.assert_array_equal(y.numpy(), value)
     for pos, s in enumerate(y.shards()):
         np.testing.assert_array_equal(s, value[y.sharding.local_slices(value.shape, pos)])
+
+
+MESH24 = DeviceMesh("m24", (2, 4), ("a", "b"))
+MESH222 = DeviceMesh("m222", (2, 2, 2), ("a", "b", "c"))
+
+
+@pytest.mark.parametrize(
+    ("mesh", "src", "dst", "collectives"),
+    [
+        (MESH222, P("a", "c"), P("c", "b"), ["ppermute"]),  # a 3-cycle of axis names
+        (MESH222, P("a", None), P(None, "a"), ["all_to_all"]),
+        # axes of different sizes cannot trade places: the pieces differ in shape
+        (MESH24, P("b", "a"), P("a", "b"), ["all_gather", "all_to_all"]),
+    ],
+    ids=str,
+)
+def test_axis_swaps_are_one_ppermute_and_gradients_move_back(mesh, src, dst, collectives):
+    value = arr(6, 5)
+    x = nb.shard(nb.tensor(value), mesh, src).requires_grad_(True)
+    y = nb.reshard(x, dst)
+    assert comm_ops(y) == collectives
+    for pos, s in enumerate(y.shards()):
+        np.testing.assert_array_equal(s, value[y.sharding.local_slices(value.shape, pos)])
+    (y * y).sum().backward()
+    assert x.grad.sharding.dim_axes == x.sharding.dim_axes
+    np.testing.assert_allclose(x.grad.numpy(), 2 * value, rtol=1e-6)
+
+
+def test_axis_swap_plan_keeps_pieces_in_place_where_it_can():
+    src = ShardingSpec(MESH22, [("b",), ("a",)])
+    dst = ShardingSpec(MESH22, [("a",), ("b",)])
+    (step,) = plan_reshard(src, dst)
+    # devices (0, 0) and (1, 1) hold their piece already; (0, 1) and (1, 0) exchange theirs
+    assert (step.kind, step.axes, step.perm) == ("ppermute", ("a", "b"), ((0, 0), (1, 2), (2, 1), (3, 3)))
+    partial = ShardingSpec(MESH22, [("b",), ()], partial=["a"])
+    assert [s.kind for s in plan_reshard(partial, ShardingSpec(MESH22, [(), ("b",)], partial=["a"]))] == ["all_to_all"]
+
+
+def test_axis_swap_keeps_partial_sums():
+    xa, wa = arr(6, 4), arr(4, 5)
+    x = nb.shard(nb.tensor(xa), MESH222, P("b", "c"))
+    w = nb.shard(nb.tensor(wa), MESH222, P("c", "a"))
+    y = x @ w  # partial over "c"
+    assert y.sharding.dim_axes == (("b",), ("a",)) and y.sharding.partial == {"c"}
+    z = nb.reshard(y, ShardingSpec(MESH222, [("a",), ("b",)], partial=["c"]))
+    assert z.sharding.partial == {"c"} and comm_ops(z) == ["ppermute"]
+    np.testing.assert_allclose(z.numpy(), xa @ wa, rtol=1e-5, atol=1e-6)
 
 
 def test_partial_to_sharded_is_a_reduce_scatter():
@@ -255,6 +363,38 @@ def test_mlp_gradients_match_unsharded(mesh, xspec, wspec):
     )
     for g, w in zip(got, want, strict=True):
         np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-5, atol=1e-6)
+
+
+# (mesh, index spec, weight spec, expected gradient dim axes, expected partial axes)
+TAKE_GRADIENT_CASES = [
+    (MESH1, P("x"), P(), ((), ()), ("x",)),  # data parallel
+    (MESH4, P("x"), P(), ((), ()), ("x",)),  # 6 indices on 4 devices: uneven shards
+    (MESH22, P(("a", "b")), P(), ((), ()), ("a", "b")),  # the batch over both axes
+    (MESH22, P("a"), P(None, "b"), ((), ("b",)), ("a",)),  # data x tensor parallel (columns)
+]
+
+
+@pytest.mark.parametrize(("mesh", "ispec", "wspec", "dims", "partial"), TAKE_GRADIENT_CASES)
+def test_take_gradient_of_sharded_indices_is_a_local_scatter_left_partial(mesh, ispec, wspec, dims, partial):
+    # An embedding lookup's weight gradient: each device scatter-adds its own rows, no gather.
+    wa, idx, ca = arr(5, 4), np.array([0, 2, 2, 4, 0, 1]), arr(6, 4)
+
+    def loss(w, i, c):
+        return (nb.index_select(w, 0, i) ** 2 * c).sum()
+
+    g = nb.grad(loss)(
+        nb.shard(nb.tensor(wa), mesh, wspec),
+        nb.shard(nb.tensor(idx), mesh, ispec),
+        nb.shard(nb.tensor(ca), mesh, ispec),
+    )
+    assert g.sharding.dim_axes == dims and tuple(sorted(g.sharding.partial)) == partial
+    assert comm_ops(g) == []
+    assert comm_ops(nb.reshard(g, P(*[a or None for a in dims]))) == ["all_reduce"]  # one, over every axis
+    want = nb.grad(loss)(nb.tensor(wa), nb.tensor(idx), nb.tensor(ca)).numpy()
+    expected = np.zeros_like(wa)
+    np.add.at(expected, idx, 2 * wa[idx] * ca)
+    np.testing.assert_allclose(want, expected, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(g.numpy(), want, rtol=1e-6, atol=1e-6)
 
 
 def test_jvp_through_sharded_ops():
@@ -404,3 +544,47 @@ def test_shard_moves_a_tensor_to_another_mesh_through_its_full_value():
     z = nb.shard(w * 2.0, MESH4, P("x"))  # a promise: unshard, then distribute (differentiable)
     z.sum().backward()
     np.testing.assert_allclose(w.grad.numpy(), np.full((6, 4), 2.0, np.float32))
+
+
+# -- vmap over sharded tensors --------------------------------------------------------------------
+def test_vmap_over_a_batch_sharded_input_keeps_the_batch_split_without_collectives():
+    xa, wa = arr(4, 3), arr(3, 5)
+    xs = nb.shard(nb.tensor(xa), MESH1, P("x", None))
+    w = nb.shard(nb.tensor(wa), MESH1, P())
+    out = nb.vmap(lambda v: nb.tanh(v @ w).sum())(xs)
+    assert out.sharding.dim_axes == (("x",),) and comm_ops(out) == []
+    np.testing.assert_allclose(out.numpy(), np.tanh(xa @ wa).sum(1), rtol=1e-5, atol=1e-6)
+    # the gradient through the vmapped loss is a partial sum over the batch axis: one all_reduce, later
+    g = nb.grad(lambda w: nb.vmap(lambda v: nb.tanh(v @ w).sum())(xs).sum())(w)
+    assert g.sharding.partial == {"x"} and comm_ops(g) == []
+    np.testing.assert_allclose(g.numpy(), xa.T @ (1 - np.tanh(xa @ wa) ** 2), rtol=1e-5, atol=1e-5)
+    # per-example gradients stay split along the batch
+    pe = nb.vmap(nb.grad(lambda w, v: nb.tanh(v @ w).sum()), in_axes=(None, 0))(w, xs)
+    assert pe.sharding.dim_axes == (("x",), (), ()) and comm_ops(pe) == []
+    want = np.stack([np.outer(r, 1 - np.tanh(r @ wa) ** 2) for r in xa])
+    np.testing.assert_allclose(pe.numpy(), want, rtol=1e-5, atol=1e-5)
+
+
+def test_vmap_spmd_axis_name_splits_the_mapped_axis_over_mesh_axes():
+    xa, wa = arr(6, 4), arr(4, 3)
+    xr = nb.shard(nb.tensor(xa), MESH22, P())  # replicated on the mesh
+    out = nb.vmap(lambda v: nb.relu(v) * 3.0, spmd_axis_name="a")(xr)
+    assert out.sharding.dim_axes == (("a",), ()) and comm_ops(out) == []
+    np.testing.assert_allclose(out.numpy(), np.maximum(xa, 0) * 3.0)
+    both = nb.vmap(lambda v, u: (v * u).sum(), spmd_axis_name=("a", "b"))(xr, nb.tensor(xa))  # u joins the mesh
+    assert both.sharding.dim_axes == (("a", "b"),)
+    np.testing.assert_allclose(both.numpy(), (xa * xa).sum(1), rtol=1e-5)
+    w = nb.shard(nb.tensor(wa), MESH22, P(None, "b"))  # column-parallel weight, batch over "a"
+    g = nb.grad(lambda w: nb.vmap(lambda v: nb.tanh(v @ w).sum(), spmd_axis_name="a")(xr).sum())(w)
+    assert g.sharding.dim_axes == ((), ("b",)) and g.sharding.partial == {"a"} and comm_ops(g) == []
+    np.testing.assert_allclose(g.numpy(), xa.T @ (1 - np.tanh(xa @ wa) ** 2), rtol=1e-5, atol=1e-5)
+
+
+def test_vmap_spmd_axis_name_errors_name_the_problem():
+    x = nb.tensor(arr(4, 2))
+    with pytest.raises(ValueError, match="no mapped input is on a DeviceMesh"):
+        nb.vmap(lambda v: v, spmd_axis_name="a")(x)
+    with pytest.raises(ValueError, match=r"names axes \['zz'\] that mesh 'm22' lacks; its axes are \['a', 'b'\]"):
+        nb.vmap(lambda v: v, spmd_axis_name="zz")(nb.shard(x, MESH22, P()))
+    with pytest.raises(TypeError, match="spmd_axis_name must be a mesh axis name or a tuple of them, got 3"):
+        nb.vmap(lambda v: v, spmd_axis_name=3)

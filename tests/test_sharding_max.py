@@ -47,6 +47,11 @@ def _cases() -> list:
             nb.tensor(np.arange(32.0, dtype=np.float32).reshape(8, 4))
         ),
     ]
+    wr = nb.shard(nb.tensor(wa), MESH22, P())
+    out += [
+        nb.vmap(lambda r: nb.tanh(r @ wr))(x),  # per-example work on a batch-sharded input
+        nb.vmap(lambda r: nb.softmax(r, axis=0), spmd_axis_name="b")(nb.shard(nb.tensor(xa), MESH22, P())),
+    ]
     return out
 
 

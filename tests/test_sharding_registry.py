@@ -71,9 +71,6 @@ REPLICATED_BY_DESIGN = {
     "tri": "no tensor inputs",
     "random": "its only input is the internal seed, never sharded",
     "custom": "the user's kernels see whole values",
-    "move_to_batch": "vmap's: sharded tensors inside vmap are not supported",
-    "move_from_batch": "vmap's: sharded tensors inside vmap are not supported",
-    "broadcast_batch": "vmap's: sharded tensors inside vmap are not supported",
 }
 
 

@@ -108,6 +108,10 @@ class Operation:
     always_tuple = False  # multi-output ops that may return a single tensor still return a tuple
     sharding_rule: str | None = None  # "m k, k n -> m n", or "elementwise"; see sharding_rule_for
     partial_ok: str | tuple[int, ...] | None = None  # partial sums pass through: "additive" or positions
+    # Whether `sharding_rule_for` describes physical shapes including vmap's batch dims (vmap's
+    # own ops, which move dims in and out of the batch prefix); other rules are written for
+    # logical shapes and get the batch dims prepended.
+    physical_rule = False
     collective = False  # communication ops place their own outputs (nabla/ops/communication.py)
 
     # -- the pipeline -----------------------------------------------------------------------
@@ -143,7 +147,8 @@ class Operation:
         # 2b. SPMD: propagate layouts, reshard inputs by collectives, plan per-device kernels
         spmd = out_specs = None
         if sharded:
-            impls, out_specs, spmd = OPS.spmd_prepare(self, impls, adapted, avals)
+            logical = self.adapt_kwargs(impls, kwargs, 0) if batch_dims else adapted
+            impls, out_specs, spmd = OPS.spmd_prepare(self, impls, adapted, avals, logical)
             struct_key += (tuple(s.structural_key() if s is not None else None for s in out_specs),)
         # 6. package promise tensors
         out_bd, device = self.out_batch_dims(batch_dims, adapted), self.output_device(impls)

@@ -24,6 +24,8 @@ import numpy as np
 from max.graph import ops
 
 from ..core.common.context import vmap_depth
+from ..core.sharding import OpShardingRule
+from ..core.sharding import rules as _rules
 from ..core.tensor.dispatch import register
 from ..core.tensor.impl import TensorImpl
 from ..core.tensor.tensor import Tensor
@@ -41,11 +43,14 @@ def _moved(rank: int, src: int, dst: int) -> tuple[int, ...]:
 
 
 class _PermuteBatch(Operation):
-    """A physical transpose that changes how many leading dims count as batch dims.
-
-    vmap's ops have no sharding rules: sharded tensors inside vmap are not supported."""
+    """A physical transpose that changes how many leading dims count as batch dims; a sharded
+    dim keeps its mesh axes wherever it moves."""
 
     delta = 0
+    physical_rule = True
+
+    def sharding_rule_for(self, in_shapes: list[tuple], out_shapes: list[tuple], kwargs: dict) -> OpShardingRule:
+        return _rules.permutation(in_shapes[0], kwargs["perm"])
 
     def out_batch_dims(self, batch_dims: int, kwargs: dict) -> int:
         return batch_dims + self.delta
@@ -94,6 +99,17 @@ class MoveFromBatchOp(_PermuteBatch):
 
 class BroadcastBatchOp(Operation):
     name = "broadcast_batch"
+    physical_rule = True
+
+    def sharding_rule_for(self, in_shapes: list[tuple], out_shapes: list[tuple], kwargs: dict) -> OpShardingRule:
+        # The new batch levels sit between the old batch dims and the logical dims: map the
+        # input's dims around them; the new ones start replicated.
+        (x,), (out,) = in_shapes, out_shapes
+        at, n = kwargs["at"], len(kwargs["sizes"])
+        names = [f"d{i}" for i in range(len(out))]
+        dims = tuple((names[i if i < at else i + n],) for i in range(len(x)))
+        sizes = {name: int(v) for name, v in zip(names, out, strict=True)}
+        return OpShardingRule((dims,), (tuple((m,) for m in names),), sizes, reduction=None, partial_ok="additive")
 
     def out_batch_dims(self, batch_dims: int, kwargs: dict) -> int:
         return batch_dims + len(kwargs["sizes"])

@@ -177,8 +177,9 @@ class CollectiveOp(Operation):
     keeps_cotangent = False
 
     def adapt_kwargs(self, impls: list[TensorImpl], kwargs: dict, batch_dims: int) -> dict:
-        if batch_dims:
-            raise NotImplementedError(f"{self.name}: sharded tensors inside vmap are not supported")
+        out = kwargs.get("out")
+        if batch_dims and out is not None and out.manual:
+            raise NotImplementedError(f"{self.name}: vmap inside shard_map's manual code is not supported")
         return kwargs
 
     def abstract_eval(self, x: AVal, **kw: Any) -> AVal:
@@ -445,6 +446,8 @@ def _apply_plan(x: Tensor, dst: ShardingSpec) -> Tensor:
             x = _all_gather(x, **kw, axes=step.axes, dim=step.dim)
         elif step.kind == "all_to_all":
             x = _all_to_all(x, **kw, axes=step.axes, split=step.split_dim, concat=step.dim)
+        elif step.kind == "ppermute":
+            x = _ppermute(x, **kw, axes=step.axes, perm=step.perm)
         elif step.kind == "shard_slice":
             x = _shard_slice(x, **kw)
         else:
@@ -669,10 +672,28 @@ def _local_shape(impl: TensorImpl, pos: int) -> tuple:
     return impl.physical_shape if impl.sharding is None else impl.sharding.local_shape(impl.physical_shape, pos)
 
 
+def shard_batch_level(x: Tensor, axes: tuple[str, ...]) -> Tensor:
+    """vmap(spmd_axis_name=axes): lay the innermost batch dim of `x` (a mapped input on a mesh)
+    out over mesh `axes`; dims that used those axes give them up (a gather along them)."""
+    impl = x._impl
+    spec = impl.sharding
+    missing = [a for a in axes if a not in spec.mesh.axis_names]
+    if missing:
+        raise ValueError(
+            f"vmap: spmd_axis_name names axes {missing} that mesh {spec.mesh.name!r} lacks; "
+            f"its axes are {list(spec.mesh.axis_names)}"
+        )
+    level = impl.batch_dims - 1
+    dims = [tuple(a for a in d if a not in axes) for d in spec.dim_axes]
+    dims[level] = dims[level] + axes
+    return _conform_tensor(x, spec.with_dims(dims))
+
+
 @register("spmd_prepare")
-def spmd_prepare(op: Operation, impls: list[TensorImpl], kwargs: dict, avals: list) -> tuple:
+def spmd_prepare(op: Operation, impls: list[TensorImpl], kwargs: dict, avals: list, logical: dict) -> tuple:
     """Propagate layouts through one op call: the inputs it should run on (resharded by
-    collectives where needed), its output specs, and its per-device plan."""
+    collectives where needed), its output specs, and its per-device plan. `kwargs` are the
+    physical (adapted) kwargs; `logical` the same for unbatched operands (inside vmap)."""
     own = op.own_layouts(impls, kwargs)
     if own is not None:
         ins, outs = own  # ins None: the op takes its inputs as they are
@@ -684,8 +705,6 @@ def spmd_prepare(op: Operation, impls: list[TensorImpl], kwargs: dict, avals: li
             for p in range(mesh.size)
         )
         return impls, outs, SpmdStep(mesh.size, (), local, collective=True)
-    if any(i.batch_dims for i in impls):
-        raise NotImplementedError(f"{op.name}: sharded tensors inside vmap are not supported")
     mesh = _mesh_of(op, impls)
     specs = [i.sharding for i in impls]
     out_shapes = [a[0] for a in avals]
@@ -696,11 +715,20 @@ def spmd_prepare(op: Operation, impls: list[TensorImpl], kwargs: dict, avals: li
         targets, outs = specs, [ShardingSpec.replicated_on(mesh, len(s)) for s in out_shapes]
     else:
         in_shapes = [i.physical_shape for i in impls]
-        rule = op.sharding_rule_for(in_shapes, out_shapes, kwargs)
-        prop = propagate(rule, specs, in_shapes, mesh)
+        prop = propagate(_rule(op, impls, in_shapes, out_shapes, kwargs, logical), specs, in_shapes, mesh)
         targets, outs = prop.in_specs, prop.out_specs
     impls = _conformed(impls, targets)  # (a None target is an unsharded input that stays so)
     return impls, outs, _local_step(op, impls, kwargs, avals, outs, mesh)
+
+
+def _rule(op: Operation, impls: list, in_shapes: list, out_shapes: list, kwargs: dict, logical: dict) -> Any:
+    """The op's factors; inside vmap, its logical rule with the batch dims in front (operands
+    share one batch prefix: `Operation.__call__` aligns them)."""
+    bd = max(i.batch_dims for i in impls)
+    if not bd or op.physical_rule:
+        return op.sharding_rule_for(in_shapes, out_shapes, kwargs)
+    rule = op.sharding_rule_for([s[bd:] for s in in_shapes], [s[bd:] for s in out_shapes], logical)
+    return rule.with_batch(in_shapes[0][:bd])
 
 
 def _conformed(impls: list[TensorImpl], targets: list) -> list[TensorImpl]:

@@ -18,6 +18,7 @@ from ..core.common.context import vmap_level, vmap_sizes
 from ..core.common.pytree import broadcast_prefix, leaf_paths, tree_flatten, tree_unflatten
 from ..core.tensor.tensor import Tensor
 from ..ops.batching import broadcast_batch, move_from_batch, move_to_batch
+from ..ops.communication import shard, shard_batch_level
 from ..ops.creation import tensor
 
 AxisSpec = int | None | tuple | list | dict
@@ -29,6 +30,7 @@ def vmap(
     out_axes: AxisSpec = 0,
     axis_size: int | None = None,
     randomness: str = "different",
+    spmd_axis_name: str | tuple[str, ...] | None = None,
 ) -> Callable:
     """Vectorize `fn` over an axis of its inputs (JAX's `vmap`, PyTorch's `torch.func.vmap`).
 
@@ -42,6 +44,10 @@ def vmap(
         randomness: random ops inside `fn` draw independent numbers per batch element
             ("different", e.g. a dropout mask per example), the same numbers for all ("same"),
             or raise ("error"), as in `torch.func.vmap`.
+        spmd_axis_name: a mesh axis name (or a tuple of them) to split the mapped axis over,
+            as in JAX: every mapped input's batch dimension is laid out over it on the mesh
+            of the mapped inputs (at least one must be sharded with `nabla.shard`), so the
+            per-example work runs data-parallel and the outputs stay split along the batch.
 
     Keyword arguments of the call are passed to `fn` unmapped.
 
@@ -59,6 +65,9 @@ def vmap(
         raise ValueError(f"vmap: axis_size must be a non-negative int, got {axis_size!r}")
     if randomness not in ("different", "same", "error"):
         raise ValueError(f"vmap: randomness must be 'different', 'same' or 'error', got {randomness!r}")
+    spmd_axes = (spmd_axis_name,) if isinstance(spmd_axis_name, str) else spmd_axis_name
+    if spmd_axes is not None and (not isinstance(spmd_axes, tuple) or not all(isinstance(a, str) for a in spmd_axes)):
+        raise TypeError(f"vmap: spmd_axis_name must be a mesh axis name or a tuple of them, got {spmd_axis_name!r}")
 
     @functools.wraps(fn)
     def batched(*args: Any, **kwargs: Any) -> Any:
@@ -71,12 +80,33 @@ def vmap(
         outer = vmap_sizes()
         for x, name in zip(leaves, names, strict=True):
             _check_not_escaped(x, name, len(outer))
+        if spmd_axes:
+            leaves = _on_one_mesh(leaves, leaf_axes, spmd_axes)
         with vmap_level(size, randomness):
             inner = [move_to_batch(x, a, outer) if a is not None else x for x, a in zip(leaves, leaf_axes, strict=True)]
+            if spmd_axes:
+                inner = [
+                    shard_batch_level(x, spmd_axes) if a is not None else x
+                    for x, a in zip(inner, leaf_axes, strict=True)
+                ]
             out = fn(*tree_unflatten(treedef, inner), **kwargs)
             return _unbatch_outputs(out, out_axes, outer + (size,))
 
     return batched
+
+
+def _on_one_mesh(leaves: list, leaf_axes: list, axes: tuple[str, ...]) -> list:
+    """Mapped inputs not yet on the mapped inputs' mesh are placed on it (replicated)."""
+    meshes = [x.sharding.mesh for x, a in zip(leaves, leaf_axes, strict=True) if a is not None and x.sharding]
+    if not meshes:
+        raise ValueError(
+            f"vmap: spmd_axis_name={axes if len(axes) > 1 else axes[0]!r} splits the mapped axis over a mesh "
+            "axis, but no mapped input is on a DeviceMesh; place one first with nabla.shard(x, mesh, spec)"
+        )
+    mesh = meshes[0]
+    return [
+        shard(x, mesh) if a is not None and x.sharding is None else x for x, a in zip(leaves, leaf_axes, strict=True)
+    ]
 
 
 def _in_axes_per_arg(in_axes: AxisSpec, nargs: int) -> list:

@@ -116,6 +116,21 @@ class OpShardingRule:
                     sizes[unknown[0]] = n // max(1, math.prod(sizes[f] for f in d if f in sizes))
         return OpShardingRule(operands, results, sizes, frozenset(whole), reduction, partial_ok)
 
+    def with_batch(self, sizes: Sequence[int]) -> OpShardingRule:
+        """The rule for operands and results that all carry vmap's batch dims `sizes` in front:
+        each batch dim is a factor of its own, shared by every tensor (per-example computations
+        are independent, so a sharded batch dim stays sharded)."""
+        names = tuple(f"_vmap{k}" for k in range(len(sizes)))
+        lead = tuple((n,) for n in names)
+        return OpShardingRule(
+            tuple(lead + tuple(t) for t in self.operands),
+            tuple(lead + tuple(t) for t in self.results),
+            {**self.sizes, **{n: int(v) for n, v in zip(names, sizes, strict=True)}},
+            self.whole,
+            self.reduction,
+            self.partial_ok,
+        )
+
     @staticmethod
     def replicated(in_ranks: Sequence[int], out_ranks: Sequence[int]) -> OpShardingRule:
         """Every dimension its own factor, none sharded: inputs are gathered, outputs replicated."""
