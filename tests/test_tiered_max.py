@@ -105,3 +105,25 @@ def test_exiting_while_a_background_compile_is_under_way_is_clean():
     proc = subprocess.run([sys.executable, "-c", EXITS_WHILE_BUILDING], capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == "done" and "not rethrown" not in proc.stderr
+
+
+def test_dynamic_dims_run_on_tier0_per_size_then_on_one_symbolic_model(auto):
+    """`nabla.compile(..., dynamic_dims=...)` under auto: tier 0 specializes per batch size
+    while the one symbolic MAX model compiles; then every size runs that model."""
+
+    def step(w, x):
+        return nb.tanh(x @ w).sum(axis=1)
+
+    f = nb.compile(step, dynamic_dims={1: 0})
+    rng = np.random.default_rng(3)
+    w = nb.tensor(rng.standard_normal((4, 2)).astype(np.float32))
+    sizes = [5, 7, 5]
+    xs = [rng.standard_normal((n, 4)).astype(np.float32) for n in sizes + [7, 5]]
+    outs = [f(w, nb.tensor(x)).numpy() for x in xs[:3]]
+    assert nb.cache_info().compiles == 1 and f.stats.compiles == 1  # hot: compiling since the first call
+    assert nb.wait_for_compiles(timeout=600)
+    tier0 = nb.cache_info().tier0_executions
+    outs += [f(w, nb.tensor(x)).numpy() for x in xs[3:]]
+    assert nb.cache_info().tier0_executions == tier0  # both sizes on the symbolic model
+    for x, out in zip(xs, outs, strict=True):
+        np.testing.assert_allclose(out, np.tanh(x @ w.numpy()).sum(1), rtol=1e-5, atol=1e-6)
