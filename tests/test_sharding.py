@@ -244,6 +244,45 @@ def test_reshape_rule_cuts_groups_into_common_factors():
     assert sharding_rules.reshape((6, 4), (4, 6)).whole  # 4 and 6 share no row-major cut
 
 
+# -- position-dependent ops -------------------------------------------------------------------------
+# (shape, mesh, spec): row-, column- and both-sharded, uneven and empty pieces, a sharded batch dim.
+TRIANGLE_LAYOUTS = [
+    ((6, 5), MESH1, P("x")),
+    ((6, 5), MESH1, P(None, "x")),
+    ((6, 7), MESH4, P("x")),  # pieces of 2, 2, 1, 1 rows
+    ((5, 6), MESH4, P(None, "x")),
+    ((3, 5), MESH4, P("x")),  # one device holds no row
+    ((6, 5), MESH22, P("a", "b")),
+    ((5, 7), MESH22, P("b", "a")),
+    ((7, 5), MESH22, P(("a", "b"))),
+    ((4, 6), MESH22, P(None, ("b", "a"))),
+    ((2, 5, 6), MESH22, P("a", None, "b")),
+    ((4, 5, 6), MESH22, P("a", "b")),
+]
+
+
+@pytest.mark.parametrize("op", ["tril", "triu"])
+@pytest.mark.parametrize(("shape", "mesh", "spec"), TRIANGLE_LAYOUTS, ids=str)
+def test_tril_triu_keep_rows_and_columns_sharded(op, shape, mesh, spec):
+    # Each device masks its piece with the diagonal shifted by the piece's row and column offsets.
+    fn, ref = getattr(nb, op), getattr(np, op)
+    value, weight = arr(*shape), arr(*shape)
+    x = nb.shard(nb.tensor(value), mesh, spec)
+    for k in (-7, -2, -1, 0, 1, 3, 8):
+        y = fn(x, k)
+        assert y.sharding == x.sharding and comm_ops(y) == []
+        np.testing.assert_array_equal(y.numpy(), ref(value, k))
+
+        def loss(v, k=k):
+            return (fn(v, k) * nb.tensor(weight)).square().sum()
+
+        g = nb.grad(loss)(x)
+        assert g.sharding.dim_axes == x.sharding.dim_axes
+        unsharded = nb.grad(loss)(nb.tensor(value))
+        np.testing.assert_allclose(g.numpy(), unsharded.numpy(), rtol=1e-6)
+        np.testing.assert_allclose(g.numpy(), ref(2 * value * weight**2, k), rtol=1e-5, atol=1e-6)
+
+
 # -- resharding ----------------------------------------------------------------------------------
 RESHARDS = [
     (P("a", None), P(None, "a"), ["all_to_all"]),

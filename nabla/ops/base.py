@@ -113,6 +113,9 @@ class Operation:
     # logical shapes and get the batch dims prepended.
     physical_rule = False
     collective = False  # communication ops place their own outputs (nabla/ops/communication.py)
+    # Whether a device's kernel depends on where its piece lies in the global tensor (tril's
+    # mask): its `local_kwargs` then also gets the pieces' offsets (other ops pay nothing).
+    position_dependent = False
 
     # -- the pipeline -----------------------------------------------------------------------
     def __call__(self, *args: Tensor, **kwargs: Any) -> Any:
@@ -229,9 +232,25 @@ class Operation:
         Inputs are resharded to the input specs first (None: taken as they are)."""
         return None
 
-    def local_kwargs(self, kwargs: dict, in_avals: list[AVal], out_shapes: list[tuple]) -> dict:
+    def local_kwargs(
+        self, kwargs: dict, in_avals: list[AVal], out_shapes: list[tuple], offsets: list | None = None
+    ) -> dict:
         """The kwargs one device's kernel gets for its local shapes (ops whose kwargs hold
-        global sizes, such as a reshape's target shape, override this)."""
+        global sizes, such as a reshape's target shape, override this).
+
+        Args:
+            kwargs: the op's physical (adapted) kwargs.
+            in_avals: the device's local (shape, dtype) of each input.
+            out_shapes: the device's local shape of each output.
+            offsets: only for `position_dependent` ops (others are called without it): per
+                input, the global start index of the device's piece in each physical dim, or
+                None for an input that is not laid out over the mesh.
+
+        Example:
+            >>> def local_kwargs(self, kwargs, in_avals, out_shapes, offsets=None):
+            ...     r0, c0 = offsets[0][-2:]  # tril on a piece from row r0, column c0
+            ...     return {"diagonal": kwargs["diagonal"] + r0 - c0}
+        """
         return kwargs
 
     def __repr__(self) -> str:

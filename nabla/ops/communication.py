@@ -742,12 +742,24 @@ def _local_step(op: Operation, impls: list, kwargs: dict, avals: list, outs: lis
         return SpmdStep(n, (kwargs,) * n, (tuple(avals),) * n)
     memo: dict = {}
     kws, local = [], []
+    positional = op.position_dependent
     for pos in range(n):
         in_avals = tuple((_local_shape(i, pos), i.dtype) for i in impls)
         out_shapes = tuple(o.local_shape(a[0], pos) for o, a in zip(outs, avals, strict=True))
         key = (in_avals, out_shapes)
+        if positional:  # equal local shapes at different places need different kwargs
+            offsets = tuple(
+                None
+                if i.sharding is None or i.sharding.manual
+                else tuple(s.start for s in i.sharding.local_slices(i.physical_shape, pos))
+                for i in impls
+            )
+            key += (offsets,)
         if key not in memo:
-            kw = op.local_kwargs(kwargs, list(in_avals), list(out_shapes))
+            if positional:
+                kw = op.local_kwargs(kwargs, list(in_avals), list(out_shapes), offsets=list(offsets))
+            else:
+                kw = op.local_kwargs(kwargs, list(in_avals), list(out_shapes))
             got = op.abstract_eval(*in_avals, **kw)
             got = tuple(got if isinstance(got, list) else [got])
             if tuple(g[0] for g in got) != out_shapes:

@@ -720,13 +720,23 @@ class _TriangleOp(Operation):
     """Keep the lower (tril) or upper (triu) triangle of the last two dims; zero the rest."""
 
     lower = True
+    # Every dim stays sharded: a device's piece is masked with the diagonal shifted by where
+    # the piece starts (`local_kwargs`).
+    sharding_rule = "elementwise"
+    partial_ok = "additive"
+    position_dependent = True
 
     def abstract_eval(self, x: AVal, *, diagonal: int) -> AVal:
         if len(x[0]) < 2:
             raise ValueError(f"{self.name}: expected a tensor of rank >= 2, got shape {x[0]}")
         return x
 
-    sharding_rule_for = whole_dims(lambda kw, rank: (rank - 2, rank - 1))  # global row/column indices
+    def local_kwargs(self, kwargs: dict, in_avals: list, out_shapes: list, offsets: list | None = None) -> dict:
+        # local (i, j) is global (r0 + i, c0 + j): col - row <= k there is j - i <= k + r0 - c0
+        if offsets is None or offsets[0] is None:
+            return kwargs
+        r0, c0 = offsets[0][-2:]
+        return {"diagonal": kwargs["diagonal"] + r0 - c0} if r0 != c0 else kwargs
 
     def kernel(self, x: Any, *, diagonal: int) -> Any:
         *_, m, n = _static_shape(x)
