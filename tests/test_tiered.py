@@ -12,6 +12,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from threadpoolctl import ThreadpoolController
 
 import nabla as nb
 import nabla_nn as nn
@@ -316,3 +317,26 @@ def test_compiles_move_into_the_process_when_no_worker_process_can_start(monkeyp
     assert service.submit(job).result(timeout=60) == ("model", ("artifact", module))
     assert service.mode == "thread" and compiled_in_thread == [module]
     assert service.wait(timeout=1.0) and service.completed == 1
+
+
+def test_tier0_runs_blas_on_one_thread_only_while_a_compile_runs(auto, monkeypatch):
+    executor, _ = auto
+    seen = []
+    run = NUMPY.run
+
+    def spy(program, inputs):
+        seen.append(_blas_threads())
+        return run(program, inputs)
+
+    monkeypatch.setattr(NUMPY, "run", spy)
+    data = np.ones(3, np.float32)
+    for _ in range(3):  # tier 0, then compiling (the second starts it), still compiling
+        _affine(data).numpy()
+    executor.service.finish()
+    executor.compile_after = 10**9
+    _affine(np.ones(4, np.float32)).numpy()  # a new structure, nothing compiling
+    assert seen[1:3] == [1, 1] and seen[0] == seen[3] == _blas_threads()
+
+
+def _blas_threads() -> int:
+    return max(lib["num_threads"] for lib in ThreadpoolController().info() if lib["user_api"] == "blas")
