@@ -153,7 +153,8 @@ class TieredExecutor(Executor):
     def _warn(self, err: Exception) -> None:
         if not self._warned:
             self._warned = True
-            msg = str(err).splitlines()[0]
+            lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+            msg = " ".join(lines[:1] + lines[-1:] if len(lines) > 1 else lines)  # what failed, and why
             warnings.warn(f"nabla: background compile failed, staying on NumPy: {msg}", RuntimeWarning, stacklevel=2)
 
 
