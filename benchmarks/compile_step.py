@@ -15,6 +15,8 @@ import numpy as np
 
 import nabla as nb
 
+nb.set_executor("max")  # compiled steady state (cold_start.py measures the default auto executor)
+
 
 def loss_fn(params, x, y):
     h = nb.relu(x @ params["w1"] + params["b1"])
@@ -104,7 +106,8 @@ def main(steps: int = 200, batch: int = 128, d_in: int = 64, hidden: int = 128, 
             }
         )
     )
-    assert step.stats.compiles == 1 and step.stats.misses == 1, step.stats
+    # one model: compiled, or loaded from the model store by a later run
+    assert step.stats.compiles <= 1 and step.stats.misses == 1, step.stats
 
 
 if __name__ == "__main__":

@@ -20,6 +20,8 @@ from workloads import nabla_workload
 import nabla as nb
 from nabla.core.graph import executors
 
+nb.set_executor("max")  # compiled steady state (cold_start.py measures the default auto executor)
+
 
 def _capture_w1_model() -> tuple:
     model, opt, _, loss_fn = nabla_workload("W1")

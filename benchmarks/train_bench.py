@@ -26,6 +26,8 @@ from workloads import nabla_workload
 import nabla as nb
 from nabla.core.graph import executors
 
+nb.set_executor("max")  # compiled steady state (cold_start.py measures the default auto executor)
+
 HERE = Path(__file__).resolve().parent
 # loop: the PyTorch-style loop; module-compile: the same loop after `model.compile()` (the
 # forward is one recorded op, its gradient one more); compile: the whole step under
