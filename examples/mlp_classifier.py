@@ -1,7 +1,8 @@
 """Train an MLP classifier PyTorch-style: Module, DataLoader, Adam, tqdm progress.
 
-Every step (forward, backward, Adam update, loss) runs as ONE cached MAX model: the first
-step compiles it, every later step only executes it.
+Every step (forward, backward, Adam update, loss) is ONE cached model. The first steps run at
+once on NumPy while MAX compiles that model in the background; later steps run the compiled
+model, and a second run of the script loads it from the on-disk model store.
 
     python examples/mlp_classifier.py
 """

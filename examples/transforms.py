@@ -1,7 +1,8 @@
 """Function transforms in a few lines: per-example gradients, Jacobians, a Hessian, and a
 compiled training step whose batch size may change without recompiling.
 
-Run: .venv/bin/python examples/transforms.py   (NABLA_EXECUTOR=numpy to skip MAX compiles)
+Run: .venv/bin/python examples/transforms.py   (NABLA_EXECUTOR=numpy never compiles; the
+default runs on NumPy while MAX compiles in the background)
 """
 
 import numpy as np
