@@ -716,9 +716,14 @@ def test_grad_bad_argnums_raises():
         nb.grad(lambda a: a.sum(), argnums=3)(nb.tensor([1.0]))
 
 
-def test_grad_is_taken_at_the_value_passed_in_even_if_fn_updates_it_in_place():
-    """`w.mul_(2)` inside fn gives the argument a new value; the gradient is still with respect
-    to the value passed in: d/dw sum(2w) = 2 (it was d/d(2w) = 1)."""
+def test_grad_is_taken_at_the_value_passed_in_and_in_place_updates_reach_the_caller():
+    """`w.mul_(2)` inside fn gives the argument a new value: the gradient is still with respect
+    to the value passed in (d/dw sum(2w) = 2; it was d/d(2w) = 1), and, as in PyTorch, the
+    caller's tensor holds the updated value afterwards."""
     w = nb.tensor(np.array([1.0, 2.0], np.float32))
     np.testing.assert_allclose(nb.grad(lambda t: t.mul_(2.0).sum())(w).numpy(), [2.0, 2.0])
-    np.testing.assert_allclose(nb.grad(lambda t: (t.add_(1.0) * t).sum())(w).numpy(), [4.0, 6.0])
+    np.testing.assert_allclose(w.numpy(), [2.0, 4.0])
+    v = nb.tensor(np.array([1.0, 2.0], np.float32))
+    np.testing.assert_allclose(nb.grad(lambda t: (t.add_(1.0) * t).sum())(v).numpy(), [4.0, 6.0])
+    np.testing.assert_allclose(v.numpy(), [2.0, 3.0])
+    assert not v.requires_grad  # the new value comes without the trace's autodiff history

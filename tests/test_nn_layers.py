@@ -598,3 +598,18 @@ def test_cnn_matches_torch_train_and_eval():
     model.eval()
     ref.eval()
     _check_against_torch(model, ref, x, atol=1e-4, load=False)
+
+
+@needs_torch
+def test_batchnorm_running_stats_update_under_grad_as_in_torch():
+    """A module passed to `nb.grad` runs on aliases of its tensors; its in-place updates
+    (running stats, num_batches_tracked) reach the module itself, consistently, as in PyTorch."""
+    xa = np.random.default_rng(0).standard_normal((8, 3)).astype(np.float32)
+    bn, ref = nn.BatchNorm1d(3), torch.nn.BatchNorm1d(3)
+    for _ in range(2):
+        nb.grad(lambda m, x: (m(x) ** 2).sum())(bn, nb.tensor(xa))
+        ref(torch.tensor(xa))
+    np.testing.assert_allclose(bn.running_mean.numpy(), ref.running_mean.numpy(), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(bn.running_var.numpy(), ref.running_var.numpy(), rtol=1e-5, atol=1e-7)
+    assert int(bn.num_batches_tracked.item()) == 2
+    assert not bn.running_mean.requires_grad and bn.weight.requires_grad

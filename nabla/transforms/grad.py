@@ -31,6 +31,19 @@ def _wrt_leaf(x: Any, where: str, name: str) -> Tensor:
     return w
 
 
+def _write_back_in_place_updates(leaves: list, wrt: list, wrt_impls: list) -> None:
+    """An argument fn updated in place (BatchNorm's running stats in a module passed to grad)
+    keeps the new value, as in PyTorch: fn ran on an alias of it, so install the alias's new
+    value (without its autodiff history) in the caller's tensor. Values batched by a vmap
+    inside fn cannot be written to an unbatched argument and are left out."""
+    for x, w, before in zip(leaves, wrt, wrt_impls, strict=True):
+        if w is x or w._impl is before or not isinstance(x, Tensor):
+            continue
+        if w._impl.batch_dims > x._impl.batch_dims:
+            continue
+        x._install(detach(w)._impl)
+
+
 def _is_constant_leaf(x: Any, direct: set[int]) -> bool:
     return isinstance(x, Tensor) and not _dt.is_float(x.dtype) and id(x) not in direct
 
@@ -74,6 +87,7 @@ def _vjp(fn: Callable, primals: tuple, has_aux: bool, where: str, names: list[st
     wrt_impls = [w._impl for w in wrt]
     with enable_grad():
         result = fn(*tree_unflatten(treedef, wrt))
+    _write_back_in_place_updates(leaves, wrt, wrt_impls)
     aux = None
     if has_aux:
         if not (isinstance(result, tuple) and len(result) == 2):
