@@ -546,6 +546,19 @@ def test_embedding_matches_torch() -> None:
     )
 
 
+@needs_torch
+@pytest.mark.parametrize("padding_idx", [None, 3])
+def test_embedding_scale_grad_by_freq_matches_torch(padding_idx) -> None:
+    weight, idx = _randn(7, 4), np.array([[0, 3, 6, 3], [1, 1, 0, 3]])
+    c = _randn(2, 4, 4)
+    _grads_vs_torch(
+        lambda w: (F.embedding(nb.tensor(idx), w, padding_idx, scale_grad_by_freq=True) * nb.tensor(c)).sum(),
+        lambda w: (TF.embedding(torch.tensor(idx), w, padding_idx, scale_grad_by_freq=True) * torch.tensor(c)).sum(),
+        [weight],
+        (0,),
+    )
+
+
 # -- dropout ---------------------------------------------------------------------------------------
 def test_dropout_values_and_scaling() -> None:
     x = nb.ones(4000)

@@ -71,6 +71,17 @@ def _renorm_and_lookup(weight: Tensor, flat: Tensor, max_norm: float, norm_type:
     return nb.where(over, plain * scale + (rows - plain), rows)
 
 
+def _scaled_by_frequency(rows: Tensor, flat: Tensor, num_embeddings: int) -> Tensor:
+    """The same rows, whose gradient is divided by how often their index occurs in the batch
+    (PyTorch's scale_grad_by_freq): r' = detach(r) + (r - detach(r)) / count has r's value
+    exactly and the gradient 1/count."""
+    ones = nb.ones((flat.shape[0],), dtype=rows.dtype)
+    counts = nb.scatter_add(nb.zeros((num_embeddings,), dtype=rows.dtype), 0, flat, ones)
+    scale = nb.unsqueeze(1.0 / nb.index_select(counts, 0, flat), -1)
+    plain = nb.detach(rows)
+    return plain + (rows - plain) * scale
+
+
 def embedding(
     input: Tensor,
     weight: Tensor,
@@ -91,7 +102,8 @@ def embedding(
             exceeds it is first rescaled IN PLACE to norm max_norm (scale max_norm / (norm + 1e-7),
             not differentiated), as PyTorch; `weight` then holds the new table.
         norm_type: the p of the max_norm norm (2, 1, inf, ...).
-        scale_grad_by_freq: not supported (must be False).
+        scale_grad_by_freq: divide each row's gradient by how often its index occurs in
+            `input` (the values are unchanged).
         sparse: accepted; the gradient is always a dense tensor with the same values.
 
     Example:
@@ -104,14 +116,14 @@ def embedding(
         raise TypeError(f"embedding: input must be an integer tensor of indices, got dtype {input.dtype.name}")
     if weight.ndim != 2:
         raise ValueError(f"embedding: weight must be 2-D (num_embeddings, embedding_dim), got shape {weight.shape}")
-    if scale_grad_by_freq:
-        raise NotImplementedError("embedding: scale_grad_by_freq=True is not supported")
     pad = _padding_idx(padding_idx, weight.shape[0])
     flat = nb.reshape(input, (input.numel(),))
     if max_norm is None:
         rows = nb.index_select(weight, 0, flat)
     else:
         rows = _renorm_and_lookup(weight, flat, _number(max_norm, "max_norm"), _number(norm_type, "norm_type"))
+    if scale_grad_by_freq:
+        rows = _scaled_by_frequency(rows, flat, weight.shape[0])
     out = nb.reshape(rows, (*input.shape, weight.shape[1]))
     if pad is None:
         return out
