@@ -143,8 +143,6 @@ class DynamicPlan:
             model = executor.model_for(prepared)
             if model is not None:
                 return executor.run_compiled(prepared, model, storages)
-            executor.stats.tier0_executions += 1
-            executor = executor.tier0
         elif executor.compiles:
             return executor.run(prepared, storages)
         sizes = {n: int(storages[i].shape[d]) for n, (i, d) in self.locate.items()}
@@ -163,7 +161,7 @@ class DynamicPlan:
                 self.program.num_slots,
             )
             self._specialized[key] = program
-        return executor.run(program, storages)
+        return executor.run_tier0(program, storages) if executor.tiered else executor.run(program, storages)
 
 
 _MODELS: dict[tuple, Any] = {}  # symbolic programs compiled in this process, by structure

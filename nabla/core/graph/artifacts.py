@@ -18,6 +18,7 @@ sees half a model; loading reads a model and never executes Python code.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import platform
@@ -62,16 +63,11 @@ def stable_text(value: Any) -> str:
     return "".join(out)
 
 
-_FILE_HASHES: dict[str, str] = {}
-
-
+@functools.cache
 def _source_hash(module_name: str) -> str:
-    digest = _FILE_HASHES.get(module_name)
-    if digest is None:
-        path = getattr(sys.modules.get(module_name), "__file__", None)
-        data = Path(path).read_bytes() if path else module_name.encode()
-        digest = _FILE_HASHES[module_name] = hashlib.sha256(data).hexdigest()[:16]
-    return digest
+    path = getattr(sys.modules.get(module_name), "__file__", None)
+    data = Path(path).read_bytes() if path else module_name.encode()
+    return hashlib.sha256(data).hexdigest()[:16]
 
 
 def _host() -> str:
@@ -88,17 +84,12 @@ def _host() -> str:
     return f"{platform.machine()}|{platform.processor()}|{hashlib.sha256(flags.encode()).hexdigest()[:16]}"
 
 
-_ENVIRONMENT: list[str] = []
-
-
+@functools.cache
 def _environment() -> str:
     """MAX version, host CPU, and the graph layer's own source (it lowers every program)."""
-    if not _ENVIRONMENT:
-        version = max_core.__version__
-        graph_modules = sorted(m for m in sys.modules if m.startswith(__package__ + "."))
-        parts = [str(_FORMAT), version, _host(), *(_source_hash(m) for m in graph_modules)]
-        _ENVIRONMENT.append("|".join(parts))
-    return _ENVIRONMENT[0]
+    graph_modules = sorted(m for m in sys.modules if m.startswith(__package__ + "."))
+    parts = [str(_FORMAT), max_core.__version__, _host(), *(_source_hash(m) for m in graph_modules)]
+    return "|".join(parts)
 
 
 def digest(key: tuple, ops: list) -> str | None:
@@ -167,6 +158,14 @@ class ArtifactStore:
     def publish(self, tmp: Path, name: str) -> None:
         os.replace(tmp, self.path(name))  # atomic: readers see the old file or the whole new one
         self.trim()
+
+    def save(self, compiled: Any, name: str | None) -> None:
+        """Store a compiled artifact under `name` (nothing when the store is off or `name` is None)."""
+        if name is None or not self.enabled:
+            return
+        tmp = self.reserve(name)
+        compiled.export_mef(tmp)
+        self.publish(tmp, name)
 
     def trim(self) -> None:
         files = self._files()

@@ -164,10 +164,7 @@ class CompileService:
         else:
             with self._native():
                 compiled = self._compile_in_thread(self._build(job), job.extensions)
-                if stored:
-                    tmp = STORE.reserve(job.name)
-                    compiled.export_mef(tmp)
-                    STORE.publish(tmp, job.name)
+                STORE.save(compiled, job.name)
                 model = job.finish(compiled)
         self.seconds.append(time.perf_counter() - start)
         return model

@@ -317,10 +317,7 @@ class MaxExecutor(Executor):
             return model
         compiled = self.compile_module(self.build_module(program, resolve), custom_extensions(program))
         self.stats.compiles += 1
-        if name is not None and STORE.enabled:
-            tmp = STORE.reserve(name)
-            compiled.export_mef(tmp)
-            STORE.publish(tmp, name)
+        STORE.save(compiled, name)
         return self.load(compiled, program)
 
     def compile_module(self, module: Any, extensions: list) -> Any:

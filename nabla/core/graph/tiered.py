@@ -25,6 +25,7 @@ MAX executor runs on the CPU, where NumPy answers at once.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import warnings
@@ -102,11 +103,15 @@ class TieredExecutor(Executor):
         model = self.model_for(tm)
         if model is not None:
             return self.run_compiled(tm, model, inputs)
+        return self.run_tier0(tm.program, inputs)
+
+    def run_tier0(self, program: Program, inputs: list) -> list:
+        """Run on NumPy; while a compile runs, with NumPy's BLAS on one thread (the compiler
+        gets the other core)."""
         self.stats.tier0_executions += 1
-        if self.service.pending():  # share the cores with the compiler: NumPy's BLAS on one thread
-            with self._blas.limit(limits=1, user_api="blas"):
-                return self.tier0.run(tm.program, inputs)
-        return self.tier0.run(tm.program, inputs)
+        busy = self.service.pending()
+        with self._blas.limit(limits=1, user_api="blas") if busy else contextlib.nullcontext():
+            return self.tier0.run(program, inputs)
 
     @functools.cached_property
     def _blas(self) -> ThreadpoolController:
