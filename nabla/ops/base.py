@@ -149,9 +149,10 @@ class Operation:
         struct_key = (self.name, freeze(adapted) if adapted else ())
         # 2b. SPMD: propagate layouts, reshard inputs by collectives, plan per-device kernels
         spmd = out_specs = None
+        # rules are written for logical shapes: inside vmap they get unbatched kwargs
+        rule_kwargs = self.adapt_kwargs(impls, kwargs, 0) if batch_dims else adapted
         if sharded:
-            logical = self.adapt_kwargs(impls, kwargs, 0) if batch_dims else adapted
-            impls, out_specs, spmd = OPS.spmd_prepare(self, impls, adapted, avals, logical)
+            impls, out_specs, spmd = OPS.spmd_prepare(self, impls, adapted, avals, rule_kwargs)
             struct_key += (tuple(s.structural_key() if s is not None else None for s in out_specs),)
         # 6. package promise tensors
         out_bd, device = self.out_batch_dims(batch_dims, adapted), self.output_device(impls)
@@ -165,8 +166,8 @@ class Operation:
             node.spmd = spmd
             for out, spec in zip(outs, out_specs, strict=True):
                 out.sharding = spec
-        if batch_dims:  # rules are written for logical shapes: give them unbatched kwargs
-            node.rule_kwargs = self.adapt_kwargs(impls, kwargs, 0)
+        if batch_dims:
+            node.rule_kwargs = rule_kwargs
         node.set_outputs(outs)
         for index, out in enumerate(outs):
             out.output_refs = node
