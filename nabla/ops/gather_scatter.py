@@ -1,6 +1,6 @@
 """Gather and scatter along one axis (PyTorch names), masks and one-hot.
 
-    index_select, gather, take_along_axis   reads: the `take` primitive of indexing.py
+    index_select, gather, take_along_axis   reads: the `take` primitive (indexing_primitives.py)
     scatter, scatter_add                     writes: the `take_scatter` primitive (duplicates
                                              accumulate in gradients)
     masked_fill, one_hot
@@ -22,14 +22,8 @@ from . import control_flow as _cf
 from .base import public
 from .cast import cast
 from .creation import full, tensor
-from .indexing import (  # the take / take_scatter primitives' entry points and checks
-    _check_tensor,
-    _prod,
-    _slice,
-    _take,
-    _take_scatter,
-    _wrap,
-)
+from .indexing import _check_tensor, _wrap
+from .indexing_primitives import _prod, _slice, _take, _take_scatter  # the primitives' entry points
 from .view import broadcast_shapes, broadcast_to, normalize_axis, reshape
 
 __all__ = ["gather", "index_select", "masked_fill", "one_hot", "scatter", "scatter_add", "take_along_axis"]
