@@ -18,13 +18,13 @@ stay whole (a window may cross a shard boundary).
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
 import numpy as np
 from max.dtype import DType
-from max.graph import ops
-from max.graph.ops import reduction as _max_red
+from max.graph import BufferType, ops
 
 from ..core.sharding import OpShardingRule
 from ..core.sharding import rules as _rules
@@ -95,21 +95,46 @@ def _np_first_max(xp: np.ndarray, kernel: tuple, stride: tuple, dilation: tuple,
     return idx
 
 
-def _mx_windows(xp: Any, kernel: tuple, stride: tuple, dilation: tuple, out: tuple) -> Any:
-    """MAX: the windows of the last two axes stacked: (..., K, OH, OW), k in PyTorch's scan order."""
-    return ops.stack([_mx_strided(xp, (r, c), stride, out) for _, r, c in _offsets(kernel, dilation)], axis=-3)
+_MAX_PIECES = 16  # larger windows: MAX's NHWC max_pool2d beats one strided slice per offset
 
 
-def _mx_first_max(win: Any) -> Any:
-    """MAX: bool mask (..., K, OH, OW) of each window's first maximum; a NaN wins (the last one),
-    as in PyTorch. Scores: NaN at k -> 2K + k, the maximum at k -> K - k, others 0; the best
-    score is unique per window."""
-    k = int(win.shape[-3])
-    ks = ops.constant(np.arange(k, dtype=np.int32).reshape(k, 1, 1), DType.int32, device=win.device)
-    is_max = ops.cast(ops.equal(win, _max_red.max(win, axis=-3)), DType.int32)
-    is_nan = ops.cast(ops.not_equal(win, win), DType.int32)
-    score = ops.add(ops.mul(is_nan, ops.add(ks, 2 * k)), ops.mul(is_max, ops.sub(k, ks)))
-    return ops.equal(score, _max_red.max(score, axis=-3))
+def _mx_pieces(xp: Any, kernel: tuple, stride: tuple, dilation: tuple, out: tuple) -> list:
+    """MAX: each window offset's strided view (..., OH, OW) of `xp (..., H, W)`, in PyTorch's scan
+    order. Kept as separate strided slices: on CPU, MAX's stack and its reductions over a short
+    axis cost 10-20x what the slices and an elementwise chain over them cost."""
+    return [_mx_strided(xp, (r, c), stride, out) for _, r, c in _offsets(kernel, dilation)]
+
+
+def _mx_first_max(pieces: list) -> Any:
+    """MAX: the float32 index k of each window's first maximum over the window `pieces`; a NaN
+    wins (the last one), as in PyTorch. Scores: NaN at k -> 2K + k, the maximum at k -> K - k,
+    others 0; the best score is unique per window and decodes to k. Materialized, so consumers
+    that read an element several times (an upsample) do not recompute the chain."""
+    k = len(pieces)
+    m = functools.reduce(ops.max, pieces)
+    best = None
+    for i, v in enumerate(pieces):
+        nan = ops.cast(ops.is_nan(v), DType.float32)
+        top = ops.cast(ops.equal(v, m), DType.float32)
+        score = ops.add(ops.mul(nan, float(2 * k + i)), ops.mul(top, float(k - i)))
+        best = score if best is None else ops.max(best, score)
+    index = ops.where(ops.greater_equal(best, float(2 * k)), ops.sub(best, float(2 * k)), ops.sub(float(k), best))
+    return _mx_materialize(index)
+
+
+def _mx_materialize(v: Any) -> Any:
+    """MAX: `v` computed once into memory (a store to a scratch buffer). MAX fuses elementwise
+    producers into their consumers, which recomputes them per read."""
+    buf = ops.buffer_create(BufferType(v.dtype, v.shape, device=v.device))
+    ops.buffer_store(buf, v)
+    return ops.buffer_load(buf)
+
+
+def _mx_pick(index: Any, pieces: list) -> Any:
+    """MAX: per window, the piece the window's `index` names."""
+    zero = ops.constant(0, pieces[0].dtype, device=pieces[0].device)
+    terms = [ops.where(ops.equal(index, float(i)), v, zero) for i, v in enumerate(pieces)]
+    return functools.reduce(ops.add, terms)
 
 
 def _mx_fold(cols: Any, kernel: tuple, stride: tuple, dilation: tuple, size: tuple) -> Any:
@@ -123,30 +148,15 @@ def _mx_fold(cols: Any, kernel: tuple, stride: tuple, dilation: tuple, size: tup
 
 def _tiles_fit(kernel: tuple, stride: tuple, dilation: tuple) -> bool:
     """Windows that tile the image without overlap (kernel == stride, no dilation): the common
-    `max_pool2d(x, 2)`. Its windows are a reshape and its fold a transpose, not a scatter."""
+    `max_pool2d(x, 2)`. Its gradient is an upsample, not a scatter."""
     return tuple(stride) == tuple(kernel) and tuple(dilation) == (1, 1)
 
 
-def _mx_tiles(xp: Any, kernel: tuple, out: tuple) -> Any:
-    """MAX: non-overlapping windows of `xp (..., H, W)` as (..., K, OH, OW), k in scan order."""
-    shape = _shape(xp)
-    lead, (kh, kw), (oh, ow) = shape[:-2], kernel, out
-    n = len(lead)
-    v = _mx_pad(xp, (0, oh * kh - shape[-2], 0, ow * kw - shape[-1]))  # drop the rows no window reads
-    v = ops.reshape(v, (*lead, oh, kh, ow, kw))
-    v = ops.permute(v, [*range(n), n + 1, n + 3, n, n + 2])
-    return ops.reshape(v, (*lead, kh * kw, oh, ow))
-
-
-def _mx_untile(cols: Any, kernel: tuple, size: tuple) -> Any:
-    """MAX, the transpose of `_mx_tiles`: (..., K, OH, OW) back to (..., *size), zeros elsewhere."""
-    shape = _shape(cols)
-    lead, (oh, ow), (kh, kw) = shape[:-3], shape[-2:], kernel
-    n = len(lead)
-    v = ops.reshape(cols, (*lead, kh, kw, oh, ow))
-    v = ops.permute(v, [*range(n), n + 2, n, n + 3, n + 1])
-    v = ops.reshape(v, (*lead, oh * kh, ow * kw))
-    return _mx_pad(v, (0, size[0] - oh * kh, 0, size[1] - ow * kw))
+def _mx_upsample(v: Any, kernel: tuple) -> Any:
+    """MAX: every element of `v (..., OH, OW)` repeated over its kH x kW tile: (..., OH*kH, OW*kW)."""
+    shape = _shape(v)
+    size = shape[:-2] + (shape[-2] * kernel[0], shape[-1] * kernel[1])
+    return ops.resize_nearest(v, size, coordinate_transform_mode=2, round_mode=2)  # asymmetric, floor: exact
 
 
 class MaxPool2dOp(_PoolOp):
@@ -155,10 +165,21 @@ class MaxPool2dOp(_PoolOp):
     name = "max_pool2d"
 
     def kernel(self, x: Any, *, kernel: tuple, stride: tuple, padding: Pads, dilation: tuple) -> Any:
+        # A NaN in a window makes its maximum NaN, as in PyTorch (MAX's max and max_pool2d drop NaNs).
+        xp = _mx_pad(x, padding, float("-inf"))
+        nan = ops.constant(float("nan"), x.dtype, device=x.device)
+        if math.prod(kernel) <= _MAX_PIECES:  # an elementwise chain over strided slices: no layout change
+            pieces = _mx_pieces(xp, kernel, stride, dilation, _pool_out(_shape(x), kernel, stride, padding, dilation))
+            has_nan = functools.reduce(ops.logical_or, [ops.is_nan(v) for v in pieces])
+            return ops.where(has_nan, nan, functools.reduce(ops.max, pieces))
+
         def pool(xn: Any) -> Any:
             return ops.max_pool2d(xn, tuple(kernel), stride=tuple(stride), dilation=tuple(dilation))
 
-        return _mx_pool(_mx_pad(x, padding, float("-inf")), pool)
+        has_nan = ops.greater(
+            _mx_pool(ops.cast(ops.is_nan(xp), x.dtype), pool), ops.constant(0, x.dtype, device=x.device)
+        )
+        return ops.where(has_nan, nan, _mx_pool(xp, pool))
 
     def numpy_kernel(
         self, x: np.ndarray, *, kernel: tuple, stride: tuple, padding: Pads, dilation: tuple
@@ -190,10 +211,22 @@ class MaxPool2dGradOp(Operation):
     def kernel(self, x: Any, g: Any, *, kernel: tuple, stride: tuple, padding: Pads, dilation: tuple) -> Any:
         xp = _mx_pad(x, padding, float("-inf"))
         out, size = _shape(g)[-2:], _shape(xp)[-2:]
-        tiles = _tiles_fit(kernel, stride, dilation)
-        win = _mx_tiles(xp, kernel, out) if tiles else _mx_windows(xp, kernel, stride, dilation, out)
-        cols = ops.mul(ops.cast(_mx_first_max(win), g.dtype), ops.unsqueeze(g, -3))
-        dxp = _mx_untile(cols, kernel, size) if tiles else _mx_fold(cols, kernel, stride, dilation, size)
+        index = _mx_first_max(_mx_pieces(xp, kernel, stride, dilation, out))
+        if _tiles_fit(kernel, stride, dilation):  # g goes to the tile position its index names
+            tiled = (out[0] * kernel[0], out[1] * kernel[1])
+            rows, cols = np.arange(tiled[0]) % kernel[0], np.arange(tiled[1]) % kernel[1]
+            position = ops.constant(
+                (rows[:, None] * kernel[1] + cols[None, :]).astype(np.float32), DType.float32, device=g.device
+            )
+            zero = ops.constant(0, g.dtype, device=g.device)
+            dxp = ops.where(ops.equal(_mx_upsample(index, kernel), position), _mx_upsample(g, kernel), zero)
+            dxp = _mx_pad(dxp, (0, size[0] - tiled[0], 0, size[1] - tiled[1]))  # rows no window reads
+        else:  # overlapping windows: scatter-add each window's share
+            shares = [
+                ops.where(ops.equal(index, float(i)), g, ops.constant(0, g.dtype, device=g.device))
+                for i in range(math.prod(kernel))
+            ]
+            dxp = _mx_fold(ops.stack(shares, axis=-3), kernel, stride, dilation, size)
         return _mx_pad(dxp, tuple(-p for p in padding))
 
     def numpy_kernel(
@@ -228,14 +261,8 @@ class MaxPool2dGatherOp(_PoolOp):
 
     def kernel(self, x: Any, z: Any, *, kernel: tuple, stride: tuple, padding: Pads, dilation: tuple) -> Any:
         out = _pool_out(_shape(x), kernel, stride, padding, dilation)
-        if _tiles_fit(kernel, stride, dilation):
-            mask = _mx_first_max(_mx_tiles(_mx_pad(x, padding, float("-inf")), kernel, out))
-            zw = _mx_tiles(_mx_pad(z, padding), kernel, out)
-        else:
-            mask = _mx_first_max(_mx_windows(_mx_pad(x, padding, float("-inf")), kernel, stride, dilation, out))
-            zw = _mx_windows(_mx_pad(z, padding), kernel, stride, dilation, out)
-        picked = _max_red.sum(ops.mul(ops.cast(mask, z.dtype), zw), axis=-3)
-        return ops.squeeze(picked, -3)
+        index = _mx_first_max(_mx_pieces(_mx_pad(x, padding, float("-inf")), kernel, stride, dilation, out))
+        return _mx_pick(index, _mx_pieces(_mx_pad(z, padding), kernel, stride, dilation, out))
 
     def numpy_kernel(
         self, x: np.ndarray, z: np.ndarray, *, kernel: tuple, stride: tuple, padding: Pads, dilation: tuple
