@@ -5,6 +5,7 @@ The MAX lowerings permute to MAX's NHWC input and RSCF filter layouts inside the
 Primitives (each with MAX lowering, NumPy kernel, VJP and JVP side by side):
     conv2d              grouped, strided, dilated 2-D convolution
     conv_transpose2d    its transpose: the input gradient of conv2d (and conv2d is its input gradient)
+    conv2d_weight_grad  the weight gradient of both (the batch and the output positions contracted)
 
 Inside the primitives padding is explicit per side, `(top, bottom, left, right)`, and a negative
 entry crops. The public functions turn PyTorch's arguments ("same", output_padding) into it, and
@@ -317,7 +318,7 @@ class Conv2dOp(_ConvOperation):
         dx = None
         if x.requires_grad:
             dx = _apply(_conv_transpose2d, g, w, stride=stride, padding=exact, dilation=dilation, groups=groups)
-        dw = _weight_grad(x, g, stride, exact, dilation, groups) if w.requires_grad else None
+        dw = _weight_grad(x, g, (kh, kw), stride, exact, dilation, groups) if w.requires_grad else None
         return [dx, dw]
 
     def jvp_rule(self, primals: list, tangents: list, outputs: list, **kw: Any) -> list:
@@ -325,21 +326,153 @@ class Conv2dOp(_ConvOperation):
         return [_bin.add(_apply(_conv2d, tangents[0], w, **kw), _apply(_conv2d, x, tangents[1], **kw))]
 
 
-def _weight_grad(inp: Tensor, gout: Tensor, stride: tuple, padding: Pads, dilation: tuple, groups: int) -> Tensor:
-    """`sum_{n,oh,ow} gout[n, o, oh, ow] * pad(inp)[n, c, oh*s + i*d, ow*s + j*d]` as a conv2d:
-    the weight gradient of conv2d (inp = x, gout = cotangent) and of conv_transpose2d (inp =
-    cotangent, gout = x). `padding` must be exact (every padded row is read). Shape (O, C/G, kH, kW)."""
-    c, h, w = inp.shape[-3:]
-    o, oh, ow = gout.shape[-3:]
+def _weight_grad(
+    inp: Tensor, gout: Tensor, kernel: tuple, stride: tuple, padding: Pads, dilation: tuple, groups: int
+) -> Tensor:
+    """`sum_{n,oh,ow} gout[n, o, oh, ow] * pad(inp)[n, c, oh*s + i*d, ow*s + j*d]`: the weight
+    gradient of conv2d (inp = x, gout = cotangent) and of conv_transpose2d (inp = cotangent,
+    gout = x). `padding` must be exact (every padded row is read). Shape (O, C/G, kH, kW)."""
     n = math.prod(inp.shape[:-3])
+    inp = _view.reshape(inp, (n,) + inp.shape[-3:])
+    gout = _view.reshape(gout, (n,) + gout.shape[-3:])
+    return _conv2d_weight_grad(
+        inp, gout, kernel=tuple(kernel), stride=stride, padding=padding, dilation=dilation, groups=groups
+    )
+
+
+class Conv2dWeightGradOp(Operation):
+    """`x (N, C, H, W)` and `g (N, O, OH, OW)` -> `(O, C/groups, kH, kW)`: conv2d's weight gradient.
+    Bilinear; the batch is contracted (a batch-sharded operand leaves a partial sum).
+
+    MAX: a stride-1 convolution is one matmul per group. Flattened with the padded width Wp,
+    the input row read by offset (i, j) is the output row plus i*d*Wp + j*d, so each offset's
+    operand is a contiguous shift of the flattened input (g is zero-padded to Hp x Wp, which
+    zeroes the rows that wrap). Strided ones run as a convolution whose batch is C/G and whose
+    channels are the images."""
+
+    name = "conv2d_weight_grad"
+    partial_ok = (0, 1)
+
+    def abstract_eval(self, x: AVal, g: AVal, *, kernel: tuple, groups: int, **kw: Any) -> AVal:
+        (xs, dtype), gs = x, g[0]
+        if len(xs) < 4 or len(gs) != len(xs) or xs[:-3] != gs[:-3]:
+            raise ValueError(f"{self.name}: input {xs} and output gradient {gs} do not match")
+        return xs[:-4] + (gs[-3], xs[-3] // groups) + tuple(kernel), dtype
+
+    def sharding_rule_for(self, in_shapes: list, out_shapes: list, kwargs: dict) -> OpShardingRule:
+        x, g = in_shapes
+        groups, whole = kwargs["groups"], {"h", "w", "oh", "ow", "kh", "kw"}
+        if groups == 1:
+            ci, co, sizes = ("ci",), ("co",), {"ci": x[-3], "co": g[-3]}
+        else:  # channels are (group, per-group): only the group factor can be sharded
+            ci, co = ("g", "ci"), ("g", "co")
+            sizes = {"g": groups, "ci": x[-3] // groups, "co": g[-3] // groups}
+            if not (x[-3] and g[-3]):
+                whole.add("g")
+        dims = ((("n",), ci, ("h",), ("w",)), (("n",), co, ("oh",), ("ow",)))
+        out = (co, (ci[-1],), ("kh",), ("kw",))
+        return OpShardingRule(dims, (out,), sizes, frozenset(whole), "sum", self.partial_ok)
+
+    def local_kwargs(self, kwargs: dict, in_avals: list, out_shapes: list) -> dict:
+        per_group = out_shapes[0][-3]
+        if kwargs["groups"] == 1 or not per_group:
+            return kwargs
+        return {**kwargs, "groups": in_avals[0][0][-3] // per_group}  # a sharded group factor
+
+    def kernel(
+        self, x: Any, g: Any, *, kernel: tuple, stride: tuple, padding: Pads, dilation: tuple, groups: int
+    ) -> Any:
+        prefix = _shape(x)[:-4]
+        x, g, groups = _mx_fold_batch(x, prefix, groups), _mx_fold_batch(g, prefix, groups), groups * math.prod(prefix)
+        if tuple(stride) == (1, 1):
+            res = _mx_wgrad_shifted(x, g, kernel, padding, dilation, groups)
+        else:
+            res = _mx_wgrad_conv(x, g, stride, padding, dilation, groups)
+        return ops.reshape(res, prefix + (_shape(res)[0] // math.prod(prefix),) + _shape(res)[1:])
+
+    def numpy_kernel(
+        self, x: np.ndarray, g: np.ndarray, *, kernel: tuple, stride: tuple, padding: Pads, dilation: tuple, groups: int
+    ) -> np.ndarray:
+        prefix = x.shape[:-4]
+        p = math.prod(prefix)
+        x, g, groups = _np_fold_batch(x, prefix), _np_fold_batch(g, prefix), groups * p
+        n, c = x.shape[:2]
+        o, oh, ow = g.shape[1:]
+        win = _np_windows(
+            _np_pad(x.reshape(n, groups, c // groups, *x.shape[-2:]), padding), kernel, stride, dilation, (oh, ow)
+        )
+        res = np.einsum("ngchwij,ngohw->gocij", win, g.reshape(n, groups, o // groups, oh, ow), optimize=True)
+        res = res.reshape((p, o // p) + res.shape[2:]).reshape(prefix + (o // p,) + res.shape[2:])
+        return np.ascontiguousarray(res, dtype=x.dtype)
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, kernel: tuple, **kw: Any) -> list:
+        x, g = primals
+        ct = cotangents[0]
+        dx = _apply(_conv_transpose2d, g, ct, **kw) if x.requires_grad else None
+        dg = _apply(_conv2d, x, ct, **kw) if g.requires_grad else None
+        return [dx, dg]
+
+    def jvp_rule(self, primals: list, tangents: list, outputs: list, **kw: Any) -> list:
+        x, g = primals
+        tx, tg = tangents
+        return [_bin.add(_conv2d_weight_grad(tx, g, **kw), _conv2d_weight_grad(x, tg, **kw))]
+
+
+def _mx_fold_batch(v: Any, prefix: tuple, groups: int) -> Any:
+    """MAX: (P.., N, C, H, W) -> (N, P*C, H, W): vmap's batch joins the channels as groups."""
+    if not prefix:
+        return v
+    shape, b = _shape(v), len(prefix)
+    v = ops.permute(v, [b, *range(b), b + 1, b + 2, b + 3])
+    return ops.reshape(v, (shape[b], math.prod(prefix) * shape[b + 1]) + shape[-2:])
+
+
+def _np_fold_batch(v: np.ndarray, prefix: tuple) -> np.ndarray:
+    b = len(prefix)
+    if not b:
+        return v
+    v = np.moveaxis(v, b, 0)
+    return v.reshape((v.shape[0], math.prod(prefix) * v.shape[b + 1]) + v.shape[-2:])
+
+
+def _mx_wgrad_shifted(x: Any, g: Any, kernel: tuple, padding: Pads, dilation: tuple, groups: int) -> Any:
+    """MAX, stride 1: per group, (K*C/G, M) shifted rows of the flattened padded input times
+    the (M, O/G) zero-padded output gradient, M = N * Hp * Wp."""
+    n, c = _shape(x)[:2]
+    o, oh, ow = _shape(g)[1:]
+    cg, og, (kh, kw) = c // groups, o // groups, kernel
+    if groups == 1:  # the same layouts as below without the unit group axis (MAX's 2-D kernels are faster)
+        xt = _mx_pad(ops.permute(x, [1, 0, 2, 3]), padding)  # (C, N, Hp, Wp)
+        gt = ops.permute(g, [0, 2, 3, 1])  # (N, OH, OW, O)
+    else:
+        xt = _mx_pad(ops.permute(ops.reshape(x, (n, groups, cg) + _shape(x)[-2:]), [1, 2, 0, 3, 4]), padding)
+        gt = ops.permute(ops.reshape(g, (n, groups, og, oh, ow)), [1, 0, 3, 4, 2])  # (G, N, OH, OW, O/G)
+    hp, wp = _shape(xt)[-2:]
+    m, lead = n * hp * wp, () if groups == 1 else (groups,)
+    offsets = [i * dilation[0] * wp + j * dilation[1] for i in range(kh) for j in range(kw)]
+    xt = ops.reshape(xt, lead + (cg, m))
+    xt = ops.pad(xt, [0, 0] * len(lead) + [0, 0, 0, offsets[-1]])  # the rows the last shift reads
+    gt = ops.pad(gt, [0, 0] * len(lead) + [0, 0, 0, hp - oh, 0, wp - ow, 0, 0])  # zeroes the wrapped rows
+    sliced = [ops.slice_tensor(xt, [slice(None)] * len(lead) + [slice(None), slice(s, s + m)]) for s in offsets]
+    cols = ops.reshape(ops.stack(sliced, axis=len(lead)), lead + (kh * kw * cg, m))
+    res = ops.matmul(cols, ops.reshape(gt, lead + (m, og)))  # (G.., K*C/G, O/G)
+    res = ops.permute(ops.reshape(res, (groups, kh, kw, cg, og)), [0, 4, 3, 1, 2])
+    return ops.reshape(res, (o, cg, kh, kw))
+
+
+def _mx_wgrad_conv(x: Any, g: Any, stride: tuple, padding: Pads, dilation: tuple, groups: int) -> Any:
+    """MAX, any stride: a convolution of the input (batch C/G, channels (G, N)) with the output
+    gradient as its filter (G*O/G, N, OH, OW); stride and dilation swap roles."""
+    n, c, h, w = _shape(x)
+    o, oh, ow = _shape(g)[1:]
     cg, og = c // groups, o // groups
-    # input: batch = C/G, channels = (G, N); weight: (G*O/G, N, OH, OW); stride and dilation swap
-    a = _view.reshape(_view.permute(_view.reshape(inp, (n, groups, cg, h, w)), (2, 1, 0, 3, 4)), (cg, groups * n, h, w))
-    b = _view.reshape(_view.permute(_view.reshape(gout, (n, groups, og, oh, ow)), (1, 2, 0, 3, 4)), (o, n, oh, ow))
-    res = _apply(_conv2d, a, b, stride=dilation, padding=padding, dilation=stride, groups=groups)  # (C/G, O, kH, kW)
-    return _view.permute(res, (1, 0, 2, 3))
+    a = ops.reshape(ops.permute(ops.reshape(x, (n, groups, cg, h, w)), [2, 1, 0, 3, 4]), (cg, groups * n, h, w))
+    b = ops.reshape(ops.permute(ops.reshape(g, (n, groups, og, oh, ow)), [1, 2, 0, 3, 4]), (o, n, oh, ow))
+    res = Conv2dOp._kernel(a, b, stride=dilation, padding=padding, dilation=stride, groups=groups)  # (C/G, O, kH, kW)
+    return ops.permute(res, [1, 0, 2, 3])
 
 
+_conv2d_weight_grad = Conv2dWeightGradOp()
 _conv2d = Conv2dOp()
 
 
@@ -426,7 +559,7 @@ class ConvTranspose2dOp(_ConvOperation):
             if x.requires_grad
             else None
         )
-        dw = _weight_grad(g, x, stride, padding, dilation, groups) if w.requires_grad else None
+        dw = _weight_grad(g, x, w.shape[-2:], stride, padding, dilation, groups) if w.requires_grad else None
         return [dx, dw]
 
     def jvp_rule(self, primals: list, tangents: list, outputs: list, **kw: Any) -> list:
