@@ -100,11 +100,32 @@ class ReduceOperation(Operation):
     max_reducer: Any = None  # max.graph.ops reduction for one axis (keeps the axis)
 
     def kernel(self, x: Any, *, axes: tuple, keepdims: bool) -> Any:
+        shape = shape_of(x)
+        x = _mx_reduce(x, axes, self.max_reducer)
+        return x if keepdims or not axes else ops.reshape(x, _reduced_shape(shape, axes, False))
+
+
+def _mx_reduce(x: Any, axes: tuple, reducer: Any) -> Any:
+    """MAX: `reducer` over the sorted `axes`, kept as size 1. With static sizes, adjacent axes
+    that are all reduced or all kept merge first (a free reshape) and the innermost reduction
+    runs first: MAX reduces one long contiguous axis several times faster than a few short ones
+    (a conv's bias gradient, a sum over (0, 2, 3) of (64, 32, 28, 28): 0.9 -> 0.12 ms)."""
+    shape = shape_of(x)
+    if len(axes) < 2 or not _builtins.all(isinstance(d, int) for d in shape):
         for a in axes:
-            x = self.max_reducer(x, axis=a)
-        if not keepdims and axes:
-            x = ops.reshape(x, _reduced_shape(shape_of(x), axes, False))
+            x = reducer(x, axis=a)
         return x
+    groups: list[list[int]] = []  # runs of adjacent dims with the same reduced-ness
+    for i in range(len(shape)):
+        if groups and (groups[-1][-1] in axes) == (i in axes):
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+    x = ops.reshape(x, [math.prod(shape[i] for i in g) for g in groups])
+    for k in reversed(range(len(groups))):
+        if groups[k][0] in axes:
+            x = reducer(x, axis=k)
+    return ops.reshape(x, _reduced_shape(shape, axes, True))
 
 
 class SumOp(ReduceOperation):
@@ -253,13 +274,9 @@ class LogsumexpOp(ReduceOperation):
         kept = _reduced_shape(shape, axes, True)
         if _builtins.any(shape[a] == 0 for a in axes):
             return ops.broadcast_to(ops.constant(-math.inf, x.dtype, x.device), _reduced_shape(shape, axes, keepdims))
-        m = x
-        for a in axes:
-            m = _max_red.max(m, axis=a)
+        m = _mx_reduce(x, axes, _max_red.max)
         m = ops.where(ops.is_inf(m), ops.broadcast_to(ops.constant(0, x.dtype, x.device), kept), m)
-        total = ops.exp(ops.sub(x, m))
-        for a in axes:
-            total = _max_red.sum(total, axis=a)
+        total = _mx_reduce(ops.exp(ops.sub(x, m)), axes, _max_red.sum)
         out = ops.add(ops.log(total), m)
         return out if keepdims else ops.reshape(out, _reduced_shape(shape, axes, False))
 
