@@ -383,7 +383,7 @@ class Conv2dWeightGradOp(Operation):
         self, x: Any, g: Any, *, kernel: tuple, stride: tuple, padding: Pads, dilation: tuple, groups: int
     ) -> Any:
         prefix = _shape(x)[:-4]
-        x, g, groups = _mx_fold_batch(x, prefix, groups), _mx_fold_batch(g, prefix, groups), groups * math.prod(prefix)
+        x, g, groups = _mx_fold_batch(x, prefix), _mx_fold_batch(g, prefix), groups * math.prod(prefix)
         if tuple(stride) == (1, 1):
             res = _mx_wgrad_shifted(x, g, kernel, padding, dilation, groups)
         else:
@@ -402,7 +402,7 @@ class Conv2dWeightGradOp(Operation):
             _np_pad(x.reshape(n, groups, c // groups, *x.shape[-2:]), padding), kernel, stride, dilation, (oh, ow)
         )
         res = np.einsum("ngchwij,ngohw->gocij", win, g.reshape(n, groups, o // groups, oh, ow), optimize=True)
-        res = res.reshape((p, o // p) + res.shape[2:]).reshape(prefix + (o // p,) + res.shape[2:])
+        res = res.reshape(prefix + (o // p,) + res.shape[2:])  # (G, O/G, ...) -> (P.., O, ...)
         return np.ascontiguousarray(res, dtype=x.dtype)
 
     def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, kernel: tuple, **kw: Any) -> list:
@@ -418,7 +418,7 @@ class Conv2dWeightGradOp(Operation):
         return [_bin.add(_conv2d_weight_grad(tx, g, **kw), _conv2d_weight_grad(x, tg, **kw))]
 
 
-def _mx_fold_batch(v: Any, prefix: tuple, groups: int) -> Any:
+def _mx_fold_batch(v: Any, prefix: tuple) -> Any:
     """MAX: (P.., N, C, H, W) -> (N, P*C, H, W): vmap's batch joins the channels as groups."""
     if not prefix:
         return v

@@ -1,0 +1,106 @@
+"""Where W2's step time goes: each of nabla's MAX lowerings for the CNN's tensors, timed alone.
+
+Every kernel becomes one graph of a single `max.graph.Module` (one compile for all of them),
+then each graph runs alone. With PyTorch installed the same operation runs in torch too. One
+JSON line per kernel: kernel, shapes, nabla_ms, torch_ms (median of 30 runs).
+
+Run: .venv/bin/python benchmarks/w2_kernels.py
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import time
+
+import numpy as np
+from max.driver import CPU, Buffer
+from max.dtype import DType
+from max.engine import InferenceSession
+from max.graph import DeviceRef, Graph, Module, TensorType
+
+from nabla.ops.conv import _conv2d, _conv2d_weight_grad, _conv_transpose2d
+from nabla.ops.pooling import _max_pool2d, _max_pool2d_grad
+from nabla.ops.reduction import _sum
+
+CONV = {"stride": (1, 1), "padding": (1, 1, 1, 1), "dilation": (1, 1), "groups": 1}
+POOL = {"kernel": (2, 2), "stride": (2, 2), "padding": (0, 0, 0, 0), "dilation": (1, 1)}
+
+
+def _torch_fns(torch):
+    F, G = torch.nn.functional, torch.nn.grad
+
+    def pool_grad(x, g):
+        x = x.detach().requires_grad_()
+        F.max_pool2d(x, 2).backward(g)
+        return x.grad
+
+    return {
+        "conv2d": lambda x, w: F.conv2d(x, w, padding=1),
+        "conv_transpose2d": lambda g, w: F.conv_transpose2d(g, w, padding=1),
+        "conv2d_weight_grad": lambda x, g: G.conv2d_weight(x, (g.shape[1], x.shape[1], 3, 3), g, padding=1),
+        "max_pool2d": lambda x: F.max_pool2d(x, 2),
+        "max_pool2d_grad": pool_grad,
+        "sum(0,2,3)": lambda g: g.sum((0, 2, 3)),
+    }
+
+
+# (name, nabla lowering, input shapes): W2 at batch 64 (conv1 1->32 at 28x28, conv2 32->64 at 14x14)
+CASES = [
+    ("conv2d", lambda x, w: _conv2d.kernel(x, w, **CONV), [(64, 1, 28, 28), (32, 1, 3, 3)]),
+    ("conv2d", lambda x, w: _conv2d.kernel(x, w, **CONV), [(64, 32, 14, 14), (64, 32, 3, 3)]),
+    ("conv_transpose2d", lambda g, w: _conv_transpose2d.kernel(g, w, **CONV), [(64, 64, 14, 14), (64, 32, 3, 3)]),
+    (
+        "conv2d_weight_grad",
+        lambda x, g: _conv2d_weight_grad.kernel(x, g, kernel=(3, 3), **CONV),
+        [(64, 1, 28, 28), (64, 32, 28, 28)],
+    ),
+    (
+        "conv2d_weight_grad",
+        lambda x, g: _conv2d_weight_grad.kernel(x, g, kernel=(3, 3), **CONV),
+        [(64, 32, 14, 14), (64, 64, 14, 14)],
+    ),
+    ("max_pool2d", lambda x: _max_pool2d.kernel(x, **POOL), [(64, 32, 28, 28)]),
+    ("max_pool2d", lambda x: _max_pool2d.kernel(x, **POOL), [(64, 64, 14, 14)]),
+    ("max_pool2d_grad", lambda x, g: _max_pool2d_grad.kernel(x, g, **POOL), [(64, 32, 28, 28), (64, 32, 14, 14)]),
+    ("max_pool2d_grad", lambda x, g: _max_pool2d_grad.kernel(x, g, **POOL), [(64, 64, 14, 14), (64, 64, 7, 7)]),
+    ("sum(0,2,3)", lambda g: _sum.kernel(g, axes=(0, 2, 3), keepdims=False), [(64, 32, 28, 28)]),
+]
+
+
+def _median_ms(fn, args: list, runs: int = 30) -> float:
+    for _ in range(5):
+        fn(*args)
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        fn(*args)
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times) * 1e3)
+
+
+def main() -> None:
+    module, device = Module(), DeviceRef.CPU()
+    for i, (_, lower, shapes) in enumerate(CASES):
+        types = [TensorType(DType.float32, s, device=device) for s in shapes]
+        with Graph(f"k{i}", input_types=types, module=module) as graph:
+            graph.output(lower(*[v.tensor for v in graph.inputs]))
+    session = InferenceSession(devices=[CPU()])
+    t0 = time.perf_counter()
+    models = session.init_all(session.compile(module))
+    print(json.dumps({"compile_s": round(time.perf_counter() - t0, 1), "graphs": len(CASES)}))
+    torch = importlib.import_module("torch") if importlib.util.find_spec("torch") else None
+    rng = np.random.default_rng(0)
+    for i, (name, _, shapes) in enumerate(CASES):
+        arrays = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+        buffers = [Buffer.from_numpy(a) for a in arrays]
+        row = {"kernel": name, "shapes": shapes, "nabla_ms": round(_median_ms(models[f"k{i}"].execute, buffers), 3)}
+        if torch is not None:
+            with torch.no_grad() if name != "max_pool2d_grad" else torch.enable_grad():
+                tensors = [torch.from_numpy(a) for a in arrays]
+                row["torch_ms"] = round(_median_ms(_torch_fns(torch)[name], tensors), 3)
+        print(json.dumps(row))
+
+
+if __name__ == "__main__":
+    main()
