@@ -76,6 +76,14 @@ def _promoted(op: str, *xs: Tensor) -> list[Tensor]:
     return [cast(x, dtype) for x in xs]
 
 
+def _sharded_lead(x: Tensor) -> bool:
+    """Whether a leading (non-contracted) dim of x is split over a mesh: folding those into rows
+    could need a gather (a sharded dim that is not the major one, an uneven split), so a
+    sharded x keeps the batched matmul."""
+    spec = x._impl.sharding
+    return spec is not None and any(spec.dim_axes[:-1])
+
+
 @public()
 def matmul(x: Any, y: Any) -> Tensor:
     """Matrix product with NumPy semantics: 1-D operands are vectors, leading dims broadcast.
@@ -101,6 +109,13 @@ def matmul(x: Any, y: Any) -> Tensor:
             f"matmul: contracting dimensions differ: x has shape {x.shape[1:] if x_vec else x.shape} "
             f"(last dim {x.shape[-1]}), y has shape {y.shape[:-1] if y_vec else y.shape} (dim -2 is {y.shape[-2]})"
         )
+    if y.ndim == 2 and x.ndim > 2 and not _sharded_lead(x):
+        # A batch times one matrix (a Linear on (B, S, D)): x's leading dims fold into its rows, so
+        # it is one 2-D matmul and the matrix's gradient one more, not a broadcast matrix, a
+        # batched matmul and a sum over the batch.
+        lead = x.shape[:-1]
+        out = _matmul(reshape(x, (math.prod(lead), x.shape[-1])), y)
+        return reshape(out, lead if y_vec else lead + (y.shape[-1],))
     try:
         batch = broadcast_shapes(x.shape[:-2], y.shape[:-2], op="matmul")
     except ValueError:
