@@ -1,7 +1,8 @@
 """Where W2's step time goes: each of nabla's MAX lowerings for the CNN's tensors, timed alone.
 
 Every kernel becomes one graph of a single `max.graph.Module` (one compile for all of them),
-then each graph runs alone. With PyTorch installed the same operation runs in torch too. One
+then each graph runs alone. With PyTorch installed the same operation runs in torch too (for
+max_pool2d_grad, torch's forward and backward: it keeps no gradient kernel of its own). One
 JSON line per kernel: kernel, shapes, nabla_ms, torch_ms (median of 30 runs).
 
 Run: .venv/bin/python benchmarks/w2_kernels.py
