@@ -182,12 +182,26 @@ def _fold(x: Any, w: Any, groups: int, permute: Any, reshape: Any, shape: Any) -
     return x, w, groups * p, unfold
 
 
+_NP_ARRAYS = (np.transpose, np.reshape, np.shape)  # (permute, reshape, shape) for `_fold`, `_fold_batch`
+_MX_ARRAYS = (lambda v, p: ops.permute(v, list(p)), ops.reshape, _shape)
+
+
 def _np_fold(x: np.ndarray, w: np.ndarray, groups: int) -> tuple:
-    return _fold(x, w, groups, np.transpose, np.reshape, np.shape)
+    return _fold(x, w, groups, *_NP_ARRAYS)
 
 
 def _mx_fold(x: Any, w: Any, groups: int) -> tuple:
-    return _fold(x, w, groups, lambda v, p: ops.permute(v, list(p)), ops.reshape, _shape)
+    return _fold(x, w, groups, *_MX_ARRAYS)
+
+
+def _fold_batch(v: Any, prefix: tuple, permute: Any, reshape: Any, shape: Any) -> Any:
+    """(P.., N, C, H, W) -> (N, P*C, H, W): vmap's batch joins the channels as groups (the
+    weight gradient's operands, which share the prefix)."""
+    if not prefix:
+        return v
+    dims, b = tuple(shape(v)), len(prefix)
+    v = permute(v, [b, *range(b), b + 1, b + 2, b + 3])
+    return reshape(v, (dims[b], math.prod(prefix) * dims[b + 1]) + dims[-2:])
 
 
 def _apply(op: Operation, x: Tensor, w: Tensor, **kw: Any) -> Tensor:
@@ -207,6 +221,18 @@ def _apply(op: Operation, x: Tensor, w: Tensor, **kw: Any) -> Tensor:
     return y
 
 
+def _channel_factors(groups: int, cin: int, cout: int) -> tuple:
+    """The sharding factors of a convolution's input and output channels: `(ci, co, sizes,
+    whole)`. With groups > 1 the channels are "(group, per-group)" and only the group factor
+    can be sharded; the spatial and kernel factors always stay whole."""
+    whole = {"h", "w", "kh", "kw", "oh", "ow"}
+    if groups == 1:
+        return ("ci",), ("co",), {"ci": cin, "co": cout}, whole
+    if not (cin and cout):
+        whole.add("g")
+    return ("g", "ci"), ("g", "co"), {"g": groups, "ci": cin // groups, "co": cout // groups}, whole
+
+
 class _ConvOperation(Operation):
     """A conv primitive whose weight may carry vmap batch dims: both kernels fold them into the
     groups (`_fold`), run the unbatched `_kernel` (MAX) or `_numpy`, and unfold the result."""
@@ -217,18 +243,8 @@ class _ConvOperation(Operation):
     def sharding_rule_for(self, in_shapes: list, out_shapes: list, kwargs: dict) -> OpShardingRule:
         x, w = in_shapes
         lead = tuple((f"n{i}",) for i in range(len(x) - 3))
-        groups, cin, cout = kwargs["groups"], x[-3], out_shapes[0][-3]
-        whole = {"h", "w", "kh", "kw", "oh", "ow"}
-        if groups == 1:
-            ci, co = ("ci",), ("co",)
-            sizes = {"ci": cin, "co": cout}
-            w_in, w_out = ci, co
-        else:  # channels are (group, per-group): only the group factor can be sharded
-            ci, co = ("g", "ci"), ("g", "co")
-            sizes = {"g": groups, "ci": cin // groups, "co": cout // groups}
-            w_in, w_out = ("ci",), ("co",)
-            if not (cin and cout):
-                whole.add("g")
+        ci, co, sizes, whole = _channel_factors(kwargs["groups"], x[-3], out_shapes[0][-3])
+        w_in, w_out = ci[-1:], co[-1:]  # the weight holds one group's channels
         x_dims = (*lead, ci, ("h",), ("w",))
         w_dims = (ci, w_out, ("kh",), ("kw",)) if self.transposed else (co, w_in, ("kh",), ("kw",))
         out = (*lead, co, ("oh",), ("ow",))
@@ -361,16 +377,9 @@ class Conv2dWeightGradOp(Operation):
 
     def sharding_rule_for(self, in_shapes: list, out_shapes: list, kwargs: dict) -> OpShardingRule:
         x, g = in_shapes
-        groups, whole = kwargs["groups"], {"h", "w", "oh", "ow", "kh", "kw"}
-        if groups == 1:
-            ci, co, sizes = ("ci",), ("co",), {"ci": x[-3], "co": g[-3]}
-        else:  # channels are (group, per-group): only the group factor can be sharded
-            ci, co = ("g", "ci"), ("g", "co")
-            sizes = {"g": groups, "ci": x[-3] // groups, "co": g[-3] // groups}
-            if not (x[-3] and g[-3]):
-                whole.add("g")
+        ci, co, sizes, whole = _channel_factors(kwargs["groups"], x[-3], g[-3])
         dims = ((("n",), ci, ("h",), ("w",)), (("n",), co, ("oh",), ("ow",)))
-        out = (co, (ci[-1],), ("kh",), ("kw",))
+        out = (co, ci[-1:], ("kh",), ("kw",))
         return OpShardingRule(dims, (out,), sizes, frozenset(whole), "sum", self.partial_ok)
 
     def local_kwargs(self, kwargs: dict, in_avals: list, out_shapes: list) -> dict:
@@ -383,7 +392,8 @@ class Conv2dWeightGradOp(Operation):
         self, x: Any, g: Any, *, kernel: tuple, stride: tuple, padding: Pads, dilation: tuple, groups: int
     ) -> Any:
         prefix = _shape(x)[:-4]
-        x, g, groups = _mx_fold_batch(x, prefix), _mx_fold_batch(g, prefix), groups * math.prod(prefix)
+        x, g = _fold_batch(x, prefix, *_MX_ARRAYS), _fold_batch(g, prefix, *_MX_ARRAYS)
+        groups *= math.prod(prefix)
         if tuple(stride) == (1, 1):
             res = _mx_wgrad_shifted(x, g, kernel, padding, dilation, groups)
         else:
@@ -395,7 +405,7 @@ class Conv2dWeightGradOp(Operation):
     ) -> np.ndarray:
         prefix = x.shape[:-4]
         p = math.prod(prefix)
-        x, g, groups = _np_fold_batch(x, prefix), _np_fold_batch(g, prefix), groups * p
+        x, g, groups = _fold_batch(x, prefix, *_NP_ARRAYS), _fold_batch(g, prefix, *_NP_ARRAYS), groups * p
         n, c = x.shape[:2]
         o, oh, ow = g.shape[1:]
         win = _np_windows(
@@ -416,23 +426,6 @@ class Conv2dWeightGradOp(Operation):
         x, g = primals
         tx, tg = tangents
         return [_bin.add(_conv2d_weight_grad(tx, g, **kw), _conv2d_weight_grad(x, tg, **kw))]
-
-
-def _mx_fold_batch(v: Any, prefix: tuple) -> Any:
-    """MAX: (P.., N, C, H, W) -> (N, P*C, H, W): vmap's batch joins the channels as groups."""
-    if not prefix:
-        return v
-    shape, b = _shape(v), len(prefix)
-    v = ops.permute(v, [b, *range(b), b + 1, b + 2, b + 3])
-    return ops.reshape(v, (shape[b], math.prod(prefix) * shape[b + 1]) + shape[-2:])
-
-
-def _np_fold_batch(v: np.ndarray, prefix: tuple) -> np.ndarray:
-    b = len(prefix)
-    if not b:
-        return v
-    v = np.moveaxis(v, b, 0)
-    return v.reshape((v.shape[0], math.prod(prefix) * v.shape[b + 1]) + v.shape[-2:])
 
 
 def _mx_wgrad_shifted(x: Any, g: Any, kernel: tuple, padding: Pads, dilation: tuple, groups: int) -> Any:

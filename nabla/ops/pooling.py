@@ -130,11 +130,10 @@ def _mx_materialize(v: Any) -> Any:
     return ops.buffer_load(buf)
 
 
-def _mx_pick(index: Any, pieces: list) -> Any:
-    """MAX: per window, the piece the window's `index` names."""
-    zero = ops.constant(0, pieces[0].dtype, device=pieces[0].device)
-    terms = [ops.where(ops.equal(index, float(i)), v, zero) for i, v in enumerate(pieces)]
-    return functools.reduce(ops.add, terms)
+def _mx_shares(index: Any, values: list) -> list:
+    """MAX: `values[k]` where a window's `index` is k, else 0, for each k."""
+    zero = ops.constant(0, values[0].dtype, device=values[0].device)
+    return [ops.where(ops.equal(index, float(k)), v, zero) for k, v in enumerate(values)]
 
 
 def _mx_fold(cols: Any, kernel: tuple, stride: tuple, dilation: tuple, size: tuple) -> Any:
@@ -222,10 +221,7 @@ class MaxPool2dGradOp(Operation):
             dxp = ops.where(ops.equal(_mx_upsample(index, kernel), position), _mx_upsample(g, kernel), zero)
             dxp = _mx_pad(dxp, (0, size[0] - tiled[0], 0, size[1] - tiled[1]))  # rows no window reads
         else:  # overlapping windows: scatter-add each window's share
-            shares = [
-                ops.where(ops.equal(index, float(i)), g, ops.constant(0, g.dtype, device=g.device))
-                for i in range(math.prod(kernel))
-            ]
+            shares = _mx_shares(index, [g] * math.prod(kernel))
             dxp = _mx_fold(ops.stack(shares, axis=-3), kernel, stride, dilation, size)
         return _mx_pad(dxp, tuple(-p for p in padding))
 
@@ -262,7 +258,9 @@ class MaxPool2dGatherOp(_PoolOp):
     def kernel(self, x: Any, z: Any, *, kernel: tuple, stride: tuple, padding: Pads, dilation: tuple) -> Any:
         out = _pool_out(_shape(x), kernel, stride, padding, dilation)
         index = _mx_first_max(_mx_pieces(_mx_pad(x, padding, float("-inf")), kernel, stride, dilation, out))
-        return _mx_pick(index, _mx_pieces(_mx_pad(z, padding), kernel, stride, dilation, out))
+        return functools.reduce(
+            ops.add, _mx_shares(index, _mx_pieces(_mx_pad(z, padding), kernel, stride, dilation, out))
+        )
 
     def numpy_kernel(
         self, x: np.ndarray, z: np.ndarray, *, kernel: tuple, stride: tuple, padding: Pads, dilation: tuple
