@@ -115,7 +115,7 @@ class DynamicPlan:
     _specialized: dict | None = None
 
     def prepare(self, executor: Any) -> Any:
-        if not executor.compiles and not executor.tiered:
+        if not executor.makes_max_models:
             self._specialized = {}
             return self
         structure = _structure(self.program)

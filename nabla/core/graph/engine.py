@@ -125,7 +125,7 @@ class ComputeGraph:
             targets = sorted(wanted.values(), key=lambda i: i.seq)
             collected = collect(targets)
             executor = get_executor_impl(CONFIG.executor)
-            if (executor.compiles or executor.tiered) and all(n.op.host_constant for n in collected.nodes):
+            if executor.makes_max_models and all(n.op.host_constant for n in collected.nodes):
                 # Fills, ranges and random draws evaluated on their own (parameter init) are
                 # computed on the host: compiling a model for them would cost seconds.
                 executor = get_executor_impl("numpy")
@@ -156,7 +156,7 @@ class ComputeGraph:
         program = collected.to_program()
         stats.graph_builds += 1
         name = None
-        if executor.compiles or executor.tiered:
+        if executor.makes_max_models:
             name = artifacts.digest(collected.key, [n.op for n in collected.nodes])
         prepared = executor.prepare(program, name=name, hot=hot)
         cache[cache_key] = (program, prepared)
@@ -170,7 +170,7 @@ class ComputeGraph:
 
     def _explain_miss(self, executor: Executor, key: tuple) -> str:
         cache = [k for name, k in self._cache if name == executor.name]
-        what = "compile a new MAX model" if executor.compiles or executor.tiered else "build a new program"
+        what = "compile a new MAX model" if executor.makes_max_models else "build a new program"
         if not cache:
             return f"no_recompile: this evaluation would {what}; nothing is cached yet"
 

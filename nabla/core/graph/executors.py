@@ -158,6 +158,12 @@ class Executor:
     def __init__(self) -> None:
         self.stats = ExecutorStats()
 
+    @property
+    def makes_max_models(self) -> bool:
+        """Whether its models are (or become) compiled MAX models: storable on disk, worth
+        keeping out of trivial programs."""
+        return self.compiles or self.tiered
+
     def prepare(self, program: Program, resolve: Any = None, name: str | None = None, hot: bool = False) -> Any:
         """`resolve`: symbolic sizes to MAX dims (compile's dynamic dims); `name`: the model
         store's name for this program, or None when it must not be stored; `hot`: the program
