@@ -22,6 +22,7 @@ from typing import Any
 
 from max.graph import DeviceRef, Graph, Module, StaticDim, Weight
 
+from ..core.autograd.replay import TAPE
 from ..core.common import dtypes as _dt
 from ..core.common.config import CONFIG
 from ..core.common.context import is_grad_enabled
@@ -172,6 +173,8 @@ class Operation:
         for index, out in enumerate(outs):
             out.output_refs = node
             out.output_index = index
+        if TAPE.nodes is not None:  # a backward being recorded for replay (autograd/replay.py)
+            TAPE.nodes.append(node)
         # 5. optional eager MAX graph building (debugging / shape oracle)
         if CONFIG.eager_max_graph:
             GRAPH_EAGER.build(node, outs)

@@ -7,6 +7,10 @@ backward_on_trace(outputs, cotangents, wrt):
      call `op.vjp_rule`, hand the input cotangents on
   3. return the cotangent of every `wrt` tensor (or of every leaf reached)
 
+A backward over a forward graph whose structure was differentiated before re-creates the
+recorded backward nodes instead of running the rules again (`replay.py`): a training loop
+pays for its VJP rules once.
+
 Cotangents are promise tensors like any other, so forward and backward evaluate as one graph.
 VJP rules are written with ops, so with grad recording on they are themselves differentiable.
 """
@@ -20,6 +24,7 @@ from ..graph.tracing import note_grad
 from ..tensor.dispatch import OPS
 from ..tensor.impl import TensorImpl
 from ..tensor.tensor import Tensor
+from . import replay as _replay
 
 RELEASED_MESSAGE = (
     "Trying to backward through the graph a second time (or directly access saved tensors after "
@@ -84,17 +89,46 @@ def backward_on_trace(
     for node in nodes:
         if node.released:
             raise RuntimeError(RELEASED_MESSAGE)
+    sig = _replay.signature(nodes, outputs, cotangents, wrt) if nodes else None
+    if sig is None:
+        return _run_rules(nodes, outputs, cotangents, wrt, retain_graph, create_graph)[0]
+    key, seen = sig
+    found, plan = _replay.lookup(key)
+    if plan is not None:  # this forward structure was differentiated before: re-create its nodes
+        pairs = _replay.replay(plan, seen)
+        if not retain_graph:
+            for k in plan.visited:
+                nodes[k].released = True
+        return {id(t): (t, Tensor(g)) for t, g in pairs}
+    if found:  # known not to be replayable
+        return _run_rules(nodes, outputs, cotangents, wrt, retain_graph, create_graph)[0]
+    with _replay.recording() as rec:
+        result, visited = _run_rules(nodes, outputs, cotangents, wrt, retain_graph, create_graph)
+    if not rec.read_values:
+        pairs = [(impl, g) for impl, g in result.values()]
+        _replay.remember(key, _replay.make_plan(rec.nodes, seen, pairs, visited))
+    return result
+
+
+def _run_rules(
+    nodes: list, outputs: list, cotangents: list, wrt: list | None, retain_graph: bool, create_graph: bool
+) -> tuple[dict[int, tuple[TensorImpl, Tensor]], list[int]]:
+    """Run the VJP rules over `nodes` (topological order): (the gradients as
+    `backward_on_trace` returns them, the positions of the nodes that received a cotangent)."""
     grads: dict[int, list[Tensor]] = {}  # contributions, summed when first read (see _total)
     holders: dict[int, TensorImpl] = {}
     for impl, cot in zip(outputs, cotangents, strict=True):
         _accumulate(grads, holders, impl, cot)
 
+    visited = []
     with set_grad_enabled(create_graph):
-        for node in reversed(nodes):
+        for k in range(len(nodes) - 1, -1, -1):
+            node = nodes[k]
             outs = node.outputs()
             out_cots = [_total(grads, id(o)) if o is not None else None for o in outs]
             if all(c is None for c in out_cots):
                 continue
+            visited.append(k)
             out_tensors = [Tensor(o) if o is not None else None for o in outs]
             out_cots = [
                 c if c is not None else OPS.zeros_like(_aval_tensor(node, i, out_tensors[i]))
@@ -108,10 +142,10 @@ def backward_on_trace(
             if not retain_graph:
                 node.released = True
 
-    # Deterministic order (wrt order, else first-reached order): it decides the creation
-    # order of the ops that consume these gradients, and so the cache key.
-    result_ids = [id(w) for w in wrt] if wrt is not None else [k for k, i in holders.items() if i.is_leaf]
-    return {k: (holders[k], _total(grads, k)) for k in result_ids if k in grads}
+        # Deterministic order (wrt order, else first-reached order): it decides the creation
+        # order of the ops that consume these gradients, and so the cache key.
+        result_ids = [id(w) for w in wrt] if wrt is not None else [k for k, i in holders.items() if i.is_leaf]
+        return {k: (holders[k], _total(grads, k)) for k in result_ids if k in grads}, visited
 
 
 def _aval_tensor(node: Any, index: int, tensor: Tensor | None) -> Tensor:

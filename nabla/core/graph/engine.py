@@ -81,7 +81,8 @@ class RecompileError(RuntimeError):
 
 class ComputeGraph:
     def __init__(self) -> None:
-        self.epoch = 0
+        self.epoch = 0  # evaluations so far
+        self.host_reads = 0  # tensor values read into Python so far (`Tensor.numpy` and all that use it)
         # id(facade) -> weakref. Plain refs without callbacks (cheap on the per-op hot path);
         # dead and realized entries are pruned when pending tensors are collected. Keyed by id:
         # a WeakSet would compare facades with Tensor.__eq__, which is elementwise.

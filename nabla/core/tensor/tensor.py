@@ -223,6 +223,7 @@ class Tensor:
                 "element); return it from the vmapped function instead"
             )
         self.realize()
+        GRAPH.host_reads += 1  # a value reached Python (a recorded backward must not depend on one)
         if self._impl.dtype == _dt.bfloat16:
             return OPS.cast(self, _dt.float32).numpy()
         spec = self._impl.sharding

@@ -1,0 +1,200 @@
+"""Backward replay: a repeated backward pass re-creates its recorded nodes instead of running
+the VJP rules again.
+
+A training loop runs `loss.backward()` on a forward graph of the same structure every step,
+and the VJP rules then build the same backward graph every step: ~40 us of Python per op
+through the full op pipeline (shape inference, kwargs adaptation, keys). The first backward
+over a structure records the nodes the rules create (the *tape*); later backwards over a
+forward graph with the same signature create those nodes directly (~3 us each).
+
+The signature covers everything a VJP rule may look at: every forward node's op, static
+kwargs, wiring, output shapes, dtypes and liveness, and the shape, dtype and autograd flags of
+every tensor entering the graph. Only the plain case is recorded or replayed: no vmap batch
+dims, no sharding, no forward-mode tangents, no `nabla.compile` trace, no eager MAX graph. A
+backward whose rules evaluate or read a tensor's value (its nodes may depend on it), or reach
+a tensor that is neither in the forward graph nor made by the backward itself, is never
+replayed.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Any
+
+from ..common.config import CONFIG
+from ..common.context import is_grad_enabled
+from ..graph.engine import GRAPH
+from ..graph.opnode import OpNode
+from ..graph.tracing import tracing
+from ..tensor.impl import TensorImpl
+
+_PLANS_KEPT = 64  # signatures remembered (least recently used dropped)
+
+
+class _Tape(threading.local):
+    """While a backward records, the OpNodes that every op call creates, in creation order."""
+
+    def __init__(self) -> None:
+        self.nodes: list | None = None
+        self.replays = 0  # backwards that were replayed (tests read it)
+
+
+TAPE = _Tape()
+
+
+class Plan:
+    """How to re-create one recorded backward.
+
+    Args:
+        steps: per recorded node: (op, kwargs, adapted kwargs, struct key, arg refs, per
+            output (shape, dtype, device, requires_grad)).
+        results: per gradient: (ref of the tensor it is for, ref of the gradient).
+        visited: positions of the forward nodes that received a cotangent (the ones a
+            backward without `retain_graph` marks as released).
+    """
+
+    __slots__ = ("results", "steps", "visited")
+
+    def __init__(self, steps: list, results: list, visited: list[int]) -> None:
+        self.steps = steps
+        self.results = results
+        self.visited = visited
+
+
+_MISSING = object()
+_PLANS: OrderedDict = OrderedDict()  # signature -> Plan, or None for "never replayable"
+
+
+def signature(nodes: list, outputs: list, cotangents: list, wrt: list | None) -> tuple[tuple, list] | None:
+    """(signature, seen) of a backward over `nodes` (topological order), or None when it is
+    not a plain backward. `seen` lists every impl of the forward graph a VJP rule may read
+    (node inputs and outputs in the order first met, then the seed cotangents): a plan names
+    them by their position there, which the signature fixes."""
+    if tracing() or CONFIG.eager_max_graph or TAPE.nodes is not None:
+        return None
+    index: dict[int, int] = {}  # id(impl) -> position in seen
+    seen: list = []
+    parts: list = [is_grad_enabled()]
+    for node in nodes:
+        if node.spmd is not None:
+            return None
+        arg_refs = []
+        for a in node.args:
+            pos = index.get(id(a))
+            if pos is None:  # a tensor entering the graph here
+                if a.tangent is not None or a.batch_dims or a.sharding is not None:
+                    return None
+                pos = index[id(a)] = len(seen)
+                seen.append(a)
+                parts.append((a.physical_shape, a.dtype, a.requires_grad, a.is_leaf, a.data is None, a.weak_type))
+            arg_refs.append(pos)
+        outs = []
+        for r in node._refs:
+            o = r()
+            if o is None:
+                outs.append(None)
+                continue
+            if o.tangent is not None or o.batch_dims:
+                return None
+            index[id(o)] = len(seen)
+            seen.append(o)
+            outs.append(o.requires_grad)
+        parts.append((node.op, node.struct_key, tuple(arg_refs), node.out_avals, tuple(outs)))
+    for o, c in zip(outputs, cotangents, strict=True):
+        ci = c._impl
+        if id(o) not in index or id(ci) in index or ci.tangent is not None or ci.batch_dims or ci.sharding is not None:
+            return None
+        index[id(ci)] = len(seen)
+        seen.append(ci)
+        parts.append((index[id(o)], ci.physical_shape, ci.dtype, ci.requires_grad))
+    if wrt is not None:
+        if any(id(w) not in index for w in wrt):
+            return None
+        parts.append(tuple(index[id(w)] for w in wrt))
+    return tuple(parts), seen
+
+
+def lookup(key: tuple) -> tuple[bool, Plan | None]:
+    """(seen before, its plan: None if it cannot be replayed)."""
+    plan = _PLANS.get(key, _MISSING)
+    if plan is _MISSING:
+        return False, None
+    _PLANS.move_to_end(key)
+    return True, plan
+
+
+def remember(key: tuple, plan: Plan | None) -> None:
+    _PLANS[key] = plan
+    if len(_PLANS) > _PLANS_KEPT:
+        _PLANS.popitem(last=False)
+
+
+class recording:
+    """Context manager: collect the nodes created in the body into `self.nodes`, and whether
+    the body evaluated or read a tensor value (`self.read_values`): the nodes such a backward
+    builds may depend on the values, so it is never replayed."""
+
+    def __enter__(self) -> recording:
+        self.nodes: list = []
+        self._counts = (GRAPH.epoch, GRAPH.host_reads)
+        TAPE.nodes = self.nodes
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        TAPE.nodes = None
+        self.read_values = (GRAPH.epoch, GRAPH.host_reads) != self._counts
+
+
+def make_plan(tape: list, seen: list, results: list[tuple[TensorImpl, Any]], visited: list[int]) -> Plan | None:
+    """Turn a recorded tape into a Plan; None if a node reads a tensor it cannot name."""
+    refs: dict[int, tuple] = {id(impl): ("f", pos) for pos, impl in enumerate(seen)}
+    steps = []
+    for node in tape:
+        if node.spmd is not None or node.rule_kwargs is not node.adapted_kwargs:
+            return None
+        arg_refs = []
+        for a in node.args:
+            ref = refs.get(id(a))
+            if ref is None:
+                return None
+            arg_refs.append(ref)
+        live = [r() for r in node._refs]
+        if all(o is None for o in live):
+            continue  # nothing read its outputs (a gradient for an input that needs none): dead code
+        device = next(o.device for o in live if o is not None)
+        outs = []
+        for j, (o, (shape, dtype)) in enumerate(zip(live, node.out_avals, strict=True)):
+            if o is None:  # an unread output of a node whose other outputs are read
+                outs.append((shape, dtype, device, False))
+                continue
+            if o.batch_dims or o.tangent is not None or o.sharding is not None:
+                return None
+            refs[id(o)] = ("t", len(steps), j)
+            outs.append((o.physical_shape, o.dtype, o.device, o.requires_grad))
+        steps.append((node.op, node.kwargs, node.adapted_kwargs, node.struct_key, tuple(arg_refs), tuple(outs)))
+    plan_results = []
+    for target, grad in results:
+        if id(target) not in refs or id(grad._impl) not in refs:
+            return None
+        plan_results.append((refs[id(target)], refs[id(grad._impl)]))
+    return Plan(steps, plan_results, visited)
+
+
+def replay(plan: Plan, seen: list) -> list[tuple[TensorImpl, TensorImpl]]:
+    """Create the plan's nodes on this forward graph: [(tensor, its gradient impl)]."""
+    made: list[list] = []
+
+    def resolve(ref: tuple) -> TensorImpl:
+        return seen[ref[1]] if ref[0] == "f" else made[ref[1]][ref[2]]
+
+    for op, kwargs, adapted, struct_key, arg_refs, out_specs in plan.steps:
+        node = OpNode(op, tuple(resolve(r) for r in arg_refs), kwargs, adapted, struct_key)
+        outs = [TensorImpl(shape, dtype, device=device, requires_grad=rg) for shape, dtype, device, rg in out_specs]
+        node.set_outputs(outs)
+        for index, out in enumerate(outs):
+            out.output_refs = node
+            out.output_index = index
+        made.append(outs)
+    TAPE.replays += 1
+    return [(resolve(target), resolve(grad)) for target, grad in plan.results]
