@@ -18,6 +18,7 @@ from . import (
     gather_scatter,
     indexing,
     linalg,
+    normalization,
     pooling,
     reduction,
     shape,
@@ -36,6 +37,7 @@ from .custom import *  # noqa: F403
 from .gather_scatter import *  # noqa: F403
 from .indexing import *  # noqa: F403
 from .linalg import *  # noqa: F403
+from .normalization import *  # noqa: F403
 from .pooling import *  # noqa: F403
 from .reduction import *  # noqa: F403
 from .shape import *  # noqa: F403
@@ -56,6 +58,7 @@ FAMILIES = (
     "gather_scatter",
     "indexing",
     "linalg",
+    "normalization",
     "pooling",
     "reduction",
     "shape",

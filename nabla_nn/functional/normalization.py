@@ -216,18 +216,10 @@ def layer_norm(
     op = "layer_norm"
     _check_float(input, op)
     shape = _normalized_shape(normalized_shape, op)
-    axes = _trailing_axes(input, shape, op)
+    _trailing_axes(input, shape, op)
     _check_param(weight, shape, op, "weight")
     _check_param(bias, shape, op, "bias")
-    mean = nb.mean(input, axis=axes, keepdims=True)
-    centered = input - mean
-    var = nb.mean(centered * centered, axis=axes, keepdims=True)
-    y = centered * nb.rsqrt(var + _number(eps, op, "eps"))
-    if weight is not None:
-        y = y * weight
-    if bias is not None:
-        y = y + bias
-    return y
+    return nb.layer_norm(input, shape, weight, bias, _number(eps, op, "eps"))
 
 
 def rms_norm(input: Tensor, normalized_shape: Any, weight: Tensor | None = None, eps: float | None = None) -> Tensor:

@@ -15,6 +15,7 @@ from . import (
     custom,
     indexing,
     linalg,
+    normalization,
     reduction,
     sorting,
     unary,
@@ -22,7 +23,9 @@ from . import (
 )
 from .spec import OpSpec, Sample
 
-FAMILY_MODULES = (binary, cast, control_flow, conv, creation, custom, indexing, linalg, reduction, sorting, unary, view)
+FAMILY_MODULES = (
+    binary, cast, control_flow, conv, creation, custom, indexing, linalg, normalization, reduction, sorting, unary, view,
+)  # fmt: skip
 REGISTRY: list[OpSpec] = [spec for module in FAMILY_MODULES for spec in module.SPECS]
 
 # Public names of nabla.ops that are not ops: data constructors and pure helpers.
@@ -43,7 +46,7 @@ NOT_OPS |= {"DeviceMesh", "DimSpec", "P", "ShardingSpec"}  # layout types, not o
 # MAX conformance: families compiled together, one graph (one compile) per group.
 MAX_GROUPS = {
     "elementwise": ("unary", "binary", "cast"),
-    "reductions": ("reduction", "sorting", "linalg"),
+    "reductions": ("reduction", "sorting", "linalg", "normalization"),
     "shapes": ("view", "indexing", "creation"),
     "nn": ("conv", "control_flow", "custom"),
 }

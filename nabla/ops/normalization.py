@@ -1,0 +1,164 @@
+"""Layer normalization as one primitive: `layer_norm` (PyTorch's `torch.layer_norm`).
+
+`(x - mean) * rsqrt(var + eps)` over the trailing `n` dims, written as ops, is ~18 op calls
+with the affine part (keepdims reductions, broadcasts, scalar fills), and its backward twice
+that. As one primitive it is one call, and the affine weight and bias are a mul and an add.
+The VJP and JVP need the reciprocal standard deviation, which the second primitive,
+`layer_norm_rstd`, recomputes from `x` (on MAX the two lowerings share their subexpressions).
+Both keep the trailing dims whole when sharded (a normalized row lives on one device).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from max.graph import ops
+
+from ..core.common import dtypes as _dt
+from ..core.sharding import OpShardingRule
+from ..core.sharding import rules as _rules
+from ..core.tensor.tensor import Tensor
+from . import binary as _bin
+from . import reduction as _red
+from . import unary as _un
+from .base import AVal, Operation, public, shape_of
+
+__all__ = ["layer_norm"]
+
+
+def _trailing(rank: int, n: int) -> tuple[int, ...]:
+    return tuple(range(rank - n, rank))
+
+
+def _np_stats(x: np.ndarray, n: int, eps: float) -> tuple[np.ndarray, np.ndarray]:
+    """NumPy: (x - mean, rsqrt(var + eps)) over the trailing `n` dims, kept as size 1."""
+    axes = _trailing(x.ndim, n)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        centered = x - np.mean(x, axis=axes, keepdims=True)
+        var = np.mean(centered * centered, axis=axes, keepdims=True)
+        return centered, (1 / np.sqrt(var + x.dtype.type(eps))).astype(x.dtype)
+
+
+def _mx_stats(x: Any, n: int, eps: float) -> tuple[Any, Any, tuple]:
+    """MAX: (x - mean, rsqrt(var + eps)) with the trailing `n` dims merged into one, and the
+    shape to restore."""
+    shape = shape_of(x)
+    lead = list(shape[: len(shape) - n])
+    if n != 1:
+        x = ops.reshape(x, [*lead, math.prod(shape[len(shape) - n :])])
+    centered = x - ops.mean(x, axis=-1)
+    var = ops.mean(centered * centered, axis=-1)
+    return centered, ops.rsqrt(var + ops.constant(eps, x.dtype, x.device)), shape
+
+
+class _NormOperation(Operation):
+    """One float input normalized over its trailing `n` dims (kwargs `n`, `eps`); those dims
+    are trailing in the physical shape too, so vmap's batch dims need no adapting."""
+
+    def sharding_rule_for(self, in_shapes: list, out_shapes: list, kwargs: dict) -> OpShardingRule:
+        return _rules.reduction(in_shapes[0], _trailing(len(in_shapes[0]), kwargs["n"]), True, reduce=None)
+
+
+class LayerNormOp(_NormOperation):
+    name = "layer_norm"
+
+    def abstract_eval(self, x: AVal, *, n: int, eps: float) -> AVal:
+        return x
+
+    def sharding_rule_for(self, in_shapes: list, out_shapes: list, kwargs: dict) -> OpShardingRule:
+        return _rules.elementwise(in_shapes, out_shapes, whole=_trailing(len(in_shapes[0]), kwargs["n"]))
+
+    def kernel(self, x: Any, *, n: int, eps: float) -> Any:
+        centered, rstd, shape = _mx_stats(x, n, eps)
+        return ops.reshape(centered * rstd, list(shape)) if n != 1 else centered * rstd
+
+    def numpy_kernel(self, x: np.ndarray, *, n: int, eps: float) -> np.ndarray:
+        centered, rstd = _np_stats(x, n, eps)
+        return centered * rstd
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, n: int, eps: float) -> list:
+        # dx = rstd * (g - mean(g) - y * mean(g * y)) over the normalized dims
+        (x,), g, y = primals, cotangents[0], outputs[0]
+        axes = _trailing(x.ndim, n)
+        rstd = _rstd(x, n=n, eps=eps)
+        mean_g = _red.mean(g, axes, True)
+        mean_gy = _red.mean(_bin.mul(g, y), axes, True)
+        return [_bin.mul(rstd, _bin.sub(_bin.sub(g, mean_g), _bin.mul(y, mean_gy)))]
+
+    def jvp_rule(self, primals: list, tangents: list, outputs: list, *, n: int, eps: float) -> list:
+        # u = rstd * (t - mean(t)); dy = u - y * mean(y * u)
+        (x,), t, y = primals, tangents[0], outputs[0]
+        axes = _trailing(x.ndim, n)
+        u = _bin.mul(_rstd(x, n=n, eps=eps), _bin.sub(t, _red.mean(t, axes, True)))
+        return [_bin.sub(u, _bin.mul(y, _red.mean(_bin.mul(y, u), axes, True)))]
+
+
+class LayerNormRstdOp(_NormOperation):
+    """rsqrt(var + eps) over the trailing `n` dims, kept as size 1: layer_norm's derivatives."""
+
+    name = "layer_norm_rstd"
+
+    def abstract_eval(self, x: AVal, *, n: int, eps: float) -> AVal:
+        shape = x[0]
+        return shape[: len(shape) - n] + (1,) * n, x[1]
+
+    def kernel(self, x: Any, *, n: int, eps: float) -> Any:
+        _, rstd, shape = _mx_stats(x, n, eps)
+        return ops.reshape(rstd, [*shape[: len(shape) - n], *([1] * n)]) if n != 1 else rstd
+
+    def numpy_kernel(self, x: np.ndarray, *, n: int, eps: float) -> np.ndarray:
+        return _np_stats(x, n, eps)[1]
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, n: int, eps: float) -> list:
+        # d rstd / dx = -rstd^3 (x - mean) / N
+        (x,), g, rstd = primals, cotangents[0], outputs[0]
+        axes = _trailing(x.ndim, n)
+        centered = _bin.sub(x, _red.mean(x, axes, True))
+        count = math.prod(x.shape[a] for a in axes)
+        scale = _bin.mul(g, _bin.pow(rstd, 3.0))
+        return [_bin.mul(_bin.div(scale, -float(count)), centered)]
+
+    def jvp_rule(self, primals: list, tangents: list, outputs: list, *, n: int, eps: float) -> list:
+        # d rstd = -rstd^3 mean((x - mean) t)
+        (x,), t, rstd = primals, tangents[0], outputs[0]
+        axes = _trailing(x.ndim, n)
+        centered = _bin.sub(x, _red.mean(x, axes, True))
+        return [_un.neg(_bin.mul(_bin.pow(rstd, 3.0), _red.mean(_bin.mul(centered, t), axes, True)))]
+
+
+_layer_norm, _rstd = LayerNormOp(), LayerNormRstdOp()
+
+
+@public()
+def layer_norm(
+    x: Tensor, normalized_shape: Any, weight: Tensor | None = None, bias: Tensor | None = None, eps: float = 1e-5
+) -> Tensor:
+    """Normalize over the trailing `normalized_shape` dims (biased variance), then scale by
+    `weight` and shift by `bias` (PyTorch's `torch.layer_norm`).
+
+    Args:
+        x: (*, *normalized_shape), floating point.
+        normalized_shape: int or tuple: the trailing dims to normalize over.
+        weight, bias: optional elementwise affine parameters of shape `normalized_shape`.
+        eps: added to the variance.
+
+    Example:
+        >>> nabla.layer_norm(nabla.tensor([[1.0, 3.0]]), 2, eps=0.0).tolist()
+        [[-1.0, 1.0]]
+    """
+    if not isinstance(x, Tensor):
+        raise TypeError(f"layer_norm: x must be a Tensor, got {type(x).__name__}")
+    if not _dt.is_float(x.dtype):
+        raise TypeError(f"layer_norm: x must be floating point, got dtype {x.dtype.name}")
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    n = len(shape)
+    if n == 0 or n > x.ndim or tuple(x.shape[x.ndim - n :]) != shape:
+        raise ValueError(f"layer_norm: normalized_shape {shape} must be the trailing dims of x's shape {x.shape}")
+    y = _layer_norm(x, n=n, eps=float(eps))
+    if weight is not None:
+        y = _bin.mul(y, weight)
+    if bias is not None:
+        y = _bin.add(y, bias)
+    return y
