@@ -68,16 +68,10 @@ Operand = Tensor | int | float | bool
 
 def binary_operands(op: str, *operands: Any, float_result: bool = False) -> tuple[Tensor, ...]:
     """Scalars to constants, promote dtypes, broadcast shapes. Raises naming `op` and the shapes."""
-    if len(operands) == 2 and isinstance(operands[0], Tensor) and isinstance(operands[1], Tensor):
-        # Fast path (most calls): same dtype and shape, no Python-number operand: nothing to do.
-        a, b = operands[0]._impl, operands[1]._impl
-        if (
-            a.dtype == b.dtype
-            and not (a.weak_type or b.weak_type)
-            and a.physical_shape[a.batch_dims :] == b.physical_shape[b.batch_dims :]
-            and (not float_result or _dt.is_float(a.dtype))
-        ):
-            return operands
+    if len(operands) == 2:
+        fast = _fast_operands(op, operands[0], operands[1], float_result)
+        if fast is not None:
+            return fast
     tensors = [t if isinstance(t, Tensor) else (tensor(t) if isinstance(t, np.ndarray | list) else t) for t in operands]
     real = [t for t in tensors if isinstance(t, Tensor)]
     if not real:
@@ -104,6 +98,30 @@ def binary_operands(op: str, *operands: Any, float_result: bool = False) -> tupl
         else:
             out.append(full(shape, t.item() if isinstance(t, np.generic) else t, dtype))  # one op, at its shape
     return tuple(out)
+
+
+def _fast_operands(op: str, x: Any, y: Any, float_result: bool) -> tuple[Tensor, Tensor] | None:
+    """The common cases of `binary_operands`, without its general promotion walk: two tensors
+    of one (non-weak) dtype, or a float tensor and a Python int or float. None otherwise."""
+    if isinstance(x, Tensor):
+        a = x._impl
+        if isinstance(y, Tensor):
+            b = y._impl
+            if a.dtype != b.dtype or a.weak_type or b.weak_type or (float_result and not _dt.is_float(a.dtype)):
+                return None
+            sa, sb = a.physical_shape[a.batch_dims :], b.physical_shape[b.batch_dims :]
+            if sa == sb:
+                return x, y
+            shape = broadcast_shapes(sa, sb, op=op)
+            return broadcast_to(x, shape), broadcast_to(y, shape)
+        if type(y) in (int, float) and not a.weak_type and _dt.is_float(a.dtype):
+            return x, full(x.shape, y, a.dtype)  # a Python number takes the tensor's float dtype
+        return None
+    if isinstance(y, Tensor) and type(x) in (int, float):
+        b = y._impl
+        if not b.weak_type and _dt.is_float(b.dtype):
+            return full(y.shape, x, b.dtype), y
+    return None
 
 
 def _no_bool(op: str, x: Tensor, hint: str = "") -> None:

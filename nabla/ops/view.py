@@ -190,8 +190,20 @@ swapaxes = transpose
 # -- broadcast_to ------------------------------------------------------------------------------
 def broadcast_shapes(*shapes: tuple[int, ...], op: str = "broadcast") -> tuple[int, ...]:
     """NumPy broadcasting of shapes, with an error that names the op and every shape."""
-    if len(shapes) == 2 and shapes[0] == shapes[1]:
-        return tuple(shapes[0])
+    if len(shapes) == 2:  # binary ops, on every call: one pass, no sets
+        a, b = shapes
+        if a == b:
+            return tuple(a)
+        if len(a) < len(b):
+            a, b = b, a
+        out, off = list(a), len(a) - len(b)
+        for i, d in enumerate(b):
+            o = a[off + i]
+            if o == 1:
+                out[off + i] = d
+            elif d != 1 and d != o:
+                raise ValueError(f"{op}: shapes {tuple(shapes[0])}, {tuple(shapes[1])} cannot be broadcast together")
+        return tuple(out)
     rank = max((len(s) for s in shapes), default=0)
     out = []
     for i in range(rank):

@@ -19,7 +19,6 @@ replayed.
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from typing import Any
 
 from ..common.config import CONFIG
@@ -29,7 +28,7 @@ from ..graph.opnode import OpNode
 from ..graph.tracing import tracing
 from ..tensor.impl import TensorImpl
 
-_PLANS_KEPT = 64  # signatures remembered (least recently used dropped)
+_PLANS_KEPT = 64  # signatures remembered (the oldest dropped first)
 
 
 class _Tape(threading.local):
@@ -63,7 +62,7 @@ class Plan:
 
 
 _MISSING = object()
-_PLANS: OrderedDict = OrderedDict()  # signature -> Plan, or None for "never replayable"
+_PLANS: dict = {}  # signature -> Plan, or None for "never replayable"; insertion ordered
 
 
 def signature(nodes: list, outputs: list, cotangents: list, wrt: list | None) -> tuple[tuple, list] | None:
@@ -117,17 +116,14 @@ def signature(nodes: list, outputs: list, cotangents: list, wrt: list | None) ->
 
 def lookup(key: tuple) -> tuple[bool, Plan | None]:
     """(seen before, its plan: None if it cannot be replayed)."""
-    plan = _PLANS.get(key, _MISSING)
-    if plan is _MISSING:
-        return False, None
-    _PLANS.move_to_end(key)
-    return True, plan
+    plan = _PLANS.get(key, _MISSING)  # one hash of the (large) key: no LRU reordering
+    return (False, None) if plan is _MISSING else (True, plan)
 
 
 def remember(key: tuple, plan: Plan | None) -> None:
     _PLANS[key] = plan
     if len(_PLANS) > _PLANS_KEPT:
-        _PLANS.popitem(last=False)
+        del _PLANS[next(iter(_PLANS))]
 
 
 class recording:

@@ -24,7 +24,7 @@ from . import artifacts
 from .executors import Executor, ExecutorStats, all_executors, get_executor_impl
 from .program import collect, describe_key_difference
 from .tiered import TieredExecutor
-from .tracing import tracing
+from .tracing import TRACE, tracing
 
 
 @dataclass
@@ -96,7 +96,7 @@ class ComputeGraph:
     def add_unrealized(self, tensor: Any) -> None:
         """Track a user-visible promise tensor weakly: it is computed with the next evaluation
         unless the user drops it first."""
-        if not tracing():
+        if TRACE.state is None:  # not tracing (inlined: this runs for every op output)
             pending = self._pending
             pending[id(tensor)] = weakref.ref(tensor)
             if len(pending) > 50_000:  # a long run of ops without evaluation: drop dead entries

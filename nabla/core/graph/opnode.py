@@ -22,8 +22,19 @@ def freeze(value: Any) -> Any:
         if all(type(v) is int for v in value):  # shapes and axes: the common case
             return tuple(value)
         return tuple(freeze(v) for v in value)
-    if isinstance(value, dict):
-        return tuple(sorted((k, freeze(v)) for k, v in value.items()))
+    if isinstance(value, dict):  # an op's kwargs: on every op call, so ints and int tuples inline
+        items = []
+        for k, v in value.items():
+            kind = type(v)
+            if kind is int or kind is bool or kind is str or v is None:
+                items.append((k, v))
+            elif kind is tuple and all(type(e) is int for e in v):
+                items.append((k, v))
+            else:
+                items.append((k, freeze(v)))
+        if len(items) > 1:
+            items.sort()  # keys are unique: values are never compared
+        return tuple(items)
     if hasattr(value, "item") and getattr(value, "ndim", None) == 0:  # NumPy scalars
         return freeze(value.item())
     if hasattr(value, "structural_key"):

@@ -67,7 +67,7 @@ class TensorImpl:
     ) -> None:
         self.seq = next(_SEQ)  # creation order: evaluation targets are sorted by it
         self.data = data
-        self.physical_shape = tuple(physical_shape)
+        self.physical_shape = physical_shape if type(physical_shape) is tuple else tuple(physical_shape)
         self.dtype = dtype
         self.device = device
         self.batch_dims = batch_dims
@@ -78,7 +78,7 @@ class TensorImpl:
         self.output_index = 0
         self.requires_grad = requires_grad
         self.tangent: dict[int, TensorImpl] | None = None  # forward-mode tangents, by jvp level
-        self.graph_values: list = []  # MAX values in the eager graph (NABLA_EAGER_MAX_GRAPH)
+        self.graph_values: list | tuple = ()  # MAX values in the eager graph (NABLA_EAGER_MAX_GRAPH)
         self.graph_values_epoch = -1  # -1 marks a promise without eager graph values
         self.facade: weakref.ref | None = None  # the leaf Tensor whose .grad backward fills
         self.weak_type = False  # a Python scalar made a tensor (compile input): promotes like one
@@ -109,7 +109,7 @@ class TensorImpl:
 
     def set_realized(self, data: Any) -> None:
         self.data = data
-        self.graph_values = []
+        self.graph_values = ()
         self.graph_values_epoch = -1
         if not self.requires_grad or self.is_leaf:
             # Autodiff may still walk through the recipe of a non-leaf that requires grad

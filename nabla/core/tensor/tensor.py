@@ -50,7 +50,7 @@ class Tensor:
     def __init__(self, impl: TensorImpl) -> None:
         self._impl = impl
         self._grad: Tensor | None = None
-        if not impl.is_realized:
+        if impl.data is None:
             GRAPH.add_unrealized(self)
 
     # -- construction -------------------------------------------------------------------
