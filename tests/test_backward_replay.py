@@ -198,3 +198,16 @@ def test_backward_nodes_with_several_outputs_replay_each_output():
         (op(w) * w).sum().backward()
         np.testing.assert_allclose(w.grad.numpy(), [4.0, 8.0, 18.0, 24.0])
     assert replay.TAPE.replays == before + 1
+
+
+def test_create_graph_is_part_of_the_signature():
+    w = nb.tensor(np.array([0.5, -1.0], np.float32), requires_grad=True)
+    for _ in range(2):
+        w.grad = None
+        (w**3).sum().backward()
+        assert not w.grad.requires_grad
+    w.grad = None
+    (w**3).sum().backward(create_graph=True)  # same forward structure, rules recorded with grad on
+    assert w.grad.requires_grad
+    w.grad.sum().backward()  # d/dw sum(3 w^2) = 6 w, accumulated onto 3 w^2
+    np.testing.assert_allclose(w.grad.numpy(), 3 * w.numpy() ** 2 + 6 * w.numpy(), rtol=1e-6)

@@ -89,7 +89,7 @@ def backward_on_trace(
     for node in nodes:
         if node.released:
             raise RuntimeError(RELEASED_MESSAGE)
-    sig = _replay.signature(nodes, outputs, cotangents, wrt) if nodes else None
+    sig = _replay.signature(nodes, outputs, cotangents, wrt, create_graph) if nodes else None
     if sig is None:
         return _run_rules(nodes, outputs, cotangents, wrt, retain_graph, create_graph)[0]
     key, seen = sig

@@ -22,7 +22,6 @@ import threading
 from typing import Any
 
 from ..common.config import CONFIG
-from ..common.context import is_grad_enabled
 from ..graph.engine import GRAPH
 from ..graph.opnode import OpNode
 from ..graph.tracing import tracing
@@ -65,7 +64,9 @@ _MISSING = object()
 _PLANS: dict = {}  # signature -> Plan, or None for "never replayable"; insertion ordered
 
 
-def signature(nodes: list, outputs: list, cotangents: list, wrt: list | None) -> tuple[tuple, list] | None:
+def signature(
+    nodes: list, outputs: list, cotangents: list, wrt: list | None, create_graph: bool
+) -> tuple[tuple, list] | None:
     """(signature, seen) of a backward over `nodes` (topological order), or None when it is
     not a plain backward. `seen` lists every impl of the forward graph a VJP rule may read
     (node inputs and outputs in the order first met, then the seed cotangents): a plan names
@@ -74,7 +75,7 @@ def signature(nodes: list, outputs: list, cotangents: list, wrt: list | None) ->
         return None
     index: dict[int, int] = {}  # id(impl) -> position in seen
     seen: list = []
-    parts: list = [is_grad_enabled()]
+    parts: list = [create_graph]  # the rules run with grad recording on or off
     for node in nodes:
         if node.spmd is not None:
             return None
