@@ -53,15 +53,9 @@ def _mx_stats(x: Any, n: int, eps: float) -> tuple[Any, Any, tuple]:
     return centered, ops.rsqrt(var + ops.constant(eps, x.dtype, x.device)), shape
 
 
-class _NormOperation(Operation):
-    """One float input normalized over its trailing `n` dims (kwargs `n`, `eps`); those dims
-    are trailing in the physical shape too, so vmap's batch dims need no adapting."""
-
-    def sharding_rule_for(self, in_shapes: list, out_shapes: list, kwargs: dict) -> OpShardingRule:
-        return _rules.reduction(in_shapes[0], _trailing(len(in_shapes[0]), kwargs["n"]), True, reduce=None)
-
-
-class LayerNormOp(_NormOperation):
+# Both ops take one float input normalized over its trailing `n` dims (kwargs `n`, `eps`); those
+# dims are trailing in the physical shape too, so vmap's batch dims need no adapting.
+class LayerNormOp(Operation):
     name = "layer_norm"
 
     def abstract_eval(self, x: AVal, *, n: int, eps: float) -> AVal:
@@ -95,7 +89,7 @@ class LayerNormOp(_NormOperation):
         return [_bin.sub(u, _bin.mul(y, _red.mean(_bin.mul(y, u), axes, True)))]
 
 
-class LayerNormRstdOp(_NormOperation):
+class LayerNormRstdOp(Operation):
     """rsqrt(var + eps) over the trailing `n` dims, kept as size 1: layer_norm's derivatives."""
 
     name = "layer_norm_rstd"
@@ -103,6 +97,9 @@ class LayerNormRstdOp(_NormOperation):
     def abstract_eval(self, x: AVal, *, n: int, eps: float) -> AVal:
         shape = x[0]
         return shape[: len(shape) - n] + (1,) * n, x[1]
+
+    def sharding_rule_for(self, in_shapes: list, out_shapes: list, kwargs: dict) -> OpShardingRule:
+        return _rules.reduction(in_shapes[0], _trailing(len(in_shapes[0]), kwargs["n"]), True, reduce=None)
 
     def kernel(self, x: Any, *, n: int, eps: float) -> Any:
         _, rstd, shape = _mx_stats(x, n, eps)

@@ -90,23 +90,22 @@ def backward_on_trace(
         if node.released:
             raise RuntimeError(RELEASED_MESSAGE)
     sig = _replay.signature(nodes, outputs, cotangents, wrt, create_graph) if nodes else None
-    if sig is None:
-        return _run_rules(nodes, outputs, cotangents, wrt, retain_graph, create_graph)[0]
-    key, seen = sig
-    found, plan = _replay.lookup(key)
-    if plan is not None:  # this forward structure was differentiated before: re-create its nodes
-        pairs = _replay.replay(plan, seen)
-        if not retain_graph:
-            for k in plan.visited:
-                nodes[k].released = True
-        return {id(t): (t, Tensor(g)) for t, g in pairs}
-    if found:  # known not to be replayable
+    found = True  # without a signature: run the rules, record nothing
+    if sig is not None:
+        key, seen = sig
+        found, plan = _replay.lookup(key)
+        if plan is not None:  # this forward structure was differentiated before: re-create its nodes
+            pairs = _replay.replay(plan, seen)
+            if not retain_graph:
+                for k in plan.visited:
+                    nodes[k].released = True
+            return {id(t): (t, Tensor(g)) for t, g in pairs}
+    if found:  # no signature, or one known not to be replayable
         return _run_rules(nodes, outputs, cotangents, wrt, retain_graph, create_graph)[0]
     with _replay.recording() as rec:
         result, visited = _run_rules(nodes, outputs, cotangents, wrt, retain_graph, create_graph)
     if not rec.read_values:
-        pairs = [(impl, g) for impl, g in result.values()]
-        _replay.remember(key, _replay.make_plan(rec.nodes, seen, pairs, visited))
+        _replay.remember(key, _replay.make_plan(rec.nodes, seen, list(result.values()), visited))
     return result
 
 

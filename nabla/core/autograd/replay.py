@@ -64,6 +64,12 @@ _MISSING = object()
 _PLANS: dict = {}  # signature -> Plan, or None for "never replayable"; insertion ordered
 
 
+def _plain(impl: TensorImpl) -> bool:
+    """No vmap batch dims, no forward-mode tangents, no mesh layout: the only tensors a
+    recorded backward may read or make."""
+    return impl.tangent is None and not impl.batch_dims and impl.sharding is None
+
+
 def signature(
     nodes: list, outputs: list, cotangents: list, wrt: list | None, create_graph: bool
 ) -> tuple[tuple, list] | None:
@@ -83,7 +89,7 @@ def signature(
         for a in node.args:
             pos = index.get(id(a))
             if pos is None:  # a tensor entering the graph here
-                if a.tangent is not None or a.batch_dims or a.sharding is not None:
+                if not _plain(a):
                     return None
                 pos = index[id(a)] = len(seen)
                 seen.append(a)
@@ -95,7 +101,7 @@ def signature(
             if o is None:
                 outs.append(None)
                 continue
-            if o.tangent is not None or o.batch_dims:
+            if not _plain(o):
                 return None
             index[id(o)] = len(seen)
             seen.append(o)
@@ -103,7 +109,7 @@ def signature(
         parts.append((node.op, node.struct_key, tuple(arg_refs), node.out_avals, tuple(outs)))
     for o, c in zip(outputs, cotangents, strict=True):
         ci = c._impl
-        if id(o) not in index or id(ci) in index or ci.tangent is not None or ci.batch_dims or ci.sharding is not None:
+        if id(o) not in index or id(ci) in index or not _plain(ci):
             return None
         index[id(ci)] = len(seen)
         seen.append(ci)
@@ -165,7 +171,7 @@ def make_plan(tape: list, seen: list, results: list[tuple[TensorImpl, Any]], vis
             if o is None:  # an unread output of a node whose other outputs are read
                 outs.append((shape, dtype, device, False))
                 continue
-            if o.batch_dims or o.tangent is not None or o.sharding is not None:
+            if not _plain(o):
                 return None
             refs[id(o)] = ("t", len(steps), j)
             outs.append((o.physical_shape, o.dtype, o.device, o.requires_grad))
