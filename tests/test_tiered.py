@@ -4,8 +4,11 @@ loops, the in-memory LRU cache, and the on-disk model store's keys and files."""
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -242,6 +245,40 @@ def test_store_names_are_stable_and_refuse_process_local_keys():
     assert artifacts.digest(key, ops) != artifacts.digest((*key[:2], (3,)), ops)
     assert artifacts.digest((object(),), ops) is None
     assert artifacts.stable_text((1.0, -0.0, "a", None, True)) == "(f1.0,f-0.0,'a',None,True,)"
+
+
+_CALL_DIGEST = """
+import sys
+import numpy as np
+import nabla as nb, nabla_nn as nn
+from nabla.core.graph import artifacts, executors, program
+
+def digest(act):
+    nb.manual_seed(0)
+    m = nn.Sequential(nn.Linear(4, 4), act)
+    m.compile()  # its forward is recorded as one `call` op
+    y = m(nb.Tensor.from_numpy(np.ones((2, 4), np.float32)))
+    collected = program.collect([y._impl])
+    ops = executors.lowered_ops((n.op, n.adapted_kwargs) for n in collected.nodes)
+    return artifacts.digest(collected.key, ops), sorted(op.name for op in ops)
+
+acts = [nn.ReLU(), nn.Tanh()] if sys.argv[1] == "relu-first" else [nn.Tanh(), nn.ReLU()]
+print(repr([digest(a) for a in acts]))
+"""
+
+
+def test_store_names_a_model_that_calls_a_compiled_module_by_the_body_it_runs():
+    # Two processes that compile different modules with equal signatures must not share a
+    # stored model: the name of a `call`'s body is a digest of it, not a per-process counter.
+    runs = [
+        subprocess.run([sys.executable, "-c", _CALL_DIGEST, order], capture_output=True, text=True, check=True)
+        for order in ("relu-first", "tanh-first")
+    ]
+    (relu, relu_ops), (tanh, tanh_ops) = ast.literal_eval(runs[0].stdout)
+    (tanh2, _), (relu2, _) = ast.literal_eval(runs[1].stdout)
+    assert relu is not None and relu != tanh
+    assert (relu, tanh) == (relu2, tanh2)
+    assert "relu" in relu_ops and "tanh" in tanh_ops and "call" in relu_ops  # the body's ops are in the name
 
 
 def test_store_writes_atomically_trims_least_recent_and_clears(tmp_path):

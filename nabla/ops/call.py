@@ -18,13 +18,15 @@ MAX graph: the call's kernel lowers the sub-program inline.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import numpy as np
 
 from ..core.autograd.engine import backward_on_trace
 from ..core.common import dtypes as _dt
-from ..core.graph.executors import get_executor_impl, lower_steps
+from ..core.graph.artifacts import NotPersistable, stable_text
+from ..core.graph.executors import get_executor_impl, lower_steps, program_ops
 from ..core.graph.program import Collected, collect
 from ..core.graph.tracing import trace_scope
 from ..core.tensor.impl import TensorImpl
@@ -35,7 +37,24 @@ from .view import identity
 
 __all__: list[str] = []  # internal: used by nabla.compile and Module.compile
 
-_TOKENS: dict[tuple, int] = {}  # structure of a sub-program -> a small id for cache keys
+
+class _LocalToken:
+    """Names a sub-program whose structure has no stable text form (a custom kernel package):
+    models that call it are kept in memory only, never stored on disk."""
+
+    __slots__ = ()
+
+
+_LOCAL_TOKENS: dict[tuple, _LocalToken] = {}
+
+
+def _token(key: tuple) -> str | _LocalToken:
+    """A sub-program's name in cache keys. A digest of its structure, so the name means the same
+    program in every process: the on-disk model store keys models that call sub-programs by it."""
+    try:
+        return hashlib.sha256(stable_text(key).encode()).hexdigest()[:32]
+    except NotPersistable:
+        return _LOCAL_TOKENS.setdefault(key, _LocalToken())
 
 
 class SubProgram:
@@ -65,7 +84,8 @@ class SubProgram:
         self.outputs = list(collected.targets)  # keeps the trace alive: the vjp is traced from it
         self.program = collected.to_program()
         key = (collected.key, self.input_index, self.arg_avals)
-        self.token = _TOKENS.setdefault(key, len(_TOKENS))
+        self.token = _token(key)
+        self.ops = program_ops(self.program)  # every op it lowers, nested calls' included
         self._vjps: dict[tuple[bool, ...], SubProgram] = {}
 
     def structural_key(self) -> tuple:
@@ -81,7 +101,8 @@ class SubProgram:
         return joint
 
     def __repr__(self) -> str:
-        return f"SubProgram(#{self.token}, {len(self.program.steps)} ops)"
+        name = self.token[:8] if isinstance(self.token, str) else "local"
+        return f"SubProgram({name}, {len(self.program.steps)} ops)"
 
 
 def _trace_vjp(sub: SubProgram, mask: tuple[bool, ...]) -> SubProgram:
@@ -106,6 +127,9 @@ class CallOp(Operation):
 
     name = "call"
     always_tuple = True
+
+    def inner_ops(self, kwargs: dict) -> list:
+        return kwargs["sub"].ops
 
     def own_layouts(self, impls: list[TensorImpl], kwargs: dict) -> tuple[list, list]:
         sub = kwargs["sub"]

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..common.config import CONFIG
 from . import artifacts
-from .executors import Executor, ExecutorStats, all_executors, get_executor_impl
+from .executors import Executor, ExecutorStats, all_executors, get_executor_impl, lowered_ops
 from .program import collect, describe_key_difference
 from .tiered import TieredExecutor
 from .tracing import TRACE, tracing
@@ -158,7 +158,7 @@ class ComputeGraph:
         stats.graph_builds += 1
         name = None
         if executor.makes_max_models:
-            name = artifacts.digest(collected.key, [n.op for n in collected.nodes])
+            name = artifacts.digest(collected.key, lowered_ops((n.op, n.adapted_kwargs) for n in collected.nodes))
         prepared = executor.prepare(program, name=name, hot=hot)
         cache[cache_key] = (program, prepared)
         self._evict()

@@ -79,11 +79,29 @@ def storage_to_buffer(data: Any) -> Buffer:
     return Buffer.from_numpy(array)
 
 
+def lowered_ops(ops_and_kwargs: Any) -> list:
+    """Every op that lowering these (op, kwargs) pairs emits, in first-use order: an op that
+    runs a sub-program (`call`) names the sub-program's ops with `inner_ops(kwargs)`."""
+    found: dict[int, Any] = {}
+    for op, kwargs in ops_and_kwargs:
+        found.setdefault(id(op), op)
+        inner = getattr(op, "inner_ops", None)
+        if inner is not None:
+            for o in inner(kwargs):
+                found.setdefault(id(o), o)
+    return list(found.values())
+
+
+def program_ops(program: Program) -> list:
+    return lowered_ops((step.op, step.kwargs) for step in program.steps)
+
+
 def custom_extensions(program: Program) -> list[Path]:
-    """Kernel packages (compiled Mojo) that the program's custom ops need, in first-use order."""
+    """Kernel packages (compiled Mojo) that the program's custom ops need, in first-use order;
+    those of the ops inside its `call`s included."""
     paths: list[Path] = []
-    for step in program.steps:
-        for path in getattr(step.op, "custom_extensions", ()):
+    for op in program_ops(program):
+        for path in getattr(op, "custom_extensions", ()):
             if path not in paths:
                 paths.append(path)
     return paths
