@@ -7,6 +7,9 @@ gradients must be bit-identical and the graphs they evaluate must have the same 
 
 from __future__ import annotations
 
+import gc
+import weakref
+
 import numpy as np
 import pytest
 
@@ -16,6 +19,7 @@ import nabla_nn.functional as F
 import nabla_optim as optim
 from nabla.core.autograd import backward_on_trace, replay
 from nabla.core.graph.program import collect
+from nabla.ops import base
 
 RNG = np.random.default_rng(0)
 
@@ -211,3 +215,56 @@ def test_create_graph_is_part_of_the_signature():
     assert w.grad.requires_grad
     w.grad.sum().backward()  # d/dw sum(3 w^2) = 6 w, accumulated onto 3 w^2
     np.testing.assert_allclose(w.grad.numpy(), 3 * w.numpy() ** 2 + 6 * w.numpy(), rtol=1e-6)
+
+
+def test_a_replayed_backward_is_one_call_op_and_so_is_the_recorded_one(monkeypatch):
+    calls: list[str] = []
+    original = base.Operation.__call__
+
+    def counting(self, *args, **kwargs):
+        calls.append(self.name)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(base.Operation, "__call__", counting)
+    model = nn.Sequential(nn.Linear(6, 16), nn.GELU(), nn.LayerNorm(16), nn.Linear(16, 3))
+    x, y = _x(5, 6), nb.tensor(np.array([0, 2, 1, 1, 0]))
+    keys = []
+    for _ in range(3):
+        model.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        del calls[:]
+        loss.backward()
+        grads = [p.grad._impl for p in model.parameters()]
+        keys.append(collect(grads).key)
+    assert calls == ["ones_like", "call"] or calls == ["full", "call"], calls  # the seed, then one op
+    assert keys[0] == keys[1] == keys[2]
+    assert sum(1 for node_key, _ in keys[0][0] if node_key[0] == "call") == 1
+
+
+def test_a_gradient_that_is_the_seed_itself_replays():
+    w, v = (nb.tensor(np.array([1.0, 2.0], np.float32), requires_grad=True) for _ in range(2))
+    seed = nb.tensor(np.array([0.5, -3.0], np.float32))
+    before = replay.TAPE.replays
+    for _ in range(3):
+        w.grad = v.grad = None
+        (w + v).backward(gradient=seed)  # add hands the seed on unchanged
+        np.testing.assert_array_equal(w.grad.numpy(), seed.numpy())
+        np.testing.assert_array_equal(v.grad.numpy(), seed.numpy())
+    assert replay.TAPE.replays == before + 2
+
+
+def test_a_recorded_plan_does_not_keep_the_first_steps_graph_alive():
+    model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))
+    opt = optim.SGD(model.parameters(), lr=0.1)
+    x = _x(3, 4)
+    refs = []
+    for _ in range(3):
+        opt.zero_grad()
+        hidden = model[1](model[0](x))
+        refs.append((weakref.ref(hidden._impl), weakref.ref(model[0].weight._impl)))
+        model[2](hidden).sum().backward()
+        opt.step()
+        del hidden
+    gc.collect()
+    assert refs[0][0]() is None, "the first step's activations are still referenced"
+    assert refs[0][1]() is None, "the first step's parameter buffers are still referenced"

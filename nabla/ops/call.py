@@ -29,6 +29,7 @@ from ..core.graph.artifacts import NotPersistable, stable_text
 from ..core.graph.executors import get_executor_impl, lower_steps, program_ops
 from ..core.graph.program import Collected, collect
 from ..core.graph.tracing import trace_scope
+from ..core.tensor.dispatch import register
 from ..core.tensor.impl import TensorImpl
 from ..core.tensor.tensor import Tensor
 from .base import AVal, Operation
@@ -87,6 +88,11 @@ class SubProgram:
         self.token = _token(key)
         self.ops = program_ops(self.program)  # every op it lowers, nested calls' included
         self._vjps: dict[tuple[bool, ...], SubProgram] = {}
+
+    def forget_trace(self) -> None:
+        """Drop the traced tensors (kept only to trace a vjp and read layouts): a sub-program
+        cut from a live graph would otherwise keep that graph and its buffers alive."""
+        self.outputs, self.arg_impls, self.consts = [], [], []
 
     def structural_key(self) -> tuple:
         return ("call", self.token)
@@ -161,6 +167,16 @@ class CallOp(Operation):
 _call = CallOp()
 
 
+@register("backward_program")
+def backward_program(grads: list[TensorImpl], boundary: set[int]) -> SubProgram:
+    """A recorded backward as one sub-program: the ops that made `grads`, back to the tensors
+    in `boundary` (ids: the forward tensors and seeds it reads), which become its arguments in
+    the order first reached. A later backward of the same structure is then one `call` op."""
+    collected = collect(grads, placeholders=True, boundary=boundary)
+    return SubProgram(collected, list(collected.inputs))
+
+
+@register("call")
 def call(sub: SubProgram, args: list[Tensor]) -> tuple[Tensor, ...]:
     """Record `sub` as one op on `args` (plus the constants the trace captured)."""
     return _call(*args, *[Tensor(c) for c in sub.consts], sub=sub)

@@ -104,9 +104,15 @@ def backward_on_trace(
         return _run_rules(nodes, outputs, cotangents, wrt, retain_graph, create_graph)[0]
     with _replay.recording() as rec:
         result, visited = _run_rules(nodes, outputs, cotangents, wrt, retain_graph, create_graph)
-    if not rec.read_values:
-        _replay.remember(key, _replay.make_plan(rec.nodes, seen, list(result.values()), visited))
-    return result
+    if rec.read_values:
+        return result
+    plan = _replay.make_plan(rec.nodes, seen, list(result.values()), visited, fuse=not create_graph)
+    _replay.remember(key, plan)
+    if plan is None or plan.sub is None:
+        return result
+    # Later backwards of this structure record the backward as one `call`: so does this one,
+    # so every step builds the same graph (one compile). The rules' nodes are dropped.
+    return {id(t): (t, Tensor(g)) for t, g in _replay.apply(plan, seen)}
 
 
 def _run_rules(

@@ -1,11 +1,15 @@
-"""Backward replay: a repeated backward pass re-creates its recorded nodes instead of running
-the VJP rules again.
+"""Backward replay: a repeated backward pass records one op instead of running the VJP rules
+again.
 
 A training loop runs `loss.backward()` on a forward graph of the same structure every step,
 and the VJP rules then build the same backward graph every step: ~40 us of Python per op
 through the full op pipeline (shape inference, kwargs adaptation, keys). The first backward
-over a structure records the nodes the rules create (the *tape*); later backwards over a
-forward graph with the same signature create those nodes directly (~3 us each).
+over a structure records the nodes the rules create (the *tape*). Without `create_graph`, the
+tape is cut from the forward graph as one sub-program, and this and every later backward over
+a forward graph with the same signature record it as a single `call` op (nabla/ops/call.py)
+on the forward tensors it reads: the step's graph, and so its compiled model, is the same
+every step, and evaluation walks one node instead of hundreds. With `create_graph` the tape's
+nodes are re-created directly (~3 us each), so they stay differentiable op by op.
 
 The signature covers everything a VJP rule may look at: every forward node's op, static
 kwargs, wiring, output shapes, dtypes and liveness, and the shape, dtype and autograd flags of
@@ -22,10 +26,13 @@ import threading
 from typing import Any
 
 from ..common.config import CONFIG
+from ..common.context import set_grad_enabled
 from ..graph.engine import GRAPH
 from ..graph.opnode import OpNode
 from ..graph.tracing import tracing
+from ..tensor.dispatch import OPS
 from ..tensor.impl import TensorImpl
+from ..tensor.tensor import Tensor
 
 _PLANS_KEPT = 64  # signatures remembered (the oldest dropped first)
 
@@ -50,14 +57,21 @@ class Plan:
         results: per gradient: (ref of the tensor it is for, ref of the gradient).
         visited: positions of the forward nodes that received a cotangent (the ones a
             backward without `retain_graph` marks as released).
+        sub: the whole backward as one sub-program (without `create_graph`), recorded as one
+            `call` op instead of re-creating `steps`; None to re-create them.
+        sub_args: positions (in the signature's `seen`) of the sub-program's arguments.
+        sub_results: per gradient: ("f", position in seen) or ("o", output of the call).
     """
 
-    __slots__ = ("results", "steps", "visited")
+    __slots__ = ("results", "steps", "sub", "sub_args", "sub_results", "visited")
 
     def __init__(self, steps: list, results: list, visited: list[int]) -> None:
         self.steps = steps
         self.results = results
         self.visited = visited
+        self.sub: Any = None
+        self.sub_args: list[int] = []
+        self.sub_results: list[tuple] = []
 
 
 _MISSING = object()
@@ -149,8 +163,11 @@ class recording:
         self.read_values = (GRAPH.epoch, GRAPH.host_reads) != self._counts
 
 
-def make_plan(tape: list, seen: list, results: list[tuple[TensorImpl, Any]], visited: list[int]) -> Plan | None:
-    """Turn a recorded tape into a Plan; None if a node reads a tensor it cannot name."""
+def make_plan(
+    tape: list, seen: list, results: list[tuple[TensorImpl, Any]], visited: list[int], *, fuse: bool
+) -> Plan | None:
+    """Turn a recorded tape into a Plan; None if a node reads a tensor it cannot name. With
+    `fuse` (a backward without `create_graph`), the plan also gets the tape as one sub-program."""
     refs: dict[int, tuple] = {id(impl): ("f", pos) for pos, impl in enumerate(seen)}
     steps = []
     for node in tape:
@@ -181,11 +198,48 @@ def make_plan(tape: list, seen: list, results: list[tuple[TensorImpl, Any]], vis
         if id(target) not in refs or id(grad._impl) not in refs:
             return None
         plan_results.append((refs[id(target)], refs[id(grad._impl)]))
-    return Plan(steps, plan_results, visited)
+    plan = Plan(steps, plan_results, visited)
+    if fuse:
+        _fuse(plan, seen, [grad._impl for _, grad in results])
+    return plan
+
+
+def _fuse(plan: Plan, seen: list, grads: list[TensorImpl]) -> None:
+    """Give the plan its backward as one sub-program (`Plan.sub`), cut from the tape at the
+    forward tensors and seeds it reads."""
+    position = {id(impl): k for k, impl in enumerate(seen)}
+    made = [g for (_, g_ref), g in zip(plan.results, grads, strict=True) if g_ref[0] == "t"]
+    targets = list({id(g): g for g in made}.values())
+    if not targets:
+        return
+    sub = OPS.backward_program(targets, set(position))
+    args = [position.get(id(impl)) for impl in sub.arg_impls]
+    if None in args:  # it reads a tensor the signature does not name
+        return
+    sub.forget_trace()
+    out_of = {id(g): k for k, g in enumerate(targets)}
+    plan.sub, plan.sub_args = sub, args
+    plan.sub_results = [
+        g_ref if g_ref[0] == "f" else ("o", out_of[id(g)]) for (_, g_ref), g in zip(plan.results, grads, strict=True)
+    ]
 
 
 def replay(plan: Plan, seen: list) -> list[tuple[TensorImpl, TensorImpl]]:
     """Create the plan's nodes on this forward graph: [(tensor, its gradient impl)]."""
+    TAPE.replays += 1
+    return apply(plan, seen)
+
+
+def apply(plan: Plan, seen: list) -> list[tuple[TensorImpl, TensorImpl]]:
+    """The plan's gradients on the forward graph `seen` came from: one `call` op when the plan
+    has a sub-program, else its recorded nodes re-created."""
+    if plan.sub is not None:
+        with set_grad_enabled(False):
+            outs = OPS.call(plan.sub, [Tensor(seen[k]) for k in plan.sub_args])
+        return [
+            (seen[t[1]], seen[g[1]] if g[0] == "f" else outs[g[1]]._impl)
+            for (t, _), g in zip(plan.results, plan.sub_results, strict=True)
+        ]
     made: list[list] = []
 
     def resolve(ref: tuple) -> TensorImpl:
@@ -199,5 +253,4 @@ def replay(plan: Plan, seen: list) -> list[tuple[TensorImpl, TensorImpl]]:
             out.output_refs = node
             out.output_index = index
         made.append(outs)
-    TAPE.replays += 1
     return [(resolve(target), resolve(grad)) for target, grad in plan.results]

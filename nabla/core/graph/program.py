@@ -97,13 +97,15 @@ class Collected:
         return program
 
 
-def collect(targets: list, *, placeholders: bool = False) -> Collected:
+def collect(targets: list, *, placeholders: bool = False, boundary: set[int] | None = None) -> Collected:
     """Walk unrealized impls back to realized inputs, assigning slots in DFS post-order.
 
     The key records each node's structural key and the slots it reads, each input's dtype
     and shape, and the target slots: two evaluations share a key exactly when they compute
     the same thing from inputs of the same types. With `placeholders` (nabla.compile), impls
     with neither data nor recipe become inputs too; otherwise they mean a traced value was read.
+    `boundary` (ids of impls) cuts the walk: those impls are inputs whatever made them (a
+    recorded backward collected as a sub-program of the forward tensors it reads).
     """
     slot_of: dict[int, int] = {}  # id(realized impl) -> slot
     node_slots: dict[int, tuple[int, ...]] = {}  # id(OpNode) -> output slots
@@ -117,7 +119,7 @@ def collect(targets: list, *, placeholders: bool = False) -> Collected:
     next_slot = 0
 
     def slot_for(impl: Any) -> int:
-        if impl.output_refs is None or impl.is_realized:
+        if impl.output_refs is None or impl.is_realized or (boundary is not None and id(impl) in boundary):
             return slot_of[id(impl)]
         return node_slots[id(impl.output_refs)][impl.output_index]
 
@@ -125,9 +127,10 @@ def collect(targets: list, *, placeholders: bool = False) -> Collected:
         stack: list[tuple[Any, bool]] = [(target, False)]
         while stack:
             impl, expanded = stack.pop()
-            if impl.is_realized or impl.output_refs is None:
+            cut = boundary is not None and id(impl) in boundary
+            if impl.is_realized or impl.output_refs is None or cut:
                 if id(impl) not in slot_of:
-                    if not impl.is_realized and not placeholders:
+                    if not impl.is_realized and not placeholders and not cut:
                         if tracing():
                             raise ConcretizationError()
                         raise RuntimeError("internal error: an unrealized tensor has no recorded op")
