@@ -73,8 +73,9 @@ def test_compiled_module_trains_exactly_like_the_op_by_op_loop(kind):
     for k in state:  # BatchNorm running stats included: the call's in-place updates are replayed
         np.testing.assert_allclose(state[k], ref_state[k], rtol=1e-5, atol=1e-6, err_msg=k)
     # After the first step (which traces), the forward is 1 op and its gradient 1 more. The
-    # op-by-op loop calls every op of its forward each step (its backward replays after step 1).
-    assert max(ops[1:]) <= 10 < 25 < ref_ops[0], (ops, ref_ops)
+    # op-by-op loop calls every op of its forward each step, and its backward's rules in the first
+    # (later backwards are one replayed call op).
+    assert max(ops[1:]) <= 10 < ref_ops[0], (ops, ref_ops)
     assert max(ops[1:]) < min(ref_ops[1:]), (ops, ref_ops)
 
 

@@ -1,4 +1,5 @@
-"""Linear algebra: matmul (the primitive), and dot, outer, tensordot and einsum built on it.
+"""Linear algebra: matmul (the primitive), and dot, outer, tensordot and einsum built on it;
+linear (`x @ w.T + b`, PyTorch's layer) as a primitive of its own.
 
 `einsum` is a composite of permute/reshape/broadcast/mul/sum/matmul, so its derivatives come
 from those ops. Every two-operand contraction is routed through one (batched) matmul: batch
@@ -16,15 +17,16 @@ import numpy as np
 from max.graph import ops
 
 from ..core.common import dtypes as _dt
+from ..core.sharding import OpShardingRule
 from ..core.tensor.tensor import Tensor
 from . import binary as _bin
 from . import reduction as _red
-from .base import AVal, Operation, public
+from .base import AVal, Operation, public, shape_of
 from .cast import cast
 from .creation import tensor
 from .view import broadcast_shapes, broadcast_to, permute, reshape, transpose
 
-__all__ = ["dot", "einsum", "matmul", "outer", "tensordot"]
+__all__ = ["dot", "einsum", "linear", "matmul", "outer", "tensordot"]
 
 
 class MatmulOp(Operation):
@@ -132,6 +134,101 @@ def matmul(x: Any, y: Any) -> Tensor:
     if y_vec:
         return reshape(out, batch + (out.shape[-2],))
     return out
+
+
+class LinearOp(Operation):
+    """`x @ w.T (+ b)` with x (..., k), w (n, k), b (n,): one op call for a layer that is six
+    as matmul, transpose, reshapes and a broadcast add. x's leading dims fold into the rows of
+    one 2-D matmul. `linear` records it for plain operands; vmap's batched weights take the
+    composite."""
+
+    name = "linear"
+
+    def abstract_eval(self, x: AVal, w: AVal, b: AVal | None = None) -> AVal:
+        if len(w[0]) != 2 or x[0][-1:] != w[0][1:] or (b is not None and b[0] != w[0][:1]):
+            raise TypeError(f"internal error: linear got x {x[0]}, w {w[0]}, b {b and b[0]}")
+        return x[0][:-1] + w[0][:1], x[1]
+
+    def sharding_rule_for(self, in_shapes: list, out_shapes: list, kwargs: dict) -> OpShardingRule:
+        if len(in_shapes) == 3:  # a bias added on each device would be added once per partial sum
+            return OpShardingRule.parse("... k, n k, n -> ... n", in_shapes, out_shapes, whole=("k",))
+        return OpShardingRule.parse("... k, n k -> ... n", in_shapes, out_shapes, partial_ok=(0, 1))
+
+    def kernel(self, x: Any, w: Any, b: Any = None) -> Any:
+        shape = shape_of(x)
+        rows = x if len(shape) == 2 else ops.reshape(x, [-1, shape[-1]])
+        out = ops.matmul(rows, ops.transpose(w, 0, 1))
+        if b is not None:
+            out = out + b
+        return out if len(shape) == 2 else ops.reshape(out, [*shape[:-1], shape_of(w)[0]])
+
+    def numpy_kernel(self, x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
+        out = np.matmul(x, w.T)
+        return out if b is None else out + b
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list) -> list:
+        x, w = primals[:2]
+        g = cotangents[0]
+        lead = tuple(range(x.ndim - 1))
+        grads = [matmul(g, w) if x._impl.requires_grad else None]
+        grads.append(_weight_grad(x, g, w.shape) if w._impl.requires_grad else None)
+        if len(primals) == 3:
+            grads.append((_red.sum(g, lead) if lead else g) if primals[2]._impl.requires_grad else None)
+        return grads
+
+    def jvp_rule(self, primals: list, tangents: list, outputs: list) -> list:
+        x, w = primals[:2]
+        return [_bin.add(linear(tangents[0], w), linear(x, *tangents[1:]))]
+
+
+_linear = LinearOp()
+
+
+def _weight_grad(x: Tensor, g: Tensor, w_shape: tuple) -> Tensor:
+    """sum over x's leading dims of g^T x: one 2-D matmul on the folded rows, or, when a leading
+    dim other than the first is split over a mesh (folding it would gather), a matmul batched
+    over the outer dims and a sum."""
+    n, k = w_shape
+    if x.ndim > 2 and (_sharded_lead(x) or _sharded_lead(g)):
+        return _red.sum(matmul(transpose(g, -1, -2), x), tuple(range(x.ndim - 2)))
+    if x.ndim != 2:
+        x, g = reshape(x, (-1, k)), reshape(g, (-1, n))
+    return _matmul(transpose(g, 0, 1), x)
+
+
+def _splits_k(t: Tensor) -> bool:
+    spec = t._impl.sharding
+    return spec is not None and bool(spec.dim_axes[-1])
+
+
+@public()
+def linear(x: Any, weight: Any, bias: Any = None) -> Tensor:
+    """`x @ weight.T + bias` (PyTorch's `torch.nn.functional.linear`).
+
+    Args:
+        x: (..., in_features).
+        weight: (out_features, in_features), or (in_features,) for one output (dropped dim).
+        bias: optional, (out_features,) or anything that broadcasts with the output.
+
+    Example:
+        >>> nabla.linear(nabla.ones(8, 3), nabla.ones(4, 3), nabla.zeros(4)).shape
+        (8, 4)
+    """
+    x, weight = _as_tensor(x, "linear", "x"), _as_tensor(weight, "linear", "weight")
+    bias = None if bias is None else _as_tensor(bias, "linear", "bias")
+    operands = (x, weight) if bias is None else (x, weight, bias)
+    if (
+        weight.ndim == 2
+        and x.ndim >= 1
+        and x.shape[-1] == weight.shape[1]
+        and (bias is None or tuple(bias.shape) == weight.shape[:1])
+        and all(t.dtype == x.dtype and not t._impl.batch_dims for t in operands)
+        and x.dtype != _dt.bool_
+        and not (bias is not None and (_splits_k(x) or _splits_k(weight)))  # row-parallel: partial sums + bias
+    ):
+        return _linear(*operands)
+    out = matmul(x, weight if weight.ndim == 1 else transpose(weight, 0, 1))
+    return out if bias is None else _bin.add(out, bias)
 
 
 @public()

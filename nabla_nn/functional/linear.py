@@ -35,11 +35,9 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
             f"linear: input's last dimension {input.shape[-1]} does not match in_features={weight.shape[-1]} "
             f"(input shape {input.shape}, weight shape {weight.shape})"
         )
-    out = nb.matmul(input, weight if weight.ndim == 1 else nb.transpose(weight, 0, 1))
     if bias is not None:
         _check(bias, "linear", "bias")
-        out = out + bias
-    return out
+    return nb.linear(input, weight, bias)
 
 
 def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:

@@ -1,4 +1,4 @@
-"""Registry entries for nabla.ops.linalg: matmul, dot, outer, tensordot, einsum."""
+"""Registry entries for nabla.ops.linalg: matmul, linear, dot, outer, tensordot, einsum."""
 
 from __future__ import annotations
 
@@ -109,6 +109,28 @@ SPECS: list[OpSpec] = [
         rtol=1e-5,
         atol=1e-5,
         dtypes=("float64",),
+    ),
+    OpSpec(
+        name="linear",
+        fn=nb.linear,
+        ref=lambda x, w, b=None: (np.matmul(x, w.T) if b is None else np.matmul(x, w.T) + b).astype(x.dtype),
+        samples=[
+            Sample(_arrays("lin2", (3, 4), (5, 4), (5,)), label="(3,4)-bias"),
+            Sample(_arrays("lin3", (2, 3, 4), (5, 4), (5,)), label="(2,3,4)-bias"),
+            Sample(_arrays("lin4", (2, 1, 3, 4), (2, 4)), label="(2,1,3,4)-no-bias"),
+            Sample(_arrays("lin1", (4,), (3, 4), (3,)), label="(4,)-vector-input"),
+            Sample(_arrays("linv", (3, 4), (4,)), label="1-D-weight"),  # the composite's case
+            Sample((*_arrays("linb", (3, 4), (5, 4)), uniform((3, 5), seed="linbb")), label="broadcast-bias"),
+            # sharded levels split the largest dim: rows and outputs (8, 4), a middle leading dim (6)
+            Sample(_arrays("linr", (6, 4), (8, 4), (8,)), label="(6,4)x(8,4)-bias"),
+            Sample(_arrays("linm", (2, 6, 4), (3, 4), (3,)), label="(2,6,4)x(3,4)-bias"),
+        ],
+        family=FAMILY,
+        covers=("linear",),
+        torch_ref=lambda torch, x, w, b=None: torch.nn.functional.linear(x, w, b),
+        rtol=1e-5,
+        atol=1e-5,
+        dtypes=("float64", "float16"),
     ),
     OpSpec(
         name="dot",
