@@ -2,7 +2,7 @@
 
 `(x - mean) * rsqrt(var + eps)` over the trailing `n` dims, written as ops, is ~18 op calls
 with the affine part (keepdims reductions, broadcasts, scalar fills), and its backward twice
-that. As one primitive it is one call, and the affine weight and bias are a mul and an add.
+that. As one primitive it is one call, the affine weight and bias included.
 The VJP and JVP need the reciprocal standard deviation, which the second primitive,
 `layer_norm_rstd`, recomputes from `x` (on MAX the two lowerings share their subexpressions).
 Both keep the trailing dims whole when sharded (a normalized row lives on one device).
@@ -53,40 +53,77 @@ def _mx_stats(x: Any, n: int, eps: float) -> tuple[Any, Any, tuple]:
     return centered, ops.rsqrt(var + ops.constant(eps, x.dtype, x.device)), shape
 
 
-# Both ops take one float input normalized over its trailing `n` dims (kwargs `n`, `eps`); those
+# Both ops normalize one float input over its trailing `n` dims (kwargs `n`, `eps`); those
 # dims are trailing in the physical shape too, so vmap's batch dims need no adapting.
 class LayerNormOp(Operation):
+    """The normalized x, times `weight` and plus `bias` over the normalized dims when the
+    kwargs `has_weight` / `has_bias` say they follow x (unbatched operands of x's dtype)."""
+
     name = "layer_norm"
 
-    def abstract_eval(self, x: AVal, *, n: int, eps: float) -> AVal:
+    def abstract_eval(self, x: AVal, *affine: AVal, n: int, eps: float, has_weight: bool, has_bias: bool) -> AVal:
+        if len(affine) != has_weight + has_bias or any(a[0] != x[0][len(x[0]) - n :] for a in affine):
+            raise TypeError(f"internal error: layer_norm of {x[0]} over {n} dims got affine {[a[0] for a in affine]}")
         return x
 
     def sharding_rule_for(self, in_shapes: list, out_shapes: list, kwargs: dict) -> OpShardingRule:
-        return _rules.elementwise(in_shapes, out_shapes, whole=_trailing(len(in_shapes[0]), kwargs["n"]))
+        n = kwargs["n"]
+        if len(in_shapes) == 1:
+            return _rules.elementwise(in_shapes, out_shapes, whole=_trailing(len(in_shapes[0]), n))
+        dims = " ".join(f"t{i}" for i in range(n))
+        text = ", ".join([f"... {dims}", *[dims] * (len(in_shapes) - 1)]) + f" -> ... {dims}"
+        return OpShardingRule.parse(text, in_shapes, out_shapes, whole=[f"t{i}" for i in range(n)])
 
-    def kernel(self, x: Any, *, n: int, eps: float) -> Any:
+    def kernel(self, x: Any, *affine: Any, n: int, eps: float, has_weight: bool, has_bias: bool) -> Any:
         centered, rstd, shape = _mx_stats(x, n, eps)
-        return ops.reshape(centered * rstd, list(shape)) if n != 1 else centered * rstd
+        y = centered * rstd
+        for k, a in enumerate(affine):  # on the merged trailing dim, like y
+            a = ops.reshape(a, [-1]) if n != 1 else a
+            y = y * a if has_weight and k == 0 else y + a
+        return ops.reshape(y, list(shape)) if n != 1 else y
 
-    def numpy_kernel(self, x: np.ndarray, *, n: int, eps: float) -> np.ndarray:
+    def numpy_kernel(
+        self, x: np.ndarray, *affine: np.ndarray, n: int, eps: float, has_weight: bool, has_bias: bool
+    ) -> np.ndarray:
         centered, rstd = _np_stats(x, n, eps)
-        return centered * rstd
+        y = centered * rstd
+        if has_weight:
+            y = y * affine[0]
+        return y + affine[-1] if has_bias else y
 
-    def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, n: int, eps: float) -> list:
-        # dx = rstd * (g - mean(g) - y * mean(g * y)) over the normalized dims
-        (x,), g, y = primals, cotangents[0], outputs[0]
-        axes = _trailing(x.ndim, n)
-        rstd = _rstd(x, n=n, eps=eps)
-        mean_g = _red.mean(g, axes, True)
-        mean_gy = _red.mean(_bin.mul(g, y), axes, True)
-        return [_bin.mul(rstd, _bin.sub(_bin.sub(g, mean_g), _bin.mul(y, mean_gy)))]
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list, **kw: Any) -> list:
+        # x_hat = (x - mean) rstd, y = x_hat w + b; with g_hat = g w:
+        # dx = rstd (g_hat - mean(g_hat) - x_hat mean(g_hat x_hat)), dw = sum(g x_hat), db = sum(g)
+        x, *affine = primals
+        g, n, has_weight = cotangents[0], kw["n"], kw["has_weight"]
+        x_hat = _normalized(x, outputs[0], n, kw["eps"], affine)
+        axes, lead = _trailing(x.ndim, n), tuple(range(x.ndim - n))
+        g_hat = _bin.mul(g, affine[0]) if has_weight else g
+        rstd = _rstd(x, n=n, eps=kw["eps"])
+        mean_g = _red.mean(g_hat, axes, True)
+        mean_gy = _red.mean(_bin.mul(g_hat, x_hat), axes, True)
+        grads = [_bin.mul(rstd, _bin.sub(_bin.sub(g_hat, mean_g), _bin.mul(x_hat, mean_gy)))]
+        for k, a in enumerate(affine):
+            part = _bin.mul(g, x_hat) if has_weight and k == 0 else g
+            grads.append((_red.sum(part, lead) if lead else part) if a._impl.requires_grad else None)
+        return grads
 
-    def jvp_rule(self, primals: list, tangents: list, outputs: list, *, n: int, eps: float) -> list:
-        # u = rstd * (t - mean(t)); dy = u - y * mean(y * u)
-        (x,), t, y = primals, tangents[0], outputs[0]
+    def jvp_rule(self, primals: list, tangents: list, outputs: list, **kw: Any) -> list:
+        # u = rstd (t - mean(t)); dx_hat = u - x_hat mean(x_hat u); dy = dx_hat w + x_hat dw + db
+        x, *affine = primals
+        t, n, has_weight = tangents[0], kw["n"], kw["has_weight"]
+        x_hat = _normalized(x, outputs[0], n, kw["eps"], affine)
         axes = _trailing(x.ndim, n)
-        u = _bin.mul(_rstd(x, n=n, eps=eps), _bin.sub(t, _red.mean(t, axes, True)))
-        return [_bin.sub(u, _bin.mul(y, _red.mean(_bin.mul(y, u), axes, True)))]
+        u = _bin.mul(_rstd(x, n=n, eps=kw["eps"]), _bin.sub(t, _red.mean(t, axes, True)))
+        dy = _bin.sub(u, _bin.mul(x_hat, _red.mean(_bin.mul(x_hat, u), axes, True)))
+        if has_weight:
+            dy = _bin.add(_bin.mul(dy, affine[0]), _bin.mul(x_hat, tangents[1]))
+        return [_bin.add(dy, tangents[-1]) if kw["has_bias"] else dy]
+
+
+def _normalized(x: Tensor, y: Tensor, n: int, eps: float, affine: list) -> Tensor:
+    """x_hat: the output itself without affine parameters, else recomputed without them."""
+    return _layer_norm(x, n=n, eps=eps, has_weight=False, has_bias=False) if affine else y
 
 
 class LayerNormRstdOp(Operation):
@@ -153,7 +190,12 @@ def layer_norm(
     n = len(shape)
     if n == 0 or n > x.ndim or tuple(x.shape[x.ndim - n :]) != shape:
         raise ValueError(f"layer_norm: normalized_shape {shape} must be the trailing dims of x's shape {x.shape}")
-    y = _layer_norm(x, n=n, eps=float(eps))
+    affine = [a for a in (weight, bias) if a is not None]
+    if all(isinstance(a, Tensor) and a.shape == shape and a.dtype == x.dtype for a in affine) and not any(
+        t._impl.batch_dims for t in (x, *affine)
+    ):  # one op; vmapped or mixed-dtype parameters take the broadcasting mul and add
+        return _layer_norm(x, *affine, n=n, eps=float(eps), has_weight=weight is not None, has_bias=bias is not None)
+    y = _layer_norm(x, n=n, eps=float(eps), has_weight=False, has_bias=False)
     if weight is not None:
         y = _bin.mul(y, weight)
     if bias is not None:
