@@ -455,6 +455,25 @@ class SoftmaxOp(_SoftmaxBase):
         return [_bin.mul(y, _bin.sub(t, sum(_bin.mul(t, y), (axis,), True)))]
 
 
+class SafeSoftmaxOp(SoftmaxOp):
+    """softmax, but a row whose entries are all -inf gives zeros instead of NaN (torch's
+    `_safe_softmax`, what its attention uses for fully masked rows). Same derivatives: the
+    zero rows pass zero cotangents and tangents on."""
+
+    name = "safe_softmax"
+
+    def kernel(self, x: Any, *, axis: int) -> Any:
+        dead = ops.equal(ops.max(x, axis=axis), ops.constant(-math.inf, x.dtype, x.device))
+        zero = ops.constant(0.0, x.dtype, x.device)
+        return ops.where(dead, zero, super().kernel(ops.where(dead, zero, x), axis=axis))
+
+    def numpy_kernel(self, x: np.ndarray, *, axis: int) -> np.ndarray:
+        if x.shape[axis] == 0:
+            return x
+        dead = np.max(x, axis=axis, keepdims=True) == -np.inf
+        return np.where(dead, x.dtype.type(0), super().numpy_kernel(np.where(dead, 0, x), axis=axis))
+
+
 class LogSoftmaxOp(_SoftmaxBase):
     name = "log_softmax"
     max_fn = staticmethod(ops.logsoftmax)
@@ -474,6 +493,7 @@ class LogSoftmaxOp(_SoftmaxBase):
 
 
 _cumsum, _cumprod, _softmax, _log_softmax = CumsumOp(), CumprodOp(), SoftmaxOp(), LogSoftmaxOp()
+_safe_softmax = SafeSoftmaxOp()
 
 
 def _check(x: Any, op: str) -> None:
@@ -764,8 +784,14 @@ def cumprod(x: Tensor, axis: int) -> Tensor:
 
 
 @public()
-def softmax(x: Tensor, axis: int = -1) -> Tensor:
+def softmax(x: Tensor, axis: int = -1, *, safe: bool = False) -> Tensor:
     """exp(x) / sum(exp(x)) along `axis`, computed stably (huge logits give no nan).
+
+    Args:
+        x: floating point.
+        axis: the axis to normalize along.
+        safe: a row whose entries are all -inf (attention with every key masked) gives zeros,
+            and zero gradients, instead of NaN (torch's `_safe_softmax`).
 
     Example:
         >>> nabla.softmax(nabla.tensor([0.0, 1000.0]), 0).numpy()
@@ -773,7 +799,7 @@ def softmax(x: Tensor, axis: int = -1) -> Tensor:
     """
     _check(x, "softmax")
     _float_only(x, "softmax")
-    return _along_axis(_softmax, x, axis, "softmax")
+    return _along_axis(_safe_softmax if safe else _softmax, x, axis, "softmax")
 
 
 @public()

@@ -55,11 +55,7 @@ def _attend(
             scores = nb.where(mask, scores, _NEG_INF)
         else:
             scores = scores + nb.cast(mask, scores.dtype)
-    if mask is not None and safe:
-        dead = nb.max(scores, axis=-1, keepdims=True) == _NEG_INF
-        weights = nb.where(dead, 0.0, nb.softmax(nb.where(dead, 0.0, scores), -1))
-    else:
-        weights = nb.softmax(scores, -1)
+    weights = nb.softmax(scores, -1, safe=mask is not None and safe)
     if dropout_p > 0.0:
         weights = nb.dropout(weights, dropout_p)
     return nb.matmul(weights, v), weights

@@ -113,12 +113,17 @@ def _np_shifted(x, axis):
     return x - np.where(np.isfinite(m), m, 0).astype(x.dtype)
 
 
-def _np_softmax(x, axis=-1):
+def _np_softmax(x, axis=-1, safe=False):
     if x.ndim == 0:
         return np.ones_like(x)
     with np.errstate(invalid="ignore", over="ignore"):
         e = np.exp(_np_shifted(x, axis))
-        return e / np.sum(e, axis=axis, keepdims=True)
+        y = e / np.sum(e, axis=axis, keepdims=True)
+    return np.where(np.max(x, axis=axis, keepdims=True) == -INF, 0, y).astype(x.dtype) if safe and x.size else y
+
+
+def _torch_softmax(torch, x, axis=-1, safe=False):
+    return torch._safe_softmax(x, axis) if safe else torch.softmax(x, axis)
 
 
 def _np_log_softmax(x, axis=-1):
@@ -220,6 +225,16 @@ def _softmax_samples(name: str) -> list[Sample]:
         Sample((uniform((0, 3), seed=name),), {"axis": 1}, label="empty"),
         Sample((np.array([[1000.0, 0.0, -1000.0], [3000.0, 2999.0, 2998.0]]),), {"axis": 1}, label="huge", grad=False),
         Sample((np.array([[-INF, 0.0, 1.0], [2.0, -INF, -INF]]),), {"axis": 1}, label="-inf", grad=False),
+    ]
+
+
+def _safe_softmax_samples() -> list[Sample]:
+    masked = np.array([[-INF, 0.0, 1.0], [-INF, -INF, -INF], [2.0, -INF, 0.5]])
+    return [
+        Sample((uniform((3, 4), seed="safe"),), {"axis": -1, "safe": True}, label="safe-(3,4)"),
+        Sample((uniform((2, 3, 4), seed="safe"),), {"axis": 1, "safe": True}, label="safe-(2,3,4)-axis1"),
+        Sample((masked,), {"axis": 1, "safe": True}, label="safe-masked-row", grad=False),
+        Sample((masked.T.copy(),), {"axis": 0, "safe": True}, label="safe-masked-column", grad=False),
     ]
 
 
@@ -423,9 +438,10 @@ SPECS: list[OpSpec] = [
         name="softmax",
         fn=nb.softmax,
         ref=_np_softmax,
-        samples=_softmax_samples("softmax"),
+        samples=_softmax_samples("softmax") + _safe_softmax_samples(),
         family=FAMILY,
-        torch_ref=lambda torch, x, axis=-1: torch.softmax(x, axis),
+        covers=("softmax", "safe_softmax"),
+        torch_ref=_torch_softmax,
         dtypes=("float64", "float16", "bfloat16"),
     ),
     OpSpec(
