@@ -69,6 +69,15 @@ def test_matmul_contracting_mismatch(no_evaluation):
     assert "(2, 3)" in msg and "(4, 5)" in msg
 
 
+def test_linear_in_features_mismatch_names_both_shapes(no_evaluation):
+    with pytest.raises(ValueError) as info:
+        nb.linear(nb.ones(2, 3), nb.ones(5, 4))
+    msg = _message(info)
+    assert msg.startswith("linear:") and "(2, 3)" in msg and "(5, 4)" in msg
+    with pytest.raises(ValueError, match=r"linear: .*weight \(2, 3, 3\)"):
+        nb.linear(nb.ones(2, 3), nb.ones(2, 3, 3))
+
+
 def test_matmul_vector_mismatch(no_evaluation):
     with pytest.raises(ValueError, match="matmul"):
         nb.matmul(nb.ones(3), nb.ones(4))

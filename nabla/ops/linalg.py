@@ -216,11 +216,14 @@ def linear(x: Any, weight: Any, bias: Any = None) -> Tensor:
     """
     x, weight = _as_tensor(x, "linear", "x"), _as_tensor(weight, "linear", "weight")
     bias = None if bias is None else _as_tensor(bias, "linear", "bias")
+    if weight.ndim not in (1, 2) or x.ndim == 0 or x.shape[-1] != weight.shape[-1]:
+        raise ValueError(
+            f"linear: expected x (..., in_features) and weight (out_features, in_features) or (in_features,), "
+            f"got x {x.shape} and weight {weight.shape}"
+        )
     operands = (x, weight) if bias is None else (x, weight, bias)
     if (
         weight.ndim == 2
-        and x.ndim >= 1
-        and x.shape[-1] == weight.shape[1]
         and (bias is None or tuple(bias.shape) == weight.shape[:1])
         and all(t.dtype == x.dtype and not t._impl.batch_dims for t in operands)
         and x.dtype != _dt.bool_
