@@ -463,14 +463,17 @@ class SafeSoftmaxOp(SoftmaxOp):
     name = "safe_softmax"
 
     def kernel(self, x: Any, *, axis: int) -> Any:
-        dead = ops.equal(ops.max(x, axis=axis), ops.constant(-math.inf, x.dtype, x.device))
+        # A row is dead when every entry equals -inf (as torch decides; a NaN keeps it alive).
+        # Not `max(x) == -inf`: MAX's max of an all -inf row is the lowest finite float.
         zero = ops.constant(0.0, x.dtype, x.device)
+        alive = ops.cast(ops.not_equal(x, ops.constant(-math.inf, x.dtype, x.device)), x.dtype)
+        dead = ops.equal(ops.max(alive, axis=axis), zero)
         return ops.where(dead, zero, super().kernel(ops.where(dead, zero, x), axis=axis))
 
     def numpy_kernel(self, x: np.ndarray, *, axis: int) -> np.ndarray:
         if x.shape[axis] == 0:
             return x
-        dead = np.max(x, axis=axis, keepdims=True) == -np.inf
+        dead = np.all(x == -np.inf, axis=axis, keepdims=True)
         return np.where(dead, x.dtype.type(0), super().numpy_kernel(np.where(dead, 0, x), axis=axis))
 
 

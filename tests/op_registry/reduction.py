@@ -12,6 +12,7 @@ from .spec import OpSpec, Sample, uniform
 
 FAMILY = "reduction"
 INF = math.inf
+NAN = math.nan
 
 # (shape, kwargs): every rank, single axes, negative axes, axis tuples, keepdims both ways.
 REDUCE_CASES = [
@@ -119,7 +120,7 @@ def _np_softmax(x, axis=-1, safe=False):
     with np.errstate(invalid="ignore", over="ignore"):
         e = np.exp(_np_shifted(x, axis))
         y = e / np.sum(e, axis=axis, keepdims=True)
-    return np.where(np.max(x, axis=axis, keepdims=True) == -INF, 0, y).astype(x.dtype) if safe and x.size else y
+    return np.where(np.all(x == -INF, axis=axis, keepdims=True), 0, y).astype(x.dtype) if safe and x.size else y
 
 
 def _torch_softmax(torch, x, axis=-1, safe=False):
@@ -235,6 +236,15 @@ def _safe_softmax_samples() -> list[Sample]:
         Sample((uniform((2, 3, 4), seed="safe"),), {"axis": 1, "safe": True}, label="safe-(2,3,4)-axis1"),
         Sample((masked,), {"axis": 1, "safe": True}, label="safe-masked-row", grad=False),
         Sample((masked.T.copy(),), {"axis": 0, "safe": True}, label="safe-masked-column", grad=False),
+        # a NaN keeps its row alive (NaN out, as torch), whatever -inf entries it has. Not on MAX:
+        # its softmax kernel puts the NaN only at the NaN's own position (the rest of the row 0)
+        Sample(
+            (np.array([[NAN, -INF, 1.0], [-INF, -INF, -INF]]),),
+            {"axis": 1, "safe": True},
+            label="safe-nan-row",
+            grad=False,
+            max=False,
+        ),
     ]
 
 
