@@ -163,11 +163,31 @@ class _ExtremumOp(ReduceOperation):
         mask = cast(_bin.equal(x, out), x.dtype)
         return [_bin.div(sum(_bin.mul(mask, tangents[0]), axes, keepdims), sum(mask, axes, keepdims))]
 
+    extreme = math.inf  # the infinity a row of which this op returns unchanged (-inf for max)
+
+    def kernel(self, x: Any, *, axes: tuple, keepdims: bool) -> Any:
+        # MAX's max/min skip NaN and start from the extreme finite float, so a row of NaN, or
+        # of -inf (for max), would not give NaN, or -inf, as NumPy and torch do: fix both up.
+        if not _dt.is_float(x.dtype) or not axes:
+            return super().kernel(x, axes=axes, keepdims=keepdims)
+        shape = shape_of(x)
+        zero = ops.constant(0.0, x.dtype, x.device)
+        inf = ops.constant(self.extreme, x.dtype, x.device)
+
+        def count(mask: Any) -> Any:  # whether any entry of each reduced row is set
+            return _mx_reduce(ops.cast(mask, x.dtype), axes, _max_red.max)
+
+        out = _mx_reduce(x, axes, self.max_reducer)
+        out = ops.where(ops.equal(count(ops.not_equal(x, inf)), zero), inf, out)
+        out = ops.where(ops.greater(count(ops.is_nan(x)), zero), ops.constant(math.nan, x.dtype, x.device), out)
+        return out if keepdims else ops.reshape(out, _reduced_shape(shape, axes, False))
+
 
 class MaxOp(_ExtremumOp):
     name = "max"
     partial_reduce = "max"
     max_reducer = staticmethod(_max_red.max)
+    extreme = -math.inf
 
     def numpy_kernel(self, x: np.ndarray, *, axes: tuple, keepdims: bool) -> np.ndarray:
         return np.max(x, axis=axes, keepdims=keepdims)

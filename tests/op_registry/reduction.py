@@ -146,6 +146,8 @@ def _np_arg(fn):
 TIES = np.array([[1.0, 3.0, 3.0, -1.0], [2.0, 2.0, 0.5, 2.0], [-1.0, -1.0, -1.0, -1.0]])
 WITH_ZEROS = np.array([[1.5, 0.0, 2.0, -3.0], [0.0, 2.0, 0.0, 4.0], [1.5, -2.0, 0.5, 3.0], [0.0, 0.7, 1.2, -0.9]])
 INTS = np.array([[3, -1, 0], [2, 5, -7]], np.int32)
+# rows of -inf and of +inf, a NaN among finite values and infinities, both infinities
+EXTREMES = np.array([[-INF, -INF, -INF], [INF, INF, INF], [NAN, 1.0, -INF], [1.0, -INF, INF]])
 BOOLS = np.array([[True, False, True], [True, True, True]])
 
 
@@ -161,6 +163,8 @@ def _extremum(name: str, ref, torch_name: str) -> OpSpec:
     samples.append(Sample((TIES,), {"axis": 1}, label="ties", grad=False))
     samples.append(Sample((TIES,), {}, label="ties-all", grad=False))
     samples.append(Sample((INTS,), {"axis": 0}, label="int32"))
+    samples.append(Sample((EXTREMES,), {"axis": 1}, label="inf-nan-rows", grad=False))
+    samples.append(Sample((EXTREMES[:2],), {"axis": 1, "keepdims": True}, label="inf-rows-keepdims", grad=False))
     return OpSpec(
         name=name,
         fn=getattr(nb, name),
