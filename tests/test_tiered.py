@@ -281,6 +281,22 @@ def test_store_names_a_model_that_calls_a_compiled_module_by_the_body_it_runs():
     assert "relu" in relu_ops and "tanh" in tanh_ops and "call" in relu_ops  # the body's ops are in the name
 
 
+def test_kernel_packages_of_custom_ops_inside_a_call_reach_the_compiler():
+    # A compiled module that uses a custom (Mojo) op records one `call`: the program's list of
+    # kernel packages for MAX must look inside it, or the compile would miss the kernel.
+    inner = SimpleNamespace(name="my_kernel", custom_extensions=(Path("/k/my_kernel.mojopkg"),))
+    sub = SimpleNamespace(ops=[inner])
+    call_op = SimpleNamespace(name="call", inner_ops=lambda kwargs: kwargs["sub"].ops)
+    plain = SimpleNamespace(name="add")
+    steps = [
+        program_mod.Step(plain, {}, (0,), (1,), ()),
+        program_mod.Step(call_op, {"sub": sub}, (1,), (2,), ()),
+    ]
+    program = program_mod.Program(steps, [0], [(nb.float32, (2,))], [2], 3)
+    assert executors.program_ops(program) == [plain, call_op, inner]
+    assert executors.custom_extensions(program) == [Path("/k/my_kernel.mojopkg")]
+
+
 def test_store_writes_atomically_trims_least_recent_and_clears(tmp_path):
     store = artifacts.ArtifactStore(tmp_path)
     store.enabled = True
