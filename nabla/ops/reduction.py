@@ -128,6 +128,12 @@ def _mx_reduce(x: Any, axes: tuple, reducer: Any) -> Any:
     return ops.reshape(x, _reduced_shape(shape, axes, True))
 
 
+def _mx_any(mask: Any, axes: tuple, dtype: Any) -> Any:
+    """MAX: 1 where any entry of a reduced row of the bool `mask` is set, else 0 (in `dtype`,
+    the reduced axes kept)."""
+    return _mx_reduce(ops.cast(mask, dtype), axes, _max_red.max)
+
+
 class SumOp(ReduceOperation):
     name = "sum"
     partial_reduce = "sum"
@@ -173,13 +179,10 @@ class _ExtremumOp(ReduceOperation):
         shape = shape_of(x)
         zero = ops.constant(0.0, x.dtype, x.device)
         inf = ops.constant(self.extreme, x.dtype, x.device)
-
-        def count(mask: Any) -> Any:  # whether any entry of each reduced row is set
-            return _mx_reduce(ops.cast(mask, x.dtype), axes, _max_red.max)
-
         out = _mx_reduce(x, axes, self.max_reducer)
-        out = ops.where(ops.equal(count(ops.not_equal(x, inf)), zero), inf, out)
-        out = ops.where(ops.greater(count(ops.is_nan(x)), zero), ops.constant(math.nan, x.dtype, x.device), out)
+        out = ops.where(ops.equal(_mx_any(ops.not_equal(x, inf), axes, x.dtype), zero), inf, out)
+        nan = ops.constant(math.nan, x.dtype, x.device)
+        out = ops.where(ops.greater(_mx_any(ops.is_nan(x), axes, x.dtype), zero), nan, out)
         return out if keepdims else ops.reshape(out, _reduced_shape(shape, axes, False))
 
 
@@ -486,8 +489,8 @@ class SafeSoftmaxOp(SoftmaxOp):
         # A row is dead when every entry equals -inf (as torch decides; a NaN keeps it alive).
         # Not `max(x) == -inf`: MAX's max of an all -inf row is the lowest finite float.
         zero = ops.constant(0.0, x.dtype, x.device)
-        alive = ops.cast(ops.not_equal(x, ops.constant(-math.inf, x.dtype, x.device)), x.dtype)
-        dead = ops.equal(ops.max(alive, axis=axis), zero)
+        alive = ops.not_equal(x, ops.constant(-math.inf, x.dtype, x.device))
+        dead = ops.equal(_mx_any(alive, (axis,), x.dtype), zero)
         return ops.where(dead, zero, super().kernel(ops.where(dead, zero, x), axis=axis))
 
     def numpy_kernel(self, x: np.ndarray, *, axis: int) -> np.ndarray:
