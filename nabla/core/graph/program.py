@@ -119,9 +119,8 @@ def collect(targets: list, *, placeholders: bool = False, boundary: set[int] | N
     next_slot = 0
 
     def slot_for(impl: Any) -> int:
-        if impl.output_refs is None or impl.is_realized or (boundary is not None and id(impl) in boundary):
-            return slot_of[id(impl)]
-        return node_slots[id(impl.output_refs)][impl.output_index]
+        slot = slot_of.get(id(impl))  # an input (realized, a placeholder or on the boundary)
+        return slot if slot is not None else node_slots[id(impl.output_refs)][impl.output_index]
 
     for target in targets:
         stack: list[tuple[Any, bool]] = [(target, False)]
