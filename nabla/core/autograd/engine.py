@@ -7,9 +7,9 @@ backward_on_trace(outputs, cotangents, wrt):
      call `op.vjp_rule`, hand the input cotangents on
   3. return the cotangent of every `wrt` tensor (or of every leaf reached)
 
-A backward over a forward graph whose structure was differentiated before re-creates the
-recorded backward nodes instead of running the rules again (`replay.py`): a training loop
-pays for its VJP rules once.
+A backward over a forward graph whose structure was differentiated before does not run the
+rules again (`replay.py`): it records the recorded backward as one `call` op (re-creates its
+nodes under `create_graph`), so a training loop pays for its VJP rules once.
 
 Cotangents are promise tensors like any other, so forward and backward evaluate as one graph.
 VJP rules are written with ops, so with grad recording on they are themselves differentiable.
@@ -94,7 +94,7 @@ def backward_on_trace(
     if sig is not None:
         key, seen = sig
         found, plan = _replay.lookup(key)
-        if plan is not None:  # this forward structure was differentiated before: re-create its nodes
+        if plan is not None:  # this forward structure was differentiated before: replay it
             pairs = _replay.replay(plan, seen)
             if not retain_graph:
                 for k in plan.visited:

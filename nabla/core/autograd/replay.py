@@ -53,7 +53,7 @@ class Plan:
 
     Args:
         steps: per recorded node: (op, kwargs, adapted kwargs, struct key, arg refs, per
-            output (shape, dtype, device, requires_grad)).
+            output (shape, dtype, device, requires_grad)); empty when `sub` replaces them.
         results: per gradient: (ref of the tensor it is for, ref of the gradient).
         visited: positions of the forward nodes that received a cotangent (the ones a
             backward without `retain_graph` marks as released).
@@ -168,7 +168,8 @@ def make_plan(
 ) -> Plan | None:
     """Turn a recorded tape into a Plan; None if a node reads a tensor it cannot name. With
     `fuse` (a backward without `create_graph`), the plan also gets the tape as one sub-program."""
-    refs: dict[int, tuple] = {id(impl): ("f", pos) for pos, impl in enumerate(seen)}
+    position = {id(impl): pos for pos, impl in enumerate(seen)}
+    refs: dict[int, tuple] = {key: ("f", pos) for key, pos in position.items()}
     steps = []
     for node in tape:
         if node.spmd is not None or node.rule_kwargs is not node.adapted_kwargs:
@@ -200,14 +201,14 @@ def make_plan(
         plan_results.append((refs[id(target)], refs[id(grad._impl)]))
     plan = Plan(steps, plan_results, visited)
     if fuse:
-        _fuse(plan, seen, [grad._impl for _, grad in results])
+        _fuse(plan, position, [grad._impl for _, grad in results])
     return plan
 
 
-def _fuse(plan: Plan, seen: list, grads: list[TensorImpl]) -> None:
+def _fuse(plan: Plan, position: dict[int, int], grads: list[TensorImpl]) -> None:
     """Give the plan its backward as one sub-program (`Plan.sub`), cut from the tape at the
-    forward tensors and seeds it reads."""
-    position = {id(impl): k for k, impl in enumerate(seen)}
+    forward tensors and seeds it reads (`position`: id -> position in the signature's `seen`).
+    The re-creatable steps are then dead: they are dropped."""
     made = [g for (_, g_ref), g in zip(plan.results, grads, strict=True) if g_ref[0] == "t"]
     targets = list({id(g): g for g in made}.values())
     if not targets:
@@ -218,14 +219,14 @@ def _fuse(plan: Plan, seen: list, grads: list[TensorImpl]) -> None:
         return
     sub.forget_trace()
     out_of = {id(g): k for k, g in enumerate(targets)}
-    plan.sub, plan.sub_args = sub, args
+    plan.sub, plan.sub_args, plan.steps = sub, args, []
     plan.sub_results = [
         g_ref if g_ref[0] == "f" else ("o", out_of[id(g)]) for (_, g_ref), g in zip(plan.results, grads, strict=True)
     ]
 
 
 def replay(plan: Plan, seen: list) -> list[tuple[TensorImpl, TensorImpl]]:
-    """Create the plan's nodes on this forward graph: [(tensor, its gradient impl)]."""
+    """A backward replayed from its plan (`apply`, counted in `TAPE.replays`)."""
     TAPE.replays += 1
     return apply(plan, seen)
 

@@ -9,9 +9,9 @@ A graph evaluated once (`print(x + 1)`) never costs a compile; a training step c
 while it keeps training. While a compile runs, tier 0 runs NumPy's BLAS on one thread: on 2
 cores the cold W1 compile then took 139 s instead of 163 s, and tier-0 steps 22 ms instead of
 28 ms (both tiers gain from not oversubscribing the cores). `nabla.compile`d functions and
-compiled modules are marked hot: they start compiling at their first call. Both tiers compute the same values within float
-tolerance (the NumPy kernels are the semantics reference the MAX lowerings are tested against),
-except random draws: the two turn a seed into different numbers.
+compiled modules are marked hot: they start compiling at their first call. Both tiers compute
+the same values within float tolerance (the NumPy kernels are the semantics reference the MAX
+lowerings are tested against), except random draws: the two turn a seed into different numbers.
 
 Why NumPy for tier 0 (measured on a 2-core CPU machine, MAX 26.7): a W1 training step (MLP
 784-512-512-10 + Adam) runs in 29 ms the first time and 14 ms after that on NumPy (W2's CNN
