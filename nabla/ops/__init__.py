@@ -5,6 +5,7 @@ re-exports them all."""
 import sys
 
 from . import (
+    attention,
     base,
     batching,
     binary,
@@ -26,6 +27,7 @@ from . import (
     unary,
     view,
 )
+from .attention import *  # noqa: F403
 from .base import Operation
 from .binary import *  # noqa: F403
 from .cast import *  # noqa: F403
@@ -46,6 +48,7 @@ from .unary import *  # noqa: F403
 from .view import *  # noqa: F403
 
 FAMILIES = (
+    "attention",
     "batching",
     "binary",
     "call",

@@ -7,6 +7,7 @@ lists public names that are not ops (data constructors, helpers) and so have no 
 from __future__ import annotations
 
 from . import (
+    attention,
     binary,
     cast,
     control_flow,
@@ -24,7 +25,8 @@ from . import (
 from .spec import OpSpec, Sample
 
 FAMILY_MODULES = (
-    binary, cast, control_flow, conv, creation, custom, indexing, linalg, normalization, reduction, sorting, unary, view,
+    attention, binary, cast, control_flow, conv, creation, custom, indexing, linalg, normalization, reduction, sorting,
+    unary, view,
 )  # fmt: skip
 REGISTRY: list[OpSpec] = [spec for module in FAMILY_MODULES for spec in module.SPECS]
 
@@ -49,6 +51,7 @@ MAX_GROUPS = {
     "reductions": ("reduction", "sorting", "linalg", "normalization"),
     "shapes": ("view", "indexing", "creation"),
     "nn": ("conv", "control_flow", "custom"),
+    "attention": ("attention",),
 }
 
 __all__ = ["FAMILY_MODULES", "MAX_GROUPS", "NOT_OPS", "SHARDING_OPS", "TRANSFORM_OPS", "REGISTRY", "OpSpec", "Sample"]
