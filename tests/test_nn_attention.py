@@ -187,6 +187,10 @@ MHA_CASES = [
     ("causal_hint_sdpa", {}, {"attn_mask": np.triu(np.full((4, 4), -np.inf, np.float32), 1), "is_causal": True, "need_weights": False}, True, False),
     # torch then ignores attn_mask and uses the causal triangle: so do we.
     ("causal_hint_overrides", {}, {"attn_mask": np.zeros((4, 4), np.float32), "is_causal": True, "need_weights": False}, True, False),
+    # the packed self-attention path (one dot_product_attention op) with every mask it takes
+    ("packed_batch_first_3d_kpm", {"batch_first": True}, {"attn_mask": randn(6, 4, 4), "key_padding_mask": RNG.random((3, 4)) < 0.3, "need_weights": False}, True, False),
+    ("packed_bool_mask", {}, {"attn_mask": RNG.random((4, 4)) < 0.3, "need_weights": False}, True, False),
+    ("packed_kpm_keeps_causal_mask", {"batch_first": True}, {"attn_mask": np.triu(np.full((4, 4), -np.inf, np.float32), 1), "key_padding_mask": RNG.random((3, 4)) < 0.3, "is_causal": True, "need_weights": False}, True, False),
 ]  # fmt: skip
 
 
@@ -230,6 +234,34 @@ def test_mha_matches_torch(case):
     params = dict(m.named_parameters())
     for name, p in tm.named_parameters():
         assert_close(params[name].grad.numpy(), p.grad.numpy(), 1e-4)
+
+
+def _recorded_ops(out: nb.Tensor) -> list[str]:
+    """The op names of the lazy graph behind `out`, inputs first."""
+    seen, order = set(), []
+
+    def visit(impl):
+        node = impl.output_refs
+        if node is None or id(node) in seen:
+            return
+        seen.add(id(node))
+        for arg in node.args:
+            visit(arg)
+        order.append(node.op.name)
+
+    visit(out._impl)
+    return order
+
+
+@pytest.mark.parametrize("batch_first", [True, False])
+def test_mha_self_attention_is_one_attention_op_without_layout_round_trips(batch_first):
+    m = nn.MultiheadAttention(8, 2, batch_first=batch_first)
+    x = nb.tensor(randn(3, 4, 8) if batch_first else randn(4, 3, 8))  # N=3, L=4
+    mask = nb.tensor(np.triu(np.full((4, 4), -np.inf, np.float32), 1))
+    ops = _recorded_ops(m(x, x, x, attn_mask=mask, need_weights=False)[0])
+    assert ops.count("dot_product_attention") == 1 and "softmax" not in ops and "safe_softmax" not in ops
+    assert ops.count("permute") == 2, ops  # into heads and back; none at the module's ends
+    assert ops.count("linear") == 2
 
 
 @needs_torch

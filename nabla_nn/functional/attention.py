@@ -140,21 +140,22 @@ def scaled_dot_product_attention(
     if enable_gqa:
         key, value = _repeat_kv_heads(query, key, value)
     q_len, k_len = query.shape[-2], key.shape[-2]
-    mask = attn_mask
-    if is_causal:
-        if attn_mask is not None:
-            raise ValueError(f"{op}: pass either attn_mask or is_causal=True, not both")
-        mask = _causal_mask(q_len, k_len)
-    elif mask is not None:
-        _check_mask_dtype(mask, op, "attn_mask")
+    scores = (*query.shape[:-2], q_len, k_len)
+    if is_causal and attn_mask is not None:
+        raise ValueError(f"{op}: pass either attn_mask or is_causal=True, not both")
+    if attn_mask is not None:
+        _check_mask_dtype(attn_mask, op, "attn_mask")
         try:
-            nb.broadcast_shapes(mask.shape, (*query.shape[:-2], q_len, k_len))
+            scores = nb.broadcast_shapes(attn_mask.shape, scores)
         except ValueError:
             raise ValueError(
-                f"{op}: attn_mask of shape {mask.shape} does not broadcast to the scores' shape "
-                f"{(*query.shape[:-2], q_len, k_len)}"
+                f"{op}: attn_mask of shape {attn_mask.shape} does not broadcast to the scores' shape {scores}"
             ) from None
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
+    same = query.dtype == key.dtype == value.dtype and query.shape[:-2] == key.shape[:-2] == value.shape[:-2]
+    if dropout_p == 0.0 and same and scores == (*query.shape[:-1], k_len):  # one op
+        return nb.dot_product_attention(query, key, value, attn_mask, scale=scale, is_causal=is_causal)
+    mask = _causal_mask(q_len, k_len) if is_causal else attn_mask
     out, _ = _attend(query, key, value, mask, dropout_p, scale, safe=True)
     return out
 
@@ -260,19 +261,14 @@ def _project(
     return _in_projection(query, key, value, separate, in_proj_bias)
 
 
-def _check_attn_mask(attn_mask: Tensor, shape2d: tuple, shape3d: tuple) -> Tensor:
-    """A 2-D (L, S) mask gets a leading 1; a 3-D one must be (N * heads, L, S)."""
-    if attn_mask.ndim == 2:
-        if attn_mask.shape != shape2d:
-            raise ValueError(
-                f"multi_head_attention_forward: the 2-D attn_mask has shape {attn_mask.shape}, expected {shape2d}"
-            )
-        return nb.unsqueeze(attn_mask, 0)
-    if attn_mask.shape != shape3d:
+def _check_attn_mask(attn_mask: Tensor, shape2d: tuple, shape3d: tuple) -> None:
+    """A 2-D mask must be (L, S), a 3-D one (N * heads, L, S)."""
+    expected = shape2d if attn_mask.ndim == 2 else shape3d
+    if attn_mask.shape != expected:
         raise ValueError(
-            f"multi_head_attention_forward: the 3-D attn_mask has shape {attn_mask.shape}, expected {shape3d}"
+            f"multi_head_attention_forward: the {attn_mask.ndim}-D attn_mask has shape {attn_mask.shape}, "
+            f"expected {expected}"
         )
-    return attn_mask
 
 
 def _pad_last(mask: Tensor | None) -> Tensor | None:
@@ -301,6 +297,64 @@ def _static_kv(x: Tensor, name: str, bsz: int, num_heads: int, head_dim: int) ->
     return x
 
 
+def _check_padding_mask(key_padding_mask: Tensor, bsz: int, src_len: int) -> None:
+    if key_padding_mask.shape != (bsz, src_len):
+        raise ValueError(
+            f"multi_head_attention_forward: key_padding_mask must have shape {(bsz, src_len)}, "
+            f"got {key_padding_mask.shape}"
+        )
+
+
+def _seq_first(query: Tensor, key: Tensor, value: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """(N, L, E) -> (L, N, E), keeping `query is key is value` (self-attention uses one matmul)."""
+    q = nb.transpose(query, 0, 1)
+    k = q if key is query else nb.transpose(key, 0, 1)
+    v = k if value is key else (q if value is query else nb.transpose(value, 0, 1))
+    return q, k, v
+
+
+def _head_mask(
+    key_padding_mask: Tensor | None, attn_mask: Tensor | None, bsz: int, num_heads: int, length: int, dtype: Any
+) -> Tensor | None:
+    """The float masks of self-attention as one, broadcastable to (N, heads, L, L)."""
+    mask = None
+    if attn_mask is not None:
+        _check_attn_mask(attn_mask, (length, length), (bsz * num_heads, length, length))
+        mask = _float_mask(attn_mask, dtype)
+        if mask.ndim == 3:
+            mask = nb.reshape(mask, (bsz, num_heads, length, length))
+    if key_padding_mask is not None:
+        _check_padding_mask(key_padding_mask, bsz, length)
+        kpm = nb.reshape(_float_mask(key_padding_mask, dtype), (bsz, 1, 1, length))
+        mask = kpm if mask is None else mask + kpm
+    return mask
+
+
+def _self_attention(
+    x: Tensor,
+    weights: tuple[Tensor, Tensor | None, Tensor, Tensor | None],
+    num_heads: int,
+    key_padding_mask: Tensor | None,
+    attn_mask: Tensor | None,
+    is_causal: bool,
+    batch_first: bool,
+) -> Tensor:
+    """Self-attention with the packed projection: x is (L, N, E), or (N, L, E) when
+    `batch_first`. The projection splits into heads (N, 3 * heads, L, head_dim) with one
+    reshape and one permute, and attention is one op."""
+    in_w, in_b, out_w, out_b = weights
+    a, b, embed = x.shape
+    bsz, length = (a, b) if batch_first else (b, a)
+    head_dim = embed // num_heads
+    causal = is_causal and key_padding_mask is None  # the hint replaces attn_mask (as torch)
+    mask = _head_mask(key_padding_mask, None if causal else attn_mask, bsz, num_heads, length, x.dtype)
+    qkv = nb.reshape(linear(x, in_w, in_b), (a, b, 3 * num_heads, head_dim))
+    q, k, v = nb.chunk(nb.permute(qkv, (0, 2, 1, 3) if batch_first else (1, 2, 0, 3)), 3, axis=1)
+    out = nb.dot_product_attention(q, k, v, mask, scale=1.0 / math.sqrt(head_dim), is_causal=causal)
+    out = nb.permute(out, (0, 2, 1, 3) if batch_first else (2, 0, 1, 3))
+    return linear(nb.reshape(out, (a, b, embed)), out_w, out_b)
+
+
 def multi_head_attention_forward(
     query: Tensor,
     key: Tensor,
@@ -327,6 +381,7 @@ def multi_head_attention_forward(
     static_v: Tensor | None = None,
     average_attn_weights: bool = True,
     is_causal: bool = False,
+    batch_first: bool = False,
 ) -> tuple[Tensor, Tensor | None]:
     """The computation behind `nn.MultiheadAttention` (PyTorch's function of the same name).
 
@@ -343,9 +398,14 @@ def multi_head_attention_forward(
             heads to (N, L, S) when `average_attn_weights`. Rows that mask every key give NaN
             here and zeros without weights, as in torch.
         training: dropout_p applies only when True.
+        batch_first: (a nabla addition) batched query, key, value and output are (N, L, E).
+
+    Self-attention with the packed projection and no extra keys or weights to return (what
+    `TransformerEncoderLayer` runs) takes a short path: one projection, one reshape and
+    permute into heads, one `dot_product_attention` op.
 
     Returns:
-        (output (L, N, E) or (L, E), weights or None).
+        (output (L, N, E) ((N, L, E) with batch_first) or (L, E), weights or None).
 
     Example:
         >>> x, w_in, w_out = nb.randn(5, 2, 8), nb.randn(24, 8), nb.randn(8, 8)
@@ -358,6 +418,19 @@ def multi_head_attention_forward(
     for x, arg in ((query, "query"), (key, "key"), (value, "value")):
         _check_tensor(x, op, arg)
     batched = _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads)
+    if is_causal and attn_mask is None:
+        raise ValueError(
+            f"{op}: is_causal=True is a hint that needs attn_mask; build one with "
+            "Transformer.generate_square_subsequent_mask"
+        )
+    p = _dropout_prob(dropout_p, op) if training else 0.0
+    packed = query is key and key is value and not (need_weights or p or use_separate_proj_weight or add_zero_attn)
+    if batched and packed and in_proj_weight is not None and bias_k is bias_v is static_k is static_v is None:
+        _check_projection_shapes(query, key, value, embed_dim_to_check, num_heads, False)
+        weights = (in_proj_weight, in_proj_bias, out_proj_weight, out_proj_bias)
+        return _self_attention(query, weights, num_heads, key_padding_mask, attn_mask, is_causal, batch_first), None
+    if batch_first and batched:
+        query, key, value = _seq_first(query, key, value)
     if not batched:
         query, key, value = (nb.unsqueeze(x, 1) for x in (query, key, value))
         key_padding_mask = None if key_padding_mask is None else nb.unsqueeze(key_padding_mask, 0)
@@ -365,18 +438,14 @@ def multi_head_attention_forward(
     src_len = key.shape[0]
     dtype = query.dtype
     key_padding_mask = _float_mask(key_padding_mask, dtype)
-    if is_causal and attn_mask is None:
-        raise ValueError(
-            f"{op}: is_causal=True is a hint that needs attn_mask; build one with "
-            "Transformer.generate_square_subsequent_mask"
-        )
     use_causal = is_causal and key_padding_mask is None and not need_weights
     attn_mask = None if use_causal else _float_mask(attn_mask, dtype)
     head_dim = _check_projection_shapes(query, key, value, embed_dim_to_check, num_heads, use_separate_proj_weight)
     separate = (q_proj_weight, k_proj_weight, v_proj_weight) if use_separate_proj_weight else None
     q, k, v = _project(query, key, value, in_proj_weight, in_proj_bias, separate)
     if attn_mask is not None:
-        attn_mask = _check_attn_mask(attn_mask, (tgt_len, src_len), (bsz * num_heads, tgt_len, src_len))
+        _check_attn_mask(attn_mask, (tgt_len, src_len), (bsz * num_heads, tgt_len, src_len))
+        attn_mask = nb.unsqueeze(attn_mask, 0) if attn_mask.ndim == 2 else attn_mask
 
     if (bias_k is None) != (bias_v is None):
         raise ValueError(f"{op}: bias_k and bias_v must be given together")
@@ -406,18 +475,18 @@ def multi_head_attention_forward(
     src_len = k.shape[1]
 
     if key_padding_mask is not None:
-        if key_padding_mask.shape != (bsz, src_len):
-            raise ValueError(f"{op}: key_padding_mask must have shape {(bsz, src_len)}, got {key_padding_mask.shape}")
+        _check_padding_mask(key_padding_mask, bsz, src_len)
         kpm = nb.broadcast_to(nb.reshape(key_padding_mask, (bsz, 1, 1, src_len)), (bsz, num_heads, 1, src_len))
         kpm = nb.reshape(kpm, (bsz * num_heads, 1, src_len))
         attn_mask = kpm if attn_mask is None else attn_mask + kpm
     if use_causal:
         attn_mask = _causal_mask(tgt_len, src_len)  # bool, True: attend
-    p = _dropout_prob(dropout_p, op) if training else 0.0
 
     out, weights = _attend(q, k, v, attn_mask, p, 1.0 / math.sqrt(head_dim), safe=not need_weights)
     out = _merge_heads(out, bsz, num_heads)
     out = linear(out, out_proj_weight, out_proj_bias)
+    if batch_first and batched:
+        out = nb.transpose(out, 0, 1)
     if not need_weights:
         return (out if batched else nb.squeeze(out, 1)), None
     weights = nb.reshape(weights, (bsz, num_heads, tgt_len, src_len))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import nabla as nb
 from nabla import Tensor
 
 from .. import functional as F
@@ -139,9 +138,6 @@ class MultiheadAttention(Module):
         is_causal: bool = False,
     ) -> tuple[Tensor, Tensor | None]:
         self._check_inputs(query, key, value)
-        batched = query.ndim == 3
-        if self.batch_first and batched:
-            query, key, value = _seq_first(query, key, value)
         separate = {}
         if not self._qkv_same_embed_dim:
             separate = {
@@ -170,10 +166,9 @@ class MultiheadAttention(Module):
             attn_mask=attn_mask,
             average_attn_weights=average_attn_weights,
             is_causal=is_causal,
+            batch_first=self.batch_first,
             **separate,
         )
-        if self.batch_first and batched:
-            out = nb.transpose(out, 0, 1)
         return out, weights
 
     def extra_repr(self) -> str:
@@ -194,11 +189,3 @@ def _check_dims(embed_dim: Any, num_heads: Any, kdim: Any, vdim: Any) -> None:
             raise ValueError(f"MultiheadAttention: {name} must be a positive int or None, got {value!r}")
     if embed_dim % num_heads:
         raise ValueError(f"MultiheadAttention: embed_dim ({embed_dim}) must be divisible by num_heads ({num_heads})")
-
-
-def _seq_first(query: Tensor, key: Tensor, value: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-    """(N, L, E) -> (L, N, E), keeping `query is key is value` (self-attention uses one matmul)."""
-    q = nb.transpose(query, 0, 1)
-    k = q if key is query else nb.transpose(key, 0, 1)
-    v = k if value is key else (q if value is query else nb.transpose(value, 0, 1))
-    return q, k, v
