@@ -11,6 +11,7 @@
 | NABLA_COMPILE_AFTER        | auto: the evaluation of a structure that starts its background compile (default 2) |
 | NABLA_COMPILE_WORKER       | auto: `process` (default) or `thread`, where background compiles run |
 | NABLA_ARTIFACTS            | `0`: do not read or write compiled models on disk            |
+| MODULAR_THREAD_BUSY_WAIT_US | how long (us) MAX's CPU workers spin after a task before they sleep: nabla's default 100 (see `BUSY_WAIT_US`) |
 
 Executors: `numpy` runs each op's NumPy kernel (the semantics reference); `max` compiles every
 new graph structure before running it; `auto` answers at once on NumPy and switches to the MAX
@@ -53,10 +54,27 @@ def _from_env() -> Config:
     )
 
 
+# MAX's CPU workers spin after each task before they sleep. With MAX's default spin, the Python
+# of a training loop's next step shares the cores with two spinning workers and takes about
+# twice its CPU time (W3: 7-9 ms of Python wall time a step instead of ~4); 100 us still
+# covers the gaps between kernels of one graph. MAX aborts unless the runtime option and its
+# config key agree, so a value set for either is used for both.
+BUSY_WAIT_US = "100"
+_BUSY_WAIT_VARS = ("MODULAR_THREAD_BUSY_WAIT_US", "MODULAR_RUNTIME_THREAD_BUSY_WAIT_TIME_US")
+
+
+def _set_max_runtime_env() -> None:
+    """Environment MAX reads when its runtime starts (before the first session or device)."""
+    if CONFIG.cache_dir:  # MAX reads its cache location when it first compiles
+        os.environ["MODULAR_CACHE_DIR"] = CONFIG.cache_dir
+    chosen = next((os.environ[k] for k in _BUSY_WAIT_VARS if os.environ.get(k)), BUSY_WAIT_US)
+    for name in _BUSY_WAIT_VARS:
+        if not os.environ.get(name):
+            os.environ[name] = chosen
+
+
 CONFIG = _from_env()
-if CONFIG.cache_dir:
-    # MAX reads its cache location from the environment when it first compiles.
-    os.environ["MODULAR_CACHE_DIR"] = CONFIG.cache_dir
+_set_max_runtime_env()
 
 
 def set_executor(name: str) -> None:
