@@ -4,7 +4,9 @@ and PyTorch (eager and torch.compile, when installed) in the same run.
 
 Each (framework, mode, workload) runs in its own process, so peak RSS is its own, and prints
 one JSON line: framework, mode, workload, first_step_s, median_step_ms, steps_per_s,
-peak_rss_mb, compiles, first_loss, last_loss. The run fails if a training loss does not go down.
+peak_rss_mb, compiles, first_loss, last_loss. nabla's step modes add paired_step_ms,
+paired_model_ms and overhead (their ratio): the step and the MAX model it runs, timed
+alternately in one process. The run fails if a training loss does not go down.
 
     python benchmarks/train_bench.py                       # everything
     python benchmarks/train_bench.py --workloads W1 --frameworks nabla --steps 100
@@ -20,6 +22,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 from bench_common import batches, report
 from workloads import nabla_workload
 
@@ -66,30 +69,39 @@ def run(mode: str, workload: str, steps: int) -> dict:
         step = nb.compile(step)
     captured: list = []
     original = executors.MaxExecutor.run
-    if mode == "model-only":  # remember the cached model and its inputs, then time it alone
 
-        def spy(self, prepared, inputs):
-            captured[:] = [self, prepared, list(inputs)]
-            return original(self, prepared, inputs)
+    def spy(self, prepared, inputs):  # remember the model a step runs, and its inputs
+        captured[:] = [self, prepared, list(inputs)]
+        return original(self, prepared, inputs)
 
-        executors.MaxExecutor.run = spy
-    times, losses = [], []
-    for i in range(steps):
+    def timed_step(i: int) -> float:
         x, y = data[i % len(data)]
         t0 = time.perf_counter()
         loss = step(x, y)
         if loss is not None:
             losses.append(loss.item())
-        times.append(time.perf_counter() - t0)
+        return time.perf_counter() - t0
+
+    def timed_model() -> float:
+        t0 = time.perf_counter()
+        captured[0].run(*captured[1:])
+        return time.perf_counter() - t0
+
+    executors.MaxExecutor.run = spy  # ~1 us a step
+    times, losses = [], []
+    for i in range(steps):
+        times.append(timed_step(i))
+    executors.MaxExecutor.run = original
     if mode == "model-only":
-        executors.MaxExecutor.run = original
-        executor, prepared, inputs = captured
-        times = []
-        for _ in range(steps):
-            t0 = time.perf_counter()
-            executor.run(prepared, inputs)
-            times.append(time.perf_counter() - t0)
-    return report("nabla", mode, workload, times, losses, nb.cache_info().compiles)
+        times = [timed_model() for _ in range(steps)]
+        return report("nabla", mode, workload, times, losses, nb.cache_info().compiles)
+    result = report("nabla", mode, workload, times, losses, nb.cache_info().compiles)
+    # The step and its model alone, alternated in this process: a ratio the machine's drift
+    # (15-30% within minutes on these VMs) does not move as it moves separate runs.
+    paired = [(timed_step(i), timed_model()) for i in range(steps)]
+    loop_ms, model_ms = (float(np.median(col[len(col) // 5 :])) * 1e3 for col in zip(*paired, strict=True))
+    result |= {"paired_step_ms": round(loop_ms, 3), "paired_model_ms": round(model_ms, 3)}
+    return result | {"overhead": round(loop_ms / model_ms, 3)}
 
 
 def main() -> None:
