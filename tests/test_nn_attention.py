@@ -253,6 +253,15 @@ def _recorded_ops(out: nb.Tensor) -> list[str]:
     return order
 
 
+def test_sdpa_records_one_op_unless_dropout_or_broadcast_leading_dims():
+    q = nb.tensor(randn(2, 3, 4, 8))
+    for kw in ({"attn_mask": nb.tensor(randn(4, 4))}, {"is_causal": True}, {}):
+        assert _recorded_ops(F.scaled_dot_product_attention(q, q, q, **kw))[-1] == "dot_product_attention"
+    k = nb.tensor(randn(1, 3, 4, 8))  # key's leading dims broadcast against query's
+    for out in (F.scaled_dot_product_attention(q, q, q, dropout_p=0.5), F.scaled_dot_product_attention(q, k, k)):
+        assert "dot_product_attention" not in _recorded_ops(out)
+
+
 @pytest.mark.parametrize("batch_first", [True, False])
 def test_mha_self_attention_is_one_attention_op_without_layout_round_trips(batch_first):
     m = nn.MultiheadAttention(8, 2, batch_first=batch_first)

@@ -3,8 +3,9 @@
 `softmax(q k^T * scale + mask) v` written as ops is ~8 op calls (scale, transpose, matmul,
 mask, softmax, matmul, plus broadcasts), and its backward ~20. As one primitive it is one
 call. The VJP and JVP need the attention weights, which the second primitive,
-`attention_weights`, recomputes from q, k and the mask (on MAX the two lowerings share their
-subexpressions, as layer_norm's two ops do).
+`attention_weights`, recomputes from q, k and the mask, as layer_norm's derivatives
+recompute its rstd (a forward and its backward in one MAX graph give the compiler both
+copies of the same expressions to merge).
 
 Rows that mask every key give zero weights (torch's SDPA and `_safe_softmax`), so neither the
 output nor a derivative sees a NaN. Sharded, the key length and the head dim stay whole
