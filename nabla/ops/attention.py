@@ -91,8 +91,9 @@ def _sharding_rule(in_shapes: list, out_shapes: list, with_v: bool) -> OpShardin
 
 # -- derivatives shared by both ops -----------------------------------------------------------------
 def _softmax_vjp(p: Tensor, dp: Tensor) -> Tensor:
-    """dS = P (dP - rowsum(dP P)); zero on masked entries and dead rows (P = 0 there)."""
-    return _bin.mul(p, _bin.sub(dp, _red.sum(_bin.mul(dp, p), (p.ndim - 1,), True)))
+    """dS = P (dP - rowsum(dP P)), softmax's own rule (its JVP is the same map); zero on
+    masked entries and dead rows, where P = 0."""
+    return _red._softmax.vjp_rule([], [dp], [p], axis=p.ndim - 1)[0]
 
 
 def _scores_vjp(primals: list, p: Tensor, dp: Tensor, scale: float) -> list:
