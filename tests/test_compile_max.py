@@ -52,3 +52,23 @@ def test_train_step_is_one_max_model_for_every_batch_size(monkeypatch):
     assert nb.cache_info().compiles - compiles_before <= 1
     assert step.stats.recompile_reasons == []
     assert losses[-1] < 0.25 * losses[0]
+
+
+def test_causal_attention_is_one_max_model_for_every_sequence_length():
+    # the causal mask's lowering takes symbolic dims (no int conversion of L or S)
+    def attend(q):
+        return nb.dot_product_attention(q, q, q, is_causal=True)
+
+    fn = nb.compile(attend, dynamic_dims={0: 1})
+    info = nb.cache_info()
+    models_before = info.compiles + info.loads  # built now, or read from the disk store
+    rng = np.random.default_rng(2)
+    for length in (5, 7, 5):
+        q = rng.standard_normal((2, length, 4)).astype(np.float32)
+        got = fn(nb.tensor(q)).numpy()
+        nb.set_executor("numpy")
+        want = attend(nb.tensor(q)).numpy()
+        nb.set_executor("max")
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    info = nb.cache_info()
+    assert info.compiles + info.loads - models_before == 1

@@ -53,11 +53,10 @@ def _mx_weights(q: Any, k: Any, mask: Any, scale: float, causal: bool) -> Any:
     neg = ops.constant(_NEG_INF, s.dtype, s.device)
     if mask is not None:
         s = ops.where(mask, s, neg) if mask.dtype == DType.bool else s + mask
-    if causal:  # keep j <= i (top-left aligned), as `tri`
-        n, m = (int(d) for d in shape_of(s)[-2:])
-        rows = ops.reshape(ops.range(0, n, 1, out_dim=n, dtype=DType.int64, device=s.device), (n, 1))
-        cols = ops.reshape(ops.range(0, m, 1, out_dim=m, dtype=DType.int64, device=s.device), (1, m))
-        s = ops.where(ops.greater_equal(rows, cols), s, neg)
+    if causal:  # keep j <= i (top-left aligned, as `tri`); band_part takes symbolic dims
+        ones = ops.broadcast_to(ops.constant(1.0, s.dtype, s.device), shape_of(s)[-2:])
+        keep = ops.band_part(ones, num_lower=None, num_upper=0)
+        s = ops.where(ops.greater(keep, ops.constant(0.0, s.dtype, s.device)), s, neg)
     return _red._safe_softmax.kernel(s, axis=rank - 1)
 
 
