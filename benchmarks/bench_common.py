@@ -68,10 +68,14 @@ def batches(workload: str, steps: int) -> list[Batch]:
     return [text_data(corpus, 16, 64, rng) for _ in range(min(steps, 20))]
 
 
+def warm_median(times: list) -> float:
+    """The median of `times` without the first fifth (warm-up)."""
+    return float(np.median(times[len(times) // 5 :] or times))
+
+
 def report(framework: str, mode: str, workload: str, times: list, losses: list, compiles: int | None) -> dict:
     """One JSON-able record; the median skips the first fifth of the steps (warm-up)."""
-    warm = times[len(times) // 5 :] or times
-    median = float(np.median(warm))
+    median = warm_median(times)
     return {
         "framework": framework,
         "mode": mode,

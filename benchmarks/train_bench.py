@@ -22,8 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-from bench_common import batches, report
+from bench_common import batches, report, warm_median
 from workloads import nabla_workload
 
 import nabla as nb
@@ -99,7 +98,7 @@ def run(mode: str, workload: str, steps: int) -> dict:
     # The step and its model alone, alternated in this process: a ratio the machine's drift
     # (15-30% within minutes on these VMs) does not move as it moves separate runs.
     paired = [(timed_step(i), timed_model()) for i in range(steps)]
-    loop_ms, model_ms = (float(np.median(col[len(col) // 5 :])) * 1e3 for col in zip(*paired, strict=True))
+    loop_ms, model_ms = (warm_median(col) * 1e3 for col in zip(*paired, strict=True))
     result |= {"paired_step_ms": round(loop_ms, 3), "paired_model_ms": round(model_ms, 3)}
     return result | {"overhead": round(loop_ms / model_ms, 3)}
 

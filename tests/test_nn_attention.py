@@ -17,6 +17,7 @@ import pytest
 import nabla as nb
 import nabla_nn as nn
 import nabla_nn.functional as F
+from nabla.core.graph.program import collect
 
 try:
     import torch
@@ -237,20 +238,8 @@ def test_mha_matches_torch(case):
 
 
 def _recorded_ops(out: nb.Tensor) -> list[str]:
-    """The op names of the lazy graph behind `out`, inputs first."""
-    seen, order = set(), []
-
-    def visit(impl):
-        node = impl.output_refs
-        if node is None or id(node) in seen:
-            return
-        seen.add(id(node))
-        for arg in node.args:
-            visit(arg)
-        order.append(node.op.name)
-
-    visit(out._impl)
-    return order
+    """The op names of the lazy graph behind `out`, in creation order (the engine's own walk)."""
+    return [node.op.name for node in collect([out._impl]).nodes]
 
 
 def test_sdpa_records_one_op_unless_dropout_or_broadcast_leading_dims():
