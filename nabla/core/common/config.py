@@ -56,8 +56,8 @@ def _from_env() -> Config:
 
 # MAX's CPU workers spin after each task before they sleep. With MAX's default spin, the Python
 # of a training loop's next step shares the cores with two spinning workers and takes about
-# twice its CPU time (W3: 7-9 ms of Python wall time a step instead of ~4); 100 us still
-# covers the gaps between kernels of one graph. MAX aborts unless the runtime option and its
+# twice its CPU time (W3: 6-9 ms of Python wall time a step, 3.0-3.5 ms with a 30-1000 us
+# spin, whose executions were not measurably slower). MAX aborts unless the runtime option and its
 # config key agree, so a value set for either is used for both.
 BUSY_WAIT_US = "100"
 _BUSY_WAIT_VARS = ("MODULAR_THREAD_BUSY_WAIT_US", "MODULAR_RUNTIME_THREAD_BUSY_WAIT_TIME_US")
