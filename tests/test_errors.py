@@ -238,3 +238,16 @@ def test_errors_leave_no_pending_work():
     # evaluation afterwards still works and is a single execution
     np.testing.assert_array_equal((a * 2).numpy(), np.full((2, 3), 2.0, np.float32))
     assert nb.cache_info().executions == before + 1
+
+
+def test_layer_norm_affine_shapes(no_evaluation):
+    """A weight or bias must be normalized_shape exactly, as in torch (a broadcastable
+    (1,) or (2, 4) is not silently broadcast)."""
+    x = nb.ones(2, 4)
+    for kwargs in ({"weight": nb.ones(1)}, {"bias": nb.ones(2, 4)}, {"weight": nb.ones(3)}):
+        name = next(iter(kwargs))
+        with pytest.raises(ValueError, match=rf"layer_norm: {name} must have shape normalized_shape \(4,\), got"):
+            nb.layer_norm(x, 4, **kwargs)
+    with pytest.raises(TypeError, match="layer_norm: weight must be a Tensor or None, got ndarray"):
+        nb.layer_norm(x, 4, np.ones(4, np.float32))
+    assert nb.layer_norm(x, 4, nb.ones(4), nb.zeros(4)).shape == (2, 4)

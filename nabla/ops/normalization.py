@@ -190,6 +190,11 @@ def layer_norm(
     n = len(shape)
     if n == 0 or n > x.ndim or tuple(x.shape[x.ndim - n :]) != shape:
         raise ValueError(f"layer_norm: normalized_shape {shape} must be the trailing dims of x's shape {x.shape}")
+    for name, a in (("weight", weight), ("bias", bias)):  # torch rejects a broadcastable other shape too
+        if a is not None and not isinstance(a, Tensor):
+            raise TypeError(f"layer_norm: {name} must be a Tensor or None, got {type(a).__name__}")
+        if a is not None and tuple(a.shape) != shape:
+            raise ValueError(f"layer_norm: {name} must have shape normalized_shape {shape}, got {tuple(a.shape)}")
     affine = [a for a in (weight, bias) if a is not None]
     if all(isinstance(a, Tensor) and a.shape == shape and a.dtype == x.dtype for a in affine) and not any(
         t._impl.batch_dims for t in (x, *affine)
