@@ -12,7 +12,10 @@ so every run can check that the loss goes down.
 
 from __future__ import annotations
 
+import json
 import resource
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -88,3 +91,29 @@ def report(framework: str, mode: str, workload: str, times: list, losses: list, 
         "first_loss": None if not losses else round(float(losses[0]), 4),
         "last_loss": None if not losses else round(float(losses[-1]), 4),
     }
+
+
+PHASES = ("forward", "forward+backward", "step")  # phases.py: each phase is its own graph
+
+
+def interleaved_ms(fns: dict[str, Callable[[], object]], runs: int = 40) -> dict[str, float]:
+    """Median ms of each function, called in turn `runs` times (after warm-up, see `warm_median`)."""
+    times: dict[str, list] = {name: [] for name in fns}
+    for _ in range(runs):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t0)
+    return {name: warm_median(t) * 1e3 for name, t in times.items()}
+
+
+def check_descent(losses: list[float]) -> None:
+    """Steps on one batch must lower its loss: a broken update fails the run."""
+    if not losses[-1] < losses[0]:
+        raise SystemExit(f"loss did not go down over {len(losses)} steps on one batch: {losses}")
+
+
+def print_phases(framework: str, workload: str, phases: dict[str, float]) -> None:
+    """`phases.py`'s output: one JSON line per phase."""
+    for phase, ms in phases.items():
+        print(json.dumps({"framework": framework, "workload": workload, "phase": phase, "median_ms": round(ms, 3)}))
