@@ -107,6 +107,15 @@ def interleaved_ms(fns: dict[str, Callable[[], object]], runs: int = 40) -> dict
     return {name: warm_median(t) * 1e3 for name, t in times.items()}
 
 
+def train_step(model, opt, loss_fn, x, y) -> float:
+    """One PyTorch-style step (the same code runs on nabla and torch); returns the loss."""
+    opt.zero_grad()
+    loss = loss_fn(model(x), y)
+    loss.backward()
+    opt.step()
+    return loss.item()
+
+
 def check_descent(losses: list[float]) -> None:
     """Steps on one batch must lower its loss: a broken update fails the run."""
     if not losses[-1] < losses[0]:

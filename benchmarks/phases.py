@@ -22,7 +22,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench_common import PHASES, batches, check_descent, interleaved_ms, print_phases
+from bench_common import PHASES, batches, check_descent, interleaved_ms, print_phases, train_step
 from workloads import nabla_workload
 
 import nabla as nb
@@ -52,11 +52,7 @@ def nabla_phases(workload: str) -> dict[str, float]:
         nb.evaluate(loss, *[p.grad for p in params])
 
     def step() -> float:
-        opt.zero_grad()
-        loss = loss_fn(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss.item()
+        return train_step(model, opt, loss_fn, x, y)
 
     captured: list = []
     original = executors.MaxExecutor.run

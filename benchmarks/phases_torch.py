@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 
 import torch
-from bench_common import PHASES, batches, check_descent, interleaved_ms, print_phases
+from bench_common import PHASES, batches, check_descent, interleaved_ms, print_phases, train_step
 from torch_workloads import torch_workload
 
 
@@ -29,11 +29,7 @@ def torch_phases(workload: str) -> dict[str, float]:
         loss_fn(model(x), y).backward()
 
     def step() -> float:
-        opt.zero_grad()
-        loss = loss_fn(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss.item()
+        return train_step(model, opt, loss_fn, x, y)
 
     for fn in (forward, forward_backward):
         fn()
