@@ -96,14 +96,20 @@ def report(framework: str, mode: str, workload: str, times: list, losses: list, 
 PHASES = ("forward", "forward+backward", "step")  # phases.py: each phase is its own graph
 
 
+def timed(fn: Callable[..., object], *args: object) -> float:
+    """Seconds one call `fn(*args)` takes."""
+    t0 = time.perf_counter()
+    fn(*args)
+    return time.perf_counter() - t0
+
+
 def interleaved_ms(fns: dict[str, Callable[[], object]], runs: int = 40) -> dict[str, float]:
-    """Median ms of each function, called in turn `runs` times (after warm-up, see `warm_median`)."""
+    """Median ms of each function, called in turn `runs` times (after warm-up, see `warm_median`):
+    the machine's drift (15-30% within minutes on these VMs) moves them together."""
     times: dict[str, list] = {name: [] for name in fns}
     for _ in range(runs):
         for name, fn in fns.items():
-            t0 = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - t0)
+            times[name].append(timed(fn))
     return {name: warm_median(t) * 1e3 for name, t in times.items()}
 
 

@@ -14,11 +14,10 @@ import json
 import time
 
 import numpy as np
-from bench_common import batches
-from workloads import nabla_workload
+from bench_common import batches, train_step
+from workloads import ModelSpy, nabla_workload
 
 import nabla as nb
-from nabla.core.graph import executors
 
 nb.set_executor("max")  # compiled steady state (cold_start.py measures the default auto executor)
 
@@ -26,22 +25,10 @@ nb.set_executor("max")  # compiled steady state (cold_start.py measures the defa
 def _capture_w1_model() -> tuple:
     model, opt, _, loss_fn = nabla_workload("W1")
     x, y = (nb.Tensor.from_numpy(a) for a in (batches("W1", 1)[0].x, batches("W1", 1)[0].y))
-    captured: list = []
-    original = executors.MaxExecutor.run
-
-    def spy(self, prepared, inputs):
-        captured[:] = [self, prepared, list(inputs)]
-        return original(self, prepared, inputs)
-
-    executors.MaxExecutor.run = spy
-    try:
+    with ModelSpy() as spy:
         for _ in range(3):
-            opt.zero_grad()
-            loss_fn(model(x), y).backward()
-            opt.step()
-    finally:
-        executors.MaxExecutor.run = original
-    return tuple(captured)
+            train_step(model, opt, loss_fn, x, y)
+    return spy.captured
 
 
 def _busy(ms: float) -> None:

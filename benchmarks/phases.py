@@ -23,10 +23,9 @@ import sys
 from pathlib import Path
 
 from bench_common import PHASES, batches, check_descent, interleaved_ms, print_phases, train_step
-from workloads import nabla_workload
+from workloads import ModelSpy, nabla_workload
 
 import nabla as nb
-from nabla.core.graph import executors
 
 nb.set_executor("max")
 HERE = Path(__file__).resolve().parent
@@ -54,22 +53,13 @@ def nabla_phases(workload: str) -> dict[str, float]:
     def step() -> float:
         return train_step(model, opt, loss_fn, x, y)
 
-    captured: list = []
-    original = executors.MaxExecutor.run
-
-    def spy(self, prepared, inputs):  # the model the phase runs, and its inputs
-        captured[:] = [self, prepared, list(inputs)]
-        return original(self, prepared, inputs)
-
-    models = []
+    spies = []
     for fn in (forward, forward_backward, step):
-        executors.MaxExecutor.run = spy
-        warm = [fn() for _ in range(3)]  # the first call compiles (or loads) the phase's model
-        executors.MaxExecutor.run = original
-        executor, prepared, inputs = captured
-        models.append(lambda e=executor, p=prepared, i=inputs: e.run(p, i))
+        with ModelSpy() as spy:  # the model the phase runs, and its inputs
+            warm = [fn() for _ in range(3)]  # the first call compiles (or loads) the phase's model
+        spies.append(spy)
     check_descent(warm)
-    return interleaved_ms(dict(zip(PHASES, models, strict=True)))
+    return interleaved_ms({name: spy.run for name, spy in zip(PHASES, spies, strict=True)})
 
 
 def main() -> None:

@@ -19,14 +19,12 @@ import importlib.util
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-from bench_common import batches, report, warm_median
-from workloads import nabla_workload
+from bench_common import batches, interleaved_ms, report, timed
+from workloads import ModelSpy, nabla_workload
 
 import nabla as nb
-from nabla.core.graph import executors
 
 nb.set_executor("max")  # compiled steady state (cold_start.py measures the default auto executor)
 
@@ -66,41 +64,26 @@ def run(mode: str, workload: str, steps: int) -> dict:
         model.compile()
     elif mode == "compile":
         step = nb.compile(step)
-    captured: list = []
-    original = executors.MaxExecutor.run
+    losses: list = []
 
-    def spy(self, prepared, inputs):  # remember the model a step runs, and its inputs
-        captured[:] = [self, prepared, list(inputs)]
-        return original(self, prepared, inputs)
-
-    def timed_step(i: int) -> float:
+    def run_step(i: int) -> None:
         x, y = data[i % len(data)]
-        t0 = time.perf_counter()
         loss = step(x, y)
         if loss is not None:
             losses.append(loss.item())
-        return time.perf_counter() - t0
 
-    def timed_model() -> float:
-        t0 = time.perf_counter()
-        captured[0].run(*captured[1:])
-        return time.perf_counter() - t0
-
-    executors.MaxExecutor.run = spy  # ~1 us a step
-    times, losses = [], []
-    for i in range(steps):
-        times.append(timed_step(i))
-    executors.MaxExecutor.run = original
+    with ModelSpy() as spy:  # remember the model the steps run, and its inputs
+        times = [timed(run_step, i) for i in range(steps)]
     if mode == "model-only":
-        times = [timed_model() for _ in range(steps)]
+        times = [timed(spy.run) for _ in range(steps)]
         return report("nabla", mode, workload, times, losses, nb.cache_info().compiles)
     result = report("nabla", mode, workload, times, losses, nb.cache_info().compiles)
     # The step and its model alone, alternated in this process: a ratio the machine's drift
-    # (15-30% within minutes on these VMs) does not move as it moves separate runs.
-    paired = [(timed_step(i), timed_model()) for i in range(steps)]
-    loop_ms, model_ms = (warm_median(col) * 1e3 for col in zip(*paired, strict=True))
-    result |= {"paired_step_ms": round(loop_ms, 3), "paired_model_ms": round(model_ms, 3)}
-    return result | {"overhead": round(loop_ms / model_ms, 3)}
+    # does not move as it moves separate runs.
+    order = iter(range(steps))
+    paired = interleaved_ms({"step": lambda: run_step(next(order)), "model": spy.run}, runs=steps)
+    result |= {"paired_step_ms": round(paired["step"], 3), "paired_model_ms": round(paired["model"], 3)}
+    return result | {"overhead": round(paired["step"] / paired["model"], 3)}
 
 
 def main() -> None:

@@ -8,6 +8,7 @@ import nabla as nb
 import nabla_nn as nn
 import nabla_nn.functional as F
 import nabla_optim as optim
+from nabla.core.graph import executors
 
 
 # -- nabla models ------------------------------------------------------------------------------
@@ -62,6 +63,37 @@ class CharLM(nn.Module):
 
 def lm_loss(logits: nb.Tensor, targets: nb.Tensor) -> nb.Tensor:
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+
+
+class ModelSpy:
+    """Context manager: remembers the cached MAX model each evaluation in the body runs, and its
+    inputs; `run()` then executes the last one again alone (no Python between executions).
+
+    Example:
+        >>> with ModelSpy() as spy:
+        ...     train_step(model, opt, loss_fn, x, y)
+        >>> spy.run()
+    """
+
+    def __init__(self) -> None:
+        self.captured: tuple = ()
+
+    def __enter__(self) -> ModelSpy:
+        self._original = original = executors.MaxExecutor.run
+
+        def spy(executor, prepared, inputs):  # ~1 us a step
+            self.captured = (executor, prepared, list(inputs))
+            return original(executor, prepared, inputs)
+
+        executors.MaxExecutor.run = spy
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        executors.MaxExecutor.run = self._original
+
+    def run(self) -> list:
+        executor, prepared, inputs = self.captured
+        return executor.run(prepared, inputs)
 
 
 def nabla_workload(name: str) -> tuple[nn.Module, optim.Optimizer | None, object, object]:
