@@ -1,6 +1,8 @@
 """Convolution with PyTorch's layouts: NCHW / NCL inputs, OIHW / OIL weights, and
 transposed-convolution weights `(in, out/groups, kH, kW)`, so PyTorch checkpoints load unchanged.
-The MAX lowerings permute to MAX's NHWC input and RSCF filter layouts inside the kernel.
+The MAX lowerings work in MAX's NHWC input and RSCF filter layouts: an input's NHWC twin
+(`_layout.py`: the form a previous convolution or pooling left) is used as it is, anything else
+is permuted inside the kernel, and the NCHW result remembers its NHWC form for the next kernel.
 
 Primitives (each with MAX lowering, NumPy kernel, VJP and JVP side by side):
     conv2d              grouped, strided, dilated 2-D convolution
@@ -40,6 +42,7 @@ from ..core.tensor.tensor import Tensor, grad_enabled_for
 from . import batching as _batching
 from . import binary as _bin
 from . import view as _view
+from ._layout import NCHW, NHWC, nhwc, to_nchw
 from .base import AVal, Operation, public, shape_of
 
 __all__ = ["conv1d", "conv2d", "conv_transpose2d"]
@@ -79,31 +82,32 @@ def _shape(v: Any) -> tuple[int, ...]:
     return shape_of(v)
 
 
-def _mx_pad(v: Any, pads: Pads, value: float = 0.0) -> Any:
-    """MAX: pad (positive) or crop (negative) the last two axes of `v`."""
+def _mx_pad(v: Any, pads: Pads, value: float = 0.0, trail: int = 0) -> Any:
+    """MAX: pad (positive) or crop (negative) the two spatial axes of `v`, which `trail` axes
+    follow (0: (..., H, W); 1: NHWC)."""
     shape = _shape(v)
-    lead, (h, w) = len(shape) - 2, shape[-2:]
+    lead, (h, w) = len(shape) - 2 - trail, shape[len(shape) - 2 - trail :][:2]
     top, bottom, left, right = pads
     if min(pads) < 0:
-        v = ops.slice_tensor(
-            v,
-            [slice(None)] * lead + [slice(max(-top, 0), h - max(-bottom, 0)), slice(max(-left, 0), w - max(-right, 0))],
-        )
+        crop = [slice(max(-top, 0), h - max(-bottom, 0)), slice(max(-left, 0), w - max(-right, 0))]
+        v = ops.slice_tensor(v, [slice(None)] * lead + crop + [slice(None)] * trail)
     if max(pads) > 0:
-        v = ops.pad(v, [0, 0] * lead + [max(top, 0), max(bottom, 0), max(left, 0), max(right, 0)], value=value)
+        widths = [max(top, 0), max(bottom, 0), max(left, 0), max(right, 0)]
+        v = ops.pad(v, [0, 0] * lead + widths + [0, 0] * trail, value=value)
     return v
 
 
-def _mx_strided(v: Any, start: tuple, stride: tuple, out: tuple) -> Any:
-    """MAX: `v[..., r0::sh][:OH], [c0::sw][:OW]` on the last two axes."""
-    lead = len(v.shape) - 2
+def _mx_strided(v: Any, start: tuple, stride: tuple, out: tuple, trail: int = 0) -> Any:
+    """MAX: `v[..., r0::sh][:OH], [c0::sw][:OW]` on the two spatial axes (`trail` as in `_mx_pad`)."""
+    lead = len(v.shape) - 2 - trail
     return ops.slice_tensor(
         v,
         [slice(None)] * lead
         + [
             slice(start[0], start[0] + (out[0] - 1) * stride[0] + 1, stride[0]),
             slice(start[1], start[1] + (out[1] - 1) * stride[1] + 1, stride[1]),
-        ],
+        ]
+        + [slice(None)] * trail,
     )
 
 
@@ -121,16 +125,22 @@ def _mx_place(v: Any, start: tuple, stride: tuple, size: tuple) -> Any:
 
 
 def _mx_to_nhwc(v: Any) -> tuple[Any, tuple[int, ...]]:
-    """MAX: (..., C, H, W) -> (N, H, W, C) with the leading dims merged; returns the lead dims."""
+    """MAX: (..., C, H, W) -> (N, H, W, C) with the leading dims merged (a 4-D value's NHWC
+    twin when it has one: no permute); returns the lead dims."""
     shape = _shape(v)
     lead = shape[:-3]
-    v = ops.reshape(v, (math.prod(lead),) + shape[-3:]) if len(lead) != 1 else v
-    return ops.permute(v, [0, 2, 3, 1]), lead
+    if len(lead) == 1:
+        twin = nhwc(v)
+        return (ops.permute(v, list(NHWC)) if twin is None else twin), lead
+    return ops.permute(ops.reshape(v, (math.prod(lead),) + shape[-3:]), list(NHWC)), lead
 
 
 def _mx_from_nhwc(v: Any, lead: tuple[int, ...]) -> Any:
-    v = ops.permute(v, [0, 3, 1, 2])
-    return ops.reshape(v, lead + _shape(v)[1:]) if len(lead) != 1 else v
+    """MAX: the inverse of `_mx_to_nhwc`; a 4-D result keeps `v` as its NHWC twin."""
+    if len(lead) == 1:
+        return to_nchw(v)
+    v = ops.permute(v, list(NCHW))
+    return ops.reshape(v, lead + _shape(v)[1:])
 
 
 def _mx_pool(xp: Any, pool: Any) -> Any:
@@ -292,7 +302,8 @@ class Conv2dOp(_ConvOperation):
     @staticmethod
     def _kernel(x: Any, w: Any, *, stride: tuple, padding: Pads, dilation: tuple, groups: int) -> Any:
         # negative pads crop the input; positive ones go to the conv
-        xn, lead = _mx_to_nhwc(_mx_pad(x, tuple(min(p, 0) for p in padding)))
+        xn, lead = _mx_to_nhwc(x)
+        xn = _mx_pad(xn, tuple(min(p, 0) for p in padding), trail=1)
         pads = tuple(max(p, 0) for p in padding)
         filt = ops.permute(w, [2, 3, 1, 0])  # OIHW -> RSCF
         y = ops.conv2d(xn, filt, stride=tuple(stride), dilation=tuple(dilation), padding=pads, groups=groups)
@@ -436,7 +447,8 @@ def _mx_wgrad_shifted(x: Any, g: Any, kernel: tuple, padding: Pads, dilation: tu
     cg, og, (kh, kw) = c // groups, o // groups, kernel
     if groups == 1:  # the same layouts as below without the unit group axis (MAX's 2-D kernels are faster)
         xt = _mx_pad(ops.permute(x, [1, 0, 2, 3]), padding)  # (C, N, Hp, Wp)
-        gt = ops.permute(g, [0, 2, 3, 1])  # (N, OH, OW, O)
+        gt = nhwc(g)  # (N, OH, OW, O)
+        gt = ops.permute(g, list(NHWC)) if gt is None else gt
     else:
         xt = _mx_pad(ops.permute(ops.reshape(x, (n, groups, cg) + _shape(x)[-2:]), [1, 2, 0, 3, 4]), padding)
         gt = ops.permute(ops.reshape(g, (n, groups, og, oh, ow)), [1, 0, 3, 4, 2])  # (G, N, OH, OW, O/G)

@@ -32,6 +32,7 @@ from ..core.tensor.tensor import Tensor
 from . import linalg as _linalg
 from . import reduction as _red
 from . import view as _view
+from ._layout import NHWC, nhwc, to_nchw
 from .base import AVal, Operation, public
 from .conv import (  # the window helpers are shared with convolution
     Pads,
@@ -98,11 +99,12 @@ def _np_first_max(xp: np.ndarray, kernel: tuple, stride: tuple, dilation: tuple,
 _MAX_PIECES = 16  # larger windows: MAX's NHWC max_pool2d beats one strided slice per offset
 
 
-def _mx_pieces(xp: Any, kernel: tuple, stride: tuple, dilation: tuple, out: tuple) -> list:
-    """MAX: each window offset's strided view (..., OH, OW) of `xp (..., H, W)`, in PyTorch's scan
-    order. Kept as separate strided slices: on CPU, MAX's stack and its reductions over a short
-    axis cost 10-20x what the slices and an elementwise chain over them cost."""
-    return [_mx_strided(xp, (r, c), stride, out) for _, r, c in _offsets(kernel, dilation)]
+def _mx_pieces(xp: Any, kernel: tuple, stride: tuple, dilation: tuple, out: tuple, trail: int = 0) -> list:
+    """MAX: each window offset's strided view (..., OH, OW) of `xp (..., H, W)` (with `trail`=1,
+    (N, OH, OW, C) of NHWC), in PyTorch's scan order. Kept as separate strided slices: on CPU,
+    MAX's stack and its reductions over a short axis cost 10-20x what the slices and an
+    elementwise chain over them cost."""
+    return [_mx_strided(xp, (r, c), stride, out, trail) for _, r, c in _offsets(kernel, dilation)]
 
 
 def _mx_first_max(pieces: list) -> Any:
@@ -158,6 +160,27 @@ def _mx_upsample(v: Any, kernel: tuple) -> Any:
     return ops.resize_nearest(v, size, coordinate_transform_mode=2, round_mode=2)  # asymmetric, floor: exact
 
 
+def _mx_tiles_grad_nhwc(x: Any, g: Any, kernel: tuple, padding: Pads) -> Any:
+    """MAX: max_pool2d_grad for windows that tile the image, on the NHWC `x` (N, H, W, C) and the
+    NCHW `g` (its twin, or a permute: g is the smaller): each tile's first maximum takes g,
+    broadcast over the tile in a 6-D (N, OH, kH, OW, kW, C) view whose contiguous inner axis
+    is the channels. Returns NHWC. On W2's 64x32x28x28 activation this takes 4.0 ms against
+    6.8 ms for the NCHW form (where the tile axes are innermost and short)."""
+    gt = nhwc(g)
+    gt = ops.permute(g, list(NHWC)) if gt is None else gt
+    xp = _mx_pad(x, padding, float("-inf"), trail=1)
+    n, oh, ow, c = _shape(gt)
+    (kh, kw), size = kernel, _shape(xp)[1:3]
+    index = _mx_first_max(_mx_pieces(xp, kernel, kernel, (1, 1), (oh, ow), trail=1))
+    position = np.arange(kh * kw, dtype=np.float32).reshape(1, 1, kh, 1, kw, 1)
+    position = ops.constant(position, DType.float32, device=g.device)
+    tile = ops.equal(ops.reshape(index, (n, oh, 1, ow, 1, c)), position)
+    zero = ops.constant(0, g.dtype, device=g.device)
+    dxp = ops.reshape(ops.where(tile, ops.reshape(gt, (n, oh, 1, ow, 1, c)), zero), (n, oh * kh, ow * kw, c))
+    dxp = _mx_pad(dxp, (0, size[0] - oh * kh, 0, size[1] - ow * kw), trail=1)  # rows no window reads
+    return _mx_pad(dxp, tuple(-p for p in padding), trail=1)
+
+
 class MaxPool2dOp(_PoolOp):
     """Window maximum of `x (..., H, W)`; padding is -inf, so it never wins over real values."""
 
@@ -165,12 +188,17 @@ class MaxPool2dOp(_PoolOp):
 
     def kernel(self, x: Any, *, kernel: tuple, stride: tuple, padding: Pads, dilation: tuple) -> Any:
         # A NaN in a window makes its maximum NaN, as in PyTorch (MAX's max and max_pool2d drop NaNs).
-        xp = _mx_pad(x, padding, float("-inf"))
         nan = ops.constant(float("nan"), x.dtype, device=x.device)
         if math.prod(kernel) <= _MAX_PIECES:  # an elementwise chain over strided slices: no layout change
-            pieces = _mx_pieces(xp, kernel, stride, dilation, _pool_out(_shape(x), kernel, stride, padding, dilation))
+            out = _pool_out(_shape(x), kernel, stride, padding, dilation)
+            twin = nhwc(x)  # x's NHWC form where a convolution left one: slices there are faster
+            trail = 0 if twin is None else 1
+            xp = _mx_pad(x if twin is None else twin, padding, float("-inf"), trail)
+            pieces = _mx_pieces(xp, kernel, stride, dilation, out, trail)
             has_nan = functools.reduce(ops.logical_or, [ops.is_nan(v) for v in pieces])
-            return ops.where(has_nan, nan, functools.reduce(ops.max, pieces))
+            y = ops.where(has_nan, nan, functools.reduce(ops.max, pieces))
+            return y if twin is None else to_nchw(y)
+        xp = _mx_pad(x, padding, float("-inf"))
 
         def pool(xn: Any) -> Any:
             return ops.max_pool2d(xn, tuple(kernel), stride=tuple(stride), dilation=tuple(dilation))
@@ -208,6 +236,9 @@ class MaxPool2dGradOp(Operation):
         return _spatial_rule(in_shapes, out_shapes, self.partial_ok)
 
     def kernel(self, x: Any, g: Any, *, kernel: tuple, stride: tuple, padding: Pads, dilation: tuple) -> Any:
+        twin = nhwc(x) if _tiles_fit(kernel, stride, dilation) else None
+        if twin is not None:
+            return to_nchw(_mx_tiles_grad_nhwc(twin, g, kernel, padding))
         xp = _mx_pad(x, padding, float("-inf"))
         out, size = _shape(g)[-2:], _shape(xp)[-2:]
         index = _mx_first_max(_mx_pieces(xp, kernel, stride, dilation, out))

@@ -25,6 +25,7 @@ from ..core.tensor.tensor import Tensor
 from . import binary as _bin
 from . import unary as _un
 from . import view as _view
+from ._layout import NHWC, nhwc
 from .base import AVal, Operation, public, shape_of
 from .cast import cast
 
@@ -101,6 +102,10 @@ class ReduceOperation(Operation):
 
     def kernel(self, x: Any, *, axes: tuple, keepdims: bool) -> Any:
         shape = shape_of(x)
+        twin = nhwc(x) if x.rank == 4 and {0, 2, 3} <= set(axes) else None
+        if twin is not None:  # per-channel statistics of a conv net (bias gradients): no permute back
+            x = _mx_reduce(twin, tuple(sorted(NHWC.index(a) for a in axes)), self.max_reducer)
+            return ops.reshape(x, _reduced_shape(shape, axes, keepdims))
         x = _mx_reduce(x, axes, self.max_reducer)
         return x if keepdims or not axes else ops.reshape(x, _reduced_shape(shape, axes, False))
 

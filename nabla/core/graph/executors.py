@@ -251,10 +251,27 @@ def _checked(step: Step, value: Any, aval: tuple) -> np.ndarray:
 
 
 class _Lowering(threading.local):
-    memo: dict | None = None  # set while a MAX graph is being built
+    """Per-thread state of the MAX graph being built; all None outside a build."""
+
+    memo: dict | None = None  # call sub-programs' common subexpressions
+    producers: dict | None = None  # id(value) -> (step, output index, input values, value)
+    scratch: dict | None = None  # lowerings' own per-build state (nabla/ops/_layout.py)
 
 
 _LOWERING = _Lowering()
+
+
+def producer(value: Any) -> tuple[Step, int, list] | None:
+    """The step that emitted `value` into the MAX graph being built, which of its outputs it
+    is, and the step's input values; None outside a build or for graph inputs. Lets a lowering
+    re-emit a value's computation in another layout (nabla/ops/_layout.py)."""
+    found = _LOWERING.producers.get(id(value)) if _LOWERING.producers is not None else None
+    return None if found is None or found[3] is not value else found[:3]
+
+
+def lowering_scratch() -> dict | None:
+    """A dict that lives as long as the MAX graph being built (None outside a build)."""
+    return _LOWERING.scratch
 
 
 def lower_steps(program: Program, input_values: list, *, cse: bool = False) -> list:
@@ -278,6 +295,10 @@ def lower_steps(program: Program, input_values: list, *, cse: bool = False) -> l
             results = apply_step(step, args, lambda a, kw, _p, op=step.op: _as_tuple(op.kernel(*a, **kw)))
             if memo is not None:  # the args stay referenced, so their ids cannot be reused by new values
                 memo[key] = (results, args)
+            producers = _LOWERING.producers
+            if producers is not None and step.spmd is None:  # values kept, so their ids stay unique
+                for index, value in enumerate(results):
+                    producers[id(value)] = (step, index, args, value)
         for slot, value in zip(step.outs, results, strict=True):
             env[slot] = value
     return [env[s] for s in program.output_slots]
@@ -326,11 +347,11 @@ class MaxExecutor(Executor):
         ) as graph:
             if resolve is not None:
                 program = replace(program, steps=[replace(st, kwargs=resolve(st.kwargs)) for st in program.steps])
-            _LOWERING.memo = {}
+            _LOWERING.memo, _LOWERING.producers, _LOWERING.scratch = {}, {}, {}
             try:
                 outputs = lower_steps(program, _group_inputs(program, [v.tensor for v in graph.inputs]))
             finally:
-                _LOWERING.memo = None
+                _LOWERING.memo = _LOWERING.producers = _LOWERING.scratch = None
             graph.output(*[v for out in compress_outputs(program, outputs) for v in _pieces(out)])
         return module
 
