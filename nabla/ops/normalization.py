@@ -196,7 +196,7 @@ def layer_norm(
         if a is not None and tuple(a.shape) != shape:
             raise ValueError(f"layer_norm: {name} must have shape normalized_shape {shape}, got {tuple(a.shape)}")
     affine = [a for a in (weight, bias) if a is not None]
-    if all(isinstance(a, Tensor) and a.shape == shape and a.dtype == x.dtype for a in affine) and not any(
+    if all(a.dtype == x.dtype for a in affine) and not any(  # shapes are normalized_shape (checked above)
         t._impl.batch_dims for t in (x, *affine)
     ):  # one op; vmapped or mixed-dtype parameters take the broadcasting mul and add
         return _layer_norm(x, *affine, n=n, eps=float(eps), has_weight=weight is not None, has_bias=bias is not None)
