@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -24,6 +25,8 @@ import nabla_optim as optim
 from nabla.core.graph import GRAPH, artifacts, background, executors
 from nabla.core.graph import program as program_mod
 from nabla.core.graph.background import CompileFailed
+from nabla.core.graph.program import Program
+from nabla.core.graph.symbolic import SymInt, _resolver
 from nabla.core.graph.tiered import TieredExecutor
 
 NUMPY = executors.get_executor_impl("numpy")
@@ -49,7 +52,19 @@ class StandInCompiled:
 
     def run(self, model, inputs):
         self.runs += 1
-        return NUMPY.run(model[1], inputs)
+        program = model[1]
+        sizes = {  # a symbolic program (a symbolic dim's size read from the input carrying it)
+            dim.coeffs[0][0]: np.shape(x)[d]
+            for (_, shape), x in zip(program.input_types, inputs, strict=True)
+            for d, dim in enumerate(shape)
+            if isinstance(dim, SymInt)
+        }
+        if sizes:
+            concrete = _resolver(lambda s: s.value(sizes))
+            steps = [replace(st, kwargs=concrete(st.kwargs), out_avals=concrete(st.out_avals)) for st in program.steps]
+            types = concrete(program.input_types)
+            program = Program(steps, program.input_slots, types, program.output_slots, program.num_slots)
+        return NUMPY.run(program, inputs)
 
 
 class ManualService:
@@ -118,10 +133,27 @@ def test_tier0_first_then_compile_in_background_then_switch(auto):
 
 
 def test_graphs_evaluated_once_never_compile(auto):
-    for n in range(1, 11):
-        _affine(np.ones(n, np.float32)).numpy()
+    x = nb.Tensor.from_numpy(np.ones(3, np.float32))
+    for n in range(1, 11):  # ten programs (n exps), each evaluated once
+        y = x
+        for _ in range(n):
+            y = nb.exp(y)
+        y.numpy()
     info = nb.cache_info()
     assert info.compiles == 0 and info.tier0_executions == 10 and info.misses == 10
+
+
+def test_one_program_at_many_sizes_compiles_one_symbolic_model(auto):
+    """The second size merges the two traces into one model for every size; like any model, it
+    compiles once it has run twice (compile_after=2): here at the third size."""
+    executor, compiled = auto
+    for n in range(1, 11):
+        if n == 4:
+            executor.service.finish()
+        data = np.arange(n, dtype=np.float32)
+        np.testing.assert_allclose(_affine(data).numpy(), data * 3.0 - 1.0, rtol=1e-6)
+    info = nb.cache_info()
+    assert (info.compiles, info.misses, info.tier0_executions, compiled.runs) == (1, 10, 3, 7)
 
 
 def test_compiled_functions_compile_at_their_first_call(auto):
@@ -205,6 +237,103 @@ def test_training_loop_compiles_one_model_and_eval_one_more(auto, make):
             model(nb.Tensor.from_numpy(batch())).argmax(-1).numpy()
     assert nb.cache_info().compiles == 2
     assert all(np.isfinite(losses))
+
+
+def _steps(make, sizes):
+    """Train `make`'s model one step per batch size in `sizes`; the losses and final weights."""
+    nb.manual_seed(0)
+    model, opt, _, batch = make()
+    rng = np.random.default_rng(0)
+    losses = []
+    for n in sizes:
+        shape = (n, *batch().shape[1:])
+        x = nb.Tensor.from_numpy(rng.standard_normal(shape).astype(np.float32))
+        y = nb.Tensor.from_numpy(rng.integers(0, 3, n))
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+        executor = executors.get_executor_impl(nb.get_executor())
+        if isinstance(executor, TieredExecutor):
+            executor.service.finish()
+    return losses, [p.numpy() for p in model.parameters()]
+
+
+def _compiled_mlp():
+    model, opt, sched, batch = _mlp()
+    model.compile()
+    return model, opt, sched, batch
+
+
+@pytest.mark.parametrize(
+    "make", [_mlp, _cnn, _transformer, _compiled_mlp], ids=["mlp", "cnn", "transformer", "mlp+module.compile"]
+)
+def test_a_partial_batch_compiles_one_model_for_every_batch_size(auto, make):
+    """PyTorch's automatic dynamic shapes: a training step at a second batch size compiles one
+    model with a symbolic batch dim (forward, the recorded backward inside its `call` op, and the
+    optimizer update), which then runs every later size with no compile, matching NumPy."""
+    executor, compiled = auto
+    executor.compile_after = 1
+    sizes = [8, 5, 8, 3, 7, 3]
+    losses, weights = _steps(make, sizes)
+    info = nb.cache_info()
+    assert (info.compiles, info.misses, info.hits) == (2, 4, 2)
+    assert info.tier0_executions == 2 and compiled.runs == 4  # sizes 8, 3, 7 and 3 on compiled models
+    nb.set_executor("numpy")
+    ref_losses, ref_weights = _steps(make, sizes)
+    np.testing.assert_allclose(losses, ref_losses, rtol=1e-5)
+    for w, r in zip(weights, ref_weights, strict=True):
+        np.testing.assert_allclose(w, r, rtol=1e-5, atol=1e-6)
+
+
+def test_sizes_that_are_not_affine_get_models_of_their_own_and_say_why(auto, capsys):
+    executor, compiled = auto
+    executor.compile_after = 1
+    nb.set_log_recompiles(True)
+    try:
+        for n in (8, 6, 8, 4):
+            x = nb.Tensor.from_numpy(np.arange(n, dtype=np.float32))
+            np.testing.assert_allclose(x[: n // 2].sum().item(), sum(range(n // 2)))
+            executor.service.finish()
+    finally:
+        nb.set_log_recompiles(False)
+    assert nb.cache_info().compiles == 3  # 8, 6 and 4 (the merge of 8 and 6 failed)
+    assert "not an affine function of the size" in capsys.readouterr().err
+
+
+def test_a_size_whose_trace_is_not_the_symbolic_programs_instance_compiles_its_own(auto):
+    """sum(x) * min(n, 5) is affine in n at n = 2 and 4 (the merged program multiplies by n), but
+    not at 8: the engine compares each new trace with the symbolic program at its size."""
+    executor, compiled = auto
+    executor.compile_after = 1
+    for n in (2, 4, 8):
+        x = nb.Tensor.from_numpy(np.ones(n, np.float32))
+        assert (x.sum() * float(min(n, 5))).item() == n * min(n, 5)
+        executor.service.finish()
+    assert nb.cache_info().compiles == 3
+
+
+def test_no_recompile_allows_a_size_the_symbolic_model_serves(auto):
+    executor, _ = auto
+    for n in (4, 6):
+        _affine(np.ones(n, np.float32)).numpy()
+    with nb.no_recompile():
+        np.testing.assert_allclose(_affine(np.ones(9, np.float32)).numpy(), np.full(9, 2.0))
+        with pytest.raises(nb.RecompileError):
+            (_affine(np.ones(9, np.float32)) * 2.0).numpy()
+
+
+def test_auto_dynamic_off_compiles_every_size(auto):
+    executor, _ = auto
+    executor.compile_after = 1
+    nb.set_auto_dynamic(False)
+    try:
+        for n in (4, 6, 9):
+            _affine(np.ones(n, np.float32)).numpy()
+    finally:
+        nb.set_auto_dynamic(True)
+    assert nb.cache_info().compiles == 3
 
 
 # -- the in-memory cache -----------------------------------------------------------------------

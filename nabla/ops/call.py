@@ -18,6 +18,7 @@ MAX graph: the call's kernel lowers the sub-program inline.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 from typing import Any
 
@@ -27,7 +28,8 @@ from ..core.autograd.engine import backward_on_trace
 from ..core.common import dtypes as _dt
 from ..core.graph.artifacts import NotPersistable, stable_text
 from ..core.graph.executors import get_executor_impl, lower_steps, program_ops
-from ..core.graph.program import Collected, collect
+from ..core.graph.program import Collected, Program, collect
+from ..core.graph.symbolic import program_structure
 from ..core.graph.tracing import trace_scope
 from ..core.tensor.dispatch import register
 from ..core.tensor.impl import TensorImpl
@@ -96,6 +98,19 @@ class SubProgram:
 
     def structural_key(self) -> tuple:
         return ("call", self.token)
+
+    @property
+    def interface(self) -> tuple:
+        """How a call's arguments feed the program (symbolic programs merge sub-programs with
+        the same interface)."""
+        return self.input_index
+
+    def with_program(self, program: Program, token: Any = None) -> SubProgram:
+        """A copy that runs `program` (the same one with symbolic sizes: `nabla.core.graph.symbolic`)."""
+        other = copy.copy(self)
+        other.program, other._vjps = program, {}
+        other.token = token if token is not None else _token(("symbolic", program_structure(program), self.input_index))
+        return other
 
     def vjp(self, mask: tuple[bool, ...]) -> SubProgram:
         """The backward program for the arguments flagged in `mask`: it takes the call's

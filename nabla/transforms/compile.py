@@ -37,13 +37,13 @@ from ..core.common.pytree import PyTreeDef, leaf_paths, tree_flatten, tree_leave
 from ..core.graph.engine import GRAPH, RecompileError
 from ..core.graph.executors import get_executor_impl
 from ..core.graph.program import collect
+from ..core.graph.symbolic import PROBE_STEPS, DynamicPlan, SymbolicProgramError, make_symbolic
 from ..core.graph.tracing import ConcretizationError, TraceState, trace_scope
 from ..core.tensor.impl import TensorImpl
 from ..core.tensor.tensor import Tensor
 from ..ops.call import SubProgram, call
 from ..ops.creation import next_seed_array, rng_state, set_rng_state
 from ..ops.view import identity
-from .dynamic import PROBE_STEPS, DynamicPlan, SymbolicProgramError, make_symbolic
 
 _SCALAR_DTYPES = {float: _dt.float32, int: _dt.int64}
 _NONE_DEF = tree_structure(None)

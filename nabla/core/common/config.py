@@ -6,7 +6,8 @@
 | NABLA_EAGER_MAX_GRAPH      | `1`: build MAX graph nodes at op time (a debugging aid)      |
 | NABLA_VERIFY_EAGER_SHAPES  | `1`: with eager graphs, check inferred shapes against MAX's  |
 | NABLA_CACHE_DIR            | root of the on-disk caches: nabla's compiled models (`<dir>/models`) and MAX's kernels (passed on as MODULAR_CACHE_DIR) |
-| NABLA_LOG_RECOMPILES       | `1`: `nabla.compile` prints why each recompile happened      |
+| NABLA_LOG_RECOMPILES       | `1`: `nabla.compile` prints why each recompile happened, and evaluations why a new size got a model of its own |
+| NABLA_AUTO_DYNAMIC         | `0`: compile every new input size separately (default: a second size of the same program compiles one model for all sizes) |
 | NABLA_MODEL_CACHE_SIZE     | in-memory compiled models kept (least recently used dropped; default 1024) |
 | NABLA_COMPILE_AFTER        | auto: the evaluation of a structure that starts its background compile (default 2) |
 | NABLA_COMPILE_WORKER       | auto: `process` (default) or `thread`, where background compiles run |
@@ -38,6 +39,7 @@ class Config:
     cache_dir: str | None
     log_recompiles: bool = False
     model_cache_size: int = 1024
+    auto_dynamic: bool = True
 
 
 def _from_env() -> Config:
@@ -51,6 +53,7 @@ def _from_env() -> Config:
         cache_dir=os.environ.get("NABLA_CACHE_DIR") or None,
         log_recompiles=_flag("NABLA_LOG_RECOMPILES"),
         model_cache_size=int(os.environ.get("NABLA_MODEL_CACHE_SIZE", "1024")),
+        auto_dynamic=os.environ.get("NABLA_AUTO_DYNAMIC", "1").strip().lower() not in ("0", "false", "no", "off"),
     )
 
 
@@ -92,6 +95,13 @@ def set_eager_max_graph(enabled: bool, *, verify_shapes: bool | None = None) -> 
     CONFIG.eager_max_graph = bool(enabled)
     if verify_shapes is not None:
         CONFIG.verify_eager_shapes = bool(verify_shapes)
+
+
+def set_auto_dynamic(enabled: bool) -> None:
+    """Whether an evaluation that runs the same ops as an earlier one on inputs of another size
+    compiles one symbolic model for every size (the default) or a model for this size only
+    (NABLA_AUTO_DYNAMIC=0)."""
+    CONFIG.auto_dynamic = bool(enabled)
 
 
 def set_log_recompiles(enabled: bool) -> None:

@@ -8,11 +8,15 @@ evaluate(targets):
                   auto: load a stored model from disk, else run on NumPy now and compile in
                         the background (tiered.py)
                   max:  load a stored model from disk, else build the graph and compile now
+                symbolic: the same ops as an earlier evaluation on inputs of another size
+                  (a partial last batch): one model with a symbolic dim serves both sizes
+                  and every later size whose trace is its instance (symbolic.py)
   5. store      write outputs into the targets, drop recipes nobody needs any more
 """
 
 from __future__ import annotations
 
+import sys
 import threading
 import weakref
 from collections import OrderedDict
@@ -23,6 +27,7 @@ from ..common.config import CONFIG
 from . import artifacts
 from .executors import Executor, ExecutorStats, all_executors, get_executor_impl, lowered_ops
 from .program import collect, describe_key_difference
+from .symbolic import DynamicPlan, SizedProgram, SymbolicProgramError, family_key, make_symbolic_pair
 from .tiered import TieredExecutor
 from .tracing import TRACE, tracing
 
@@ -88,6 +93,7 @@ class ComputeGraph:
         # a WeakSet would compare facades with Tensor.__eq__, which is elementwise.
         self._pending: dict[int, weakref.ref] = {}
         self._cache: OrderedDict = OrderedDict()  # (executor name, key) -> (program, prepared), LRU order
+        self._families: OrderedDict = OrderedDict()  # (executor name, family_key) -> _Family, LRU order
         self._no_recompile_depth = 0
         self._lock = threading.RLock()
         self.max_cache_size = CONFIG.model_cache_size
@@ -131,7 +137,11 @@ class ComputeGraph:
                 # computed on the host: compiling a model for them would cost seconds.
                 executor = get_executor_impl("numpy")
             prepared = self._lookup_or_prepare(executor, collected)
-            results = executor.run(prepared, [i.data for i in collected.inputs])
+            inputs = [i.data for i in collected.inputs]
+            if type(prepared) is SizedProgram:
+                results = prepared.run(executor, inputs)
+            else:
+                results = executor.run(prepared, inputs)
             executor.stats.executions += 1
             for impl, data in zip(collected.targets, results, strict=True):
                 impl.set_realized(data)
@@ -151,18 +161,55 @@ class ComputeGraph:
             cache.move_to_end(cache_key)
             stats.hits += 1
             return entry[1]
-        if self._no_recompile_depth:
+        symbolic = not hot and executor.makes_max_models and CONFIG.auto_dynamic
+        family = self._family(executor, collected) if symbolic else None
+        program = collected.to_program()
+        if self._no_recompile_depth and not (family and family.plan and SizedProgram.matches(family.plan, program)):
             raise RecompileError(self._explain_miss(executor, collected.key))
         stats.misses += 1
-        program = collected.to_program()
         stats.graph_builds += 1
         name = None
         if executor.makes_max_models:
             name = artifacts.digest(collected.key, lowered_ops((n.op, n.adapted_kwargs) for n in collected.nodes))
-        prepared = executor.prepare(program, name=name, hot=hot)
+        prepared = self._sized(executor, family, program, name) if family else None
+        if prepared is None:
+            prepared = executor.prepare(program, name=name, hot=hot)
         cache[cache_key] = (program, prepared)
         self._evict()
         return prepared
+
+    def _family(self, executor: Executor, collected: Any) -> _Family:
+        """The record of the evaluations that ran these ops at other sizes (a new one: this is
+        the first)."""
+        fkey = (executor.name, family_key(collected))
+        family = self._families.get(fkey)
+        if family is None:
+            family = self._families[fkey] = _Family()
+            while len(self._families) > self.max_cache_size:
+                self._families.popitem(last=False)
+        else:
+            self._families.move_to_end(fkey)
+        return family
+
+    def _sized(self, executor: Executor, family: _Family, program: Any, name: Any) -> Any:
+        """A symbolic model run at this evaluation's size, or None (compile this size): the
+        first size of a family compiles its own model; the second merges the two traces into
+        one symbolic model; later sizes use it when their trace is its instance."""
+        if family.first is None:
+            family.first = program
+            return None
+        if family.plan is None and family.reason is None:
+            try:
+                plan = make_symbolic_pair(family.first, program)
+                family.prepared = plan.prepare(executor, hot=False)
+                family.plan = plan
+            except SymbolicProgramError as err:
+                family.reason = str(err)
+                if CONFIG.log_recompiles:
+                    print(f"nabla: a new input size compiles a model of its own: {err}", file=sys.stderr)
+        if family.plan is None or not SizedProgram.matches(family.plan, program):
+            return None
+        return SizedProgram(family.plan, family.prepared, program, name)
 
     def _evict(self) -> None:
         """Drop the least recently used models beyond `max_cache_size`."""
@@ -213,6 +260,7 @@ class ComputeGraph:
 
     def clear_cache(self) -> None:
         self._cache.clear()
+        self._families.clear()
 
     def set_cache_limit(self, models: int) -> None:
         if int(models) < 1:
@@ -232,6 +280,16 @@ class ComputeGraph:
             )
             for (name, _), (program, prepared) in self._cache.items()
         ]
+
+
+@dataclass
+class _Family:
+    """Evaluations of one program at different input sizes (see `ComputeGraph._sized`)."""
+
+    first: Any = None  # the Program of the first size
+    plan: DynamicPlan | None = None  # the symbolic program, once a second size merged
+    prepared: Any = None  # its model
+    reason: str | None = None  # why the sizes could not share a model
 
 
 GRAPH = ComputeGraph()
