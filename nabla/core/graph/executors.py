@@ -394,8 +394,16 @@ class MaxExecutor(Executor):
     def run(self, model: Any, inputs: list) -> list:
         if isinstance(model, _ShardedModel):
             flat = [storage_to_buffer(p) for d in inputs for p in _pieces(d)]
-            return model.regroup(model.model.execute(*flat))
-        return model.execute(*[storage_to_buffer(d) for d in inputs])
+            return model.regroup(_execute(model.model, flat))
+        return _execute(model, [storage_to_buffer(d) for d in inputs])
+
+
+def _execute(model: Any, buffers: list) -> list:
+    """`Model.execute` without its Python loop that checks and converts each argument (ours are
+    contiguous Buffers already): 45 us of CPU a W1 step, about 2% of its step time. The method
+    is private to MAX (pinned to 26.7 in pyproject.toml); without it, the public call."""
+    execute = getattr(model, "_execute_device_tensors", None)
+    return execute(buffers) if execute is not None else model.execute(*buffers)
 
 
 def _pieces(value: Any) -> tuple:
