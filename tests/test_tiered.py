@@ -26,7 +26,7 @@ from nabla.core.graph import GRAPH, artifacts, background, executors
 from nabla.core.graph import program as program_mod
 from nabla.core.graph.background import CompileFailed
 from nabla.core.graph.program import Program
-from nabla.core.graph.symbolic import SymInt, _resolver
+from nabla.core.graph.symbolic import SymInt, _resolver, make_symbolic_pair
 from nabla.core.graph.tiered import TieredExecutor
 
 NUMPY = executors.get_executor_impl("numpy")
@@ -285,6 +285,69 @@ def test_a_partial_batch_compiles_one_model_for_every_batch_size(auto, make):
     np.testing.assert_allclose(losses, ref_losses, rtol=1e-5)
     for w, r in zip(weights, ref_weights, strict=True):
         np.testing.assert_allclose(w, r, rtol=1e-5, atol=1e-6)
+
+
+class _TinyLM(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tok = nn.Embedding(11, 16)
+        self.layer = nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, batch_first=True, norm_first=True)
+        self.head = nn.Linear(16, 11)
+        self.register_buffer("causal", nb.Tensor.from_numpy(np.triu(np.full((6, 6), -np.inf, np.float32), 1)))
+
+    def forward(self, idx):
+        return self.head(self.layer(self.tok(idx), src_mask=self.causal))
+
+
+def _step_program(model, opt, n: int, make_x) -> Program:
+    """The program of one training step at batch size n (as the engine collects it)."""
+    seen = []
+    original = GRAPH._lookup_or_prepare
+
+    def spy(executor, collected, hot=False):
+        seen.append(collected.to_program())
+        return original(executor, collected, hot)
+
+    GRAPH._lookup_or_prepare = spy
+    try:
+        rng = np.random.default_rng(n)
+        x, y = make_x(n, rng)
+        opt.zero_grad()
+        logits = model(x)
+        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+        loss.backward()
+        opt.step()
+        loss.item()
+    finally:
+        GRAPH._lookup_or_prepare = original
+    return seen[-1]
+
+
+def _image_batch(n, rng):
+    return nb.Tensor.from_numpy(rng.standard_normal((n, 1, 8, 8)).astype(np.float32)), nb.tensor(rng.integers(0, 3, n))
+
+
+def _token_batch(n, rng):
+    return nb.tensor(rng.integers(0, 11, (n, 6))), nb.tensor(rng.integers(0, 11, (n, 6)))
+
+
+@pytest.mark.parametrize("which", ["cnn", "lm"])
+def test_symbolic_training_steps_lower_to_max_graphs(which):
+    """Every lowering in a CNN's and a language model's step (convolutions, pooling, NHWC twins,
+    embedding gradients by scatter, attention) builds with a symbolic batch dim: no kernel
+    reads a symbolic size as an int (MAX's graph is built, not compiled)."""
+    nb.set_executor("numpy")
+    nb.manual_seed(0)
+    if which == "cnn":
+        model, opt, _, _ = _cnn()
+        make_x = _image_batch
+    else:
+        model = _TinyLM()
+        opt, make_x = optim.AdamW(model.parameters(), lr=1e-3), _token_batch
+    plan = make_symbolic_pair(_step_program(model, opt, 4, make_x), _step_program(model, opt, 3, make_x))
+    assert any(isinstance(d, SymInt) for _, shape in plan.program.input_types for d in shape)
+    module = executors.get_executor_impl("max").build_module(plan.program, _resolver(SymInt.to_dim))
+    assert "<n>" in str(module.mlir_module)  # the graph is generic in the symbolic batch dim
 
 
 def test_sizes_that_are_not_affine_get_models_of_their_own_and_say_why(auto, capsys):

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 from max.dtype import DType
-from max.graph import ops
+from max.graph import Dim, ops
 
 from ..core.common import dtypes as _dt
 from ..core.sharding import OpShardingRule
@@ -45,8 +45,10 @@ Slices = tuple[tuple[int, int, int], ...]  # one canonical (start, stop, step) p
 _MODES = ("set", "add", "mul", "min", "max")
 
 
-def _prod(shape: Any) -> int:
-    return int(math.prod(shape))
+def _prod(shape: Any) -> Any:
+    """The number of elements: an int, or a MAX `Dim` expression when a dim is symbolic."""
+    n = math.prod(shape)
+    return n if isinstance(n, Dim) else int(n)
 
 
 def _canonical(start: int, stop: int, step: int) -> tuple[int, int, int]:
@@ -344,7 +346,7 @@ class TakeScatterOp(Operation):
     def kernel(self, x: Any, updates: Any, index: Any, *, axis: int, mode: str, batch_dims: int) -> Any:
         k = batch_dims
         shape = list(shape_of(x))
-        if _prod(list(shape_of(index))) == 0:
+        if any(type(d) is int and d == 0 for d in shape_of(index)):
             return x
         is_bool = x.dtype == DType.bool
         if is_bool:  # scatter kernels work on numbers
@@ -354,7 +356,7 @@ class TakeScatterOp(Operation):
         ir = index.rank - k
         flat_x = _batch_front(x, k, [axis])
         flat_u = _batch_front(updates, k, list(range(axis, axis + ir)))
-        idx = ops.reshape(_batch_offsets(index, k, shape[axis]), [int(flat_u.shape[0]), 1])
+        idx = ops.reshape(_batch_offsets(index, k, shape[axis]), [shape_of(flat_u)[0], 1])
         out = _SCATTER_ND[mode](flat_x, flat_u, idx)
         perm = [*range(k), axis, *range(k, axis), *range(axis + 1, len(shape))]
         out = ops.reshape(out, [shape[p] for p in perm])
