@@ -57,6 +57,7 @@ def run(workload: str, rounds: int) -> dict:
         **{k: round(v, 3) for k, v in ready.items()},
         "compiles_after_cut": compiles,
         "compiles": nb.cache_info().compiles,
+        "loads": nb.cache_info().loads,  # models read from the on-disk store instead
         "full_step_ms": round(float(np.median(medians["full"])), 3),
         "cut_step_ms": round(float(np.median(medians["cut"])), 3),
         "first_loss": round(losses[0], 4),

@@ -115,7 +115,7 @@ def _merge_program(base: Program, probes: dict[str, list[Program]], sizes: dict,
                 raise SymbolicProgramError(f"{where}: the ops or their data flow change with the size")
     steps = []
     for i, step in enumerate(base.steps):
-        at = f"{where} op {i} ({step.op.name})"
+        at = f"{where} op {i} ({step.op.name})".lstrip()
         kwargs = _merge(
             step.kwargs, {n: [p.steps[i].kwargs for p in ps] for n, ps in probes.items()}, sizes, at, offsets
         )
@@ -127,7 +127,7 @@ def _merge_program(base: Program, probes: dict[str, list[Program]], sizes: dict,
         base.input_types,
         {n: [p.input_types for p in ps] for n, ps in probes.items()},
         sizes,
-        f"{where} inputs",
+        f"{where} inputs".lstrip(),
         offsets,
     )
     return Program(steps, base.input_slots, types, base.output_slots, base.num_slots)
@@ -276,31 +276,16 @@ def make_symbolic(base: Any, sizes: dict[str, int], probes: list[tuple[str, list
                 raise SymbolicProgramError(f"the data flow between ops changes with the size of {name!r}")
             if len(c.inputs) != len(base.inputs):
                 raise SymbolicProgramError(f"the number of inputs changes with the size of {name!r}")
-    program = base.to_program()
-    steps = []
-    for i, step in enumerate(program.steps):
-        where = f"op {i} ({step.op.name})"
-        kwargs = _merge(
-            step.kwargs, {n: [c.nodes[i].adapted_kwargs for c in cs] for n, cs in by_name.items()}, sizes, where
-        )
-        avals = _merge(
-            step.out_avals, {n: [c.nodes[i].out_avals for c in cs] for n, cs in by_name.items()}, sizes, where
-        )
-        steps.append(replace(step, kwargs=kwargs, out_avals=avals))
-    input_types = []
+    programs = {name: [c.to_program() for c in cs] for name, cs in by_name.items()}
+    symbolic = _merge_program(base.to_program(), programs, sizes, "", PROBE_STEPS)
     locate: dict[str, tuple[int, int]] = {}
-    for k, (dtype, shape) in enumerate(program.input_types):
-        merged = _merge(
-            shape, {n: [c.inputs[k].physical_shape for c in cs] for n, cs in by_name.items()}, sizes, f"input {k}"
-        )
-        for d, s in enumerate(merged):
+    for k, (_, shape) in enumerate(symbolic.input_types):
+        for d, s in enumerate(shape):
             if isinstance(s, SymInt) and s.const == 0 and len(s.coeffs) == 1 and s.coeffs[0][1] == 1:
                 locate.setdefault(s.coeffs[0][0], (k, d))
-        input_types.append((dtype, merged))
     missing = set(sizes) - set(locate)
     if missing:
         raise SymbolicProgramError(f"no input carries the dynamic dims {sorted(missing)}")
-    symbolic = Program(steps, program.input_slots, input_types, program.output_slots, program.num_slots)
     return DynamicPlan(symbolic, dict(sizes), locate)
 
 
