@@ -136,7 +136,20 @@ class Module:
         adds its gradient as one more, so a training step (forward, backward, optimizer
         update) stays one cached model while Python records a handful of ops instead of
         hundreds. Recompiles and retraces are explained in `self.compile_stats`.
+
+        Args:
+            **kwargs: `nabla.compile`'s; argument numbers in `dynamic_dims` and
+                `static_argnums` count `forward`'s arguments (`{0: 0}`: dim 0 of the input).
+
+        Example:
+            >>> model.compile(dynamic_dims={0: 0})  # one model for every batch size
         """
+        # Argument numbers count forward's arguments; the compiled function takes the module first.
+        dims = kwargs.get("dynamic_dims")
+        if isinstance(dims, dict):
+            kwargs["dynamic_dims"] = {k + 1 if type(k) is int else k: v for k, v in dims.items()}
+        static = kwargs.get("static_argnums", ())
+        kwargs["static_argnums"] = static + 1 if type(static) is int else tuple(i + 1 for i in static)
         object.__setattr__(self, "_compiled", nb.compile(_call_forward, **kwargs))
 
     @property

@@ -144,6 +144,28 @@ def test_eval_without_grad_runs_the_compiled_model_directly():
     np.testing.assert_allclose(out.numpy(), _model("mlp")(nb.tensor(X)).numpy(), rtol=1e-5)
 
 
+def test_module_compile_dynamic_dims_count_forward_arguments():
+    """`model.compile(dynamic_dims={0: 0})` makes dim 0 of forward's input dynamic (not of the
+    module, which the compiled function takes first): one trace serves every batch size under
+    no_grad, and training at several sizes records one `call` per size with its own shapes."""
+    model = _model("mlp")
+    model.compile(dynamic_dims={0: 0})
+    opt = optim.SGD(model.parameters(), lr=0.1)
+    reference = _model("mlp")
+    ref_opt = optim.SGD(reference.parameters(), lr=0.1)
+    for n in (16, 9, 5):
+        for m, o in ((model, opt), (reference, ref_opt)):
+            o.zero_grad()
+            F.cross_entropy(m(nb.tensor(X[:n])), nb.tensor(Y[:n])).backward()
+            o.step()
+    before = model.compile_stats.misses
+    with nb.no_grad():
+        for n in (16, 9, 5, 3):
+            out = model(nb.tensor(X[:n]))
+            np.testing.assert_allclose(out.numpy(), reference(nb.tensor(X[:n])).numpy(), rtol=1e-5, atol=1e-6)
+    assert model.compile_stats.misses - before == 1
+
+
 def test_vmap_and_jvp_run_a_compiled_module_inline():
     model = _model("mlp")
     model.compile()

@@ -172,7 +172,7 @@ class CompiledFunction:
         models) or `_calls` (SubPrograms for `call` ops, keyed also by `prefix`)."""
         lazy = cache is self._calls
         structure = (treedef, tuple((lf.kind, lf.key if lf.kind != "scalar" else lf.key[0]) for lf in leaves))
-        key = (*prefix, self._key(treedef, leaves, values, structure))
+        key = (*prefix, self._key(treedef, leaves, values, structure, lazy))
         entry = cache.get(key)
         if entry is not None and self._captures_current(entry):
             cache.move_to_end(key)
@@ -188,7 +188,7 @@ class CompiledFunction:
         entry = self._trace(args, kwargs, values, leaves, labels, specialize, structure, lazy)
         self._record_miss(reason)
         # (the trace may have switched this structure to specialized scalars: key it again)
-        cache[(*prefix, self._key(treedef, leaves, values, structure))] = entry
+        cache[(*prefix, self._key(treedef, leaves, values, structure, lazy))] = entry
         while len(cache) > self.max_cache_size:
             cache.popitem(last=False)
         return entry
@@ -269,10 +269,12 @@ class CompiledFunction:
             return _Leaf("static", ("id", type(v).__name__, id(v)))
         return _Leaf("static", ("value", type(v).__name__, v))
 
-    def _key(self, treedef: Any, leaves: list[_Leaf], values: list, structure: tuple) -> tuple:
+    def _key(self, treedef: Any, leaves: list[_Leaf], values: list, structure: tuple, lazy: bool = False) -> tuple:
         # (the sets are empty unless a fallback happened: skip hashing the structure on hits)
         specialize = bool(self._static_scalars) and structure in self._static_scalars
-        concrete = bool(self._static_dims) and structure in self._static_dims
+        # A `call` op's program (lazy) has static shapes: its dynamic dims are keyed by size too
+        # (the engine then merges the steps that record it at several sizes, see symbolic.py).
+        concrete = lazy or (bool(self._static_dims) and structure in self._static_dims)
         parts = []
         for lf, v in zip(leaves, values, strict=True):
             if lf.kind == "scalar":
