@@ -10,7 +10,6 @@ import os
 import subprocess
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -26,7 +25,7 @@ from nabla.core.graph import GRAPH, artifacts, background, executors
 from nabla.core.graph import program as program_mod
 from nabla.core.graph.background import CompileFailed
 from nabla.core.graph.program import Program
-from nabla.core.graph.symbolic import SymInt, _resolver, make_symbolic_pair
+from nabla.core.graph.symbolic import SymInt, _resolver, make_symbolic_pair, resolve_program
 from nabla.core.graph.tiered import TieredExecutor
 
 NUMPY = executors.get_executor_impl("numpy")
@@ -60,10 +59,7 @@ class StandInCompiled:
             if isinstance(dim, SymInt)
         }
         if sizes:
-            concrete = _resolver(lambda s: s.value(sizes))
-            steps = [replace(st, kwargs=concrete(st.kwargs), out_avals=concrete(st.out_avals)) for st in program.steps]
-            types = concrete(program.input_types)
-            program = Program(steps, program.input_slots, types, program.output_slots, program.num_slots)
+            program = resolve_program(program, _resolver(lambda s: s.value(sizes)))
         return NUMPY.run(program, inputs)
 
 

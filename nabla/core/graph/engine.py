@@ -164,7 +164,7 @@ class ComputeGraph:
         symbolic = not hot and executor.makes_max_models and CONFIG.auto_dynamic
         family = self._family(executor, collected) if symbolic else None
         program = collected.to_program()
-        if self._no_recompile_depth and not (family and family.plan and SizedProgram.matches(family.plan, program)):
+        if self._no_recompile_depth and not (family and family.plan and family.plan.matches(program)):
             raise RecompileError(self._explain_miss(executor, collected.key))
         stats.misses += 1
         stats.graph_builds += 1
@@ -207,9 +207,9 @@ class ComputeGraph:
                 family.reason = str(err)
                 if CONFIG.log_recompiles:
                     print(f"nabla: a new input size compiles a model of its own: {err}", file=sys.stderr)
-        if family.plan is None or not SizedProgram.matches(family.plan, program):
+        if family.plan is None or not family.plan.matches(program):
             return None
-        return SizedProgram(family.plan, family.prepared, program, name)
+        return SizedProgram(family.prepared, program, name)
 
     def _evict(self) -> None:
         """Drop the least recently used models beyond `max_cache_size`."""

@@ -108,11 +108,17 @@ def _nested(value: Any) -> bool:
 
 def _merge_program(base: Program, probes: dict[str, list[Program]], sizes: dict, where: str, offsets: tuple) -> Program:
     """`_merge` over every step of a program and its input types (the steps' keys follow)."""
-    for ps in probes.values():
+    flow = [(st.args, st.outs) for st in base.steps], base.input_slots, base.output_slots
+    for name, ps in probes.items():
         for p in ps:
-            flow = [(st.op, st.args, st.outs) for st in p.steps] == [(st.op, st.args, st.outs) for st in base.steps]
-            if not flow or (p.input_slots, p.output_slots) != (base.input_slots, base.output_slots):
-                raise SymbolicProgramError(f"{where}: the ops or their data flow change with the size")
+            if [st.op for st in p.steps] != [st.op for st in base.steps]:
+                raise SymbolicProgramError(f"{where} the sequence of ops changes with the size of {name!r}".lstrip())
+            if ([(st.args, st.outs) for st in p.steps], p.input_slots, p.output_slots) != flow:
+                raise SymbolicProgramError(
+                    f"{where} the data flow between ops changes with the size of {name!r}".lstrip()
+                )
+            if len(p.input_types) != len(base.input_types):
+                raise SymbolicProgramError(f"{where} the number of inputs changes with the size of {name!r}".lstrip())
     steps = []
     for i, step in enumerate(base.steps):
         at = f"{where} op {i} ({step.op.name})".lstrip()
@@ -185,13 +191,18 @@ def _resolver(fn: Any) -> Any:
         if isinstance(value, dict):
             return {k: resolve(v) for k, v in value.items()}
         if _nested(value):
-            p = value.program
-            steps = [replace(st, kwargs=resolve(st.kwargs), out_avals=resolve(st.out_avals)) for st in p.steps]
-            types = resolve(p.input_types)
-            return value.with_program(Program(steps, p.input_slots, types, p.output_slots, p.num_slots), value.token)
+            return value.with_program(resolve_program(value.program, resolve), value.token)
         return value
 
     return resolve
+
+
+def resolve_program(program: Program, resolve: Any) -> Program:
+    """`program` with `resolve` (see `_resolver`) applied to its steps' kwargs and output
+    shapes and to its input types."""
+    steps = [replace(st, kwargs=resolve(st.kwargs), out_avals=resolve(st.out_avals)) for st in program.steps]
+    types = resolve(program.input_types)
+    return Program(steps, program.input_slots, types, program.output_slots, program.num_slots)
 
 
 @dataclass
@@ -228,6 +239,14 @@ class DynamicPlan:
         _MODELS[key] = model
         return model
 
+    def matches(self, program: Program) -> bool:
+        """Whether the concrete `program` is this symbolic one at the size its inputs carry
+        (one dynamic dim, as `make_symbolic_pair` makes)."""
+        ((name, (k, d)),) = self.locate.items()
+        if len(program.input_types) != len(self.program.input_types) or len(program.input_types[k][1]) <= d:
+            return False
+        return program_instance(self.program, program, {name: program.input_types[k][1][d]})
+
     def run(self, executor: Any, prepared: Any, storages: list, values: list, sources: list) -> list:
         if executor.tiered:
             model = executor.model_for(prepared)
@@ -239,18 +258,7 @@ class DynamicPlan:
         key = tuple(sorted(sizes.items()))
         program = self._specialized.get(key)
         if program is None:
-            resolve = _resolver(lambda s: s.value(sizes))
-            steps = [
-                replace(st, kwargs=resolve(st.kwargs), out_avals=resolve(st.out_avals)) for st in self.program.steps
-            ]
-            program = Program(
-                steps,
-                self.program.input_slots,
-                resolve(self.program.input_types),
-                self.program.output_slots,
-                self.program.num_slots,
-            )
-            self._specialized[key] = program
+            program = self._specialized[key] = resolve_program(self.program, _resolver(lambda s: s.value(sizes)))
         return executor.run_tier0(program, storages) if executor.tiered else executor.run(program, storages)
 
 
@@ -265,18 +273,9 @@ def program_structure(program: Program) -> tuple:
 
 def make_symbolic(base: Any, sizes: dict[str, int], probes: list[tuple[str, list]]) -> DynamicPlan:
     """Merge the base trace with, per dynamic dim, the traces at size+1 and size+2."""
-    by_name: dict[str, list] = {}
+    programs: dict[str, list[Program]] = {}
     for name, collected in probes:
-        by_name.setdefault(name, []).append(collected)
-    for name, cs in by_name.items():
-        for c in cs:
-            if [n.op.name for n in c.nodes] != [n.op.name for n in base.nodes]:
-                raise SymbolicProgramError(f"the sequence of ops changes with the size of {name!r}")
-            if c.node_arg_slots != base.node_arg_slots or c.output_slots != base.output_slots:
-                raise SymbolicProgramError(f"the data flow between ops changes with the size of {name!r}")
-            if len(c.inputs) != len(base.inputs):
-                raise SymbolicProgramError(f"the number of inputs changes with the size of {name!r}")
-    programs = {name: [c.to_program() for c in cs] for name, cs in by_name.items()}
+        programs.setdefault(name, []).append(collected.to_program())
     symbolic = _merge_program(base.to_program(), programs, sizes, "", PROBE_STEPS)
     locate: dict[str, tuple[int, int]] = {}
     for k, (_, shape) in enumerate(symbolic.input_types):
@@ -304,11 +303,11 @@ def make_symbolic_pair(first: Program, second: Program, name: str = "n") -> Dyna
     """Merge two traces of one program whose inputs differ in the size of one dim (every
     input dim that differs goes from the same n1 to the same n2): each int that differs must be
     `c + a * n` with an integer a, fitted on the two sizes. A third size runs on the result
-    only if its own trace is the instance (`SizedProgram.matches`)."""
+    only if its own trace is the instance (`DynamicPlan.matches`)."""
     if any(st.spmd is not None for st in (*first.steps, *second.steps)) or first.input_layouts:
         raise SymbolicProgramError("sharded programs are specialized per size")
     if len(first.input_types) != len(second.input_types):
-        raise SymbolicProgramError("the number of inputs changes")
+        raise SymbolicProgramError(f"the number of inputs changes with the size of {name!r}")
     changed = {
         (a, b)
         for (_, s1), (_, s2) in zip(first.input_types, second.input_types, strict=True)
@@ -331,10 +330,10 @@ class SizedProgram:
     symbolic model serves. `program` is the concrete trace (the auto executor's tier 0 runs it
     while the symbolic model compiles)."""
 
-    __slots__ = ("plan", "prepared", "program", "name", "fallback")
+    __slots__ = ("prepared", "program", "name", "fallback")
 
-    def __init__(self, plan: DynamicPlan, prepared: Any, program: Program, name: str) -> None:
-        self.plan, self.prepared, self.program, self.name = plan, prepared, program, name
+    def __init__(self, prepared: Any, program: Program, name: str) -> None:
+        self.prepared, self.program, self.name = prepared, program, name
         self.fallback = None  # this size's own model, if MAX could not compile the symbolic one
 
     @property
@@ -344,14 +343,6 @@ class SizedProgram:
     @property
     def runs(self) -> int:
         return getattr(self.fallback or self.prepared, "runs", 0)
-
-    @staticmethod
-    def matches(plan: DynamicPlan, program: Program) -> bool:
-        """Whether the concrete `program` is the symbolic one at the size its inputs carry."""
-        ((name, (k, d)),) = plan.locate.items()
-        if len(program.input_types) != len(plan.program.input_types) or len(program.input_types[k][1]) <= d:
-            return False
-        return program_instance(plan.program, program, {name: program.input_types[k][1][d]})
 
     def run(self, executor: Any, inputs: list) -> list:
         if executor.tiered:
