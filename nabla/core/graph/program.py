@@ -107,59 +107,75 @@ def collect(targets: list, *, placeholders: bool = False, boundary: set[int] | N
     `boundary` (ids of impls) cuts the walk: those impls are inputs whatever made them (a
     recorded backward collected as a sub-program of the forward tensors it reads).
     """
-    slot_of: dict[int, int] = {}  # id(realized impl) -> slot
-    node_slots: dict[int, tuple[int, ...]] = {}  # id(OpNode) -> output slots
-    inputs: list = []
-    input_slots: list[int] = []
+    # Every evaluation (each training step's cache lookup) walks its trace here, so the walk
+    # is written for speed: one stack level per node being expanded (its argument list and
+    # the next argument to look at), the targets being level 0; impls and nodes are dict keys
+    # themselves (identity hashing, no id() calls); attributes are read directly.
+    slot_of: dict[Any, int] = {}  # input impl -> slot
+    node_slots: dict[Any, tuple[int, ...]] = {}  # OpNode -> output slots
     key_inputs: list = []
     key_nodes: list = []
     nodes: list = []
     node_out_slots: list[tuple[int, ...]] = []
     node_arg_slots: list[tuple[int, ...]] = []
+    cut = boundary if boundary is not None else ()
     next_slot = 0
-
-    def slot_for(impl: Any) -> int:
-        slot = slot_of.get(id(impl))  # an input (realized, a placeholder or on the boundary)
-        return slot if slot is not None else node_slots[id(impl.output_refs)][impl.output_index]
-
-    for target in targets:
-        stack: list[tuple[Any, bool]] = [(target, False)]
-        while stack:
-            impl, expanded = stack.pop()
-            cut = boundary is not None and id(impl) in boundary
-            if impl.is_realized or impl.output_refs is None or cut:
-                if id(impl) not in slot_of:
-                    if not impl.is_realized and not placeholders and not cut:
-                        if tracing():
-                            raise ConcretizationError()
-                        raise RuntimeError("internal error: an unrealized tensor has no recorded op")
-                    slot_of[id(impl)] = next_slot
-                    inputs.append(impl)
-                    input_slots.append(next_slot)
-                    key_inputs.append((next_slot, impl.dtype, impl.physical_shape, impl.sharding_key))
-                    next_slot += 1
+    level_args: list = [targets]
+    level_node: list = [None]
+    level_next: list[int] = [0]
+    while True:
+        args = level_args[-1]
+        i = level_next[-1]
+        while i < len(args):
+            arg = args[i]
+            i += 1
+            if arg in slot_of:
                 continue
-            node = impl.output_refs
-            if id(node) in node_slots:
+            node = arg.output_refs
+            if arg.data is None and node is not None and (not cut or id(arg) not in cut):
+                if node not in node_slots:  # expand it first, then come back for argument i
+                    level_next[-1] = i
+                    level_args.append(node.args)
+                    level_node.append(node)
+                    level_next.append(0)
+                    break
                 continue
-            if not expanded:
-                stack.append((impl, True))
-                for arg in reversed(node.args):
-                    stack.append((arg, False))
-                continue
-            args = tuple(slot_for(a) for a in node.args)
-            outs = tuple(range(next_slot, next_slot + node.num_outputs))
-            next_slot += node.num_outputs
-            node_slots[id(node)] = outs
+            if arg.data is None and not placeholders and id(arg) not in cut:
+                if tracing():
+                    raise ConcretizationError()
+                raise RuntimeError("internal error: an unrealized tensor has no recorded op")
+            slot_of[arg] = next_slot
+            sharding = arg.sharding
+            key_inputs.append(
+                (next_slot, arg.dtype, arg.physical_shape, None if sharding is None else sharding.structural_key())
+            )
+            next_slot += 1
+        else:  # every argument has its slot
+            level_args.pop()
+            level_next.pop()
+            node = level_node.pop()
+            arg_slots = tuple(slot_of[a] if a in slot_of else node_slots[a.output_refs][a.output_index] for a in args)
+            if node is None:  # level 0: the targets
+                break
+            outs = tuple(range(next_slot, next_slot + len(node._refs)))
+            next_slot += len(outs)
+            node_slots[node] = outs
             nodes.append(node)
             node_out_slots.append(outs)
-            node_arg_slots.append(args)
-            key_nodes.append((node.struct_key, args))
+            node_arg_slots.append(arg_slots)
+            key_nodes.append((node.struct_key, arg_slots))
 
-    output_slots = [slot_for(t) for t in targets]
-    key = (tuple(key_nodes), tuple(key_inputs), tuple(output_slots))
+    key = (tuple(key_nodes), tuple(key_inputs), arg_slots)
     return Collected(
-        key, inputs, list(targets), nodes, node_out_slots, node_arg_slots, input_slots, output_slots, next_slot
+        key,
+        list(slot_of),  # inputs, in slot order
+        list(targets),
+        nodes,
+        node_out_slots,
+        node_arg_slots,
+        [k[0] for k in key_inputs],
+        list(arg_slots),
+        next_slot,
     )
 
 
