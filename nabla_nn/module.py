@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 import itertools
-import threading
+import sys
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, NamedTuple
@@ -47,16 +47,6 @@ class RemovableHandle:
         self._hooks.pop(self.id, None)
 
 
-class _CallStack(threading.local):
-    """The modules being called, outermost first: how a layer names its path in an error."""
-
-    def __init__(self) -> None:
-        self.modules: list[Module] = []
-
-
-_CALLS = _CallStack()
-
-
 class Module:
     """Base class for all layers and models.
 
@@ -91,26 +81,29 @@ class Module:
 
     # -- calling ------------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        _CALLS.modules.append(self)
-        try:
-            for hook in tuple(self._forward_pre_hooks.values()):
-                result = hook(self, args)
-                if result is not None:
-                    args = result if isinstance(result, tuple) else (result,)
-            compiled = self._compiled
-            if compiled is None:
-                out = self.forward(*args, **kwargs)
-            elif self._needs_autodiff():  # the forward joins the lazy step as one op
-                out = compiled.lazy_call(self, *args, **kwargs)
-            else:
-                out = compiled(self, *args, **kwargs)
-            for hook in tuple(self._forward_hooks.values()):
-                result = hook(self, args, out)
-                if result is not None:
-                    out = result
-            return out
-        finally:
-            _CALLS.modules.pop()
+        # Runs once per layer per step: without hooks or compile, nothing but the forward.
+        # (A layer's error names its path from this method's frames: see `_call_path`.)
+        if self._forward_pre_hooks or self._forward_hooks or self._compiled is not None:
+            return self._call_with_extras(args, kwargs)
+        return self.forward(*args, **kwargs)
+
+    def _call_with_extras(self, args: tuple, kwargs: dict) -> Any:
+        for hook in tuple(self._forward_pre_hooks.values()):
+            result = hook(self, args)
+            if result is not None:
+                args = result if isinstance(result, tuple) else (result,)
+        compiled = self._compiled
+        if compiled is None:
+            out = self.forward(*args, **kwargs)
+        elif self._needs_autodiff():  # the forward joins the lazy step as one op
+            out = compiled.lazy_call(self, *args, **kwargs)
+        else:
+            out = compiled(self, *args, **kwargs)
+        for hook in tuple(self._forward_hooks.values()):
+            result = hook(self, args, out)
+            if result is not None:
+                out = result
+        return out
 
     def _needs_autodiff(self) -> bool:
         return nb.is_grad_enabled() and any(p.requires_grad for p in self.parameters())
@@ -559,9 +552,22 @@ def _shape_str(shape: tuple) -> str:
     return "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
+def _modules_being_called() -> list[Module]:
+    """The modules whose `__call__` is running in this thread, outermost first: read from the
+    Python stack when an error needs them, so calling a module keeps no record."""
+    code = Module.__call__.__code__
+    found = []
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code is code:
+            found.append(frame.f_locals["self"])
+        frame = frame.f_back
+    return found[::-1]
+
+
 def _call_path(module: Module) -> str:
     """The dotted name of `module` under the outermost module being called ("" at the top)."""
-    stack = _CALLS.modules
+    stack = _modules_being_called()
     if module not in stack:
         return ""
     chain = stack[: stack.index(module) + 1]

@@ -51,11 +51,12 @@ def torch_names(fn: Callable) -> Callable:
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        for alias in aliases.keys() & kwargs.keys():
-            name = aliases[alias]
-            if name in kwargs:
-                raise TypeError(f"{fn.__name__}: pass either {alias}= or {name}=, not both")
-            kwargs[name] = kwargs.pop(alias)
+        if kwargs:
+            for alias in aliases.keys() & kwargs.keys():
+                name = aliases[alias]
+                if name in kwargs:
+                    raise TypeError(f"{fn.__name__}: pass either {alias}= or {name}=, not both")
+                kwargs[name] = kwargs.pop(alias)
         return fn(*args, **kwargs)
 
     return wrapper
@@ -120,68 +121,60 @@ class Operation:
 
     # -- the pipeline -----------------------------------------------------------------------
     def __call__(self, *args: Tensor, **kwargs: Any) -> Any:
-        if len(args) > 1 and any(a._impl.batch_dims for a in args):
-            args = tuple(OPS.align_batch(list(args)))  # one batch prefix for all operands (vmap)
+        # Every op call of a training step runs this, so it is written for speed (one pass
+        # over the inputs, no work for features not in use); the numbered steps are the pipeline.
         impls = [a._impl for a in args]
+        # 1. metadata: vmap depth, autodiff recording, forward-mode tangents, layouts
+        batch_dims, requires_grad, has_tangent, sharded = _scan(impls, self.collective)
+        if batch_dims and len(args) > 1:
+            args = tuple(OPS.align_batch(list(args)))  # one batch prefix for all operands (vmap)
+            impls = [a._impl for a in args]
+            batch_dims, requires_grad, has_tangent, sharded = _scan(impls, self.collective)
         if TRACE.state is not None:  # nabla.compile: remember who holds captured tensors
             for a in args:
-                if a._impl.is_realized:
+                if a._impl.data is not None:
                     TRACE.state.facades.setdefault(id(a._impl), a)
-        # 1. metadata: vmap depth, autodiff recording, forward-mode tangents, layouts (one pass: hot path)
-        batch_dims, requires_grad, has_tangent, sharded = 0, False, False, self.collective
-        for i in impls:
-            if i.batch_dims > batch_dims:
-                batch_dims = i.batch_dims
-            if i.requires_grad:
-                requires_grad = True
-            if i.tangent is not None and min(i.tangent) < _JVP.limit:
-                has_tangent = True
-            if i.sharding is not None:
-                sharded = True
         traced = requires_grad and self.differentiable and is_grad_enabled()
         # 2. adapt logical kwargs to physical ones (axes shift by batch_dims)
         adapted = self.adapt_kwargs(impls, kwargs, batch_dims)
-        # 4. (before hashing so that bad input fails first) physical shapes; never builds MAX nodes
+        # 3. (before hashing so that bad input fails first) physical shapes; never builds MAX nodes
         try:
             avals = self.compute_physical_shape(impls, adapted)
         except (ValueError, TypeError) as err:
             raise type(err)(str(err)) from None  # keep the user's frame closest to the error
-        # 3. structural key for the model cache
+        # 4. structural key for the model cache
         struct_key = (self.name, freeze(adapted) if adapted else ())
-        # 2b. SPMD: propagate layouts, reshard inputs by collectives, plan per-device kernels
+        # 5. SPMD: propagate layouts, reshard inputs by collectives, plan per-device kernels
         spmd = out_specs = None
-        # rules are written for logical shapes: inside vmap they get unbatched kwargs
-        rule_kwargs = self.adapt_kwargs(impls, kwargs, 0) if batch_dims else adapted
         if sharded:
+            # rules are written for logical shapes: inside vmap they get unbatched kwargs
+            rule_kwargs = self.adapt_kwargs(impls, kwargs, 0) if batch_dims else adapted
             impls, out_specs, spmd = OPS.spmd_prepare(self, impls, adapted, avals, rule_kwargs)
             struct_key += (tuple(s.structural_key() if s is not None else None for s in out_specs),)
-        # 6. package promise tensors
-        out_bd, device = self.out_batch_dims(batch_dims, adapted), self.output_device(impls)
+        # 6. promise tensors, and the OpNode they share (original kwargs kept for replay and autodiff)
+        out_bd = self.out_batch_dims(batch_dims, adapted)
+        device = self.output_device(impls)
         outs = [
             TensorImpl(shape, dtype, batch_dims=out_bd, requires_grad=traced and _dt.is_float(dtype), device=device)
             for shape, dtype in avals
         ]
-        # 7. the OpNode shared by all outputs (original kwargs kept for replay and autodiff)
         node = OpNode(self, tuple(impls), kwargs, adapted, struct_key)
         if spmd is not None:
             node.spmd = spmd
             for out, spec in zip(outs, out_specs, strict=True):
                 out.sharding = spec
         if batch_dims:
-            node.rule_kwargs = rule_kwargs
+            node.rule_kwargs = self.adapt_kwargs(impls, kwargs, 0)
         node.set_outputs(outs)
-        for index, out in enumerate(outs):
-            out.output_refs = node
-            out.output_index = index
         if TAPE.nodes is not None:  # a backward being recorded for replay (autograd/replay.py)
             TAPE.nodes.append(node)
-        # 5. optional eager MAX graph building (debugging / shape oracle)
-        if CONFIG.eager_max_graph:
+        if CONFIG.eager_max_graph:  # debugging / shape oracle: build the MAX nodes now
             GRAPH_EAGER.build(node, outs)
         tensors = [Tensor(o) for o in outs]
-        # 8. auto-reduction of partial sums (sharding layer; a no-op on unsharded tensors)
-        tensors = self.apply_auto_reduction(tensors)
-        # 9. forward-mode tangents
+        # 7. auto-reduction of partial sums (sharding layer; a no-op on unsharded tensors)
+        if sharded:
+            tensors = self.apply_auto_reduction(tensors)
+        # 8. forward-mode tangents
         if has_tangent:
             _apply_jvp(self, list(args), tensors, node.rule_kwargs)
         return tensors[0] if len(tensors) == 1 and not self.always_tuple else tuple(tensors)
@@ -259,6 +252,21 @@ class Operation:
 
     def __repr__(self) -> str:
         return f"<op {self.name}>"
+
+
+def _scan(impls: list[TensorImpl], collective: bool) -> tuple[int, bool, bool, bool]:
+    """(vmap depth, any requires grad, any tangent below the running jvp level, any sharded)."""
+    batch_dims, requires_grad, has_tangent, sharded = 0, False, False, collective
+    for i in impls:
+        if i.batch_dims > batch_dims:
+            batch_dims = i.batch_dims
+        if i.requires_grad:
+            requires_grad = True
+        if i.tangent is not None and min(i.tangent) < _JVP.limit:
+            has_tangent = True
+        if i.sharding is not None:
+            sharded = True
+    return batch_dims, requires_grad, has_tangent, sharded
 
 
 def _apply_jvp(op: Operation, primals: list[Tensor], outputs: list[Tensor], kwargs: dict) -> None:

@@ -209,6 +209,17 @@ def _splits_k(t: Tensor) -> bool:
     return spec is not None and bool(spec.dim_axes[-1])
 
 
+def _linear_shape_error(x_shape: tuple, w_shape: tuple) -> str:
+    if len(w_shape) not in (1, 2):
+        return f"linear: weight must be 1-D or 2-D (out_features, in_features), got weight {w_shape}"
+    if not x_shape:
+        return "linear: the input must have at least 1 dimension (*, in_features), got a 0-d tensor"
+    return (
+        f"linear: the input's last dimension {x_shape[-1]} does not match in_features={w_shape[-1]} "
+        f"(input shape {x_shape}, weight shape {w_shape})"
+    )
+
+
 @public()
 def linear(x: Any, weight: Any, bias: Any = None) -> Tensor:
     """`x @ weight.T + bias` (PyTorch's `torch.nn.functional.linear`).
@@ -222,22 +233,24 @@ def linear(x: Any, weight: Any, bias: Any = None) -> Tensor:
         >>> nabla.linear(nabla.ones(8, 3), nabla.ones(4, 3), nabla.zeros(4)).shape
         (8, 4)
     """
-    x, weight = _as_tensor(x, "linear", "x"), _as_tensor(weight, "linear", "weight")
-    bias = None if bias is None else _as_tensor(bias, "linear", "bias")
-    if weight.ndim not in (1, 2) or x.ndim == 0 or x.shape[-1] != weight.shape[-1]:
-        raise ValueError(
-            f"linear: expected x (..., in_features) and weight (out_features, in_features) or (in_features,), "
-            f"got x {x.shape} and weight {weight.shape}"
-        )
-    operands = (x, weight) if bias is None else (x, weight, bias)
-    if (
-        weight.ndim == 2
-        and (bias is None or tuple(bias.shape) == weight.shape[:1])
-        and all(t.dtype == x.dtype and not t._impl.batch_dims for t in operands)
-        and x.dtype != _dt.bool_
-        and not (bias is not None and (_splits_k(x) or _splits_k(weight)))  # row-parallel: partial sums + bias
+    if not (isinstance(x, Tensor) and isinstance(weight, Tensor) and (bias is None or isinstance(bias, Tensor))):
+        x, weight = _as_tensor(x, "linear", "x"), _as_tensor(weight, "linear", "weight")
+        bias = None if bias is None else _as_tensor(bias, "linear", "bias")
+    xi, wi = x._impl, weight._impl
+    x_shape, w_shape = xi.logical_shape, wi.logical_shape
+    if len(w_shape) not in (1, 2) or not x_shape or x_shape[-1] != w_shape[-1]:
+        raise ValueError(_linear_shape_error(x_shape, w_shape))
+    bi = None if bias is None else bias._impl
+    if (  # the common case, as one fused op (the checks read impls directly: every Linear runs them)
+        len(w_shape) == 2
+        and xi.dtype is wi.dtype
+        and xi.dtype is not _dt.bool_
+        and not xi.batch_dims
+        and not wi.batch_dims
+        and (bi is None or (bi.logical_shape == w_shape[:1] and bi.dtype is xi.dtype and not bi.batch_dims))
+        and not (bi is not None and (_splits_k(x) or _splits_k(weight)))  # row-parallel: partial sums + bias
     ):
-        return _linear(*operands)
+        return _linear(x, weight) if bias is None else _linear(x, weight, bias)
     out = matmul(x, weight if weight.ndim == 1 else transpose(weight, 0, 1))
     return out if bias is None else _bin.add(out, bias)
 

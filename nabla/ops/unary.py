@@ -845,6 +845,7 @@ class _PredicateOp(UnaryOperation):
     int_value = False  # the answer for integer/bool inputs
 
     def abstract_eval(self, x: AVal, **kwargs: Any) -> AVal:
+        _check_dtype(self.name, x[1], self.kind)
         return x[0], _dt.bool_
 
     def kernel(self, x: Any) -> Any:
@@ -928,7 +929,8 @@ class NanToNumOp(UnaryOperation):
 # -- public functions --------------------------------------------------------------------------------
 def _unary(op: UnaryOperation, doc: str) -> Any:
     def fn(x: Tensor) -> Tensor:
-        _check_tensor(x, op.name, op.kind)
+        if not isinstance(x, Tensor):  # the dtype is checked by the op's abstract_eval
+            raise TypeError(f"{op.name}: x must be a Tensor, got {type(x).__name__}")
         return op(x)
 
     fn.__name__ = fn.__qualname__ = op.name

@@ -250,8 +250,5 @@ def apply(plan: Plan, seen: list) -> list[tuple[TensorImpl, TensorImpl]]:
         node = OpNode(op, tuple(resolve(r) for r in arg_refs), kwargs, adapted, struct_key)
         outs = [TensorImpl(shape, dtype, device=device, requires_grad=rg) for shape, dtype, device, rg in out_specs]
         node.set_outputs(outs)
-        for index, out in enumerate(outs):
-            out.output_refs = node
-            out.output_index = index
         made.append(outs)
     return [(resolve(target), resolve(grad)) for target, grad in plan.results]

@@ -105,12 +105,18 @@ def to_numpy_dtype(dtype: DType) -> np.dtype:
     return np.dtype(dtype.to_numpy())
 
 
+# Tuples, not sets: `in` compares identity first, while hashing a DType calls Enum.__hash__
+# in Python (these run on every op call).
+_FLOATS = (float32, float64, bfloat16, float16)
+_INTEGERS = (int64, int32, uint64)
+
+
 def is_float(dtype: DType) -> bool:
-    return _RANK[dtype][0] == 2
+    return dtype in _FLOATS
 
 
 def is_integer(dtype: DType) -> bool:
-    return _RANK[dtype][0] == 1
+    return dtype in _INTEGERS
 
 
 def promote_types(a: DType, b: DType) -> DType:

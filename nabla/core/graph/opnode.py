@@ -84,9 +84,15 @@ class OpNode:
         self.spmd = None
 
     def set_outputs(self, impls: list) -> None:
-        # Weak: outputs own their node, not the other way round, so dropped outputs are freed.
-        self._refs = tuple(weakref.ref(i) for i in impls)
-        self.out_avals = tuple((i.physical_shape, i.dtype) for i in impls)
+        """Make `impls` the node's outputs. They own the node; it refers to them weakly, so
+        dropped outputs are freed."""
+        refs, avals = [], []
+        for index, impl in enumerate(impls):
+            impl.output_refs = self
+            impl.output_index = index
+            refs.append(weakref.ref(impl))
+            avals.append((impl.physical_shape, impl.dtype))
+        self._refs, self.out_avals = tuple(refs), tuple(avals)
 
     @property
     def num_outputs(self) -> int:
