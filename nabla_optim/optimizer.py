@@ -366,14 +366,24 @@ class Optimizer:
 
     def _fused_step(self, group: _ParamGroup, params: list[Parameter], keys: tuple[str, ...]) -> list[Tensor]:
         """Record one fused update of `params` (whose state entries `keys` the rule updates)."""
-        states = [tuple(self._state_tensor(p, k) for k in keys) for p in params]
-        grads = [p.grad if p.grad.dtype == p.dtype else p.grad.to(p.dtype) for p in params]
+        # Runs every step for every parameter: plain loops, attributes read directly.
+        states, grads = [], []
+        for p in params:
+            entries = self.state[p]
+            row = tuple([entries.get(k) for k in keys])
+            if not all(isinstance(v, Tensor) for v in row):
+                for k in keys:
+                    self._state_tensor(p, k)  # raises, naming the entry
+            states.append(row)
+            g = p._grad
+            grads.append(g if g._impl.dtype is p._impl.dtype else g.to(p.dtype))
         scalars = {name: group.scalar(name) for name in self.scalar_names}
         results = fused_update(self.rule, params, grads, states, scalars, **self.rule_consts(group))
         updated: list[Tensor] = []
         for p, old_state, (new_p, new_state) in zip(params, states, results, strict=True):
             updated.append(p._adopt(new_p))
-            updated += [t._adopt(new) for t, new in zip(old_state, new_state, strict=True)]
+            for t, new in zip(old_state, new_state, strict=True):
+                updated.append(t._adopt(new))
         return updated
 
     def _state_tensor(self, p: Parameter, key: str) -> Tensor:

@@ -35,33 +35,46 @@ RELEASED_MESSAGE = (
 
 def _topo_nodes(outputs: list[TensorImpl], wrt_ids: set[int] | None) -> list[Any]:
     """OpNodes on a path from a differentiable leaf (or `wrt`) to `outputs`, inputs first."""
-    relevant: dict[int, bool] = {}  # id(impl) -> depends on a wrt/leaf
+    # Every backward of a training step walks its forward here: one stack level per node
+    # being expanded (its arguments and the next one to look at), the outputs being level 0;
+    # impls are dict keys themselves (identity hashing), attributes are read directly.
+    relevant: dict[TensorImpl, bool] = {}  # impl -> depends on a wrt tensor (or a leaf)
     order: list[Any] = []
-    seen_nodes: set[int] = set()
-    stack: list[tuple[TensorImpl, bool]] = [(o, False) for o in outputs]
-    while stack:
-        impl, expanded = stack.pop()
-        key = id(impl)
-        if key in relevant and not expanded:
-            continue
-        node = impl.output_refs
-        is_target = wrt_ids is not None and key in wrt_ids
-        if is_target or impl.is_leaf or not impl.requires_grad:
-            relevant[key] = is_target or (wrt_ids is None and impl.requires_grad and impl.is_leaf)
-            continue
-        if not expanded:
-            stack.append((impl, True))
-            stack.extend((a, False) for a in node.args if id(a) not in relevant)
-            continue
-        rel = any(relevant.get(id(a), False) for a in node.args)
-        for out in node.outputs():
-            if out is not None:
-                relevant[id(out)] = rel
-        relevant[key] = rel
-        if rel and id(node) not in seen_nodes:
-            seen_nodes.add(id(node))
-            order.append(node)
-    return order
+    level_args: list = [outputs]
+    level_node: list = [None]
+    level_next: list[int] = [0]
+    while True:
+        args = level_args[-1]
+        i = level_next[-1]
+        while i < len(args):
+            impl = args[i]
+            i += 1
+            if impl in relevant:
+                continue
+            node = impl.output_refs
+            is_target = wrt_ids is not None and id(impl) in wrt_ids
+            leaf = node is None or not node.op.differentiable
+            if is_target or leaf or not impl.requires_grad:
+                relevant[impl] = is_target or (wrt_ids is None and impl.requires_grad and leaf)
+                continue
+            level_next[-1] = i  # expand the node first, then come back for argument i
+            level_args.append(node.args)
+            level_node.append(node)
+            level_next.append(0)
+            break
+        else:  # every argument is classified
+            level_args.pop()
+            level_next.pop()
+            node = level_node.pop()
+            if node is None:
+                return order
+            rel = any([relevant[a] for a in args])
+            for ref in node._refs:
+                out = ref()
+                if out is not None:
+                    relevant[out] = rel
+            if rel:
+                order.append(node)
 
 
 def backward_on_trace(

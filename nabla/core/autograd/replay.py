@@ -93,7 +93,7 @@ def signature(
     them by their position there, which the signature fixes."""
     if tracing() or CONFIG.eager_max_graph or TAPE.nodes is not None:
         return None
-    index: dict[int, int] = {}  # id(impl) -> position in seen
+    index: dict[TensorImpl, int] = {}  # impl (identity hashing) -> position in seen
     seen: list = []
     parts: list = [create_graph]  # the rules run with grad recording on or off
     for node in nodes:
@@ -101,11 +101,11 @@ def signature(
             return None
         arg_refs = []
         for a in node.args:
-            pos = index.get(id(a))
+            pos = index.get(a)
             if pos is None:  # a tensor entering the graph here
                 if not _plain(a):
                     return None
-                pos = index[id(a)] = len(seen)
+                pos = index[a] = len(seen)
                 seen.append(a)
                 parts.append((a.physical_shape, a.dtype, a.requires_grad, a.is_leaf, a.data is None, a.weak_type))
             arg_refs.append(pos)
@@ -117,21 +117,21 @@ def signature(
                 continue
             if not _plain(o):
                 return None
-            index[id(o)] = len(seen)
+            index[o] = len(seen)
             seen.append(o)
             outs.append(o.requires_grad)
         parts.append((node.op, node.struct_key, tuple(arg_refs), node.out_avals, tuple(outs)))
     for o, c in zip(outputs, cotangents, strict=True):
         ci = c._impl
-        if id(o) not in index or id(ci) in index or not _plain(ci):
+        if o not in index or ci in index or not _plain(ci):
             return None
-        index[id(ci)] = len(seen)
+        index[ci] = len(seen)
         seen.append(ci)
-        parts.append((index[id(o)], ci.physical_shape, ci.dtype, ci.requires_grad))
+        parts.append((index[o], ci.physical_shape, ci.dtype, ci.requires_grad))
     if wrt is not None:
-        if any(id(w) not in index for w in wrt):
+        if any(w not in index for w in wrt):
             return None
-        parts.append(tuple(index[id(w)] for w in wrt))
+        parts.append(tuple(index[w] for w in wrt))
     return tuple(parts), seen
 
 

@@ -16,6 +16,7 @@ evaluate(targets):
 
 from __future__ import annotations
 
+import operator
 import sys
 import threading
 import weakref
@@ -112,24 +113,24 @@ class ComputeGraph:
         live, dead = [], []
         for key, ref in list(self._pending.items()):
             t = ref()
-            if t is None or t._impl.is_realized:
+            if t is None or t._impl.data is not None:
                 dead.append(key)
             else:
                 live.append(t._impl)
+        pending = self._pending
         for key in dead:
-            del self._pending[key]
+            del pending[key]
         return live
 
     # -- evaluation -------------------------------------------------------------------------
     def evaluate(self, impls: list) -> None:
         with self._lock:
-            wanted = {id(i): i for i in impls if not i.is_realized}
+            wanted = dict.fromkeys(i for i in impls if i.data is None)  # impls hash by identity
             if not wanted:
                 return
             if not tracing():  # while tracing, pending tensors may depend on placeholders
-                for impl in self.pending_impls():
-                    wanted.setdefault(id(impl), impl)
-            targets = sorted(wanted.values(), key=lambda i: i.seq)
+                wanted.update(dict.fromkeys(self.pending_impls()))
+            targets = sorted(wanted, key=_by_seq)
             collected = collect(targets)
             executor = get_executor_impl(CONFIG.executor)
             if executor.makes_max_models and all(n.op.host_constant for n in collected.nodes):
@@ -293,6 +294,7 @@ class _Family:
 
 
 GRAPH = ComputeGraph()
+_by_seq = operator.attrgetter("seq")
 
 
 def _auto() -> TieredExecutor:

@@ -24,6 +24,17 @@ from ..common.dtypes import to_numpy_dtype
 from .artifacts import STORE
 from .program import PerDevice, Program, Step
 
+_ITEM_DTYPES = (DType.float32, DType.int64, DType.float64, DType.int32)
+
+
+def storage_item(data: Any) -> Any:
+    """The one value of a one-element storage as a Python number (`Tensor.item`): a host
+    Buffer of a plain dtype is read directly (a loss read each step: 0.1 us, where the NumPy
+    view costs 2 us and more when cold)."""
+    if type(data) is Buffer and data.dtype in _ITEM_DTYPES and data.is_host:
+        return data.item()
+    return storage_to_numpy(data).reshape(()).item()
+
 
 def storage_to_numpy(data: Any) -> np.ndarray:
     """A storage as a NumPy array: zero-copy, except bfloat16 buffers, which NumPy lacks and
@@ -395,7 +406,7 @@ class MaxExecutor(Executor):
         if isinstance(model, _ShardedModel):
             flat = [storage_to_buffer(p) for d in inputs for p in _pieces(d)]
             return model.regroup(_execute(model.model, flat))
-        return _execute(model, [storage_to_buffer(d) for d in inputs])
+        return _execute(model, [d if type(d) is Buffer else storage_to_buffer(d) for d in inputs])
 
 
 def _execute(model: Any, buffers: list) -> list:

@@ -8,12 +8,19 @@ from typing import Any
 
 from max.dtype import DType
 
+_EXACT = frozenset({int, bool, str, type(None), DType})  # values that are their own key
+
 
 def freeze(value: Any) -> Any:
     """A hashable, exact key for an op's static arguments.
 
     Floats key by `repr` so that NaN matches itself and -0.0 differs from 0.0.
     """
+    kind = type(value)  # exact-type checks first: this runs on every op call
+    if kind in _EXACT:
+        return value
+    if kind is tuple and all(type(v) in _EXACT for v in value):
+        return value
     if isinstance(value, bool | int | str | DType) or value is None:
         return value
     if isinstance(value, float):
@@ -21,7 +28,7 @@ def freeze(value: Any) -> Any:
     if isinstance(value, tuple | list):
         if all(type(v) is int for v in value):  # shapes and axes: the common case
             return tuple(value)
-        return tuple(freeze(v) for v in value)
+        return tuple([freeze(v) for v in value])
     if isinstance(value, dict):  # an op's kwargs: on every op call, so ints and int tuples inline
         items = []
         for k, v in value.items():

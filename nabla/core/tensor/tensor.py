@@ -16,7 +16,7 @@ from max.dtype import DType
 from ..common import dtypes as _dt
 from ..common.context import is_grad_enabled
 from ..graph.engine import GRAPH
-from ..graph.executors import storage_to_numpy
+from ..graph.executors import storage_item, storage_to_numpy
 from ..graph.tracing import note_grad, note_mutation
 from .dispatch import OPS
 from .impl import Device, TensorImpl
@@ -238,7 +238,13 @@ class Tensor:
     def item(self) -> Any:
         if self.numel() != 1:
             raise ValueError(f"item(): only one-element tensors can be converted, got shape {self.shape}")
-        return self.numpy().reshape(()).item()
+        impl = self._impl
+        if impl.batch_dims or impl.sharding is not None or impl.dtype == _dt.bfloat16:
+            return self.numpy().reshape(()).item()
+        if impl.data is None:
+            GRAPH.evaluate([impl])
+        GRAPH.host_reads += 1  # as in numpy()
+        return storage_item(impl.data)
 
     def tolist(self) -> Any:
         return self.numpy().tolist()
