@@ -146,9 +146,9 @@ class Operation:
         struct_key = (self.name, freeze(adapted) if adapted else ())
         # 5. SPMD: propagate layouts, reshard inputs by collectives, plan per-device kernels
         spmd = out_specs = None
+        # rules are written for logical shapes: inside vmap they get unbatched kwargs
+        rule_kwargs = self.adapt_kwargs(impls, kwargs, 0) if batch_dims else adapted
         if sharded:
-            # rules are written for logical shapes: inside vmap they get unbatched kwargs
-            rule_kwargs = self.adapt_kwargs(impls, kwargs, 0) if batch_dims else adapted
             impls, out_specs, spmd = OPS.spmd_prepare(self, impls, adapted, avals, rule_kwargs)
             struct_key += (tuple(s.structural_key() if s is not None else None for s in out_specs),)
         # 6. promise tensors, and the OpNode they share (original kwargs kept for replay and autodiff)
@@ -164,7 +164,7 @@ class Operation:
             for out, spec in zip(outs, out_specs, strict=True):
                 out.sharding = spec
         if batch_dims:
-            node.rule_kwargs = self.adapt_kwargs(impls, kwargs, 0)
+            node.rule_kwargs = rule_kwargs
         node.set_outputs(outs)
         if TAPE.nodes is not None:  # a backward being recorded for replay (autograd/replay.py)
             TAPE.nodes.append(node)
