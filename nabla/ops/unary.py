@@ -929,8 +929,7 @@ class NanToNumOp(UnaryOperation):
 # -- public functions --------------------------------------------------------------------------------
 def _unary(op: UnaryOperation, doc: str) -> Any:
     def fn(x: Tensor) -> Tensor:
-        if not isinstance(x, Tensor):  # the dtype is checked by the op's abstract_eval
-            raise TypeError(f"{op.name}: x must be a Tensor, got {type(x).__name__}")
+        _check_tensor(x, op.name)  # a Tensor; its dtype is checked by the op's abstract_eval
         return op(x)
 
     fn.__name__ = fn.__qualname__ = op.name

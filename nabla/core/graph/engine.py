@@ -110,14 +110,14 @@ class ComputeGraph:
                 self.pending_impls()
 
     def pending_impls(self) -> list:
+        pending = self._pending
         live, dead = [], []
-        for key, ref in list(self._pending.items()):
+        for key, ref in list(pending.items()):
             t = ref()
             if t is None or t._impl.data is not None:
                 dead.append(key)
             else:
                 live.append(t._impl)
-        pending = self._pending
         for key in dead:
             del pending[key]
         return live

@@ -215,21 +215,29 @@ class Tensor:
         GRAPH.evaluate([self._impl])
         return self
 
-    def numpy(self) -> np.ndarray:
-        """The value as a NumPy array (shares memory with the tensor's buffer on CPU)."""
-        if self._impl.batch_dims:
+    def _read(self) -> Any:
+        """The computed storage, read into Python: counted, since a recorded backward must not
+        depend on a value that reached Python. Not inside vmap (one value per batch element)."""
+        impl = self._impl
+        if impl.batch_dims:
             raise RuntimeError(
                 "cannot read the value of a batched tensor inside vmap (it has a different value per batch "
                 "element); return it from the vmapped function instead"
             )
-        self.realize()
-        GRAPH.host_reads += 1  # a value reached Python (a recorded backward must not depend on one)
+        if impl.data is None:
+            GRAPH.evaluate([impl])
+        GRAPH.host_reads += 1
+        return impl.data
+
+    def numpy(self) -> np.ndarray:
+        """The value as a NumPy array (shares memory with the tensor's buffer on CPU)."""
+        data = self._read()
         if self._impl.dtype == _dt.bfloat16:
             return OPS.cast(self, _dt.float32).numpy()
         spec = self._impl.sharding
         if spec is not None:  # the global value, assembled on the host from the devices' pieces
-            return spec.assemble([storage_to_numpy(p) for p in self._impl.data], self._impl.physical_shape)
-        return storage_to_numpy(self._impl.data)
+            return spec.assemble([storage_to_numpy(p) for p in data], self._impl.physical_shape)
+        return storage_to_numpy(data)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         array = self.numpy()
@@ -239,12 +247,9 @@ class Tensor:
         if self.numel() != 1:
             raise ValueError(f"item(): only one-element tensors can be converted, got shape {self.shape}")
         impl = self._impl
-        if impl.batch_dims or impl.sharding is not None or impl.dtype == _dt.bfloat16:
+        if impl.sharding is not None or impl.dtype == _dt.bfloat16:
             return self.numpy().reshape(()).item()
-        if impl.data is None:
-            GRAPH.evaluate([impl])
-        GRAPH.host_reads += 1  # as in numpy()
-        return storage_item(impl.data)
+        return storage_item(self._read())
 
     def tolist(self) -> Any:
         return self.numpy().tolist()
