@@ -9,6 +9,7 @@ Modules are pytrees (their leaves are parameters and buffers), so a model passes
 from __future__ import annotations
 
 import copy
+import inspect
 import itertools
 import sys
 from collections import OrderedDict
@@ -143,7 +144,7 @@ class Module:
             kwargs["dynamic_dims"] = {k + 1 if type(k) is int else k: v for k, v in dims.items()}
         static = kwargs.get("static_argnums", ())
         kwargs["static_argnums"] = static + 1 if type(static) is int else tuple(i + 1 for i in static)
-        object.__setattr__(self, "_compiled", nb.compile(_call_forward, **kwargs))
+        object.__setattr__(self, "_compiled", nb.compile(_forward_of(self), **kwargs))
 
     @property
     def compile_stats(self) -> Any:
@@ -581,10 +582,22 @@ def _call_path(module: Module) -> str:
     return ".".join(parts)
 
 
-def _call_forward(module: Module, *args: Any, **kwargs: Any) -> Any:
-    """What `Module.compile` compiles: the module comes in as a pytree, so its parameters and
-    buffers are inputs of the compiled model, never stale constants."""
-    return module.forward(*args, **kwargs)
+def _forward_of(module: Module) -> Callable[..., Any]:
+    """What `Module.compile` compiles: `forward` taking the module first, as a pytree, so its
+    parameters and buffers are inputs of the compiled model, never stale constants. It carries
+    forward's name and signature, so recompile reasons name `x`, not `arg 1`."""
+
+    def forward(self: Module, *args: Any, **kwargs: Any) -> Any:
+        return self.forward(*args, **kwargs)
+
+    forward.__qualname__ = f"{type(module).__name__}.forward"
+    try:
+        params = list(inspect.signature(module.forward).parameters.values())
+        self_param = inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)
+        forward.__signature__ = inspect.Signature([self_param, *params])  # type: ignore[attr-defined]
+    except (TypeError, ValueError):  # a forward without a readable signature keeps (self, *args)
+        pass
+    return forward
 
 
 # -- Modules as pytrees: leaves are the parameters and buffers, the module is the structure ----
@@ -647,4 +660,4 @@ def _clone_structure(module: Module, memo: dict) -> Module:
     return clone
 
 
-nb.register_pytree_node(Module, _flatten_module, _unflatten_module)
+nb.register_pytree_node(Module, _flatten_module, _unflatten_module, lambda d: [f".{n}" for n in d.names])

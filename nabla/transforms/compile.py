@@ -20,6 +20,7 @@ backward, optimizer update) compiles into one model.
 from __future__ import annotations
 
 import functools
+import inspect
 import sys
 import types
 import weakref
@@ -228,7 +229,9 @@ class CompiledFunction:
             arg_defs.append(arg_def)
             for j, v in enumerate(arg_leaves):
                 values.append(v)
-                leaves.append(self._classify(v, i, lambda i=i, a=arg, j=j: f"arg {i}{leaf_paths(a)[j]}"))
+                leaves.append(
+                    self._classify(v, i, lambda i=i, a=arg, j=j: self._labels(args, {})[i] + leaf_paths(a)[j])
+                )
         for name in sorted(kwargs):
             for j, v in enumerate(tree_leaves(kwargs[name])):
                 values.append(v)
@@ -238,11 +241,13 @@ class CompiledFunction:
         return values, treedef, leaves
 
     def _labels(self, args: tuple, kwargs: dict) -> list[str]:
-        """A name per leaf, in `_flatten` order: `arg 0['w1']`, `kwarg 'lr'`."""
+        """A name per leaf, in `_flatten` order: `params['w1']` (the function's parameter names),
+        `arg 2` past them or where the signature cannot be read, `kwarg 'lr'`."""
+        names = _positional_names(self.fn, len(args))
         out = []
         for i, arg in enumerate(args):
             paths = [""] if i in self.static_argnums else leaf_paths(arg)
-            out.extend(f"arg {i}{p}" for p in paths)
+            out.extend(f"{names[i]}{p}" for p in paths)
         for name in sorted(kwargs):
             out.extend(f"kwarg {name!r}{p}" for p in leaf_paths(kwargs[name]))
         return out
@@ -695,6 +700,20 @@ def _similarity(old: tuple, new: tuple) -> tuple:
     same_tree = old[0] == new[0]
     same = sum(a == b for a, b in zip(old[1], new[1], strict=False))
     return (same_tree, same)
+
+
+def _positional_names(fn: Callable, n: int) -> list[str]:
+    """What to call each of `n` positional arguments of `fn` in messages: its parameter name
+    (`*args` ones as `args[0]`), else `arg i`."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    named = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    star = next((p.name for p in params if p.kind is p.VAR_POSITIONAL), None)
+    out = named[:n]
+    out += [f"{star}[{i}]" if star else f"arg {len(named) + i}" for i in range(n - len(out))]
+    return out
 
 
 def _describe(old: tuple, new: tuple, labels: list[str]) -> str:

@@ -3,8 +3,8 @@
     >>> print(nabla.trace(lambda x, w: (x @ w).relu().sum())(x, w))
     trace of <lambda>
       inputs:
-        %0: float32[8, 4]   arg 0
-        %1: float32[4, 3]   arg 1
+        %0: float32[8, 4]   x
+        %1: float32[4, 3]   w
       ops:
         %2: float32[8, 3] = matmul(%0, %1)
         %3: float32[8, 3] = relu(%2)

@@ -10,6 +10,7 @@ from typing import Any
 
 _REGISTRY: dict[type, tuple[Callable, Callable]] = {}
 _SUBCLASS_CACHE: dict[type, tuple[Callable, Callable] | None] = {}
+_KEYS: dict[type, Callable[[Hashable], list[str]]] = {}  # how `leaf_paths` names a node's children
 
 
 def _registered(t: type) -> tuple[Callable, Callable] | None:
@@ -27,6 +28,7 @@ def register_pytree_node(
     cls: type,
     flatten: Callable[[Any], tuple[list[Any], Hashable]],
     unflatten: Callable[[Hashable, list[Any]], Any],
+    keys: Callable[[Hashable], list[str]] | None = None,
 ) -> None:
     """Register `cls` so tree utilities recurse into it.
 
@@ -34,6 +36,8 @@ def register_pytree_node(
         cls: the container type.
         flatten: `obj -> (children, aux_data)`; aux_data must be hashable.
         unflatten: `(aux_data, children) -> obj`.
+        keys: `aux_data -> [path suffix per child]` (`".weight"`), how errors name the leaves
+            below a node; by default `[0]`, `[1]`, ...
 
     Example:
         >>> register_pytree_node(Point, lambda p: ((p.x, p.y), None), lambda aux, kids: Point(*kids))
@@ -41,6 +45,8 @@ def register_pytree_node(
     if cls in _REGISTRY or cls in (tuple, list, dict, OrderedDict, type(None)):
         raise ValueError(f"register_pytree_node: {cls.__name__} is already a pytree node type")
     _REGISTRY[cls] = (flatten, unflatten)
+    if keys is not None:
+        _KEYS[cls] = keys
     _SUBCLASS_CACHE.clear()
 
 
@@ -176,6 +182,8 @@ def _paths(node: Any, path: str, out: list[str]) -> None:
         names = [f"[{k!r}]" for k in aux]
     elif hasattr(kind, "_fields") and _registered(kind) is None:
         names = [f".{f}" for f in kind._fields]
+    elif (keys := next((_KEYS[b] for b in kind.__mro__ if b in _KEYS), None)) is not None:
+        names = keys(aux)
     else:
         names = [f"[{i}]" for i in range(len(kids))]
     for name, kid in zip(names, kids, strict=True):
