@@ -1,6 +1,6 @@
 """Training-step benchmarks W1-W4 (see `bench_common.py`): nabla's PyTorch-style loop (plain and
 after `model.compile()`), the same step under `nabla.compile`, the cached MAX model executed alone,
-and PyTorch (eager and torch.compile, when installed) in the same run.
+PyTorch (eager and torch.compile) and JAX (`jax.jit` with optax), when installed, in the same run.
 
 Each (framework, mode, workload) runs in its own process, so peak RSS is its own, and prints
 one JSON line: framework, mode, workload, first_step_s, median_step_ms, steps_per_s,
@@ -32,7 +32,8 @@ HERE = Path(__file__).resolve().parent
 # loop: the PyTorch-style loop; module-compile: the same loop after `model.compile()` (the
 # forward is one recorded op, its gradient one more); compile: the whole step under
 # `nabla.compile`; model-only: the loop's cached MAX model executed alone.
-MODES = {"nabla": ["loop", "module-compile", "compile", "model-only"], "torch": ["eager", "compile"]}
+MODES = {"nabla": ["loop", "module-compile", "compile", "model-only"], "torch": ["eager", "compile"], "jax": ["jit"]}
+SCRIPTS = {"nabla": "train_bench.py", "torch": "train_bench_torch.py", "jax": "train_bench_jax.py"}
 
 
 def _step_fn(model, opt, loss_fn, workload: str):
@@ -90,22 +91,19 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--workloads", default="W1,W2,W3,W4")
     parser.add_argument("--steps", type=int, default=60)
-    parser.add_argument("--frameworks", default="nabla,torch")
+    parser.add_argument("--frameworks", default="nabla,torch,jax")
     parser.add_argument("--one", nargs=2, metavar=("MODE", "WORKLOAD"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
         print(json.dumps(run(*args.one, args.steps)), flush=True)
         return
-    frameworks = args.frameworks.split(",")
-    if "torch" in frameworks and importlib.util.find_spec("torch") is None:
-        frameworks.remove("torch")
+    frameworks = [f for f in args.frameworks.split(",") if f == "nabla" or importlib.util.find_spec(f) is not None]
     failures = []
     for workload in args.workloads.split(","):
         for framework in frameworks:
             for mode in MODES[framework]:
-                script = "train_bench.py" if framework == "nabla" else "train_bench_torch.py"
                 tail = ["--one", mode, workload] if framework == "nabla" else [mode, workload]
-                cmd = [sys.executable, str(HERE / script), "--steps", str(args.steps), *tail]
+                cmd = [sys.executable, str(HERE / SCRIPTS[framework]), "--steps", str(args.steps), *tail]
                 proc = subprocess.run(cmd, capture_output=True, text=True)
                 line = (proc.stdout.strip().splitlines() or [""])[-1]
                 if proc.returncode != 0 or not line.startswith("{"):
