@@ -1,8 +1,9 @@
 """nabla.compile on MAX: a training step with a dynamic batch dim is one compiled model for 50
-steps of changing batch size and learning rate, and agrees with the NumPy executor.
+steps of changing batch size and learning rate, and agrees with the NumPy executor; without
+dynamic_dims, a third input size compiles nothing.
 
-One MAX compile (about a minute with a cold cache); the other compile semantics are tested on
-the NumPy executor in test_compile.py.
+A few small MAX compiles (about a minute with a cold cache); the other compile semantics are
+tested on the NumPy executor in test_compile.py.
 """
 
 from __future__ import annotations
@@ -72,3 +73,28 @@ def test_causal_attention_is_one_max_model_for_every_sequence_length():
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
     info = nb.cache_info()
     assert info.compiles + info.loads - models_before == 1
+
+
+def test_a_third_input_size_compiles_nothing():
+    # Without dynamic_dims, the second size merges the two traces into one symbolic model
+    # (as lazy evaluation does); every later size is a trace and a cache hit in the engine.
+    def f(x):
+        return (nb.tanh(x * 3.0 - 1.0) * x).sum(axis=1)
+
+    fn = nb.compile(f)
+    rng = np.random.default_rng(3)
+
+    def check(n: int) -> None:
+        x = rng.standard_normal((n, 3)).astype(np.float32)
+        np.testing.assert_allclose(fn(nb.tensor(x)).numpy(), (np.tanh(x * 3 - 1) * x).sum(1), rtol=1e-5, atol=1e-6)
+
+    check(5)
+    check(7)
+    info = nb.cache_info()
+    models_before = info.compiles + info.loads
+    for n in (9, 12, 5, 30):
+        check(n)
+    info = nb.cache_info()
+    assert info.compiles + info.loads == models_before
+    assert (fn.stats.misses, fn.stats.hits) == (5, 1)
+    assert fn.stats.recompile_reasons[-1].endswith("-> (30, 3)")

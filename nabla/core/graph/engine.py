@@ -162,7 +162,7 @@ class ComputeGraph:
             cache.move_to_end(cache_key)
             stats.hits += 1
             return entry[1]
-        symbolic = not hot and executor.makes_max_models and CONFIG.auto_dynamic
+        symbolic = executor.makes_max_models and CONFIG.auto_dynamic
         family = self._family(executor, collected) if symbolic else None
         program = collected.to_program()
         if self._no_recompile_depth and not (family and family.plan and family.plan.matches(program)):
@@ -172,7 +172,7 @@ class ComputeGraph:
         name = None
         if executor.makes_max_models:
             name = artifacts.digest(collected.key, lowered_ops((n.op, n.adapted_kwargs) for n in collected.nodes))
-        prepared = self._sized(executor, family, program, name) if family else None
+        prepared = self._sized(executor, family, program, name, hot) if family else None
         if prepared is None:
             prepared = executor.prepare(program, name=name, hot=hot)
         cache[cache_key] = (program, prepared)
@@ -192,7 +192,7 @@ class ComputeGraph:
             self._families.move_to_end(fkey)
         return family
 
-    def _sized(self, executor: Executor, family: _Family, program: Any, name: Any) -> Any:
+    def _sized(self, executor: Executor, family: _Family, program: Any, name: Any, hot: bool) -> Any:
         """A symbolic model run at this evaluation's size, or None (compile this size): the
         first size of a family compiles its own model; the second merges the two traces into
         one symbolic model; later sizes use it when their trace is its instance."""
@@ -202,7 +202,7 @@ class ComputeGraph:
         if family.plan is None and family.reason is None:
             try:
                 plan = make_symbolic_pair(family.first, program)
-                family.prepared = plan.prepare(executor, hot=False)
+                family.prepared = plan.prepare(executor, hot=hot)
                 family.plan = plan
             except SymbolicProgramError as err:
                 family.reason = str(err)
