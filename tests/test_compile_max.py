@@ -75,7 +75,7 @@ def test_causal_attention_is_one_max_model_for_every_sequence_length():
     assert info.compiles + info.loads - models_before == 1
 
 
-def test_a_third_input_size_compiles_nothing():
+def test_a_third_input_size_compiles_nothing(capsys):
     # Without dynamic_dims, the second size merges the two traces into one symbolic model
     # (as lazy evaluation does); every later size is a trace and a cache hit in the engine.
     def f(x):
@@ -92,8 +92,16 @@ def test_a_third_input_size_compiles_nothing():
     check(7)
     info = nb.cache_info()
     models_before = info.compiles + info.loads
-    for n in (9, 12, 5, 30):
-        check(n)
+    nb.set_log_recompiles(True)
+    try:
+        for n in (9, 12, 5, 30):
+            check(n)
+    finally:
+        nb.set_log_recompiles(False)
+    assert (
+        "nabla.compile(test_a_third_input_size_compiles_nothing.<locals>.f): retracing (a compiled model serves it): x shape"
+        in capsys.readouterr().err
+    )
     info = nb.cache_info()
     assert info.compiles + info.loads == models_before
     assert (fn.stats.misses, fn.stats.hits) == (5, 1)

@@ -186,8 +186,10 @@ class CompiledFunction:
             what = reason or f"nothing is {noun} for this function yet"
             raise RecompileError(f"no_recompile: {getattr(self.fn, '__qualname__', '?')} would {verb}: {what}")
         specialize = bool(self._static_scalars) and structure in self._static_scalars
+        compiles = self.stats.compiles
         entry = self._trace(args, kwargs, values, leaves, labels, specialize, structure, lazy)
-        self._record_miss(reason)
+        served = not lazy and self.stats.compiles == compiles and get_executor_impl(CONFIG.executor).makes_max_models
+        self._record_miss(reason, served)
         # (the trace may have switched this structure to specialized scalars: key it again)
         cache[(*prefix, self._key(treedef, leaves, values, structure, lazy))] = entry
         while len(cache) > self.max_cache_size:
@@ -298,11 +300,14 @@ class CompiledFunction:
         closest = max(keys, key=lambda k: _similarity(k, key))
         return _describe(closest, key, labels)
 
-    def _record_miss(self, reason: str | None) -> None:
+    def _record_miss(self, reason: str | None, served: bool) -> None:
+        """Count a miss; log why. `served`: a MAX model already built (a symbolic one for this
+        size, or the same program compiled elsewhere) runs it, so it was only traced again."""
         self.stats.misses += 1
         if reason is None:
             return
-        message = f"nabla.compile({getattr(self.fn, '__qualname__', '?')}): recompiling: {reason}"
+        verb = "retracing (a compiled model serves it)" if served else "recompiling"
+        message = f"nabla.compile({getattr(self.fn, '__qualname__', '?')}): {verb}: {reason}"
         self.stats.recompile_reasons.append(reason)
         if CONFIG.log_recompiles:
             print(message, file=sys.stderr)
