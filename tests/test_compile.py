@@ -247,6 +247,10 @@ def test_bad_dynamic_dims_and_numpy_arguments_get_clear_errors():
         f(nb.ones(2))
     with pytest.raises(TypeError, match="NumPy array"):
         nb.compile(lambda x: x)(np.ones(2))
+    with pytest.raises(TypeError, match=r"compile: x is a NumPy array"):  # named after params' two leaves
+        nb.compile(lambda params, x: x)({"a": nb.ones(2), "b": nb.ones(2)}, np.ones(2))
+    with pytest.raises(TypeError, match=r"compile: rest\[1\]\['b'\] is a NumPy array"):
+        nb.compile(lambda *rest: rest)(nb.ones(2), {"a": nb.ones(2), "b": np.ones(2)})
 
 
 def test_decorator_forms_and_methods():

@@ -231,9 +231,7 @@ class CompiledFunction:
             arg_defs.append(arg_def)
             for j, v in enumerate(arg_leaves):
                 values.append(v)
-                leaves.append(
-                    self._classify(v, i, lambda i=i, a=arg, j=j: self._labels(args, {})[i] + leaf_paths(a)[j])
-                )
+                leaves.append(self._classify(v, i, functools.partial(self._leaf_label, i, arg, j)))
         for name in sorted(kwargs):
             for j, v in enumerate(tree_leaves(kwargs[name])):
                 values.append(v)
@@ -241,6 +239,10 @@ class CompiledFunction:
         # == tree_flatten(([args, with static ones as None], kwargs))[1]
         treedef = PyTreeDef(tuple, 2, (PyTreeDef(list, len(args), tuple(arg_defs)), tree_structure(kwargs)))
         return values, treedef, leaves
+
+    def _leaf_label(self, i: int, arg: Any, j: int) -> str:
+        """The name of leaf `j` of positional argument `i` (`arg`), for an error."""
+        return _positional_names(self.fn, i + 1)[i] + leaf_paths(arg)[j]
 
     def _labels(self, args: tuple, kwargs: dict) -> list[str]:
         """A name per leaf, in `_flatten` order: `params['w1']` (the function's parameter names),
