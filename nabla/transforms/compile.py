@@ -38,7 +38,7 @@ from ..core.common.pytree import PyTreeDef, leaf_paths, tree_flatten, tree_leave
 from ..core.graph.engine import GRAPH, RecompileError
 from ..core.graph.executors import get_executor_impl
 from ..core.graph.program import collect
-from ..core.graph.symbolic import PROBE_STEPS, DynamicPlan, SizedProgram, SymbolicProgramError, make_symbolic
+from ..core.graph.symbolic import PROBE_STEPS, DynamicPlan, SymbolicProgramError, make_symbolic, run_prepared
 from ..core.graph.tracing import ConcretizationError, TraceState, trace_scope
 from ..core.tensor.impl import TensorImpl
 from ..core.tensor.tensor import Tensor
@@ -542,10 +542,8 @@ class CompiledFunction:
         storages = [v._impl.data if isinstance(v, Tensor) else v for v in inputs]
         if entry.plan is not None:
             results = entry.plan.run(entry.executor, entry.prepared, storages, values, entry.sources)
-        elif type(entry.prepared) is SizedProgram:  # a size the engine serves with a symbolic model
-            results = entry.prepared.run(entry.executor, storages)
-        else:
-            results = entry.executor.run(entry.prepared, storages)
+        else:  # the engine's model (for a new size, perhaps a symbolic one: SizedProgram)
+            results = run_prepared(entry.executor, entry.prepared, storages)
         tensors = [_wrap(r, *layout) for r, layout in zip(results, entry.out_layouts, strict=True)]
         out = [tensors[v] if kind == "out" else v for kind, v in entry.out_slots]
         for target, k in entry.mutations:

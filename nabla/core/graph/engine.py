@@ -28,7 +28,7 @@ from ..common.config import CONFIG
 from . import artifacts
 from .executors import Executor, ExecutorStats, all_executors, get_executor_impl, lowered_ops
 from .program import collect, describe_key_difference
-from .symbolic import DynamicPlan, SizedProgram, SymbolicProgramError, family_key, make_symbolic_pair
+from .symbolic import DynamicPlan, SizedProgram, SymbolicProgramError, family_key, make_symbolic_pair, run_prepared
 from .tiered import TieredExecutor
 from .tracing import TRACE, tracing
 
@@ -138,11 +138,7 @@ class ComputeGraph:
                 # computed on the host: compiling a model for them would cost seconds.
                 executor = get_executor_impl("numpy")
             prepared = self._lookup_or_prepare(executor, collected)
-            inputs = [i.data for i in collected.inputs]
-            if type(prepared) is SizedProgram:
-                results = prepared.run(executor, inputs)
-            else:
-                results = executor.run(prepared, inputs)
+            results = run_prepared(executor, prepared, [i.data for i in collected.inputs])
             executor.stats.executions += 1
             for impl, data in zip(collected.targets, results, strict=True):
                 impl.set_realized(data)

@@ -325,6 +325,14 @@ def make_symbolic_pair(first: Program, second: Program, name: str = "n") -> Dyna
     return DynamicPlan(symbolic, {name: n1}, {name: (k, d)})
 
 
+def run_prepared(executor: Any, prepared: Any, inputs: list) -> list:
+    """Run a model from the engine's cache: a `SizedProgram` runs its symbolic model (or its
+    fallback), anything else goes to the executor."""
+    if type(prepared) is SizedProgram:
+        return prepared.run(executor, inputs)
+    return executor.run(prepared, inputs)
+
+
 class SizedProgram:
     """A symbolic model run at one size: what the engine caches for an evaluation that a
     symbolic model serves. `program` is the concrete trace (the auto executor's tier 0 runs it
