@@ -107,8 +107,8 @@ def to_numpy_dtype(dtype: DType) -> np.dtype:
 
 # Tuples, not sets: `in` compares identity first, while hashing a DType calls Enum.__hash__
 # in Python (these run on every op call).
-_FLOATS = (float32, float64, bfloat16, float16)
-_INTEGERS = (int64, int32, uint64)
+_FLOATS = tuple(d for d, (kind, _) in _RANK.items() if kind == 2)
+_INTEGERS = tuple(d for d, (kind, _) in _RANK.items() if kind == 1)
 
 
 def is_float(dtype: DType) -> bool:
