@@ -9,8 +9,8 @@ W2 more than its elementwise ops. Instead:
                      the NHWC value as that value's twin
     nhwc(v)          a lowering that wants NHWC asks for v's twin: the remembered one, or one
                      re-emitted through the elementwise ops, fills and broadcasts v was computed
-                     by (each on its inputs' twins); None when v has no permute-free NHWC form,
-                     and the caller permutes
+                     by (each on its inputs' twins); None when v has no permute-free NHWC form
+    as_nhwc(v)       the twin, else the permute
 
 A value's NCHW form that nothing reads is dead code, which MAX drops. Twins live as long as the
 MAX graph being built (`lowering_scratch`); outside a build `nhwc` finds none.
@@ -64,6 +64,12 @@ def nhwc(v: Any, depth: int = 0) -> Any | None:
         twins[id(v)] = (v, twin)  # also a miss: each value is looked into once
     STATS.hits += twin is not None and depth == 0
     return twin
+
+
+def as_nhwc(v: Any) -> Any:
+    """MAX: the NHWC form of the 4-D NCHW value `v`: its twin, else a permute."""
+    twin = nhwc(v)
+    return ops.permute(v, list(NHWC)) if twin is None else twin
 
 
 def _permuted(shape: tuple) -> tuple:

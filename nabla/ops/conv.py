@@ -42,7 +42,7 @@ from ..core.tensor.tensor import Tensor, grad_enabled_for
 from . import batching as _batching
 from . import binary as _bin
 from . import view as _view
-from ._layout import NCHW, NHWC, nhwc, to_nchw
+from ._layout import NCHW, NHWC, as_nhwc, to_nchw
 from .base import AVal, Operation, public, shape_of
 
 __all__ = ["conv1d", "conv2d", "conv_transpose2d"]
@@ -130,8 +130,7 @@ def _mx_to_nhwc(v: Any) -> tuple[Any, tuple[int, ...]]:
     shape = _shape(v)
     lead = shape[:-3]
     if len(lead) == 1:
-        twin = nhwc(v)
-        return (ops.permute(v, list(NHWC)) if twin is None else twin), lead
+        return as_nhwc(v), lead
     return ops.permute(ops.reshape(v, (math.prod(lead),) + shape[-3:]), list(NHWC)), lead
 
 
@@ -447,8 +446,7 @@ def _mx_wgrad_shifted(x: Any, g: Any, kernel: tuple, padding: Pads, dilation: tu
     cg, og, (kh, kw) = c // groups, o // groups, kernel
     if groups == 1:  # the same layouts as below without the unit group axis (MAX's 2-D kernels are faster)
         xt = _mx_pad(ops.permute(x, [1, 0, 2, 3]), padding)  # (C, N, Hp, Wp)
-        gt = nhwc(g)  # (N, OH, OW, O)
-        gt = ops.permute(g, list(NHWC)) if gt is None else gt
+        gt = as_nhwc(g)  # (N, OH, OW, O)
     else:
         xt = _mx_pad(ops.permute(ops.reshape(x, (n, groups, cg) + _shape(x)[-2:]), [1, 2, 0, 3, 4]), padding)
         gt = ops.permute(ops.reshape(g, (n, groups, og, oh, ow)), [1, 0, 3, 4, 2])  # (G, N, OH, OW, O/G)

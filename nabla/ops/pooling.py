@@ -32,7 +32,7 @@ from ..core.tensor.tensor import Tensor
 from . import linalg as _linalg
 from . import reduction as _red
 from . import view as _view
-from ._layout import NHWC, nhwc, to_nchw
+from ._layout import as_nhwc, nhwc, to_nchw
 from .base import AVal, Operation, public
 from .conv import (  # the window helpers are shared with convolution
     Pads,
@@ -166,8 +166,7 @@ def _mx_tiles_grad_nhwc(x: Any, g: Any, kernel: tuple, padding: Pads) -> Any:
     broadcast over the tile in a 6-D (N, OH, kH, OW, kW, C) view whose contiguous inner axis
     is the channels. Returns NHWC. On W2's 64x32x28x28 activation this takes 4.0 ms against
     6.8 ms for the NCHW form (where the tile axes are innermost and short)."""
-    gt = nhwc(g)
-    gt = ops.permute(g, list(NHWC)) if gt is None else gt
+    gt = as_nhwc(g)
     xp = _mx_pad(x, padding, float("-inf"), trail=1)
     n, oh, ow, c = _shape(gt)
     (kh, kw), size = kernel, _shape(xp)[1:3]
