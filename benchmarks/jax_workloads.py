@@ -13,27 +13,23 @@ import jax.numpy as jnp
 import optax
 
 
-def _linear_init(key: jax.Array, fan_in: int, fan_out: int) -> dict:
-    """PyTorch's nn.Linear default: weight (out, in) and bias both U(-1/sqrt(in), 1/sqrt(in))."""
-    bound = 1.0 / math.sqrt(fan_in)
+def _layer_init(key: jax.Array, weight_shape: tuple[int, ...]) -> dict:
+    """PyTorch's Linear and Conv2d default: weight (out, in, ...) and bias (out,), both
+    U(-1/sqrt(fan_in), 1/sqrt(fan_in)) with fan_in = in * the kernel's size."""
+    bound = 1.0 / math.sqrt(math.prod(weight_shape[1:]))
     kw, kb = jax.random.split(key)
     return {
-        "weight": jax.random.uniform(kw, (fan_out, fan_in), jnp.float32, -bound, bound),
-        "bias": jax.random.uniform(kb, (fan_out,), jnp.float32, -bound, bound),
+        "weight": jax.random.uniform(kw, weight_shape, jnp.float32, -bound, bound),
+        "bias": jax.random.uniform(kb, weight_shape[:1], jnp.float32, -bound, bound),
     }
+
+
+def _linear_init(key: jax.Array, fan_in: int, fan_out: int) -> dict:
+    return _layer_init(key, (fan_out, fan_in))
 
 
 def _linear(p: dict, x: jax.Array) -> jax.Array:
     return x @ p["weight"].T + p["bias"]
-
-
-def _conv_init(key: jax.Array, cin: int, cout: int, k: int) -> dict:
-    bound = 1.0 / math.sqrt(cin * k * k)
-    kw, kb = jax.random.split(key)
-    return {
-        "weight": jax.random.uniform(kw, (cout, cin, k, k), jnp.float32, -bound, bound),
-        "bias": jax.random.uniform(kb, (cout,), jnp.float32, -bound, bound),
-    }
 
 
 def _conv(p: dict, x: jax.Array) -> jax.Array:
@@ -74,8 +70,8 @@ def mlp(params: list, x: jax.Array) -> jax.Array:
 def cnn_init(key: jax.Array) -> dict:
     k1, k2, k3 = jax.random.split(key, 3)
     return {
-        "conv1": _conv_init(k1, 1, 32, 3),
-        "conv2": _conv_init(k2, 32, 64, 3),
+        "conv1": _layer_init(k1, (32, 1, 3, 3)),
+        "conv2": _layer_init(k2, (64, 32, 3, 3)),
         "fc": _linear_init(k3, 64 * 7 * 7, 10),
     }
 
