@@ -169,17 +169,39 @@ def _partial_product(axis: str) -> tuple[nb.Tensor, np.ndarray]:
     return y, xa @ wa
 
 
-def test_multilinear_ops_keep_partial_sums_over_different_axes_and_reduce_one_of_a_shared_axis():
+def test_products_keep_partial_sums_only_by_finite_constants():
     (ya, a), (yb, b) = _partial_product("a"), _partial_product("b")
-    both = ya * yb  # sum_i a_i * sum_j b_j = sum_ij a_i b_j: partial over a and b, no collective
-    assert both.sharding.partial == {"a", "b"} and comm_ops(both) == []
+    scaled = ya * 0.5 / 4.0  # c * (a1 + a2) = c*a1 + c*a2 for a finite c: no collective yet
+    assert scaled.sharding.partial == {"a"} and comm_ops(scaled) == []
+    np.testing.assert_allclose(scaled.numpy(), a / 8, rtol=1e-5, atol=1e-6)
+    # A tensor factor may hold inf, for which c*a1 + c*a2 is not c*(a1 + a2): both are reduced
+    both = ya * yb
+    assert both.sharding.partial == frozenset() and comm_ops(both) == ["all_reduce", "all_reduce"]
     np.testing.assert_allclose(both.numpy(), a * b, rtol=1e-5, atol=1e-5)
-    same = ya * ya  # both partial over "a": one operand is reduced, the product stays partial
-    assert same.sharding.partial == {"a"} and comm_ops(same) == ["all_reduce"]
-    np.testing.assert_allclose(same.numpy(), a * a, rtol=1e-5, atol=1e-5)
-    quotient = ya / (yb + 1.0)  # the numerator may stay partial; the denominator is reduced (by the add)
-    assert quotient.sharding.partial == {"a"} and comm_ops(quotient) == ["all_reduce"]
+    quotient = ya / (yb + 1.0)
+    assert quotient.sharding.partial == frozenset() and comm_ops(quotient) == ["all_reduce", "all_reduce"]
     np.testing.assert_allclose(quotient.numpy(), a / (b + 1.0), rtol=1e-5, atol=1e-5)
+
+
+def _one_zero_partial() -> nb.Tensor:
+    """[[1.0]] as a sum left partial over "x" whose pieces are 1 and 0."""
+    x = nb.shard(nb.tensor(np.array([[1.0, 0.0]], np.float32)), MESH1, P(None, "x"))
+    return x @ nb.shard(nb.tensor(np.ones((2, 1), np.float32)), MESH1, P("x", None))
+
+
+@pytest.mark.parametrize(
+    ("fn", "expected"),
+    [
+        (lambda y: y * np.inf, np.inf),  # passed through, inf * 1 + inf * 0 would be nan
+        (lambda y: y / 0.0, np.inf),  # 1/0 + 0/0 would be nan
+        (lambda y: y * nb.exp(nb.tensor(np.full((1, 1), 100.0, np.float32))), np.inf),  # exp(100) is inf
+        (lambda y: y @ nb.tensor(np.full((1, 1), -np.inf, np.float32)), -np.inf),
+        (lambda y: y * -2.0, -2.0),  # a finite constant: still exact
+    ],
+    ids=["mul-inf", "div-zero", "mul-tensor", "matmul-inf", "mul-finite"],
+)
+def test_partial_sums_reduce_before_a_product_that_could_make_nan(fn, expected):
+    np.testing.assert_array_equal(fn(_one_zero_partial()).numpy(), [[expected]])
 
 
 def test_elementwise_with_unsharded_scalar_needs_no_collective():

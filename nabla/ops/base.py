@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import inspect
 import itertools
+import math
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -110,6 +111,9 @@ class Operation:
     always_tuple = False  # multi-output ops that may return a single tensor still return a tuple
     sharding_rule: str | None = None  # "m k, k n -> m n", or "elementwise"; see sharding_rule_for
     partial_ok: str | tuple[int, ...] | None = None  # partial sums pass through: "additive" or positions
+    # Products (mul, matmul, conv): c * (a1 + a2) = c*a1 + c*a2 fails for c = inf when some a_i
+    # is 0 (nan where the sum is inf), so a partial passes only when the others are finite constants.
+    scales_partials = False
     # Whether `sharding_rule_for` describes physical shapes including vmap's batch dims (vmap's
     # own ops, which move dims in and out of the batch prefix); other rules are written for
     # logical shapes and get the batch dims prepended.
@@ -222,6 +226,13 @@ class Operation:
         if self.sharding_rule is not None:
             return OpShardingRule.parse(self.sharding_rule, in_shapes, out_shapes, partial_ok=self.partial_ok)
         return OpShardingRule.replicated([len(s) for s in in_shapes], [len(s) for s in out_shapes])
+
+    def partial_passes(self, position: int, constants: list[float | None]) -> bool:
+        """Whether a partial sum at `position` (one of `partial_ok`) passes through unreduced,
+        given each operand's value where it is a constant known while tracing (else None)."""
+        if not self.scales_partials:
+            return True
+        return all(c is not None and math.isfinite(c) for k, c in enumerate(constants) if k != position)
 
     def own_layouts(self, impls: list[TensorImpl], kwargs: dict) -> tuple[list, list] | None:
         """(input specs or None, output specs) for ops that place their outputs themselves and

@@ -281,6 +281,7 @@ class SubOp(BinaryOperation):
 class MulOp(BinaryOperation):
     name = "mul"
     partial_ok = (0, 1)  # linear in each operand: one of them may hold partial sums
+    scales_partials = True
 
     def kernel(self, x: Any, y: Any) -> Any:
         return ops.logical_and(x, y) if x.dtype == DType.bool else ops.mul(x, y)
@@ -301,6 +302,12 @@ class MulOp(BinaryOperation):
 class DivOp(BinaryOperation):
     name = "div"
     partial_ok = (0,)
+    scales_partials = True
+
+    def partial_passes(self, position: int, constants: list[float | None]) -> bool:
+        # (a1 + a2) / c = a1/c + a2/c needs a finite c other than 0 (1/0 + 0/0 is nan, not inf)
+        c = constants[1]
+        return c is not None and math.isfinite(c) and c != 0
 
     def kernel(self, x: Any, y: Any) -> Any:
         return ops.div(x, y)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import replace
 from functools import reduce
 from typing import Any
 
@@ -726,9 +727,38 @@ def _rule(op: Operation, impls: list, in_shapes: list, out_shapes: list, kwargs:
     share one batch prefix: `Operation.__call__` aligns them)."""
     bd = max(i.batch_dims for i in impls)
     if not bd or op.physical_rule:
-        return op.sharding_rule_for(in_shapes, out_shapes, kwargs)
-    rule = op.sharding_rule_for([s[bd:] for s in in_shapes], [s[bd:] for s in out_shapes], logical)
-    return rule.with_batch(in_shapes[0][:bd])
+        rule = op.sharding_rule_for(in_shapes, out_shapes, kwargs)
+    else:
+        rule = op.sharding_rule_for([s[bd:] for s in in_shapes], [s[bd:] for s in out_shapes], logical)
+        rule = rule.with_batch(in_shapes[0][:bd])
+    if (
+        op.scales_partials
+        and isinstance(rule.partial_ok, tuple)
+        and any(i.sharding and i.sharding.partial for i in impls)
+    ):
+        constants = [constant_value(i) for i in impls]
+        rule = replace(rule, partial_ok=tuple(k for k in rule.partial_ok if op.partial_passes(k, constants)))
+    return rule
+
+
+_SAME_VALUES = frozenset({"broadcast_to", "cast", "reshape"})  # ops that keep a constant's value
+
+
+def constant_value(impl: TensorImpl) -> float | None:
+    """The one value every element of `impl` has, where it is known while tracing: a fill
+    constant (as a Python number becomes), maybe broadcast, reshaped or cast, or a realized
+    one-element host tensor. None otherwise."""
+    while impl.data is None:
+        node = impl.output_refs
+        if node is None or not (node.op.name == "full" or node.op.name in _SAME_VALUES):
+            return None
+        if node.op.name == "full":
+            value = node.kwargs.get("value")
+            return float(value) if isinstance(value, int | float) else None  # not a symbolic Dim
+        impl = node.args[0]
+    if impl.sharding is None and isinstance(impl.data, np.ndarray) and impl.data.size == 1:
+        return float(impl.data.reshape(-1)[0])
+    return None
 
 
 def _conformed(impls: list[TensorImpl], targets: list) -> list[TensorImpl]:

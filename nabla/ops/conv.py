@@ -247,6 +247,7 @@ class _ConvOperation(Operation):
     groups (`_fold`), run the unbatched `_kernel` (MAX) or `_numpy`, and unfold the result."""
 
     partial_ok = (0, 1)  # bilinear: one operand may hold partial sums
+    scales_partials = True
     transposed = False  # conv_transpose2d: the weight is (in, out / groups, kH, kW)
 
     def sharding_rule_for(self, in_shapes: list, out_shapes: list, kwargs: dict) -> OpShardingRule:
@@ -378,6 +379,7 @@ class Conv2dWeightGradOp(Operation):
 
     name = "conv2d_weight_grad"
     partial_ok = (0, 1)
+    scales_partials = True
 
     def abstract_eval(self, x: AVal, g: AVal, *, kernel: tuple, groups: int, **kw: Any) -> AVal:
         (xs, dtype), gs = x, g[0]

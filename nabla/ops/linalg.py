@@ -35,6 +35,7 @@ class MatmulOp(Operation):
     name = "matmul"
     sharding_rule = "... m k, ... k n -> ... m n"  # a sharded k leaves partial sums
     partial_ok = (0, 1)
+    scales_partials = True
 
     def abstract_eval(self, x: AVal, y: AVal) -> AVal:
         return x[0][:-1] + (y[0][-1],), x[1]
@@ -143,6 +144,7 @@ class LinearOp(Operation):
     composite."""
 
     name = "linear"
+    scales_partials = True
 
     def abstract_eval(self, x: AVal, w: AVal, b: AVal | None = None) -> AVal:
         if len(w[0]) != 2 or x[0][-1:] != w[0][1:] or (b is not None and b[0] != w[0][:1]):

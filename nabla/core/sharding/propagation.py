@@ -18,7 +18,9 @@ Partial inputs pass through an op while it is linear in them (`partial_ok`): "ad
 (add, sub, concatenation, linear unary ops) need every operand partial over the same axes;
 "multilinear" positions (the operands of mul or matmul) allow exactly one partial operand
 per axis. Everywhere else a partial input is all-reduced first. So the reduction a
-contraction needs happens once, as late as linearity allows.
+contraction needs happens once, as late as linearity allows. (Ops that multiply a partial
+narrow their positions before propagation, to those whose other operands are finite
+constants: see `Operation.partial_passes`.)
 """
 
 from __future__ import annotations
