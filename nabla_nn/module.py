@@ -416,7 +416,35 @@ class Module:
         return self
 
     def _all_tensors(self) -> list[tuple[str, Tensor]]:
-        return [*self.named_parameters(), *self.named_buffers()]
+        return self._tree()[0]
+
+    def _tree(self) -> tuple[list[tuple[str, Tensor]], tuple[bool, ...]]:
+        """One walk for a compiled call's flatten: `[*named_parameters(), *named_buffers()]`
+        and every module's training flag (in `modules()` order), without nested generators."""
+        params: list[tuple[str, Tensor]] = []
+        buffers: list[tuple[str, Tensor]] = []
+        modes: list[bool] = []
+        seen_modules: set[int] = set()
+        seen_params: set[int] = set()
+        seen_buffers: set[int] = set()
+        stack = [("", self)]
+        while stack:  # depth first, children in order: the order of named_modules()
+            prefix, module = stack.pop()
+            if id(module) in seen_modules:
+                continue
+            seen_modules.add(id(module))
+            modes.append(module.training)
+            dot = f"{prefix}." if prefix else ""
+            for out, seen, store in (
+                (params, seen_params, module._parameters),
+                (buffers, seen_buffers, module._buffers),
+            ):
+                for name, value in store.items():
+                    if value is not None and id(value) not in seen:
+                        seen.add(id(value))
+                        out.append((dot + name, value))
+            stack += [(dot + name, m) for name, m in reversed(module._modules.items()) if m is not None]
+        return params + buffers, tuple(modes)
 
     # -- state_dict ---------------------------------------------------------------------------
     def state_dict(self, destination: Any = None, prefix: str = "", keep_vars: bool = False) -> OrderedDict:
@@ -607,10 +635,10 @@ class _ModuleDef:
 
     __slots__ = ("module", "names", "modes")
 
-    def __init__(self, module: Module, names: tuple) -> None:
+    def __init__(self, module: Module, names: tuple, modes: tuple) -> None:
         self.module = module
         self.names = names
-        self.modes = tuple(m.training for m in module.modules())
+        self.modes = modes
 
     def __eq__(self, other: object) -> bool:
         return (
@@ -628,8 +656,8 @@ class _ModuleDef:
 
 
 def _flatten_module(module: Module) -> tuple[list, _ModuleDef]:
-    named = module._all_tensors()
-    return [t for _, t in named], _ModuleDef(module, tuple(n for n, _ in named))
+    named, modes = module._tree()
+    return [t for _, t in named], _ModuleDef(module, tuple(n for n, _ in named), modes)
 
 
 def _unflatten_module(definition: _ModuleDef, leaves: list) -> Module:

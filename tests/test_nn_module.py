@@ -93,6 +93,21 @@ def test_names_follow_pytorch_and_traversal_orders_match():
         net.get_submodule("body.nope")
 
 
+def test_compile_flatten_walk_matches_the_traversals_with_shared_and_missing_members():
+    net = Net()
+    shared = net.body._modules["1"]
+    net.body.add_module("2", shared)  # a module reachable twice is listed once
+    net.body.add_module("3", None)
+    net.count.register_buffer("tied", net.count.scratch)  # a buffer under two names: once
+    net.extra = Affine(3, 3)
+    net.extra.bias = shared.bias  # a parameter shared with an earlier module: listed once
+    net.count.eval()
+    named, modes = net._tree()
+    assert named == [*net.named_parameters(), *net.named_buffers()]
+    assert modes == tuple(m.training for m in net.modules()) == (True, True, True, True, False, True)
+    assert [n for n, _ in named][-3:] == ["extra.weight", "count.steps", "count.scratch"]
+
+
 def test_parameters_are_realized_leaves_after_init():
     layer = Affine(3, 2)
     for p in layer.parameters():
