@@ -141,9 +141,18 @@ def test_megatron_plan_layouts():
     assert all(p.sharding.mesh == MESH for p in model.parameters())
 
 
+# Megatron attention with PyTorch's packed in_proj (rows q, k, v): a device's rows of it are not
+# one head group, so splitting q, k and v off moves rows between devices (windows, no gather)
+MEGATRON_LAYER = {
+    "self_attn": {"in_proj_weight": P("tp", None), "in_proj_bias": P("tp")},
+    "self_attn.out_proj": rowwise("tp"),
+    "linear1": colwise("tp"),
+    "linear2": rowwise("tp"),
+}
 TRANSFORMER_CASES = {
     "data parallel": (DP, None),
     "data x tensor parallel feed-forward": (MESH, {"linear1": colwise("tp"), "linear2": rowwise("tp")}),
+    "data x tensor parallel attention and feed-forward": (MESH, MEGATRON_LAYER),
 }
 
 
@@ -232,6 +241,14 @@ def test_megatron_mlp_block_communicates_one_all_reduce_each_way():
     assert count_collectives(loss, nb.reshard(x.grad, P()), *grads) == {"all_reduce": 2}
     for p in list(block.parameters())[:3]:
         assert p.grad.sharding == p.sharding, "weight gradients live where the weight shards live"
+
+
+def test_megatron_transformer_layer_keeps_heads_sharded_and_reduces_twice():
+    layer = shard_module(transformer_layer(), TP, MEGATRON_LAYER)
+    y = layer(nb.tensor(sequences(1)[0][0]))
+    # one all-reduce after attention and one after the MLP; q, k and v are cut from the packed
+    # projection by windows, so attention runs on each device's heads instead of on every head
+    assert count_collectives(y) == {"all_reduce": 2, "window": 3}
 
 
 def test_two_megatron_blocks_communicate_two_all_reduces_per_block():

@@ -214,6 +214,54 @@ def test_elementwise_with_unsharded_scalar_needs_no_collective():
 # (in shape, out shape, mesh, spec, collectives, the output's dim axes). A group of dims that is split
 # and merged at once ((4, 16) -> (8, 8) is "a (b c) -> (a b) c") keeps a sharded dim when its major
 # factor leads every dim holding it and splits evenly; otherwise the dim is gathered.
+# -- moving data along a sharded dim: windows, not gathers -------------------------------------------
+# (name, nabla function, NumPy reference): each moves data along dim 0 of a (7, 5) or (8, 5) array.
+WINDOWED = [
+    ("slice", lambda x: x[2:6], lambda a: a[2:6]),
+    ("slice-end", lambda x: x[:-1], lambda a: a[:-1]),
+    ("slice-start", lambda x: x[1:], lambda a: a[1:]),
+    ("reversed-slice", lambda x: x[5:0:-1], lambda a: a[5:0:-1]),
+    ("flip", lambda x: nb.flip(x, 0), lambda a: a[::-1]),
+    ("roll", lambda x: nb.roll(x, 3, 0), lambda a: np.roll(a, 3, 0)),
+    ("roll-back", lambda x: nb.roll(x, -2, 0), lambda a: np.roll(a, -2, 0)),
+    ("chunk", lambda x: nb.chunk(x, 3, 0)[1], lambda a: np.array_split(a, [3, 6])[1]),
+    ("split", lambda x: nb.split(x, [1, 4, x.shape[0] - 5], 0)[2], lambda a: a[5:]),
+    ("pad", lambda x: nb.pad(x, (0, 0, 2, 1)), lambda a: np.pad(a, ((2, 1), (0, 0)))),
+    ("crop", lambda x: nb.pad(x, (0, 0, -1, -2)), lambda a: a[1:-2]),
+]
+WINDOW_LAYOUTS = [(7, MESH1, P("x")), (7, MESH4, P("x")), (8, MESH22, P(("b", "a"))), (7, MESH22, P("a", "b"))]
+
+
+@pytest.mark.parametrize(("name", "fn", "ref"), WINDOWED, ids=[w[0] for w in WINDOWED])
+@pytest.mark.parametrize(("rows", "mesh", "spec"), WINDOW_LAYOUTS, ids=str)
+def test_moving_data_along_a_sharded_dim_keeps_it_sharded_without_gathering(name, fn, ref, rows, mesh, spec):
+    a, w = arr(rows, 5), arr(*ref(np.zeros((rows, 5))).shape)
+    x = nb.shard(nb.tensor(a), mesh, spec)
+    y = fn(x)
+    assert y.sharding.dim_axes == x.sharding.dim_axes
+    assert set(comm_ops(y)) == {"window"}  # each device assembles its piece: no all_gather
+    np.testing.assert_array_equal(y.numpy(), ref(a))
+    # the transpose is a window back: the gradient keeps x's layout and equals the unsharded one
+    g = nb.grad(lambda t: (fn(t) * nb.tensor(w)).sum())(x)
+    want = nb.grad(lambda t: (fn(t) * nb.tensor(w)).sum())(nb.tensor(a))
+    assert g.sharding.dim_axes == x.sharding.dim_axes and "all_gather" not in comm_ops(g)
+    np.testing.assert_allclose(g.numpy(), want.numpy(), rtol=1e-6, atol=1e-6)
+
+
+def test_a_window_passes_partial_sums_through_and_has_a_tangent():
+    xa, wa = arr(6, 4), arr(4, 5)
+    y = nb.shard(nb.tensor(xa), MESH22, P("a", "b")) @ nb.shard(nb.tensor(wa), MESH22, P("b", None))
+    assert y.sharding.partial == {"b"} and y.sharding.dim_axes[0] == ("a",)
+    z = nb.flip(y, 0)[1:]  # linear: the sum over "b" is still pending
+    assert z.sharding.partial == {"b"} and comm_ops(z) == ["window", "window"]
+    np.testing.assert_allclose(z.numpy(), (xa @ wa)[::-1][1:], rtol=1e-5, atol=1e-5)
+    x = nb.shard(nb.tensor(xa), MESH4, P("x"))
+    tangent = nb.tensor(arr(6, 4))
+    out, dout = nb.jvp(lambda t: nb.roll(t, 1, 0) * 2.0, (x,), (tangent,))
+    np.testing.assert_allclose(dout.numpy(), np.roll(tangent.numpy(), 1, 0) * 2.0, rtol=1e-6)
+    np.testing.assert_allclose(out.numpy(), np.roll(xa, 1, 0) * 2.0, rtol=1e-6)
+
+
 RESHAPES = [
     ((8, 4, 16), (8, 8, 8), MESH1, P("x"), [], (("x",), (), ())),
     ((8, 16), (4, 32), MESH1, P("x"), [], (("x",), ())),  # (4k, 16) -> (2k, 32), k = 2

@@ -32,6 +32,10 @@ def _cases() -> list:
         nb.softmax(xr, axis=1) * 2.0,
         nb.reshard(xr, P(None, "x")),  # uneven both ways
         (xr.sum(axis=0) + 1.0),
+        # windows: data moved along a sharded dim, each device assembling its piece
+        nb.flip(xr, 0) + xr[1:].sum(),
+        nb.roll(xr, 2, 0)[1:5],
+        nb.chunk(x, 2, 1)[1] * nb.pad(x, (0, 0, 1, -1))[:, :2],
     ]
     v = nb.tensor(va)
     out += [

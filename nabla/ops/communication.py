@@ -52,7 +52,7 @@ __all__ = [
     "unshard",
 ]
 
-COMMUNICATION_OPS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "ppermute", "broadcast")
+COMMUNICATION_OPS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "ppermute", "broadcast", "window")
 
 
 # -- the physical collectives, written once for NumPy arrays and MAX graph values -----------------
@@ -78,6 +78,14 @@ class _NumpyComm:
     @staticmethod
     def constant(value: Any, dtype: Any) -> Any:
         return np.asarray(value, _dt.to_numpy_dtype(dtype))
+
+    @staticmethod
+    def zeros(like: Any, axis: int, length: int) -> Any:
+        return np.zeros(like.shape[:axis] + (length,) + like.shape[axis + 1 :], like.dtype)
+
+    @staticmethod
+    def flip(x: Any, axis: int) -> Any:
+        return np.flip(x, axis)
 
 
 class _MaxComm:
@@ -105,6 +113,17 @@ class _MaxComm:
     @staticmethod
     def constant(value: Any, dtype: Any) -> Any:
         return ops.constant(value, dtype, DeviceRef.CPU())
+
+    @staticmethod
+    def zeros(like: Any, axis: int, length: int) -> Any:
+        shape = [int(d) for d in like.shape]
+        shape[axis] = length
+        return ops.broadcast_to(ops.constant(0, like.dtype, like.device), shape)
+
+    @staticmethod
+    def flip(x: Any, axis: int) -> Any:
+        n = int(x.shape[axis])
+        return ops.gather(x, ops.constant(np.arange(n - 1, -1, -1, dtype=np.int64), _dt.int64, x.device), axis)
 
 
 NUMPY_COMM, MAX_COMM = _NumpyComm(), _MaxComm()
@@ -351,6 +370,66 @@ class ShardSliceOp(CollectiveOp):
         return PerDevice(result)
 
 
+class WindowOp(CollectiveOp):
+    """`out[i] = x[i + offset]` along `dim` (`x[offset - i]` with `reverse`) for i < `length`,
+    0 where the index leaves x (of size `size`), for a dimension sharded over mesh axes: the
+    result keeps the layout, and each device assembles its piece from the pieces holding it
+    (slices, flips, rolls and splits without gathering the dimension). Linear, so partial sums
+    pass through; its transpose is a window back (`offset` negated, or kept when reversed)."""
+
+    name = "window"
+
+    def abstract_eval(self, x: AVal, *, dim: int, length: int, **kw: Any) -> AVal:
+        return x[0][:dim] + (length,) + x[0][dim + 1 :], x[1]
+
+    def apply(
+        self, lib: Any, x: Any, *, out: Any, src: Any, dim: int, offset: int, length: int, size: int, reverse: bool
+    ) -> PerDevice:
+        mesh, axes = out.mesh, out.dim_axes[dim]
+        group_of = {p: g for g in mesh.groups(axes) for p in g}
+        result = []
+        for q in range(mesh.size):
+            start, n = split_range(mesh, length, axes, q)
+            lo, hi = (offset - start - n + 1, offset - start + 1) if reverse else (start + offset, start + offset + n)
+            parts = [lib.zeros(x[q], dim, min(hi, 0) - lo)] if lo < min(hi, 0) else []
+            for p in group_of[q]:  # the pieces along the dimension, in order
+                first, m = split_range(mesh, size, axes, p)
+                a, b = max(lo, first), min(hi, first + m)
+                if a < b:
+                    parts.append(lib.slice(x[p], dim, a - first, b - first))
+            if max(lo, size) < hi:
+                parts.append(lib.zeros(x[q], dim, hi - max(lo, size)))
+            value = lib.concat(parts, dim) if parts else lib.zeros(x[q], dim, 0)
+            result.append(lib.flip(value, dim) if reverse and n > 1 else value)
+        return PerDevice(result)
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list, **kw: Any) -> list:
+        out, src, offset = kw["out"].without_partial(), kw["src"].without_partial(), kw["offset"]
+        back = {"length": kw["size"], "size": kw["length"], "offset": offset if kw["reverse"] else -offset}
+        return [_window(_to_layout(cotangents[0], out), **{**kw, **back, "out": src, "src": out})]
+
+    def jvp_rule(self, primals: list, tangents: list, outputs: list, **kw: Any) -> list:
+        out, src = kw["out"].without_partial(), kw["src"].without_partial()
+        return [_window(_to_layout(tangents[0], src), **{**kw, "out": out, "src": src})]
+
+
+def windowable(x: Tensor, dim: int) -> bool:
+    """Whether `window` applies: `dim` is sharded over a mesh (global layout, no vmap dims)."""
+    impl = x._impl
+    spec = impl.sharding
+    return spec is not None and not spec.manual and not impl.batch_dims and bool(spec.dim_axes[dim])
+
+
+def window(x: Tensor, dim: int, offset: int, length: int, reverse: bool = False) -> Tensor | None:
+    """`x` windowed along `dim` (see `WindowOp`) when `windowable(x, dim)`; None otherwise,
+    for the caller's ordinary op (which gathers a sharded dimension it moves data along)."""
+    if not windowable(x, dim):
+        return None
+    spec = x._impl.sharding
+    kw = {"dim": dim, "offset": offset, "length": length, "size": x._impl.physical_shape[dim], "reverse": reverse}
+    return _window(x, out=spec, src=spec, **kw)
+
+
 class RelabelOp(CollectiveOp):
     """A new spec over the same per-device data: into or out of shard_map's manual mode, or
     onto a mesh from an unsharded value held by every device. No data moves."""
@@ -423,7 +502,7 @@ class UnshardOp(CollectiveOp):
 
 _all_reduce, _all_gather, _reduce_scatter = AllReduceOp(), AllGatherOp(), ReduceScatterOp()
 _all_to_all, _ppermute, _broadcast, _axis_index = AllToAllOp(), PPermuteOp(), BroadcastOp(), AxisIndexOp()
-_shard_slice, _relabel, _unshard = ShardSliceOp(), RelabelOp(), UnshardOp()
+_shard_slice, _relabel, _unshard, _window = ShardSliceOp(), RelabelOp(), UnshardOp(), WindowOp()
 
 
 def _global_shape(local: tuple, spec: ShardingSpec) -> tuple:

@@ -37,6 +37,7 @@ from . import binary as _bin
 from . import control_flow as _cf
 from .base import AVal, Operation, shape_of
 from .cast import cast
+from .communication import window
 from .creation import full, zeros_like
 
 __all__: list[str] = []  # internal: reached through indexing.py and gather_scatter.py
@@ -202,9 +203,17 @@ _SLICE, _SLICE_SCATTER = SliceOp(), SliceScatterOp()
 
 
 def _slice(x: Tensor, slices: Slices) -> Tensor:
+    slices = tuple(slices)
     if all(_is_full(s, n) for s, n in zip(slices, x.shape, strict=True)):
         return x
-    return _SLICE(x, slices=tuple(slices))
+    if x._impl.sharding is not None:  # a sharded dimension is windowed, not gathered
+        for d, (s, n) in enumerate(zip(slices, x.shape, strict=True)):
+            m = _slice_len(s)
+            if not _is_full(s, n) and abs(s[2]) == 1 and (y := window(x, d, s[0], m, s[2] < 0)) is not None:
+                x, slices = y, slices[:d] + ((0, m, 1),) + slices[d + 1 :]
+        if all(_is_full(s, n) for s, n in zip(slices, x.shape, strict=True)):
+            return x
+    return _SLICE(x, slices=slices)
 
 
 def _slice_scatter(x: Tensor, src: Tensor, slices: Slices) -> Tensor:

@@ -14,6 +14,7 @@ Sharding (`_sharding.py`): dims an op moves data along stay whole; partial sums 
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from typing import Any
 
@@ -30,6 +31,7 @@ from . import reduction as _red
 from ._sharding import picked, whole_dims
 from .base import AVal, Operation, public, shape_of
 from .cast import cast
+from .communication import window, windowable
 from .view import broadcast_to, normalize_axis, permute, reshape, unsqueeze
 
 __all__ = [
@@ -159,7 +161,10 @@ def flip(x: Tensor, axis: Any = None, *, dims: Any = None) -> Tensor:
         axis = dims
     axes = tuple(range(x.ndim)) if axis is None else _axes(axis, x.ndim, "flip")
     axes = tuple(sorted(a for a in axes if x.shape[a] > 1))
-    return _flip(x, axes=axes) if axes else x
+    for a in [a for a in axes if windowable(x, a)]:  # each device gets its mirror piece: no gather
+        x = window(x, a, x.shape[a] - 1, x.shape[a], reverse=True)
+    local = tuple(a for a in axes if not windowable(x, a))
+    return _flip(x, axes=local) if local else x
 
 
 # -- pad (and crop: negative widths) -----------------------------------------------------------
@@ -231,9 +236,17 @@ _pad = PadOp()
 
 
 def _pad_widths(x: Tensor, widths: tuple, mode: str = "constant", value: Any = 0) -> Tensor:
-    """Constant (zero) padding by logical `widths` (negative crops); a no-op for all-zero widths."""
+    """Padding by logical `widths` (negative crops); a no-op for all-zero widths. Sharded dims
+    padded with zeros are windowed, keeping their layout (other pads gather them)."""
     if not any(w for pair in widths for w in pair):
         return x
+    if x._impl.sharding is not None and mode == "constant" and type(value) in (int, float) and value == 0:
+        widths = list(widths)
+        for d, (lo, hi) in enumerate(widths):
+            if (lo or hi) and (y := window(x, d, -lo, x.shape[d] + lo + hi)) is not None:
+                x, widths[d] = y, (0, 0)
+        if not any(w for pair in widths for w in pair):
+            return x
     return _pad(x, widths=tuple(widths), mode=mode, value=_fill(value, x.dtype))
 
 
@@ -326,9 +339,7 @@ def pad(x: Tensor, pad: Any, mode: str = "constant", value: Any = 0.0) -> Tensor
             )
     if kind == "circular":
         return _pad_circular(x, widths)
-    if not any(w for pair in widths for w in pair):
-        return x
-    return _pad(x, widths=tuple(widths), mode=kind, value=_fill(0 if value is None else value, x.dtype))
+    return _pad_widths(x, tuple(widths), kind, 0 if value is None else value)
 
 
 def _pad_circular(x: Tensor, widths: list) -> Tensor:
@@ -527,6 +538,9 @@ def split(x: Tensor, split_size_or_sections: Any, axis: int = 0) -> tuple[Tensor
             raise ValueError(f"split: sizes must be non-negative, got {sizes}")
         if sum(sizes) != n or not sizes:
             raise ValueError(f"split: sizes {sizes} sum to {sum(sizes)}, but dim {a} has size {n} (shape {x.shape})")
+    if len(sizes) > 1 and windowable(x, a):
+        starts = itertools.accumulate(sizes, initial=0)  # a sharded axis: one window per piece
+        return tuple(window(x, a, start, size) for start, size in zip(starts, sizes, strict=False))
     return _split(x, sizes=sizes, axis=a, keepdims=True)
 
 
@@ -592,7 +606,9 @@ def roll(x: Tensor, shifts: Any, axis: Any = None, *, dims: Any = None) -> Tenso
         a = normalize_axis(a, x.ndim, "roll")
         n = x.shape[a]
         s = s % n if n else 0
-        if s:
+        if s and windowable(x, a):  # two zero-filled windows, each keeping the layout
+            x = _bin.add(window(x, a, -s, n), window(x, a, n - s, n))
+        elif s:
             x = concatenate([_slice(x, a, n - s, n), _slice(x, a, 0, n - s)], a)
     return x
 

@@ -41,7 +41,7 @@ TRANSFORM_OPS = {"move_to_batch", "move_from_batch", "broadcast_batch", "call"}
 # against the unsharded computation, and test_sharding_max.py compiles them on MAX.
 SHARDING_OPS = {
     "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "ppermute", "broadcast", "axis_index",
-    "shard", "reshard", "unshard", "shard_slice", "relabel",
+    "shard", "reshard", "unshard", "shard_slice", "relabel", "window",
 }  # fmt: skip
 NOT_OPS |= {"DeviceMesh", "DimSpec", "P", "ShardingSpec"}  # layout types, not ops
 
