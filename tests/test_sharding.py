@@ -228,6 +228,11 @@ WINDOWED = [
     ("split", lambda x: nb.split(x, [1, 4, x.shape[0] - 5], 0)[2], lambda a: a[5:]),
     ("pad", lambda x: nb.pad(x, (0, 0, 2, 1)), lambda a: np.pad(a, ((2, 1), (0, 0)))),
     ("crop", lambda x: nb.pad(x, (0, 0, -1, -2)), lambda a: a[1:-2]),
+    (
+        "concatenate",
+        lambda x: nb.concatenate([x[1:], x * 2.0, x[:2]], 0),
+        lambda a: np.concatenate([a[1:], a * 2, a[:2]]),
+    ),
 ]
 WINDOW_LAYOUTS = [(7, MESH1, P("x")), (7, MESH4, P("x")), (8, MESH22, P(("b", "a"))), (7, MESH22, P("a", "b"))]
 

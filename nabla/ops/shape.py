@@ -481,7 +481,14 @@ def concatenate(tensors: Any, axis: int = 0) -> Tensor:
                 f"they must match except in dim {a}"
             )
     tensors = _promote(tensors)
-    return tensors[0] if len(tensors) == 1 else _concatenate(*tensors, axis=a)
+    if len(tensors) == 1:
+        return tensors[0]
+    specs = {(t._impl.sharding.dim_axes, t._impl.sharding.partial) if t._impl.sharding else None for t in tensors}
+    if len(specs) == 1 and all(windowable(t, a) for t in tensors):  # one sharded layout: windows, summed
+        total, starts = sum(t.shape[a] for t in tensors), itertools.accumulate([t.shape[a] for t in tensors])
+        windows = [window(t, a, -start, total) for t, start in zip(tensors, [0, *starts], strict=False)]
+        return functools.reduce(_bin.add, windows)
+    return _concatenate(*tensors, axis=a)
 
 
 cat = concat = concatenate
