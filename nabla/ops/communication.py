@@ -387,9 +387,14 @@ class WindowOp(CollectiveOp):
     ) -> PerDevice:
         mesh, axes = out.mesh, out.dim_axes[dim]
         group_of = {p: g for g in mesh.groups(axes) for p in g}
+        memo: dict = {}  # devices holding the same pieces (copies along other axes) share the result
         result = []
         for q in range(mesh.size):
             start, n = split_range(mesh, length, axes, q)
+            key = (start, n, tuple(id(x[p]) for p in group_of[q]))
+            if key in memo:
+                result.append(memo[key])
+                continue
             lo, hi = (offset - start - n + 1, offset - start + 1) if reverse else (start + offset, start + offset + n)
             parts = [lib.zeros(x[q], dim, min(hi, 0) - lo)] if lo < min(hi, 0) else []
             for p in group_of[q]:  # the pieces along the dimension, in order
@@ -400,7 +405,8 @@ class WindowOp(CollectiveOp):
             if max(lo, size) < hi:
                 parts.append(lib.zeros(x[q], dim, hi - max(lo, size)))
             value = lib.concat(parts, dim) if parts else lib.zeros(x[q], dim, 0)
-            result.append(lib.flip(value, dim) if reverse and n > 1 else value)
+            memo[key] = lib.flip(value, dim) if reverse and n > 1 else value
+            result.append(memo[key])
         return PerDevice(result)
 
     def vjp_rule(self, primals: list, cotangents: list, outputs: list, **kw: Any) -> list:
