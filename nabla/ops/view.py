@@ -38,6 +38,8 @@ __all__ = [
 
 
 def normalize_axis(axis: int, rank: int, op: str, arg: str = "dim") -> int:
+    if type(axis) is int and -rank <= axis < rank:  # the common case first: ops call this a lot
+        return axis + rank if axis < 0 else axis
     if not isinstance(axis, int | np.integer) or isinstance(axis, bool):
         raise TypeError(f"{op}: {arg} must be an int, got {axis!r}")
     if not -rank <= axis < max(rank, 1):

@@ -67,7 +67,8 @@ class Tensor:
     # -- metadata (never evaluates) -------------------------------------------------------
     @property
     def shape(self) -> tuple[int, ...]:
-        return self._impl.logical_shape
+        impl = self._impl  # (TensorImpl.logical_shape inlined: layers read shapes on every call)
+        return impl.physical_shape[impl.batch_dims :]
 
     @property
     def dtype(self) -> DType:
@@ -98,7 +99,8 @@ class Tensor:
 
     @property
     def ndim(self) -> int:
-        return len(self.shape)
+        impl = self._impl
+        return len(impl.physical_shape) - impl.batch_dims
 
     def dim(self) -> int:
         return self.ndim
