@@ -331,6 +331,22 @@ def test_data_parallel_embedding_gradient_is_a_local_scatter_reduced_once(mesh):
     np.testing.assert_allclose(table.numpy(), reference[0].weight.grad.numpy(), rtol=1e-5, atol=1e-7)
 
 
+@pytest.mark.parametrize("mesh", [TP, DeviceMesh("tp4", (4,), ("tp",))], ids=["even", "uneven"])
+def test_vocabulary_parallel_embedding_reduces_its_rows_not_the_table(mesh):
+    batches = tokens(4)
+    plan = {"0": {"weight": P("tp", None)}}  # the vocabulary split over "tp" (10 rows over 4: 3 3 2 2)
+    reference, ref_losses = train(embedding_model, adam, F.mse_loss, batches)
+    model, losses = train(embedding_model, adam, F.mse_loss, batches, mesh, plan, None)
+    np.testing.assert_allclose(losses, ref_losses, rtol=1e-5, atol=1e-6)
+    assert_same_state(model, reference)
+    # Megatron's VocabParallelEmbedding: each device looks up the tokens in its rows, zeros for
+    # the others; the (batch, seq, dim) rows are summed once, where the table used to be gathered
+    model = shard_module(embedding_model(), mesh, plan)
+    rows = model[0](nb.tensor(batches[0][0]))
+    assert rows.sharding.partial == frozenset({"tp"}) and count_collectives(rows) == {}
+    assert count_collectives(model(nb.tensor(batches[0][0]))) == {"all_reduce": 1}
+
+
 def test_count_collectives_ignores_realized_tensors():
     x = shard_batch(RNG.standard_normal((4, 8)).astype(np.float32), DP)
     total = nb.sum(x * x)

@@ -253,6 +253,19 @@ def test_moving_data_along_a_sharded_dim_keeps_it_sharded_without_gathering(name
     np.testing.assert_allclose(g.numpy(), want.numpy(), rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize(("rows", "mesh", "spec"), [(10, MESH1, P("x")), (3, MESH4, P("x")), (10, MESH22, P("a", "b"))])
+def test_taking_along_a_sharded_axis_leaves_a_partial_sum_instead_of_gathering(rows, mesh, spec):
+    table, index = arr(rows, 6), np.array([[rows - 1, 0], [1, rows - 1]])
+    x = nb.shard(nb.tensor(table), mesh, spec)
+    y = nb.index_select(x, 0, nb.tensor(index.reshape(-1)))  # each device: the rows it holds, else 0
+    assert y.sharding.partial == {spec[0]} and comm_ops(y) == []
+    np.testing.assert_array_equal(y.numpy(), table[index.reshape(-1)])
+    g = nb.grad(lambda t: (nb.index_select(t, 0, nb.tensor(index.reshape(-1))) ** 2).sum())(x)
+    want = np.zeros_like(table)
+    np.add.at(want, index.reshape(-1), 2 * table[index.reshape(-1)])
+    np.testing.assert_allclose(g.numpy(), want, rtol=1e-6)
+
+
 def test_a_window_passes_partial_sums_through_and_has_a_tangent():
     xa, wa = arr(6, 4), arr(4, 5)
     y = nb.shard(nb.tensor(xa), MESH22, P("a", "b")) @ nb.shard(nb.tensor(wa), MESH22, P("b", None))

@@ -36,6 +36,9 @@ def _cases() -> list:
         nb.flip(xr, 0) + xr[1:].sum(),
         nb.roll(xr, 2, 0)[1:5],
         nb.chunk(x, 2, 1)[1] * nb.pad(x, (0, 0, 1, -1))[:, :2],
+        # a vocabulary-parallel lookup: each device takes the rows it holds (3 rows over 4: one empty)
+        nb.relu(nb.index_select(xr, 0, nb.tensor(np.array([5, 0, 3, 3])))),
+        nb.relu(nb.index_select(nb.shard(nb.tensor(xa[:3]), MESH4, P("x")), 0, nb.tensor(np.array([2, 0])))),
     ]
     v = nb.tensor(va)
     out += [

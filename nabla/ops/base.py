@@ -241,7 +241,12 @@ class Operation:
         return None
 
     def local_kwargs(
-        self, kwargs: dict, in_avals: list[AVal], out_shapes: list[tuple], offsets: list | None = None
+        self,
+        kwargs: dict,
+        in_avals: list[AVal],
+        out_shapes: list[tuple],
+        offsets: list | None = None,
+        sizes: list | None = None,
     ) -> dict:
         """The kwargs one device's kernel gets for its local shapes (ops whose kwargs hold
         global sizes, such as a reshape's target shape, override this).
@@ -253,9 +258,11 @@ class Operation:
             offsets: only for `position_dependent` ops (others are called without it): per
                 input, the global start index of the device's piece in each physical dim, or
                 None for an input that is not laid out over the mesh.
+            sizes: with `offsets`: per input, its global physical shape (None likewise), so
+                a device can tell a piece of a dimension from the whole of it.
 
         Example:
-            >>> def local_kwargs(self, kwargs, in_avals, out_shapes, offsets=None):
+            >>> def local_kwargs(self, kwargs, in_avals, out_shapes, offsets=None, sizes=None):
             ...     r0, c0 = offsets[0][-2:]  # tril on a piece from row r0, column c0
             ...     return {"diagonal": kwargs["diagonal"] + r0 - c0}
         """

@@ -872,7 +872,8 @@ def _local_step(op: Operation, impls: list, kwargs: dict, avals: list, outs: lis
             key += (offsets,)
         if key not in memo:
             if positional:
-                kw = op.local_kwargs(kwargs, list(in_avals), list(out_shapes), offsets=list(offsets))
+                sizes = [None if o is None else i.physical_shape for i, o in zip(impls, offsets, strict=True)]
+                kw = op.local_kwargs(kwargs, list(in_avals), list(out_shapes), offsets=list(offsets), sizes=sizes)
             else:
                 kw = op.local_kwargs(kwargs, list(in_avals), list(out_shapes))
             got = op.abstract_eval(*in_avals, **kw)

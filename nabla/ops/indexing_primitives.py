@@ -260,21 +260,50 @@ class TakeOp(Operation):
     index share a batch prefix (operands are aligned) and each batch element takes from its own x."""
 
     name = "take"
+    position_dependent = True  # a piece of the indexed axis takes the indices in its range
 
     def adapt_kwargs(self, impls: list[TensorImpl], kwargs: dict, batch_dims: int) -> dict:
         return {"axis": kwargs["axis"] + batch_dims, "batch_dims": batch_dims}
 
-    def abstract_eval(self, x: AVal, index: AVal, *, axis: int, batch_dims: int) -> AVal:
+    def abstract_eval(self, x: AVal, index: AVal, *, axis: int, batch_dims: int, offset: int | None = None) -> AVal:
         if not _dt.is_integer(index[1]):
             raise TypeError(f"take: index must be an integer tensor, got dtype {index[1].name}")
         return x[0][:axis] + index[0][batch_dims:] + x[0][axis + 1 :], x[1]
 
     def sharding_rule_for(self, in_shapes: list, out_shapes: list, kwargs: dict) -> OpShardingRule:
-        x, i = _take_factors(in_shapes[0], in_shapes[1], kwargs["axis"])
-        out = x[: kwargs["axis"]] + i + x[kwargs["axis"] + 1 :]
-        return OpShardingRule((x, i), (out,), {}, frozenset({"_axis"}), None, partial_ok=(0,))
+        # A sharded indexed axis (a vocabulary-parallel embedding table) is contracted: each
+        # device takes the indices in its piece and zeros elsewhere, so the result is a sum
+        # over the devices (Megatron's VocabParallelEmbedding): one all-reduce of the result
+        # when it is needed, instead of gathering x.
+        a = kwargs["axis"]
+        x, i = _take_factors(in_shapes[0], in_shapes[1], a)
+        out = x[:a] + i + x[a + 1 :]
+        return OpShardingRule((x, i), (out,), {"_axis": in_shapes[0][a]}, frozenset(), "sum", partial_ok=(0,))
 
-    def kernel(self, x: Any, index: Any, *, axis: int, batch_dims: int) -> Any:
+    def local_kwargs(
+        self, kwargs: dict, in_avals: list, out_shapes: list, offsets: list | None = None, sizes: list | None = None
+    ) -> dict:
+        a = kwargs["axis"]
+        if offsets is None or offsets[0] is None or in_avals[0][0][a] == sizes[0][a]:
+            return kwargs  # this device holds the whole indexed axis
+        return {**kwargs, "offset": offsets[0][a]}
+
+    def kernel(self, x: Any, index: Any, *, axis: int, batch_dims: int, offset: int | None = None) -> Any:
+        if offset is not None:  # a piece of the axis: its indices, zeros for the others
+            n = int(x.shape[axis])
+            shifted = ops.sub(index, ops.constant(offset, index.dtype, index.device))
+            inside = ops.logical_and(
+                ops.greater_equal(shifted, ops.constant(0, index.dtype, index.device)),
+                ops.greater(ops.constant(n, index.dtype, index.device), shifted),
+            )
+            shape = [int(d) for d in shape_of(x)]
+            out_shape = shape[:axis] + [int(d) for d in index.shape][batch_dims:] + shape[axis + 1 :]
+            zeros = ops.broadcast_to(ops.constant(0, x.dtype, x.device), out_shape)
+            if n == 0:
+                return zeros
+            safe = ops.where(inside, shifted, ops.constant(0, index.dtype, index.device))
+            taken = self.kernel(x, safe, axis=axis, batch_dims=batch_dims)
+            return ops.where(ops.reshape(inside, _mask_shape(index.shape, axis, batch_dims, len(shape))), taken, zeros)
         k = batch_dims
         if k == 0:
             if index.rank == 0:  # MAX keeps a size-1 dimension for a scalar index
@@ -290,7 +319,19 @@ class TakeOp(Operation):
         perm = [*range(k), *range(k + ir, ir + axis), *range(k, k + ir), *range(ir + axis, out.rank)]
         return ops.permute(out, perm) if perm != list(range(out.rank)) else out
 
-    def numpy_kernel(self, x: np.ndarray, index: np.ndarray, *, axis: int, batch_dims: int) -> np.ndarray:
+    def numpy_kernel(
+        self, x: np.ndarray, index: np.ndarray, *, axis: int, batch_dims: int, offset: int | None = None
+    ) -> np.ndarray:
+        if offset is not None:
+            shifted = index - offset
+            inside = (shifted >= 0) & (shifted < x.shape[axis])
+            out_shape = x.shape[:axis] + index.shape[batch_dims:] + x.shape[axis + 1 :]
+            if x.shape[axis] == 0:
+                return np.zeros(out_shape, x.dtype)
+            taken = self.numpy_kernel(x, np.where(inside, shifted, 0), axis=axis, batch_dims=batch_dims)
+            return np.where(inside.reshape(_mask_shape(index.shape, axis, batch_dims, x.ndim)), taken, 0).astype(
+                x.dtype
+            )
         if not batch_dims:
             return np.take(x, index, axis=axis)
         out = np.empty(x.shape[:axis] + index.shape[batch_dims:] + x.shape[axis + 1 :], x.dtype)
@@ -304,9 +345,15 @@ class TakeOp(Operation):
         return [_take(tangents[0], primals[1], axis)]
 
 
+def _mask_shape(index_shape: Any, axis: int, batch_dims: int, rank: int) -> list[int]:
+    """The index's shape spread over take's output dims (batch, x[:axis], index, x[axis+1:])."""
+    dims = [int(d) for d in index_shape]
+    return dims[:batch_dims] + [1] * (axis - batch_dims) + dims[batch_dims:] + [1] * (rank - axis - 1)
+
+
 def _take_factors(x_shape: tuple, index_shape: tuple, axis: int) -> tuple[tuple, tuple]:
-    """Factors of take's x (its indexed axis "_axis", kept whole) and of its index (sharded
-    index dimensions pass to the result: each device takes its own indices)."""
+    """Factors of take's x (its indexed axis "_axis") and of its index (sharded index
+    dimensions pass to the result: each device takes its own indices)."""
     x = tuple((f"d{d}",) if d != axis else ("_axis",) for d in range(len(x_shape)))
     return x, tuple((f"i{d}",) for d in range(len(index_shape)))
 

@@ -754,7 +754,9 @@ class _TriangleOp(Operation):
             raise ValueError(f"{self.name}: expected a tensor of rank >= 2, got shape {x[0]}")
         return x
 
-    def local_kwargs(self, kwargs: dict, in_avals: list, out_shapes: list, offsets: list | None = None) -> dict:
+    def local_kwargs(
+        self, kwargs: dict, in_avals: list, out_shapes: list, offsets: list | None = None, sizes: list | None = None
+    ) -> dict:
         # local (i, j) is global (r0 + i, c0 + j): col - row <= k there is j - i <= k + r0 - c0
         if offsets is None or offsets[0] is None:
             return kwargs
