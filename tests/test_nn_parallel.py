@@ -344,7 +344,11 @@ def test_vocabulary_parallel_embedding_reduces_its_rows_not_the_table(mesh):
     model = shard_module(embedding_model(), mesh, plan)
     rows = model[0](nb.tensor(batches[0][0]))
     assert rows.sharding.partial == frozenset({"tp"}) and count_collectives(rows) == {}
-    assert count_collectives(model(nb.tensor(batches[0][0]))) == {"all_reduce": 1}
+    out = model(nb.tensor(batches[0][0]))
+    assert count_collectives(out) == {"all_reduce": 1}
+    F.mse_loss(out, nb.tensor(batches[0][1])).backward()
+    table = model[0].weight.grad  # each device scatters the rows it holds into its piece
+    assert table.sharding.dim_axes == (("tp",), ()) and count_collectives(table) == {"all_reduce": 1}  # forward's
 
 
 def test_count_collectives_ignores_realized_tensors():

@@ -261,9 +261,24 @@ def test_taking_along_a_sharded_axis_leaves_a_partial_sum_instead_of_gathering(r
     assert y.sharding.partial == {spec[0]} and comm_ops(y) == []
     np.testing.assert_array_equal(y.numpy(), table[index.reshape(-1)])
     g = nb.grad(lambda t: (nb.index_select(t, 0, nb.tensor(index.reshape(-1))) ** 2).sum())(x)
+    assert g.sharding.dim_axes == x.sharding.dim_axes  # each piece scatters its own rows
+    assert "all_gather" not in comm_ops(g)
     want = np.zeros_like(table)
     np.add.at(want, index.reshape(-1), 2 * table[index.reshape(-1)])
     np.testing.assert_allclose(g.numpy(), want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("mode", ["set", "add", "max"])
+def test_scattering_along_a_sharded_axis_keeps_it_sharded(mode):
+    a, u, index = arr(7, 3), arr(4, 3), np.array([6, 0, 3, 6])
+    x = nb.shard(nb.tensor(a), MESH4, P("x"))  # rows 2 2 2 1
+    y = getattr(x.at[nb.tensor(index)], mode)(nb.tensor(u))
+    assert y.sharding.dim_axes == x.sharding.dim_axes and comm_ops(y) == []
+    want = getattr(nb.tensor(a).at[nb.tensor(index)], mode)(nb.tensor(u)).numpy()
+    if mode == "set":  # duplicates: one of them wins, as in the unsharded scatter
+        want[6] = y.numpy()[6]
+        assert any(np.array_equal(y.numpy()[6], u[k]) for k in (0, 3))
+    np.testing.assert_array_equal(y.numpy(), want)
 
 
 def test_a_window_passes_partial_sums_through_and_has_a_tangent():

@@ -37,7 +37,7 @@ from . import binary as _bin
 from . import control_flow as _cf
 from .base import AVal, Operation, shape_of
 from .cast import cast
-from .communication import window
+from .communication import shard, window, windowable
 from .creation import full, zeros_like
 
 __all__: list[str] = []  # internal: reached through indexing.py and gather_scatter.py
@@ -283,10 +283,7 @@ class TakeOp(Operation):
     def local_kwargs(
         self, kwargs: dict, in_avals: list, out_shapes: list, offsets: list | None = None, sizes: list | None = None
     ) -> dict:
-        a = kwargs["axis"]
-        if offsets is None or offsets[0] is None or in_avals[0][0][a] == sizes[0][a]:
-            return kwargs  # this device holds the whole indexed axis
-        return {**kwargs, "offset": offsets[0][a]}
+        return _with_piece_offset(kwargs, in_avals, offsets, sizes)
 
     def kernel(self, x: Any, index: Any, *, axis: int, batch_dims: int, offset: int | None = None) -> Any:
         if offset is not None:  # a piece of the axis: its indices, zeros for the others
@@ -339,10 +336,23 @@ class TakeOp(Operation):
 
     def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, axis: int, **kw: Any) -> list:
         x, index = primals
+        if windowable(x, axis):  # x's layout: each piece of the axis scatters the rows it holds
+            spec = x._impl.sharding.without_partial()
+            zeros = shard(full(x.shape, 0, x.dtype), spec.mesh, spec)
+            return [_take_scatter(zeros, cotangents[0], index, axis, "add"), None]
         return [_take_transpose(cotangents[0], index, axis, x.shape), None]
 
     def jvp_rule(self, primals: list, tangents: list, outputs: list, *, axis: int, **kw: Any) -> list:
         return [_take(tangents[0], primals[1], axis)]
+
+
+def _with_piece_offset(kwargs: dict, in_avals: list, offsets: list | None, sizes: list | None) -> dict:
+    """take's and take_scatter's kwargs on a device holding a piece of x's indexed axis: its
+    start, `offset` (kwargs as they are where the device holds the whole axis)."""
+    a = kwargs["axis"]
+    if offsets is None or offsets[0] is None or in_avals[0][0][a] == sizes[0][a]:
+        return kwargs
+    return {**kwargs, "offset": offsets[0][a]}
 
 
 def _mask_shape(index_shape: Any, axis: int, batch_dims: int, rank: int) -> list[int]:
@@ -375,11 +385,14 @@ class TakeScatterOp(Operation):
     scatters into its own x."""
 
     name = "take_scatter"
+    position_dependent = True  # a piece of the axis applies the updates whose indices it holds
 
     def adapt_kwargs(self, impls: list[TensorImpl], kwargs: dict, batch_dims: int) -> dict:
         return {"axis": kwargs["axis"] + batch_dims, "mode": kwargs["mode"], "batch_dims": batch_dims}
 
-    def abstract_eval(self, x: AVal, updates: AVal, index: AVal, *, axis: int, mode: str, batch_dims: int) -> AVal:
+    def abstract_eval(
+        self, x: AVal, updates: AVal, index: AVal, *, axis: int, mode: str, batch_dims: int, offset: int | None = None
+    ) -> AVal:
         if mode not in _MODES:
             raise ValueError(f"take_scatter: mode must be one of {_MODES}, got {mode!r}")
         if not _dt.is_integer(index[1]):
@@ -392,14 +405,36 @@ class TakeScatterOp(Operation):
         return x
 
     def sharding_rule_for(self, in_shapes: list, out_shapes: list, kwargs: dict) -> OpShardingRule:
-        # The index dims are contracted (many updates may land on one position): whole, as the axis.
+        # The index dims are contracted (many updates may land on one position): whole. The
+        # axis keeps x's layout: each piece applies the updates whose indices fall in it.
         a = kwargs["axis"]
         x, i = _take_factors(in_shapes[0], in_shapes[2], a)
         updates = x[:a] + i + x[a + 1 :]
-        whole = frozenset({"_axis", *(d[0] for d in i)})
-        return OpShardingRule((x, updates, i), (x,), {}, whole, None)
+        return OpShardingRule((x, updates, i), (x,), {}, frozenset(d[0] for d in i), None)
 
-    def kernel(self, x: Any, updates: Any, index: Any, *, axis: int, mode: str, batch_dims: int) -> Any:
+    def local_kwargs(
+        self, kwargs: dict, in_avals: list, out_shapes: list, offsets: list | None = None, sizes: list | None = None
+    ) -> dict:
+        return _with_piece_offset(kwargs, in_avals, offsets, sizes)
+
+    def kernel(
+        self, x: Any, updates: Any, index: Any, *, axis: int, mode: str, batch_dims: int, offset: int | None = None
+    ) -> Any:
+        if offset is not None:  # a piece of the axis: updates aimed elsewhere land on an extra row, cut off
+            n = int(x.shape[axis])
+            if n == 0:
+                return x
+            shifted = ops.sub(index, ops.constant(offset, index.dtype, index.device))
+            inside = ops.logical_and(
+                ops.greater_equal(shifted, ops.constant(0, index.dtype, index.device)),
+                ops.greater(ops.constant(n, index.dtype, index.device), shifted),
+            )
+            spare = [int(d) for d in shape_of(x)]
+            spare[axis] = 1
+            extended = ops.concat([x, ops.broadcast_to(ops.constant(0, x.dtype, x.device), spare)], axis)
+            target = ops.where(inside, shifted, ops.constant(n, index.dtype, index.device))
+            out = self.kernel(extended, updates, target, axis=axis, mode=mode, batch_dims=batch_dims)
+            return ops.slice_tensor(out, [slice(None)] * axis + [slice(0, n)])
         k = batch_dims
         shape = list(shape_of(x))
         if any(type(d) is int and d == 0 for d in shape_of(index)):
@@ -421,8 +456,24 @@ class TakeScatterOp(Operation):
         return ops.cast(out, DType.bool) if is_bool else out
 
     def numpy_kernel(
-        self, x: np.ndarray, updates: np.ndarray, index: np.ndarray, *, axis: int, mode: str, batch_dims: int
+        self,
+        x: np.ndarray,
+        updates: np.ndarray,
+        index: np.ndarray,
+        *,
+        axis: int,
+        mode: str,
+        batch_dims: int,
+        offset: int | None = None,
     ) -> Any:
+        if offset is not None:
+            n = x.shape[axis]
+            extended = np.concatenate([x, np.zeros(x.shape[:axis] + (1,) + x.shape[axis + 1 :], x.dtype)], axis)
+            shifted = index - offset
+            target = np.where((shifted >= 0) & (shifted < n), shifted, n)
+            out = self.numpy_kernel(extended, updates, target, axis=axis, mode=mode, batch_dims=batch_dims)
+            return out[(slice(None),) * axis + (slice(0, n),)]
+
         def scatter(x: np.ndarray, updates: np.ndarray, index: np.ndarray) -> np.ndarray:
             out = np.array(x)
             key = (slice(None),) * (axis - batch_dims) + (index,)
