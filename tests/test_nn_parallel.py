@@ -351,6 +351,59 @@ def test_vocabulary_parallel_embedding_reduces_its_rows_not_the_table(mesh):
     assert table.sharding.dim_axes == (("tp",), ()) and count_collectives(table) == {"all_reduce": 1}  # forward's
 
 
+def language_model_head() -> nn.Module:
+    nb.manual_seed(0)
+    return nn.Sequential(nn.Embedding(10, 8), nn.Linear(8, 10))
+
+
+def next_tokens(steps: int) -> list:
+    return [(RNG.integers(0, 10, (6, 5)), RNG.integers(0, 10, (6, 5))) for _ in range(steps)]
+
+
+def lm_loss(logits: nb.Tensor, targets: nb.Tensor) -> nb.Tensor:
+    return F.cross_entropy(nb.reshape(logits, (-1, 10)), nb.reshape(targets, (-1,)), label_smoothing=0.1)
+
+
+@pytest.mark.parametrize("mesh", [TP, MESH], ids=["tensor parallel", "data x tensor parallel"])
+def test_vocabulary_parallel_language_model_head_never_gathers_the_vocabulary(mesh):
+    # Megatron: the embedding and the output projection split the vocabulary, and the loss is
+    # computed from per-device maxima and sums over each device's classes (all-reduced as
+    # vectors of the tokens), so no device ever holds a whole (tokens, vocabulary) array
+    plan = {"0": {"weight": P("tp", None)}, "1": colwise("tp")}
+    axis = "dp" if "dp" in mesh.axis_names else None
+    batches = next_tokens(4)
+    reference, ref_losses = train(language_model_head, adam, lm_loss, batches)
+    model, losses = train(language_model_head, adam, lm_loss, batches, mesh, plan, axis)
+    np.testing.assert_allclose(losses, ref_losses, rtol=1e-5, atol=1e-6)
+    assert_same_state(model, reference)
+    model = shard_module(language_model_head(), mesh, plan)
+    x, y = (nb.tensor(a) for a in batches[0])
+    if axis:
+        x, y = shard_batch((x, y), mesh, axis)
+    logits = model(x)
+    assert logits.sharding.dim_axes[-1] == ("tp",)
+    loss = lm_loss(logits, y)
+    loss.backward()
+    counts = count_collectives(loss, *[p.grad for p in model.parameters()])
+    assert "all_gather" not in counts and "all_to_all" not in counts, counts
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{}, {"weight": True}, {"ignore_index": 3}, {"label_smoothing": 0.2, "reduction": "sum"}, {"reduction": "none"}],
+)
+def test_cross_entropy_over_split_classes_matches_the_whole_rows(kwargs):
+    logits, targets = RNG.standard_normal((6, 9)).astype(np.float32), RNG.integers(0, 9, 6)
+    kw = {k: (nb.tensor(RNG.random(9).astype(np.float32)) if k == "weight" else v) for k, v in kwargs.items()}
+    x = nb.shard(nb.tensor(logits), DeviceMesh("tp4", (4,), ("tp",)), P(None, "tp"))  # 9 classes: 3 2 2 2
+    loss = F.cross_entropy(x, nb.tensor(targets), **kw)
+    assert "all_gather" not in count_collectives(loss)
+    want = F.cross_entropy(nb.tensor(logits), nb.tensor(targets), **kw)
+    np.testing.assert_allclose(loss.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
+    grad = nb.grad(lambda t: F.cross_entropy(t, nb.tensor(targets), **kw).sum())
+    np.testing.assert_allclose(grad(x).numpy(), grad(nb.tensor(logits)).numpy(), rtol=1e-5, atol=1e-6)
+
+
 def test_count_collectives_ignores_realized_tensors():
     x = shard_batch(RNG.standard_normal((4, 8)).astype(np.float32), DP)
     total = nb.sum(x * x)

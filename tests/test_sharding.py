@@ -281,6 +281,30 @@ def test_scattering_along_a_sharded_axis_keeps_it_sharded(mode):
     np.testing.assert_array_equal(y.numpy(), want)
 
 
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda t: nb.softmax(t, 1),
+        lambda t: nb.softmax(t, 1, safe=True),
+        lambda t: nb.log_softmax(t, -1),
+        lambda t: nb.logsumexp(t, 1),
+        lambda t: nb.logsumexp(t, 1, keepdims=True),
+    ],
+    ids=["softmax", "safe-softmax", "log_softmax", "logsumexp", "logsumexp-keepdims"],
+)
+def test_softmax_over_a_split_axis_all_reduces_row_vectors_instead_of_gathering(fn):
+    a = arr(3, 9)
+    a[1], a[2, :4] = -np.inf, -np.inf  # an all -inf row and a partly masked one
+    x = nb.shard(nb.tensor(a), MESH4, P(None, "x"))  # 9 over 4 devices: 3 2 2 2
+    y = fn(x)
+    assert comm_ops(y) == ["all_reduce", "all_reduce"]  # the row maxima and the sums, (3, 1) each
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_allclose(y.numpy(), fn(nb.tensor(a)).numpy(), rtol=1e-6, atol=1e-6)
+        w = nb.tensor(arr(*y.shape))
+        grad = nb.grad(lambda t: nb.where(nb.isfinite(fn(t)), fn(t) * w, 0.0).sum())
+        np.testing.assert_allclose(grad(x).numpy(), grad(nb.tensor(a)).numpy(), rtol=1e-5, atol=1e-6)
+
+
 def test_a_window_passes_partial_sums_through_and_has_a_tangent():
     xa, wa = arr(6, 4), arr(4, 5)
     y = nb.shard(nb.tensor(xa), MESH22, P("a", "b")) @ nb.shard(nb.tensor(wa), MESH22, P("b", None))

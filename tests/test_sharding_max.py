@@ -39,6 +39,9 @@ def _cases() -> list:
         # a vocabulary-parallel lookup: each device takes the rows it holds (3 rows over 4: one empty)
         nb.relu(nb.index_select(xr, 0, nb.tensor(np.array([5, 0, 3, 3])))),
         nb.relu(nb.index_select(nb.shard(nb.tensor(xa[:3]), MESH4, P("x")), 0, nb.tensor(np.array([2, 0])))),
+        xr.at[nb.tensor(np.array([5, 0, 5]))].add(nb.tensor(xa[:3])),  # each piece its own rows
+        xr.at[nb.tensor(np.array([4, 1]))].max(nb.tensor(xa[2:4])),
+        nb.softmax(x, 1) + nb.log_softmax(x, 1),  # all-reduced row maxima and sums
     ]
     v = nb.tensor(va)
     out += [

@@ -339,7 +339,7 @@ class TakeOp(Operation):
         if windowable(x, axis):  # x's layout: each piece of the axis scatters the rows it holds
             spec = x._impl.sharding.without_partial()
             zeros = shard(full(x.shape, 0, x.dtype), spec.mesh, spec)
-            return [_take_scatter(zeros, cotangents[0], index, axis, "add"), None]
+            return [_TAKE_SCATTER(zeros, cotangents[0], index, axis=axis, mode="add", into_zeros=True), None]
         return [_take_transpose(cotangents[0], index, axis, x.shape), None]
 
     def jvp_rule(self, primals: list, tangents: list, outputs: list, *, axis: int, **kw: Any) -> list:
@@ -388,10 +388,20 @@ class TakeScatterOp(Operation):
     position_dependent = True  # a piece of the axis applies the updates whose indices it holds
 
     def adapt_kwargs(self, impls: list[TensorImpl], kwargs: dict, batch_dims: int) -> dict:
-        return {"axis": kwargs["axis"] + batch_dims, "mode": kwargs["mode"], "batch_dims": batch_dims}
+        out = {"axis": kwargs["axis"] + batch_dims, "mode": kwargs["mode"], "batch_dims": batch_dims}
+        return out | {"into_zeros": True} if kwargs.get("into_zeros") else out
 
     def abstract_eval(
-        self, x: AVal, updates: AVal, index: AVal, *, axis: int, mode: str, batch_dims: int, offset: int | None = None
+        self,
+        x: AVal,
+        updates: AVal,
+        index: AVal,
+        *,
+        axis: int,
+        mode: str,
+        batch_dims: int,
+        offset: int | None = None,
+        into_zeros: bool = False,
     ) -> AVal:
         if mode not in _MODES:
             raise ValueError(f"take_scatter: mode must be one of {_MODES}, got {mode!r}")
@@ -405,11 +415,15 @@ class TakeScatterOp(Operation):
         return x
 
     def sharding_rule_for(self, in_shapes: list, out_shapes: list, kwargs: dict) -> OpShardingRule:
-        # The index dims are contracted (many updates may land on one position): whole. The
-        # axis keeps x's layout: each piece applies the updates whose indices fall in it.
+        # The index dims are contracted (many updates may land on one position): whole, unless
+        # x is known to be zeros (`into_zeros`, take's gradient), where devices adding their own
+        # updates leave an exact partial sum. The axis keeps x's layout: each piece applies the
+        # updates whose indices fall in it.
         a = kwargs["axis"]
         x, i = _take_factors(in_shapes[0], in_shapes[2], a)
         updates = x[:a] + i + x[a + 1 :]
+        if kwargs.get("into_zeros"):
+            return OpShardingRule((x, updates, i), (x,), {}, frozenset(), "sum", partial_ok=(1,))
         return OpShardingRule((x, updates, i), (x,), {}, frozenset(d[0] for d in i), None)
 
     def local_kwargs(
@@ -418,7 +432,16 @@ class TakeScatterOp(Operation):
         return _with_piece_offset(kwargs, in_avals, offsets, sizes)
 
     def kernel(
-        self, x: Any, updates: Any, index: Any, *, axis: int, mode: str, batch_dims: int, offset: int | None = None
+        self,
+        x: Any,
+        updates: Any,
+        index: Any,
+        *,
+        axis: int,
+        mode: str,
+        batch_dims: int,
+        offset: int | None = None,
+        into_zeros: bool = False,
     ) -> Any:
         if offset is not None:  # a piece of the axis: updates aimed elsewhere land on an extra row, cut off
             n = int(x.shape[axis])
@@ -465,6 +488,7 @@ class TakeScatterOp(Operation):
         mode: str,
         batch_dims: int,
         offset: int | None = None,
+        into_zeros: bool = False,
     ) -> Any:
         if offset is not None:
             n = x.shape[axis]

@@ -28,6 +28,7 @@ from . import view as _view
 from ._layout import NHWC, nhwc
 from .base import AVal, Operation, public, shape_of
 from .cast import cast
+from .communication import reshard, windowable
 
 __all__ = [
     "all",
@@ -701,6 +702,8 @@ def logsumexp(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
     _check(x, "logsumexp")
     if not _dt.is_float(x.dtype):
         x = cast(x, _dt.float32)
+    if (a := _split_axis(x, axis, "logsumexp")) is not None:
+        return _over_pieces("logsumexp", x, a, keepdims=bool(keepdims))
     return _logsumexp(x, axes=_axes_arg(axis, x.ndim, "logsumexp"), keepdims=bool(keepdims))
 
 
@@ -785,6 +788,36 @@ def _along_axis(op: Operation, x: Tensor, axis: Any, name: str, **kwargs: Any) -
     return op(x, axis=a, **kwargs)
 
 
+def _over_pieces(kind: str, x: Tensor, axis: int, keepdims: bool = True, safe: bool = False) -> Tensor:
+    """softmax, log_softmax or logsumexp along an axis split over devices, from reductions:
+    each device's maxima and sums of exponentials are all-reduced (vectors of the rows), and
+    the rows are never gathered, as their one-op forms would need (Megatron's vocabulary-
+    parallel softmax). An all -inf row gives what the one-op forms give."""
+    m = _view.detach(max(x, axis, keepdims=True))  # all-reduced here, once; lse's gradient in m is 0
+    m = _bin.where_(_un.isfinite(m), m, 0.0)
+    shifted = _bin.sub(x, m)
+    e = _un.exp(shifted)
+    total = sum(e, axis, keepdims=True)
+    if kind == "softmax":  # all-reduce the sums, not their broadcast over the rows' pieces
+        total = reshard(total, total.sharding.without_partial())
+        if not safe:
+            return _bin.div(e, total)
+        empty = _bin.equal(total, 0.0)  # every key masked: zeros, and zero gradients (no 0/0)
+        return _bin.where_(empty, 0.0, _bin.div(e, _bin.where_(empty, 1.0, total)))
+    if kind == "log_softmax":  # (x - m) - log(total): x - m is exact where x is huge
+        return _bin.sub(shifted, _un.log(total))
+    lse = _bin.add(_un.log(total), m)
+    return lse if keepdims else _view.squeeze(lse, axis)
+
+
+def _split_axis(x: Tensor, axis: Any, name: str) -> int | None:
+    """The axis when it is split over devices (global layout): the reductions' composite then."""
+    if x.ndim == 0 or not isinstance(axis, int | np.integer):
+        return None
+    a = _single_axis(axis, x.ndim, name)
+    return a if x.shape[a] and windowable(x, a) else None
+
+
 @public()
 def cumsum(x: Tensor, axis: int) -> Tensor:
     """Running sum along `axis`. Bool and int inputs give int64, as in PyTorch.
@@ -830,6 +863,8 @@ def softmax(x: Tensor, axis: int = -1, *, safe: bool = False) -> Tensor:
     """
     _check(x, "softmax")
     _float_only(x, "softmax")
+    if (a := _split_axis(x, axis, "softmax")) is not None:
+        return _over_pieces("softmax", x, a, safe=safe)
     return _along_axis(_safe_softmax if safe else _softmax, x, axis, "softmax")
 
 
@@ -838,4 +873,6 @@ def log_softmax(x: Tensor, axis: int = -1) -> Tensor:
     """x - logsumexp(x) along `axis`, computed stably."""
     _check(x, "log_softmax")
     _float_only(x, "log_softmax")
+    if (a := _split_axis(x, axis, "log_softmax")) is not None:
+        return _over_pieces("log_softmax", x, a)
     return _along_axis(_log_softmax, x, axis, "log_softmax")

@@ -294,6 +294,23 @@ def _pick(logp: Tensor, target: Tensor, weight: Tensor | None, ignore_index: int
     return -(picked * w), w
 
 
+def _classes_sharded(x: Tensor, class_dim: int) -> bool:
+    spec = x.sharding
+    return spec is not None and not spec.manual and bool(spec.dim_axes[class_dim])
+
+
+def _pick_by_match(logp: Tensor, target: Tensor, weight: Tensor | None, ignore_index: int, class_dim: int) -> tuple:
+    """`_pick` for classes split over devices: each device sums the log-probabilities of the
+    targets among its classes (a class index laid out like the classes), leaving a partial sum."""
+    safe, w = target_weights(target, weight, ignore_index, logp.dtype)
+    spec, c = logp.sharding, logp.shape[class_dim]
+    classes = nb.shard(nb.arange(c), spec.mesh, nb.P(spec.dim_axes[class_dim]))
+    shape = tuple(c if d == class_dim else 1 for d in range(logp.ndim))
+    match = nb.equal(nb.unsqueeze(safe, class_dim), nb.reshape(classes, shape))
+    picked = nb.sum(nb.where(match, logp, nb.zeros((), dtype=logp.dtype)), axis=class_dim)
+    return -(picked * w), w
+
+
 def _nll(
     logp: Tensor,
     target: Tensor,
@@ -302,9 +319,10 @@ def _nll(
     reduction: str,
     smoothing: float,
     class_dim: int,
+    pick: Any = None,
 ) -> Tensor:
     c = logp.shape[class_dim]
-    loss, w = _pick(logp, target, weight, ignore_index, class_dim)
+    loss, w = (pick or _pick)(logp, target, weight, ignore_index, class_dim)
     if smoothing > 0.0:
         # PyTorch: (1 - eps) * nll + eps / C * (-sum_c w[c] * logp[c]), masked where ignored.
         wl = logp if weight is None else logp * nb.reshape(weight, (c,) + (1,) * (logp.ndim - class_dim - 1))
@@ -378,6 +396,9 @@ def cross_entropy(
         return _soft_cross_entropy(nb.log_softmax(input, axis=class_dim), target, w, red, eps, class_dim)
     _index_target(input, target, op)
     _check_target_values(target, c, int(ignore_index), op)
+    if _classes_sharded(input, class_dim):  # Megatron's vocabulary-parallel cross entropy
+        logp = nb.log_softmax(input, axis=class_dim)  # from all-reduced maxima and sums
+        return _nll(logp, target, w, int(ignore_index), red, eps, class_dim, pick=_pick_by_match)
     fused = fused_cross_entropy(input, target, w, int(ignore_index), red, eps)
     if fused is not None:  # one op forward, one backward (classifier and LM losses)
         return fused
@@ -414,7 +435,8 @@ def nll_loss(
     class_dim, c = _index_target(input, target, op)
     w = _class_weight(weight, c, input, op)
     _check_target_values(target, c, int(ignore_index), op)
-    return _nll(input, target, w, int(ignore_index), red, 0.0, class_dim)
+    pick = _pick_by_match if _classes_sharded(input, class_dim) else None  # no gather of split classes
+    return _nll(input, target, w, int(ignore_index), red, 0.0, class_dim, pick=pick)
 
 
 def _safe_log(x: Tensor) -> Tensor:
