@@ -288,11 +288,7 @@ class TakeOp(Operation):
     def kernel(self, x: Any, index: Any, *, axis: int, batch_dims: int, offset: int | None = None) -> Any:
         if offset is not None:  # a piece of the axis: its indices, zeros for the others
             n = int(x.shape[axis])
-            shifted = ops.sub(index, ops.constant(offset, index.dtype, index.device))
-            inside = ops.logical_and(
-                ops.greater_equal(shifted, ops.constant(0, index.dtype, index.device)),
-                ops.greater(ops.constant(n, index.dtype, index.device), shifted),
-            )
+            shifted, inside = _piece_index(index, offset, n)
             shape = [int(d) for d in shape_of(x)]
             out_shape = shape[:axis] + [int(d) for d in index.shape][batch_dims:] + shape[axis + 1 :]
             zeros = ops.broadcast_to(ops.constant(0, x.dtype, x.device), out_shape)
@@ -355,6 +351,17 @@ def _with_piece_offset(kwargs: dict, in_avals: list, offsets: list | None, sizes
     return {**kwargs, "offset": offsets[0][a]}
 
 
+def _piece_index(index: Any, offset: int, n: int) -> tuple[Any, Any]:
+    """MAX values: the indices relative to a piece of `n` rows starting at `offset`, and
+    whether each falls inside it."""
+
+    def const(v: int) -> Any:
+        return ops.constant(v, index.dtype, index.device)
+
+    shifted = ops.sub(index, const(offset))
+    return shifted, ops.logical_and(ops.greater_equal(shifted, const(0)), ops.greater(const(n), shifted))
+
+
 def _mask_shape(index_shape: Any, axis: int, batch_dims: int, rank: int) -> list[int]:
     """The index's shape spread over take's output dims (batch, x[:axis], index, x[axis+1:])."""
     dims = [int(d) for d in index_shape]
@@ -392,16 +399,7 @@ class TakeScatterOp(Operation):
         return out | {"into_zeros": True} if kwargs.get("into_zeros") else out
 
     def abstract_eval(
-        self,
-        x: AVal,
-        updates: AVal,
-        index: AVal,
-        *,
-        axis: int,
-        mode: str,
-        batch_dims: int,
-        offset: int | None = None,
-        into_zeros: bool = False,
+        self, x: AVal, updates: AVal, index: AVal, *, axis: int, mode: str, batch_dims: int, **_: Any
     ) -> AVal:
         if mode not in _MODES:
             raise ValueError(f"take_scatter: mode must be one of {_MODES}, got {mode!r}")
@@ -441,17 +439,13 @@ class TakeScatterOp(Operation):
         mode: str,
         batch_dims: int,
         offset: int | None = None,
-        into_zeros: bool = False,
+        **_: Any,
     ) -> Any:
         if offset is not None:  # a piece of the axis: updates aimed elsewhere land on an extra row, cut off
             n = int(x.shape[axis])
             if n == 0:
                 return x
-            shifted = ops.sub(index, ops.constant(offset, index.dtype, index.device))
-            inside = ops.logical_and(
-                ops.greater_equal(shifted, ops.constant(0, index.dtype, index.device)),
-                ops.greater(ops.constant(n, index.dtype, index.device), shifted),
-            )
+            shifted, inside = _piece_index(index, offset, n)
             spare = [int(d) for d in shape_of(x)]
             spare[axis] = 1
             extended = ops.concat([x, ops.broadcast_to(ops.constant(0, x.dtype, x.device), spare)], axis)
@@ -488,7 +482,7 @@ class TakeScatterOp(Operation):
         mode: str,
         batch_dims: int,
         offset: int | None = None,
-        into_zeros: bool = False,
+        **_: Any,
     ) -> Any:
         if offset is not None:
             n = x.shape[axis]
