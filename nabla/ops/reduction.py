@@ -702,7 +702,7 @@ def logsumexp(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
     _check(x, "logsumexp")
     if not _dt.is_float(x.dtype):
         x = cast(x, _dt.float32)
-    if (a := _split_axis(x, axis, "logsumexp")) is not None:
+    if (a := _sharded_axis(x, axis, "logsumexp")) is not None:
         return _over_pieces("logsumexp", x, a, keepdims=bool(keepdims))
     return _logsumexp(x, axes=_axes_arg(axis, x.ndim, "logsumexp"), keepdims=bool(keepdims))
 
@@ -810,7 +810,7 @@ def _over_pieces(kind: str, x: Tensor, axis: int, keepdims: bool = True, safe: b
     return lse if keepdims else _view.squeeze(lse, axis)
 
 
-def _split_axis(x: Tensor, axis: Any, name: str) -> int | None:
+def _sharded_axis(x: Tensor, axis: Any, name: str) -> int | None:
     """The axis when it is split over devices (global layout): the reductions' composite then."""
     if x.ndim == 0 or not isinstance(axis, int | np.integer):
         return None
@@ -863,7 +863,7 @@ def softmax(x: Tensor, axis: int = -1, *, safe: bool = False) -> Tensor:
     """
     _check(x, "softmax")
     _float_only(x, "softmax")
-    if (a := _split_axis(x, axis, "softmax")) is not None:
+    if (a := _sharded_axis(x, axis, "softmax")) is not None:
         return _over_pieces("softmax", x, a, safe=safe)
     return _along_axis(_safe_softmax if safe else _softmax, x, axis, "softmax")
 
@@ -873,6 +873,6 @@ def log_softmax(x: Tensor, axis: int = -1) -> Tensor:
     """x - logsumexp(x) along `axis`, computed stably."""
     _check(x, "log_softmax")
     _float_only(x, "log_softmax")
-    if (a := _split_axis(x, axis, "log_softmax")) is not None:
+    if (a := _sharded_axis(x, axis, "log_softmax")) is not None:
         return _over_pieces("log_softmax", x, a)
     return _along_axis(_log_softmax, x, axis, "log_softmax")

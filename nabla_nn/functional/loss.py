@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -319,7 +320,7 @@ def _nll(
     reduction: str,
     smoothing: float,
     class_dim: int,
-    pick: Any = None,
+    pick: Callable[..., tuple] | None = None,
 ) -> Tensor:
     c = logp.shape[class_dim]
     loss, w = (pick or _pick)(logp, target, weight, ignore_index, class_dim)
