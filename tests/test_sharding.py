@@ -233,6 +233,11 @@ WINDOWED = [
         lambda x: nb.concatenate([x[1:], x * 2.0, x[:2]], 0),
         lambda a: np.concatenate([a[1:], a * 2, a[:2]]),
     ),
+    (
+        "concatenate-unsharded",  # the unsharded input is split locally first
+        lambda x: nb.concatenate([nb.ones((2, 5)), x], 0),
+        lambda a: np.concatenate([np.ones((2, 5)), a]),
+    ),
 ]
 WINDOW_LAYOUTS = [(7, MESH1, P("x")), (7, MESH4, P("x")), (8, MESH22, P(("b", "a"))), (7, MESH22, P("a", "b"))]
 

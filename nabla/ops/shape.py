@@ -31,7 +31,7 @@ from . import reduction as _red
 from ._sharding import picked, whole_dims
 from .base import AVal, Operation, public, shape_of
 from .cast import cast
-from .communication import window, windowable
+from .communication import shard, window, windowable
 from .view import broadcast_to, normalize_axis, permute, reshape, unsqueeze
 
 __all__ = [
@@ -483,11 +483,16 @@ def concatenate(tensors: Any, axis: int = 0) -> Tensor:
     tensors = _promote(tensors)
     if len(tensors) == 1:
         return tensors[0]
-    specs = {(t._impl.sharding.dim_axes, t._impl.sharding.partial) if t._impl.sharding else None for t in tensors}
-    if len(specs) == 1 and all(windowable(t, a) for t in tensors):  # one sharded layout: windows, summed
-        total, starts = sum(t.shape[a] for t in tensors), itertools.accumulate([t.shape[a] for t in tensors])
-        windows = [window(t, a, -start, total) for t, start in zip(tensors, [0, *starts], strict=False)]
-        return functools.reduce(_bin.add, windows)
+    first = next((t for t in tensors if windowable(t, a)), None)
+    if first is not None:  # the axis is sharded: windows of one layout, summed
+        spec = first._impl.sharding
+        if any(t._impl.sharding is None for t in tensors):  # unsharded inputs: each device its part
+            plain = spec.without_partial()
+            tensors = [shard(t, plain.mesh, plain) if t._impl.sharding is None else t for t in tensors]
+        if all(t._impl.sharding == spec for t in tensors):
+            total, starts = sum(t.shape[a] for t in tensors), itertools.accumulate([t.shape[a] for t in tensors])
+            windows = [window(t, a, -start, total) for t, start in zip(tensors, [0, *starts], strict=False)]
+            return functools.reduce(_bin.add, windows)
     return _concatenate(*tensors, axis=a)
 
 
