@@ -310,6 +310,19 @@ def test_softmax_over_a_split_axis_all_reduces_row_vectors_instead_of_gathering(
         np.testing.assert_allclose(grad(x).numpy(), grad(nb.tensor(a)).numpy(), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize(
+    ("shape", "mesh", "spec", "axis"), [((3, 8), MESH4, P(None, "x"), 1), ((8,), MESH22, P(("a", "b")), 0)]
+)
+def test_cumsum_along_an_evenly_split_axis_gathers_only_each_pieces_total(shape, mesh, spec, axis):
+    a, w = arr(*shape), arr(*shape)
+    x = nb.shard(nb.tensor(a), mesh, spec)
+    y = nb.cumsum(x, axis)  # each device's running sums plus the totals of the pieces before it
+    assert y.sharding.dim_axes == x.sharding.dim_axes and comm_ops(y) == ["all_gather"]
+    np.testing.assert_allclose(y.numpy(), np.cumsum(a, axis), rtol=1e-5, atol=1e-5)
+    grad = nb.grad(lambda t: (nb.cumsum(t, axis) * nb.tensor(w)).sum())
+    np.testing.assert_allclose(grad(x).numpy(), grad(nb.tensor(a)).numpy(), rtol=1e-5, atol=1e-5)
+
+
 def test_a_window_passes_partial_sums_through_and_has_a_tangent():
     xa, wa = arr(6, 4), arr(4, 5)
     y = nb.shard(nb.tensor(xa), MESH22, P("a", "b")) @ nb.shard(nb.tensor(wa), MESH22, P("b", None))

@@ -829,7 +829,22 @@ def cumsum(x: Tensor, axis: int) -> Tensor:
     _check(x, "cumsum")
     if not _dt.is_float(x.dtype):
         x = cast(x, _dt.int64)
+    if (a := _sharded_axis(x, axis, "cumsum")) is not None:
+        parts = x.sharding.mesh.axes_size(x.sharding.dim_axes[a])
+        if x.shape[a] % parts == 0:
+            return _cumsum_over_pieces(x, a, parts)
     return _along_axis(_cumsum, x, axis, "cumsum", exclusive=False, reverse=False)
+
+
+def _cumsum_over_pieces(x: Tensor, axis: int, parts: int) -> Tensor:
+    """cumsum along an axis split evenly over `parts` devices: each device's running sums
+    plus the totals of the pieces before it. Only the totals (one per piece) are gathered."""
+    shape = x.shape
+    blocks = _view.reshape(x, shape[:axis] + (parts, shape[axis] // parts) + shape[axis + 1 :])
+    local = _cumsum(blocks, axis=axis + 1, exclusive=False, reverse=False)  # within each piece
+    totals = sum(blocks, axis + 1, keepdims=True)
+    before = _cumsum(totals, axis=axis, exclusive=True, reverse=False)  # the pieces before
+    return _view.reshape(_bin.add(local, before), shape)
 
 
 @public()
