@@ -323,6 +323,26 @@ def test_cumsum_along_an_evenly_split_axis_gathers_only_each_pieces_total(shape,
     np.testing.assert_allclose(grad(x).numpy(), grad(nb.tensor(a)).numpy(), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("mesh", [MESH1, DeviceMesh("m3", (3,), ("x",))], ids=["even", "uneven"])
+@pytest.mark.parametrize("split_keys", [False, True], ids=["queries", "queries-and-keys"])
+def test_causal_attention_over_split_queries_masks_by_global_position(mesh, split_keys):
+    q, k, v = (arr(2, 3, 8, 4) for _ in range(3))
+    qs = nb.shard(nb.tensor(q), mesh, P(None, None, "x"))  # the sequence over devices
+    ks, vs = (nb.shard(nb.tensor(t), mesh, P(None, None, "x")) if split_keys else nb.tensor(t) for t in (k, v))
+
+    def f(a, b, c):
+        return (nb.dot_product_attention(a, b, c, is_causal=True) ** 2).sum()
+
+    y = nb.dot_product_attention(qs, ks, vs, is_causal=True)
+    assert y.sharding.dim_axes[2] == ("x",)  # each device its queries, keys j <= its rows' i
+    want = nb.dot_product_attention(nb.tensor(q), nb.tensor(k), nb.tensor(v), is_causal=True)
+    np.testing.assert_allclose(y.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
+    got = nb.grad(f, (0, 1, 2))(qs, ks, vs)
+    ref = nb.grad(f, (0, 1, 2))(nb.tensor(q), nb.tensor(k), nb.tensor(v))
+    for g, r in zip(got, ref, strict=True):
+        np.testing.assert_allclose(g.numpy(), r.numpy(), rtol=1e-4, atol=1e-5)
+
+
 def test_a_window_passes_partial_sums_through_and_has_a_tangent():
     xa, wa = arr(6, 4), arr(4, 5)
     y = nb.shard(nb.tensor(xa), MESH22, P("a", "b")) @ nb.shard(nb.tensor(wa), MESH22, P("b", None))

@@ -42,6 +42,13 @@ def _cases() -> list:
         xr.at[nb.tensor(np.array([5, 0, 5]))].add(nb.tensor(xa[:3])),  # each piece its own rows
         xr.at[nb.tensor(np.array([4, 1]))].max(nb.tensor(xa[2:4])),
         nb.softmax(x, 1) + nb.log_softmax(x, 1),  # all-reduced row maxima and sums
+        # causal attention over a sequence split unevenly (6 over 4): masks by global position
+        nb.dot_product_attention(
+            nb.shard(nb.tensor(xa.reshape(1, 1, 6, 5)), MESH4, P(None, None, "x")),
+            nb.tensor(xa.reshape(1, 1, 6, 5)),
+            nb.tensor(xa[:, ::-1].reshape(1, 1, 6, 5)),
+            is_causal=True,
+        ),
     ]
     v = nb.tensor(va)
     out += [

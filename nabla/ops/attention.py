@@ -38,16 +38,19 @@ _NEG_INF = -math.inf
 
 
 # -- the scores and weights, on each backend ------------------------------------------------------
-def _np_weights(q: np.ndarray, k: np.ndarray, mask: np.ndarray | None, scale: float, causal: bool) -> np.ndarray:
+def _np_weights(
+    q: np.ndarray, k: np.ndarray, mask: np.ndarray | None, scale: float, causal: bool, row_offset: int = 0
+) -> np.ndarray:
     s = np.matmul(q * q.dtype.type(scale), np.swapaxes(k, -1, -2))
     if mask is not None:
         s = np.where(mask, s, s.dtype.type(_NEG_INF)) if mask.dtype == np.bool_ else s + mask
     if causal:
-        s = np.where(np.tri(*s.shape[-2:], dtype=bool), s, s.dtype.type(_NEG_INF))
+        s = np.where(np.tri(*s.shape[-2:], k=row_offset, dtype=bool), s, s.dtype.type(_NEG_INF))
     return _red._safe_softmax.numpy_kernel(s, axis=s.ndim - 1)
 
 
-def _mx_weights(q: Any, k: Any, mask: Any, scale: float, causal: bool) -> Any:
+def _mx_weights(q: Any, k: Any, mask: Any, scale: float, causal: bool, row_offset: int = 0) -> Any:
+    """`row_offset`: the global index of q's first row (queries split over devices)."""
     rank = q.rank
     s = ops.matmul(q * ops.constant(scale, q.dtype, q.device), ops.transpose(k, rank - 2, rank - 1))
     neg = ops.constant(_NEG_INF, s.dtype, s.device)
@@ -55,7 +58,7 @@ def _mx_weights(q: Any, k: Any, mask: Any, scale: float, causal: bool) -> Any:
         s = ops.where(mask, s, neg) if mask.dtype == DType.bool else s + mask
     if causal:  # keep j <= i (top-left aligned, as `tri`); band_part takes symbolic dims
         ones = ops.broadcast_to(ops.constant(1.0, s.dtype, s.device), shape_of(s)[-2:])
-        keep = ops.band_part(ones, num_lower=None, num_upper=0)
+        keep = ops.band_part(ones, num_lower=None, num_upper=row_offset)
         s = ops.where(ops.greater(keep, ops.constant(0.0, s.dtype, s.device)), s, neg)
     return _red._safe_softmax.kernel(s, axis=rank - 1)
 
@@ -73,6 +76,14 @@ def _check_avals(q: AVal, k: AVal, v: AVal | None, mask: AVal | None, name: str)
         ok = ok and (mask[1] == qd or mask[1] == _dt.bool_)
     if not ok:
         raise TypeError(f"internal error: {name} got q {q}, k {k}, v {v}, mask {mask}")
+
+
+def _causal_rows(kwargs: dict, offsets: list | None) -> dict:
+    """A device holding queries from row r0 on (the queries split over devices) keeps keys
+    j <= i + r0 under the causal mask; the keys are whole on every device (factor "s")."""
+    if not kwargs["causal"] or offsets is None or offsets[0] is None or not offsets[0][-2]:
+        return kwargs
+    return {**kwargs, "row_offset": offsets[0][-2]}
 
 
 def _sharding_rule(in_shapes: list, out_shapes: list, with_v: bool) -> OpShardingRule:
@@ -126,22 +137,38 @@ class AttentionOp(Operation):
     `causal` (also keep only keys j <= i)."""
 
     name = "dot_product_attention"
+    position_dependent = True  # the causal mask of queries split over devices
 
-    def abstract_eval(self, q: AVal, k: AVal, v: AVal, *mask: AVal, scale: float, causal: bool) -> AVal:
+    def abstract_eval(self, q: AVal, k: AVal, v: AVal, *mask: AVal, scale: float, causal: bool, **_: Any) -> AVal:
         _check_avals(q, k, v, mask[0] if mask else None, self.name)
         return (*q[0][:-1], v[0][-1]), q[1]
 
     def sharding_rule_for(self, in_shapes: list, out_shapes: list, kwargs: dict) -> OpShardingRule:
         return _sharding_rule(in_shapes, out_shapes, with_v=True)
 
-    def kernel(self, q: Any, k: Any, v: Any, mask: Any = None, *, scale: float, causal: bool) -> Any:
-        return ops.matmul(_mx_weights(q, k, mask, scale, causal), v)
+    def local_kwargs(
+        self, kwargs: dict, in_avals: list, out_shapes: list, offsets: list | None = None, sizes: list | None = None
+    ) -> dict:
+        return _causal_rows(kwargs, offsets)
+
+    def kernel(
+        self, q: Any, k: Any, v: Any, mask: Any = None, *, scale: float, causal: bool, row_offset: int = 0
+    ) -> Any:
+        return ops.matmul(_mx_weights(q, k, mask, scale, causal, row_offset), v)
 
     def numpy_kernel(
-        self, q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | None = None, *, scale: float, causal: bool
+        self,
+        q: np.ndarray,
+        k: np.ndarray,
+        v: np.ndarray,
+        mask: np.ndarray | None = None,
+        *,
+        scale: float,
+        causal: bool,
+        row_offset: int = 0,
     ) -> np.ndarray:
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-            return np.matmul(_np_weights(q, k, mask, scale, causal), v)
+            return np.matmul(_np_weights(q, k, mask, scale, causal, row_offset), v)
 
     def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, scale: float, causal: bool) -> list:
         # O = P v: dv = P^T dO, dP = dO v^T, then through the weights
@@ -163,22 +190,35 @@ class AttentionWeightsOp(Operation):
     """softmax(q k^T * scale + mask) over the keys, (..., L, S): attention's derivatives."""
 
     name = "attention_weights"
+    position_dependent = True
 
-    def abstract_eval(self, q: AVal, k: AVal, *mask: AVal, scale: float, causal: bool) -> AVal:
+    def abstract_eval(self, q: AVal, k: AVal, *mask: AVal, scale: float, causal: bool, **_: Any) -> AVal:
         _check_avals(q, k, None, mask[0] if mask else None, self.name)
         return (*q[0][:-1], k[0][-2]), q[1]
 
     def sharding_rule_for(self, in_shapes: list, out_shapes: list, kwargs: dict) -> OpShardingRule:
         return _sharding_rule(in_shapes, out_shapes, with_v=False)
 
-    def kernel(self, q: Any, k: Any, mask: Any = None, *, scale: float, causal: bool) -> Any:
-        return _mx_weights(q, k, mask, scale, causal)
+    def local_kwargs(
+        self, kwargs: dict, in_avals: list, out_shapes: list, offsets: list | None = None, sizes: list | None = None
+    ) -> dict:
+        return _causal_rows(kwargs, offsets)
+
+    def kernel(self, q: Any, k: Any, mask: Any = None, *, scale: float, causal: bool, row_offset: int = 0) -> Any:
+        return _mx_weights(q, k, mask, scale, causal, row_offset)
 
     def numpy_kernel(
-        self, q: np.ndarray, k: np.ndarray, mask: np.ndarray | None = None, *, scale: float, causal: bool
+        self,
+        q: np.ndarray,
+        k: np.ndarray,
+        mask: np.ndarray | None = None,
+        *,
+        scale: float,
+        causal: bool,
+        row_offset: int = 0,
     ) -> np.ndarray:
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-            return _np_weights(q, k, mask, scale, causal)
+            return _np_weights(q, k, mask, scale, causal, row_offset)
 
     def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, scale: float, causal: bool) -> list:
         return _scores_vjp(primals, outputs[0], cotangents[0], scale)
