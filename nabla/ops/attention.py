@@ -130,14 +130,25 @@ def _weights_jvp(primals: list, tangents: list, p: Tensor, scale: float) -> Tens
     return _softmax_vjp(p, ds)
 
 
-class AttentionOp(Operation):
+class _ScoresOp(Operation):
+    """Both attention ops: position-dependent, so that queries split along the sequence mask
+    by their global rows (`_causal_rows`)."""
+
+    position_dependent = True
+
+    def local_kwargs(
+        self, kwargs: dict, in_avals: list, out_shapes: list, offsets: list | None = None, sizes: list | None = None
+    ) -> dict:
+        return _causal_rows(kwargs, offsets)
+
+
+class AttentionOp(_ScoresOp):
     """softmax(q k^T * scale + mask) v over q (..., L, E), k (..., S, E), v (..., S, Ev) with
     equal leading dims, and an optional mask of q's rank whose dims are 1 or the scores'
     (..., L, S): bool (True: attend) or float of q's dtype (added). kwargs: `scale` and
     `causal` (also keep only keys j <= i)."""
 
     name = "dot_product_attention"
-    position_dependent = True  # the causal mask of queries split over devices
 
     def abstract_eval(self, q: AVal, k: AVal, v: AVal, *mask: AVal, scale: float, causal: bool, **_: Any) -> AVal:
         _check_avals(q, k, v, mask[0] if mask else None, self.name)
@@ -146,29 +157,14 @@ class AttentionOp(Operation):
     def sharding_rule_for(self, in_shapes: list, out_shapes: list, kwargs: dict) -> OpShardingRule:
         return _sharding_rule(in_shapes, out_shapes, with_v=True)
 
-    def local_kwargs(
-        self, kwargs: dict, in_avals: list, out_shapes: list, offsets: list | None = None, sizes: list | None = None
-    ) -> dict:
-        return _causal_rows(kwargs, offsets)
-
     def kernel(
         self, q: Any, k: Any, v: Any, mask: Any = None, *, scale: float, causal: bool, row_offset: int = 0
     ) -> Any:
         return ops.matmul(_mx_weights(q, k, mask, scale, causal, row_offset), v)
 
-    def numpy_kernel(
-        self,
-        q: np.ndarray,
-        k: np.ndarray,
-        v: np.ndarray,
-        mask: np.ndarray | None = None,
-        *,
-        scale: float,
-        causal: bool,
-        row_offset: int = 0,
-    ) -> np.ndarray:
+    def numpy_kernel(self, q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: Any = None, **kw: Any) -> np.ndarray:
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-            return np.matmul(_np_weights(q, k, mask, scale, causal, row_offset), v)
+            return np.matmul(_np_weights(q, k, mask, **kw), v)
 
     def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, scale: float, causal: bool) -> list:
         # O = P v: dv = P^T dO, dP = dO v^T, then through the weights
@@ -186,11 +182,10 @@ class AttentionOp(Operation):
         return [_bin.add(matmul(tp, v), matmul(p, tangents[2]))]
 
 
-class AttentionWeightsOp(Operation):
+class AttentionWeightsOp(_ScoresOp):
     """softmax(q k^T * scale + mask) over the keys, (..., L, S): attention's derivatives."""
 
     name = "attention_weights"
-    position_dependent = True
 
     def abstract_eval(self, q: AVal, k: AVal, *mask: AVal, scale: float, causal: bool, **_: Any) -> AVal:
         _check_avals(q, k, None, mask[0] if mask else None, self.name)
@@ -199,26 +194,12 @@ class AttentionWeightsOp(Operation):
     def sharding_rule_for(self, in_shapes: list, out_shapes: list, kwargs: dict) -> OpShardingRule:
         return _sharding_rule(in_shapes, out_shapes, with_v=False)
 
-    def local_kwargs(
-        self, kwargs: dict, in_avals: list, out_shapes: list, offsets: list | None = None, sizes: list | None = None
-    ) -> dict:
-        return _causal_rows(kwargs, offsets)
-
     def kernel(self, q: Any, k: Any, mask: Any = None, *, scale: float, causal: bool, row_offset: int = 0) -> Any:
         return _mx_weights(q, k, mask, scale, causal, row_offset)
 
-    def numpy_kernel(
-        self,
-        q: np.ndarray,
-        k: np.ndarray,
-        mask: np.ndarray | None = None,
-        *,
-        scale: float,
-        causal: bool,
-        row_offset: int = 0,
-    ) -> np.ndarray:
+    def numpy_kernel(self, q: np.ndarray, k: np.ndarray, mask: Any = None, **kw: Any) -> np.ndarray:
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-            return _np_weights(q, k, mask, scale, causal, row_offset)
+            return _np_weights(q, k, mask, **kw)
 
     def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, scale: float, causal: bool) -> list:
         return _scores_vjp(primals, outputs[0], cotangents[0], scale)
