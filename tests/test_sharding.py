@@ -343,6 +343,30 @@ def test_causal_attention_over_split_queries_masks_by_global_position(mesh, spli
         np.testing.assert_allclose(g.numpy(), r.numpy(), rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize(
+    ("shape", "mesh", "spec", "args"),
+    [
+        ((8, 6), MESH4, P("x"), (2, 0, 1)),
+        ((8, 6), MESH4, P("x"), (-3, 0, 1)),
+        ((6, 8), MESH4, P(None, "x"), (-2, 1, 0)),
+        ((2, 7, 5), MESH4, P(None, "x"), (1, 1, 2)),
+        ((6, 8), MESH22, P("a", "b"), (1, 0, 1)),
+    ],
+    ids=str,
+)
+def test_diagonal_of_a_split_dim_is_selected_and_summed_locally(shape, mesh, spec, args):
+    a = arr(*shape)
+    a[0, -1] = np.inf  # off the diagonal: selected away, not multiplied by 0
+    x = nb.shard(nb.tensor(a), mesh, spec)
+    y = nb.diagonal(x, *args)
+    assert "all_gather" not in comm_ops(y)
+    assert y.sharding.dim_axes[-1] or y.sharding.partial  # split like the kept dim, or a sum over the other
+    np.testing.assert_array_equal(y.numpy(), np.diagonal(a, *args))
+    w = nb.tensor(arr(*y.shape))
+    grad = nb.grad(lambda t: (nb.diagonal(t, *args) * w).sum())
+    np.testing.assert_allclose(grad(x).numpy(), grad(nb.tensor(a)).numpy(), rtol=1e-6)
+
+
 def test_a_window_passes_partial_sums_through_and_has_a_tangent():
     xa, wa = arr(6, 4), arr(4, 5)
     y = nb.shard(nb.tensor(xa), MESH22, P("a", "b")) @ nb.shard(nb.tensor(wa), MESH22, P("b", None))

@@ -924,7 +924,26 @@ def diagonal(
     a2 = normalize_axis(axis2, x.ndim, "diagonal", "dim2")
     if a1 == a2:
         raise ValueError(f"diagonal: dim1 and dim2 must differ, both are {a1}")
+    if _dt.is_float(x.dtype) and (windowable(x, a1) or windowable(x, a2)):
+        return _diagonal_over_pieces(x, offset, a1, a2)
     return _diagonal(x, offset=offset, axis1=a1, axis2=a2)
+
+
+def _diagonal_over_pieces(x: Tensor, offset: int, a1: int, a2: int) -> Tensor:
+    """`diagonal` of a tensor split along dim a1 or a2, without gathering it: the entries off
+    the diagonal are zeroed (selected, so inf or nan there cannot leak) and summed away along
+    the other dim, which keeps the split one; its diagonal part is then windowed out."""
+    n1, n2 = x.shape[a1], x.shape[a2]
+    keep, other = (a1, a2) if windowable(x, a1) else (a2, a1)
+    rows = reshape(_cr.arange(n1), tuple(n1 if d == a1 else 1 for d in range(x.ndim)))
+    cols = reshape(_cr.arange(n2), tuple(n2 if d == a2 else 1 for d in range(x.ndim)))
+    on = _bin.equal(_bin.sub(cols, rows), offset)
+    kept = _red.sum(_cf.where(on, x, _cr.zeros((), dtype=x.dtype)), other)  # the split dim remains
+    k = keep - (other < keep)
+    length = max(0, min(n1, n2 - offset) if offset >= 0 else min(n1 + offset, n2))
+    first = max(0, -offset) if keep == a1 else max(0, offset)
+    part = _slice(kept, k, first, first + length) if length else _slice(kept, k, 0, 0)
+    return moveaxis(part, k, -1)
 
 
 # -- moveaxis / unflatten ----------------------------------------------------------------------
