@@ -367,6 +367,15 @@ def test_diagonal_of_a_split_dim_is_selected_and_summed_locally(shape, mesh, spe
     np.testing.assert_allclose(grad(x).numpy(), grad(nb.tensor(a)).numpy(), rtol=1e-6)
 
 
+@pytest.mark.parametrize("other", [P(None, "b"), P("b"), P()], ids=str)
+def test_concatenating_differently_laid_out_inputs_moves_them_not_the_result(other):
+    a, b = arr(6, 4), arr(3, 4)
+    x, y = nb.shard(nb.tensor(a), MESH22, P("a")), nb.shard(nb.tensor(b), MESH22, other)
+    z = nb.concatenate([x, y], 0)  # y is moved into x's layout; the result is never gathered
+    assert z.sharding.dim_axes == x.sharding.dim_axes and comm_ops(z).count("window") == 2
+    np.testing.assert_array_equal(z.numpy(), np.concatenate([a, b]))
+
+
 def test_a_window_passes_partial_sums_through_and_has_a_tangent():
     xa, wa = arr(6, 4), arr(4, 5)
     y = nb.shard(nb.tensor(xa), MESH22, P("a", "b")) @ nb.shard(nb.tensor(wa), MESH22, P("b", None))

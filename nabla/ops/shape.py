@@ -31,7 +31,7 @@ from . import reduction as _red
 from ._sharding import picked, whole_dims
 from .base import AVal, Operation, public, shape_of
 from .cast import cast
-from .communication import shard, window, windowable
+from .communication import reshard, shard, window, windowable
 from .view import broadcast_to, normalize_axis, permute, reshape, unsqueeze
 
 __all__ = [
@@ -486,9 +486,8 @@ def concatenate(tensors: Any, axis: int = 0) -> Tensor:
     first = next((t for t in tensors if windowable(t, a)), None)
     if first is not None:  # the axis is sharded: windows of one layout, summed
         spec = first._impl.sharding
-        if any(t._impl.sharding is None for t in tensors):  # unsharded inputs: each device its part
-            plain = spec.without_partial()
-            tensors = [shard(t, plain.mesh, plain) if t._impl.sharding is None else t for t in tensors]
+        if not spec.partial:  # the others in its layout: unsharded ones split locally, others moved
+            tensors = [_laid_out_as(t, spec) for t in tensors]
         if all(t._impl.sharding == spec for t in tensors):
             total, starts = sum(t.shape[a] for t in tensors), itertools.accumulate([t.shape[a] for t in tensors])
             windows = [window(t, a, -start, total) for t, start in zip(tensors, [0, *starts], strict=False)]
@@ -497,6 +496,17 @@ def concatenate(tensors: Any, axis: int = 0) -> Tensor:
 
 
 cat = concat = concatenate
+
+
+def _laid_out_as(t: Tensor, spec: Any) -> Tensor:
+    """`t` in the layout `spec` on its mesh: split locally when unsharded, resharded by the
+    cheapest collectives when laid out otherwise on the same mesh (else as it is)."""
+    current = t._impl.sharding
+    if current is None:
+        return shard(t, spec.mesh, spec)
+    if current != spec and current.mesh == spec.mesh and not current.manual:
+        return reshard(t, spec)
+    return t
 
 
 @public()
