@@ -311,13 +311,21 @@ def test_softmax_over_a_split_axis_all_reduces_row_vectors_instead_of_gathering(
 
 
 @pytest.mark.parametrize(
-    ("shape", "mesh", "spec", "axis"), [((3, 8), MESH4, P(None, "x"), 1), ((8,), MESH22, P(("a", "b")), 0)]
+    ("shape", "mesh", "spec", "axis", "windows"),
+    [
+        ((3, 8), MESH4, P(None, "x"), 1, 0),
+        ((8,), MESH22, P(("a", "b")), 0, 0),
+        ((3, 10), MESH4, P(None, "x"), 1, 2),  # uneven: zeros appended to an even split, then cut
+        ((3,), MESH4, P("x"), 0, 2),
+    ],
+    ids=str,
 )
-def test_cumsum_along_an_evenly_split_axis_gathers_only_each_pieces_total(shape, mesh, spec, axis):
+def test_cumsum_along_a_split_axis_gathers_only_each_pieces_total(shape, mesh, spec, axis, windows):
     a, w = arr(*shape), arr(*shape)
     x = nb.shard(nb.tensor(a), mesh, spec)
     y = nb.cumsum(x, axis)  # each device's running sums plus the totals of the pieces before it
-    assert y.sharding.dim_axes == x.sharding.dim_axes and comm_ops(y) == ["all_gather"]
+    assert y.sharding.dim_axes == x.sharding.dim_axes
+    assert comm_ops(y) == ["all_gather"] + ["window"] * windows
     np.testing.assert_allclose(y.numpy(), np.cumsum(a, axis), rtol=1e-5, atol=1e-5)
     grad = nb.grad(lambda t: (nb.cumsum(t, axis) * nb.tensor(w)).sum())
     np.testing.assert_allclose(grad(x).numpy(), grad(nb.tensor(a)).numpy(), rtol=1e-5, atol=1e-5)

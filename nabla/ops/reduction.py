@@ -28,7 +28,7 @@ from . import view as _view
 from ._layout import NHWC, nhwc
 from .base import AVal, Operation, public, shape_of
 from .cast import cast
-from .communication import reshard, windowable
+from .communication import reshard, window, windowable
 
 __all__ = [
     "all",
@@ -830,9 +830,12 @@ def cumsum(x: Tensor, axis: int) -> Tensor:
     if not _dt.is_float(x.dtype):
         x = cast(x, _dt.int64)
     if (a := _sharded_axis(x, axis, "cumsum")) is not None:
-        parts = x.sharding.mesh.axes_size(x.sharding.dim_axes[a])
-        if x.shape[a] % parts == 0:
+        parts, n = x.sharding.mesh.axes_size(x.sharding.dim_axes[a]), x.shape[a]
+        even = -(-n // parts) * parts
+        if even == n:
             return _cumsum_over_pieces(x, a, parts)
+        # an uneven split: zeros appended to an even one (windows: each device moves a few rows)
+        return window(_cumsum_over_pieces(window(x, a, 0, even), a, parts), a, 0, n)
     return _along_axis(_cumsum, x, axis, "cumsum", exclusive=False, reverse=False)
 
 
