@@ -24,6 +24,7 @@ from . import (
     reduction,
     shape,
     sorting,
+    triangular,
     unary,
     view,
 )
@@ -44,6 +45,7 @@ from .pooling import *  # noqa: F403
 from .reduction import *  # noqa: F403
 from .shape import *  # noqa: F403
 from .sorting import *  # noqa: F403
+from .triangular import *  # noqa: F403
 from .unary import *  # noqa: F403
 from .view import *  # noqa: F403
 
@@ -66,6 +68,7 @@ FAMILIES = (
     "reduction",
     "shape",
     "sorting",
+    "triangular",
     "unary",
     "view",
 )

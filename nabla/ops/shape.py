@@ -1,6 +1,6 @@
-"""Shape ops beyond reshape/permute: flip, pad, concatenate, split, tril/triu, diagonal,
-repeat_interleave (primitives), and roll, tile, stack, chunk, unbind, moveaxis, unflatten
-(composites of those and of view.py's ops).
+"""Shape ops beyond reshape/permute: flip, pad, concatenate, split, repeat_interleave
+(primitives), and roll, tile, stack, chunk, unbind, moveaxis, unflatten (composites of those
+and of view.py's ops). tril/triu and diagonal are in triangular.py.
 
 `pad` with negative widths crops: it is also this module's slice primitive (VJP of constant
 padding = padding with the negated widths). Multi-output `split` (and `chunk`/`unbind`) return
@@ -39,7 +39,6 @@ __all__ = [
     "chunk",
     "concat",
     "concatenate",
-    "diagonal",
     "flip",
     "moveaxis",
     "movedim",
@@ -49,8 +48,6 @@ __all__ = [
     "split",
     "stack",
     "tile",
-    "tril",
-    "triu",
     "unbind",
     "unflatten",
 ]
@@ -751,209 +748,6 @@ def repeat_interleave(x: Tensor, repeats: Any, axis: Any = None) -> Tensor:
         y = broadcast_to(unsqueeze(x, a + 1), x.shape[: a + 1] + (r,) + x.shape[a + 1 :])
         return reshape(y, x.shape[:a] + (n * r,) + x.shape[a + 1 :])
     return _repeat_interleave(x, repeats=tuple(int(r) for r in reps), axis=a)
-
-
-# -- tril / triu -------------------------------------------------------------------------------
-class _TriangleOp(Operation):
-    """Keep the lower (tril) or upper (triu) triangle of the last two dims; zero the rest."""
-
-    lower = True
-    # Every dim stays sharded: a device's piece is masked with the diagonal shifted by where
-    # the piece starts (`local_kwargs`).
-    sharding_rule = "elementwise"
-    partial_ok = "additive"
-    position_dependent = True
-
-    def abstract_eval(self, x: AVal, *, diagonal: int) -> AVal:
-        if len(x[0]) < 2:
-            raise ValueError(f"{self.name}: expected a tensor of rank >= 2, got shape {x[0]}")
-        return x
-
-    def local_kwargs(
-        self, kwargs: dict, in_avals: list, out_shapes: list, offsets: list | None = None, sizes: list | None = None
-    ) -> dict:
-        # local (i, j) is global (r0 + i, c0 + j): col - row <= k there is j - i <= k + r0 - c0
-        if offsets is None or offsets[0] is None:
-            return kwargs
-        r0, c0 = offsets[0][-2:]
-        return {"diagonal": kwargs["diagonal"] + r0 - c0} if r0 != c0 else kwargs
-
-    def kernel(self, x: Any, *, diagonal: int) -> Any:
-        *_, m, n = _static_shape(x)
-        if m == 0 or n == 0:
-            return x
-        rows = ops.reshape(ops.range(0, m, 1, out_dim=m, dtype=_dt.int64, device=x.device), (m, 1))
-        cols = ops.reshape(ops.range(0, n, 1, out_dim=n, dtype=_dt.int64, device=x.device), (1, n))
-        k = ops.constant(diagonal, _dt.int64, x.device)
-        # tril keeps col - row <= k; triu keeps col - row >= k
-        keep = ops.greater_equal(k, cols - rows) if self.lower else ops.greater_equal(cols - rows, k)
-        zero = ops.constant(False if x.dtype == _dt.bool_ else 0, x.dtype, x.device)
-        return ops.where(ops.broadcast_to(keep, x.shape), x, zero)
-
-    def numpy_kernel(self, x: np.ndarray, *, diagonal: int) -> np.ndarray:
-        return np.tril(x, diagonal) if self.lower else np.triu(x, diagonal)
-
-    def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, diagonal: int) -> list:
-        return [self(cotangents[0], diagonal=diagonal)]
-
-    def jvp_rule(self, primals: list, tangents: list, outputs: list, *, diagonal: int) -> list:
-        return [self(tangents[0], diagonal=diagonal)]
-
-
-class TrilOp(_TriangleOp):
-    name = "tril"
-    lower = True
-
-
-class TriuOp(_TriangleOp):
-    name = "triu"
-    lower = False
-
-
-_tril, _triu = TrilOp(), TriuOp()
-
-
-def _triangle(op: _TriangleOp, x: Tensor, diagonal: Any) -> Tensor:
-    _check_tensor(x, op.name)
-    diagonal = _int(diagonal, op.name, "diagonal")
-    if x.ndim < 2:
-        raise ValueError(f"{op.name}: expected a tensor of rank >= 2, got shape {x.shape}")
-    return op(x, diagonal=diagonal)
-
-
-@public()
-def tril(x: Tensor, diagonal: int = 0) -> Tensor:
-    """Lower triangle of the last two dims (elements with col - row <= diagonal), rest zero."""
-    return _triangle(_tril, x, diagonal)
-
-
-@public()
-def triu(x: Tensor, diagonal: int = 0) -> Tensor:
-    """Upper triangle of the last two dims (elements with col - row >= diagonal), rest zero."""
-    return _triangle(_triu, x, diagonal)
-
-
-# -- diagonal ----------------------------------------------------------------------------------
-def _diag_len(n1: int, n2: int, offset: int) -> int:
-    return max(0, min(n1, n2 - offset) if offset >= 0 else min(n1 + offset, n2))
-
-
-class DiagonalOp(Operation):
-    """The diagonal of dims (axis1, axis2), appended as the last dim (as torch/NumPy)."""
-
-    name = "diagonal"
-
-    def adapt_kwargs(self, impls: list[TensorImpl], kwargs: dict, batch_dims: int) -> dict:
-        return {
-            "offset": kwargs["offset"],
-            "axis1": _shift(kwargs["axis1"], batch_dims),
-            "axis2": _shift(kwargs["axis2"], batch_dims),
-        }
-
-    def abstract_eval(self, x: AVal, *, offset: int, axis1: int, axis2: int) -> AVal:
-        shape = x[0]
-        rest = tuple(s for i, s in enumerate(shape) if i not in (axis1, axis2))
-        return rest + (_diag_len(shape[axis1], shape[axis2], offset),), x[1]
-
-    sharding_rule_for = picked(  # the other dims, then the diagonal (a new dim)
-        lambda kw, rank, n: (
-            [[*(d for d in range(rank) if d not in (kw["axis1"], kw["axis2"])), None]],
-            (kw["axis1"], kw["axis2"]),
-        )
-    )
-
-    def kernel(self, x: Any, *, offset: int, axis1: int, axis2: int) -> Any:
-        shape = _static_shape(x)
-        n1, n2 = shape[axis1], shape[axis2]
-        rest = tuple(s for i, s in enumerate(shape) if i not in (axis1, axis2))
-        length = _diag_len(n1, n2, offset)
-        if length == 0 or 0 in rest:
-            return _empty(rest + (length,), x.dtype, x.device)
-        perm = [i for i in range(len(shape)) if i not in (axis1, axis2)] + [axis1, axis2]
-        if perm != list(range(len(shape))):
-            x = ops.permute(x, perm)
-        flat = ops.reshape(x, rest + (n1 * n2,))
-        start = offset if offset >= 0 else -offset * n2
-        index = start + (n2 + 1) * np.arange(length, dtype=np.int64)
-        return ops.gather(flat, ops.constant(index, _dt.int64, x.device), len(rest))
-
-    def numpy_kernel(self, x: np.ndarray, *, offset: int, axis1: int, axis2: int) -> np.ndarray:
-        return np.diagonal(x, offset, axis1, axis2).copy()
-
-    def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, offset: int, axis1: int, axis2: int):
-        x = primals[0]
-        a1, a2 = axis1, axis2
-        return [_diag_embed(cotangents[0], x.shape, offset, a1, a2)]
-
-    def jvp_rule(self, primals: list, tangents: list, outputs: list, *, offset: int, axis1: int, axis2: int):
-        return [_diagonal(tangents[0], offset=offset, axis1=axis1, axis2=axis2)]
-
-
-_diagonal = DiagonalOp()
-
-
-def _diag_embed(g: Tensor, shape: tuple, offset: int, a1: int, a2: int) -> Tensor:
-    """Transpose of `diagonal`: `g` (..., L) placed on the diagonal of zeros of `shape`.
-
-    In the row-major flattening of the (n1, n2) plane the diagonal sits at start + i*(n2+1):
-    append n2 zeros to each entry, flatten, and shift/crop to length n1*n2.
-    """
-    n1, n2 = shape[a1], shape[a2]
-    length = g.shape[-1]
-    rest = tuple(s for i, s in enumerate(shape) if i not in (a1, a2))
-    if length == 0:
-        h = _cr.zeros(rest + (n1, n2), dtype=g.dtype)
-    else:
-        start = offset if offset >= 0 else -offset * n2
-        h = _zero_pad(unsqueeze(g, g.ndim), g.ndim, 0, n2)
-        h = reshape(h, rest + (length * (n2 + 1),))
-        h = _zero_pad(h, len(rest), start, n1 * n2 - start - length * (n2 + 1))
-        h = reshape(h, rest + (n1, n2))
-    perm = [i for i in range(len(shape)) if i not in (a1, a2)] + [a1, a2]
-    return permute(h, tuple(int(i) for i in np.argsort(perm)))
-
-
-@public()
-def diagonal(
-    x: Tensor, offset: int = 0, axis1: int = 0, axis2: int = 1, *, dim1: Any = None, dim2: Any = None
-) -> Tensor:
-    """The diagonal with `offset` of dims (axis1, axis2), moved to the last dim (as `torch.diagonal`;
-    `dim1=`/`dim2=` are accepted as in PyTorch).
-
-    Example:
-        >>> nb.diagonal(nb.ones(2, 3, 3), 0, 1, 2).shape
-        (2, 3)
-    """
-    _check_tensor(x, "diagonal")
-    axis1 = axis1 if dim1 is None else dim1
-    axis2 = axis2 if dim2 is None else dim2
-    offset = _int(offset, "diagonal", "offset")
-    if x.ndim < 2:
-        raise ValueError(f"diagonal: expected a tensor of rank >= 2, got shape {x.shape}")
-    a1 = normalize_axis(axis1, x.ndim, "diagonal", "dim1")
-    a2 = normalize_axis(axis2, x.ndim, "diagonal", "dim2")
-    if a1 == a2:
-        raise ValueError(f"diagonal: dim1 and dim2 must differ, both are {a1}")
-    if _dt.is_float(x.dtype) and (windowable(x, a1) or windowable(x, a2)):
-        return _diagonal_over_pieces(x, offset, a1, a2)
-    return _diagonal(x, offset=offset, axis1=a1, axis2=a2)
-
-
-def _diagonal_over_pieces(x: Tensor, offset: int, a1: int, a2: int) -> Tensor:
-    """`diagonal` of a tensor split along dim a1 or a2, without gathering it: the entries off
-    the diagonal are zeroed (selected, so inf or nan there cannot leak) and summed away along
-    the other dim, which keeps the split one; its diagonal part is then windowed out."""
-    n1, n2 = x.shape[a1], x.shape[a2]
-    keep, other = (a1, a2) if windowable(x, a1) else (a2, a1)
-    rows = reshape(_cr.arange(n1), tuple(n1 if d == a1 else 1 for d in range(x.ndim)))
-    cols = reshape(_cr.arange(n2), tuple(n2 if d == a2 else 1 for d in range(x.ndim)))
-    on = _bin.equal(_bin.sub(cols, rows), offset)
-    kept = _red.sum(_cf.where(on, x, _cr.zeros((), dtype=x.dtype)), other)  # the split dim remains
-    k = keep - (other < keep)
-    length = max(0, min(n1, n2 - offset) if offset >= 0 else min(n1 + offset, n2))
-    first = max(0, -offset) if keep == a1 else max(0, offset)
-    part = _slice(kept, k, first, first + length) if length else _slice(kept, k, 0, 0)
-    return moveaxis(part, k, -1)
 
 
 # -- moveaxis / unflatten ----------------------------------------------------------------------

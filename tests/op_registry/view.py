@@ -1,4 +1,4 @@
-"""Registry entries for nabla.ops.view and nabla.ops.shape (shape and view ops; family "view")."""
+"""Registry entries for nabla.ops.view, nabla.ops.shape and nabla.ops.triangular (shape and view ops; family "view")."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import numpy as np
 
 import nabla as nb
 import nabla.ops.shape as _shape
+import nabla.ops.triangular as _triangular
 
 from .spec import OpSpec, Sample, uniform
 
@@ -345,7 +346,7 @@ SPECS: list[OpSpec] = [
     ),
     _spec(
         "tril",
-        _shape.tril,
+        _triangular.tril,
         lambda x, diagonal=0: np.tril(x, diagonal),
         [
             Sample((_u((4, 4), "tril"),), label="square"),
@@ -360,7 +361,7 @@ SPECS: list[OpSpec] = [
     ),
     _spec(
         "triu",
-        _shape.triu,
+        _triangular.triu,
         lambda x, diagonal=0: np.triu(x, diagonal),
         [
             Sample((_u((4, 4), "triu"),), label="square"),
@@ -372,7 +373,7 @@ SPECS: list[OpSpec] = [
     ),
     _spec(
         "diagonal",
-        _shape.diagonal,
+        _triangular.diagonal,
         lambda x, offset=0, axis1=0, axis2=1: np.diagonal(x, offset, axis1, axis2),
         [
             Sample((_u((3, 3), "diagonal"),), label="square"),
