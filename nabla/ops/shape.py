@@ -486,8 +486,9 @@ def concatenate(tensors: Any, axis: int = 0) -> Tensor:
         if not spec.partial:  # the others in its layout: unsharded ones split locally, others moved
             tensors = [_laid_out_as(t, spec) for t in tensors]
         if all(t._impl.sharding == spec for t in tensors):
-            total, starts = sum(t.shape[a] for t in tensors), itertools.accumulate([t.shape[a] for t in tensors])
-            windows = [window(t, a, -start, total) for t, start in zip(tensors, [0, *starts], strict=False)]
+            sizes = [t.shape[a] for t in tensors]
+            total, starts = sum(sizes), itertools.accumulate(sizes, initial=0)  # as split's
+            windows = [window(t, a, -start, total) for t, start in zip(tensors, starts, strict=False)]
             return functools.reduce(_bin.add, windows)
     return _concatenate(*tensors, axis=a)
 
