@@ -331,6 +331,65 @@ def test_cumsum_along_a_split_axis_gathers_only_each_pieces_total(shape, mesh, s
     np.testing.assert_allclose(grad(x).numpy(), grad(nb.tensor(a)).numpy(), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize(
+    ("shape", "mesh", "spec", "axis", "windows"),
+    [
+        ((3, 8), MESH4, P(None, "x"), 1, 1),  # a window brings each device the previous piece's product
+        ((8,), MESH22, P(("a", "b")), 0, 1),
+        ((3, 10), MESH4, P(None, "x"), 1, 3),  # uneven: zeros appended to an even split, then cut
+        ((2, 3), MESH4, P(None, "x"), 1, 3),
+    ],
+    ids=str,
+)
+def test_cumprod_along_a_split_axis_gathers_only_each_pieces_product(shape, mesh, spec, axis, windows):
+    a, w = arr(*shape) + 1.0, arr(*shape)
+    a.reshape(-1)[[1, 5]] = 0.0  # zeros: the blocked scan never divides, and neither does its gradient
+    x = nb.shard(nb.tensor(a), mesh, spec)
+    y = nb.cumprod(x, axis)  # each device's running products times the product of the pieces before it
+    assert y.sharding.dim_axes == x.sharding.dim_axes
+    assert sorted(comm_ops(y)) == ["all_gather"] + ["window"] * windows
+    np.testing.assert_allclose(y.numpy(), np.cumprod(a, axis), rtol=1e-5, atol=1e-6)
+    grad = nb.grad(lambda t: (nb.cumprod(t, axis) * nb.tensor(w)).sum())
+    np.testing.assert_allclose(grad(x).numpy(), grad(nb.tensor(a)).numpy(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("shape", "mesh", "spec", "axis", "k", "windows"),
+    [
+        ((3, 16), MESH4, P(None, "x"), 1, 3, 0),
+        ((16, 2), MESH22, P(("a", "b"), None), 0, 2, 0),  # a compound split
+        ((8, 2), MESH22, P("a", "b"), 0, 3, 0),  # the other dim stays split
+        ((2, 18), MESH4, P(None, "x"), 1, 4, 1),  # uneven (5 5 5 3): extended by values that never win
+    ],
+    ids=str,
+)
+@pytest.mark.parametrize("largest", [True, False])
+def test_topk_along_a_split_axis_gathers_only_each_devices_candidates(shape, mesh, spec, axis, k, windows, largest):
+    a, w = arr(*shape), arr(*shape[:axis], k, *shape[axis + 1 :])
+    a.reshape(-1)[::5] = 0.5  # ties across devices resolve by index, as in one topk
+    x = nb.shard(nb.tensor(a), mesh, spec)
+    values, indices = nb.topk(x, k, axis, largest=largest)
+    # each device's own top k, gathered (values and their indices): k per device, not the axis
+    assert comm_ops(values, indices) == ["all_gather"] * 2 + ["window"] * windows
+    expected = nb.topk(nb.tensor(a), k, axis, largest=largest)
+    np.testing.assert_array_equal(indices.numpy(), expected.indices.numpy())
+    np.testing.assert_array_equal(values.numpy(), expected.values.numpy())
+    grad = nb.grad(lambda t: (nb.topk(t, k, axis, largest=largest).values * nb.tensor(w)).sum())
+    np.testing.assert_array_equal(grad(x).numpy(), grad(nb.tensor(a)).numpy())
+
+
+def test_topk_along_a_split_axis_of_ints_and_of_few_elements():
+    a = np.array([[5, 1, 9, 9, 2, 7, 0, 9, 3]], np.int32)  # 9 over 4 devices: 3 2 2 2
+    x = nb.shard(nb.tensor(a), MESH4, P(None, "x"))
+    values, indices = nb.topk(x, 1, 1, largest=False)  # the padding (int32's max) never wins
+    assert values.numpy().tolist() == [[0]] and indices.numpy().tolist() == [[6]]
+    values, indices = nb.topk(x, 2, 1)
+    assert values.numpy().tolist() == [[9, 9]] and indices.numpy().tolist() == [[2, 3]]
+    values, indices = nb.topk(x, 3, 1)  # k as large as a piece: the axis is gathered, as before
+    assert comm_ops(values, indices) == ["all_gather"]
+    assert values.numpy().tolist() == [[9, 9, 9]] and indices.numpy().tolist() == [[2, 3, 7]]
+
+
 @pytest.mark.parametrize("mesh", [MESH1, DeviceMesh("m3", (3,), ("x",))], ids=["even", "uneven"])
 @pytest.mark.parametrize("split_keys", [False, True], ids=["queries", "queries-and-keys"])
 def test_causal_attention_over_split_queries_masks_by_global_position(mesh, split_keys):

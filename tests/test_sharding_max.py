@@ -42,6 +42,9 @@ def _cases() -> list:
         xr.at[nb.tensor(np.array([5, 0, 5]))].add(nb.tensor(xa[:3])),  # each piece its own rows
         xr.at[nb.tensor(np.array([4, 1]))].max(nb.tensor(xa[2:4])),
         nb.softmax(x, 1) + nb.log_softmax(x, 1),  # all-reduced row maxima and sums
+        # blocked scans and a two-stage topk over an uneven split: only per-piece values gathered
+        nb.cumsum(xr, 0) + nb.cumprod(xr, 0),
+        *nb.topk(xr, 1, 0, largest=False),
         # causal attention over a sequence split unevenly (6 over 4): masks by global position
         nb.dot_product_attention(
             nb.shard(nb.tensor(xa.reshape(1, 1, 6, 5)), MESH4, P(None, None, "x")),

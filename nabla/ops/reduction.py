@@ -29,6 +29,7 @@ from ._layout import NHWC, nhwc
 from .base import AVal, Operation, public, shape_of
 from .cast import cast
 from .communication import reshard, window, windowable
+from .creation import tensor
 
 __all__ = [
     "all",
@@ -830,24 +831,43 @@ def cumsum(x: Tensor, axis: int) -> Tensor:
     if not _dt.is_float(x.dtype):
         x = cast(x, _dt.int64)
     if (a := _sharded_axis(x, axis, "cumsum")) is not None:
-        parts, n = x.sharding.mesh.axes_size(x.sharding.dim_axes[a]), x.shape[a]
-        even = -(-n // parts) * parts
-        if even == n:
-            return _cumsum_over_pieces(x, a, parts)
-        # an uneven split: zeros appended to an even one (windows: each device moves a few rows)
-        return window(_cumsum_over_pieces(window(x, a, 0, even), a, parts), a, 0, n)
+        return _scan_over_pieces(_cumsum_pieces, x, a)
     return _along_axis(_cumsum, x, axis, "cumsum", exclusive=False, reverse=False)
 
 
-def _cumsum_over_pieces(x: Tensor, axis: int, parts: int) -> Tensor:
-    """cumsum along an axis split evenly over `parts` devices: each device's running sums
-    plus the totals of the pieces before it. Only the totals (one per piece) are gathered."""
-    shape = x.shape
-    blocks = _view.reshape(x, shape[:axis] + (parts, shape[axis] // parts) + shape[axis + 1 :])
-    local = _cumsum(blocks, axis=axis + 1, exclusive=False, reverse=False)  # within each piece
+def _scan_over_pieces(scan: Any, x: Tensor, axis: int) -> Tensor:
+    """A running sum or product along an axis split over devices, blocked: `scan(blocks, axis)`
+    scans each device's piece (axis + 1 of `blocks`) and combines it with the pieces before
+    it, of which only one total each is gathered, never the data. An uneven split is first
+    zero-extended to an even one (windows: each device moves a few rows); the appended zeros
+    come after every kept position, so they change none of them."""
+    parts, n = x.sharding.mesh.axes_size(x.sharding.dim_axes[axis]), x.shape[axis]
+    even = -(-n // parts) * parts
+    padded = x if even == n else window(x, axis, 0, even)
+    shape = padded.shape
+    blocks = _view.reshape(padded, shape[:axis] + (parts, even // parts) + shape[axis + 1 :])
+    out = _view.reshape(scan(blocks, axis), shape)
+    return out if even == n else window(out, axis, 0, n)
+
+
+def _cumsum_pieces(blocks: Tensor, axis: int) -> Tensor:
+    """Each piece's running sums plus the totals of the pieces before it."""
+    local = _cumsum(blocks, axis=axis + 1, exclusive=False, reverse=False)
     totals = sum(blocks, axis + 1, keepdims=True)
-    before = _cumsum(totals, axis=axis, exclusive=True, reverse=False)  # the pieces before
-    return _view.reshape(_bin.add(local, before), shape)
+    return _bin.add(local, _cumsum(totals, axis=axis, exclusive=True, reverse=False))
+
+
+def _cumprod_pieces(blocks: Tensor, axis: int) -> Tensor:
+    """Each piece's running products times the products of the pieces before it (no division,
+    so zeros are exact): the pieces' last running products, shifted one piece on (a window
+    brings the previous device's; the first gets 1), scanned."""
+    local = _cumprod(blocks, axis=axis + 1)
+    last = local[(slice(None),) * (axis + 1) + (slice(-1, None),)]
+    parts = blocks.shape[axis]
+    first = np.zeros((parts,) + (1,) * (blocks.ndim - axis - 1))
+    first[0] = 1
+    shifted = _bin.add(window(last, axis, -1, parts), tensor(first, blocks.dtype))  # the window gives piece 0 a 0
+    return _bin.mul(local, _cumprod(shifted, axis=axis))
 
 
 @public()
@@ -862,6 +882,8 @@ def cumprod(x: Tensor, axis: int) -> Tensor:
     _check(x, "cumprod")
     if not _dt.is_float(x.dtype):
         x = cast(x, _dt.int64)
+    if (a := _sharded_axis(x, axis, "cumprod")) is not None:
+        return _scan_over_pieces(_cumprod_pieces, x, a)
     return _along_axis(_cumprod, x, axis, "cumprod")
 
 

@@ -23,10 +23,13 @@ from ..core.sharding import OpShardingRule
 from ..core.sharding import rules as _rules
 from ..core.tensor.impl import TensorImpl
 from ..core.tensor.tensor import Tensor
+from . import binary as _bin
 from . import reduction as _red
 from . import view as _view
 from .base import AVal, Operation, public
 from .cast import cast
+from .communication import reshard, window, windowable
+from .creation import tensor
 
 __all__ = ["argsort", "sort", "topk"]
 
@@ -182,7 +185,40 @@ def _select(op: _SelectOp, x: Tensor, k: int | None, axis: Any, largest: bool, n
     if x.ndim == 0:  # PyTorch: a 0-d tensor is its own sort/topk (k may be 0 or 1)
         values, indices = op(_view.reshape(x, (1,)), k=1, axis=0, largest=bool(largest))
         return _view.reshape(values, ()), _view.reshape(indices, ())
+    if op is _topk and windowable(x, a):
+        parts = x.sharding.mesh.axes_size(x.sharding.dim_axes[a])
+        if 0 < k < -(-n // parts):  # else every element is a candidate: gathering the axis is as cheap
+            return _topk_over_pieces(x, int(k), a, bool(largest), parts)
     return op(x, k=int(k), axis=a, largest=bool(largest))
+
+
+def _topk_over_pieces(x: Tensor, k: int, axis: int, largest: bool, parts: int) -> tuple[Tensor, Tensor]:
+    """topk along an axis split over devices: each device's own top k are the candidates, and
+    only they are gathered for the final selection (the data never is). Candidates stay in
+    index order among equal values, so ties resolve as in one topk. An uneven split is first
+    extended to an even one (a window) with values that never win."""
+    n, dtype = x.shape[axis], x.dtype
+    m = -(-n // parts)
+    if m * parts != n:
+        x = window(x, axis, 0, m * parts)
+        kept = np.arange(m * parts).reshape((-1,) + (1,) * (x.ndim - axis - 1)) < n
+        if _dt.is_float(dtype):
+            worst = -np.inf if largest else np.inf
+        else:
+            info = np.iinfo(_dt.to_numpy_dtype(dtype))
+            worst = info.min if largest else info.max
+        x = _bin.where_(tensor(kept), x, tensor(np.asarray(worst, _dt.to_numpy_dtype(dtype))))
+    shape = x.shape
+    blocks = _view.reshape(x, shape[:axis] + (parts, m) + shape[axis + 1 :])
+    values, indices = _topk(blocks, k=k, axis=axis + 1, largest=largest)  # each piece's own
+    offsets = np.arange(parts).reshape((parts,) + (1,) * (x.ndim - axis)) * m
+    indices = _bin.add(indices, tensor(offsets, _dt.int64))  # global positions
+    candidates = shape[:axis] + (parts * k,) + shape[axis + 1 :]
+    values, indices = _view.reshape(values, candidates), _view.reshape(indices, candidates)
+    dims = [() if d == axis else axes for d, axes in enumerate(values.sharding.dim_axes)]
+    values, indices = (reshard(t, t.sharding.with_dims(dims)) for t in (values, indices))  # the gather
+    top, pick = _topk(values, k=k, axis=axis, largest=largest)
+    return top, _gather(indices, pick, axis=axis)
 
 
 @public()
