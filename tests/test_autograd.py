@@ -529,6 +529,25 @@ def test_no_perturbation_confusion():
     np.testing.assert_allclose(v.numpy(), [1.0, 1.0, 1.0])
 
 
+def test_inner_transform_keeps_the_dependence_on_what_it_closes_over():
+    # the inner function closes over the outer variable w: d/dw sum(d/da sum(a w w)) = 2w
+    x, w0 = _t([3.0, 4.0]), _t([1.0, 2.0])
+    inner = {
+        "grad": lambda w: nb.grad(lambda a: (a * w * w).sum())(x),
+        "jacrev": lambda w: nb.jacrev(lambda a: a * w * w)(x),
+        "vjp": lambda w: nb.vjp(lambda a: a * w * w, x)[1](nb.ones_like(x))[0],
+    }
+    for name, g in inner.items():
+        np.testing.assert_allclose(nb.grad(lambda w, g=g: g(w).sum())(w0).numpy(), [2.0, 4.0], err_msg=name)
+    assert nb.grad(lambda w: nb.grad(lambda a: a * w**3)(_t(2.0)))(_t(1.5)).item() == pytest.approx(6.75)
+    # and with backward(): a gradient penalty on a captured parameter (torch.func.grad's answer)
+    p = nb.tensor([1.0, 2.0], dtype=nb.float64, requires_grad=True)
+    g = nb.grad(lambda a: (a * p * p).sum())(x)
+    g.sum().backward()
+    np.testing.assert_allclose(p.grad.numpy(), [2.0, 4.0])
+    assert not nb.grad(lambda a: (a * a * x).sum())(w0).requires_grad  # nothing outer: a plain value
+
+
 # =============================================================================================
 # grad / value_and_grad / vjp / jvp
 # =============================================================================================

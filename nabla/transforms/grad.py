@@ -117,11 +117,33 @@ def _vjp(fn: Callable, primals: tuple, has_aux: bool, where: str, names: list[st
             None if _is_constant_leaf(w, direct) else grads[id(i)][1] if id(i) in grads else zeros_like(w)
             for w, i in zip(wrt, wrt_impls, strict=True)
         ]
-        if not nested:  # top level: results are plain values, as with torch.func / JAX
+        if not nested and not _reaches_outer_grad([o._impl for o in out_leaves], wrt_impls):
+            # top level: results are plain values, as with torch.func / JAX
             res = [None if r is None else detach(r) for r in res]
         return tree_unflatten(treedef, res)
 
     return (result, vjp_fn, aux) if has_aux else (result, vjp_fn)
+
+
+def _reaches_outer_grad(roots: list, wrt_impls: list) -> bool:
+    """Whether fn's outputs depend on a tensor that requires grad other than the arguments
+    differentiated: one fn closes over (`grad(lambda a: (a * w).sum())` inside a grad of `w`,
+    or a Module's parameters). The gradients then keep that dependence, for the outer grad or
+    `backward()` to differentiate, as JAX and torch.func do."""
+    start = min((i.seq for i in wrt_impls), default=0)  # tensors older than this came from outside
+    stop = {id(i) for i in wrt_impls}
+    stack, seen = list(roots), set()
+    while stack:
+        impl = stack.pop()
+        if id(impl) in seen or id(impl) in stop:
+            continue
+        seen.add(id(impl))
+        if impl.seq < start or impl.output_refs is None:
+            if impl.requires_grad:
+                return True
+            continue
+        stack.extend(impl.output_refs.args)
+    return False
 
 
 def _has_inner_levels(roots: list, start: int, depth: int) -> bool:
