@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from nabla import Tensor
+from nabla import Tensor, no_grad
 from nabla.core.common import dtypes as _dt
 from nabla.ops.creation import next_seed_array
 
@@ -47,7 +47,12 @@ def _assign(tensor: Tensor, values: np.ndarray) -> Tensor:
     if not isinstance(tensor, Tensor):
         raise TypeError(f"init: expected a Tensor, got {type(tensor).__name__}")
     storage = np.ascontiguousarray(np.broadcast_to(values, tensor.shape), dtype=_dt.to_numpy_dtype(tensor.dtype))
-    tensor.data = Tensor.from_numpy(storage, dtype=tensor.dtype)
+    value = Tensor.from_numpy(storage, dtype=tensor.dtype)
+    if tensor._is_view():  # `init.zeros_(w[0])`: written into w, as PyTorch's in-place init does
+        with no_grad():
+            tensor.copy_(value)
+    else:
+        tensor.data = value
     return tensor
 
 

@@ -17,7 +17,7 @@ from ..common import dtypes as _dt
 from ..common.context import is_grad_enabled
 from ..graph.engine import GRAPH
 from ..graph.executors import storage_item, storage_to_numpy
-from ..graph.tracing import note_grad, note_mutation
+from ..graph.tracing import TRACE, note_grad, note_grad_read, note_mutation
 from .dispatch import OPS
 from .impl import Device, TensorImpl
 
@@ -44,7 +44,8 @@ class Tensor:
         array([[2., 4.]], dtype=float32)
     """
 
-    __slots__ = ("_impl", "_grad", "__weakref__")
+    # `_view` is set only on views (see `_as_view_of`): (base, base's value then, kind, arg)
+    __slots__ = ("_impl", "_grad", "_view", "__weakref__")
     __array_priority__ = 1000  # NumPy defers `ndarray + Tensor` to us
 
     def __init__(self, impl: TensorImpl) -> None:
@@ -149,6 +150,10 @@ class Tensor:
 
     @property
     def grad(self) -> Tensor | None:
+        if TRACE.state is not None and note_grad_read(self):  # nabla.compile: the caller's .grad
+            g = self._grad  # is an input, read again on each call: computed, not a recipe to bake in
+            if g is not None and g._impl.data is None and g._impl.output_refs is not None:
+                GRAPH.evaluate([g._impl])  # (pending; an argument's .grad is a placeholder)
         return self._grad
 
     @grad.setter
@@ -159,8 +164,9 @@ class Tensor:
         self._grad = value
 
     def detach(self) -> Tensor:
-        """A tensor with the same value that is not part of any autodiff trace."""
-        return OPS.detach(self)
+        """A tensor with the same value that is not part of any autodiff trace; in-place ops
+        on it update this tensor, as PyTorch's shared storage does."""
+        return OPS.detach(self)._as_view_of(self, "alias", None)
 
     def __deepcopy__(self, memo: dict) -> Tensor:
         """A copy that shares no state (`copy.deepcopy(model)`); realized storage is immutable
@@ -175,10 +181,11 @@ class Tensor:
 
     @property
     def data(self) -> Tensor:
-        """PyTorch's `.data`: the value without autodiff history (a realized tensor shares storage)."""
+        """PyTorch's `.data`: the value without autodiff history (a realized tensor shares
+        storage); in-place ops on it update this tensor (`p.data.zero_()`)."""
         if self._impl.is_realized and not self._impl.batch_dims:
-            return Tensor(self._impl.share())
-        return OPS.detach(self)
+            return Tensor(self._impl.share())._as_view_of(self, "alias", None)
+        return OPS.detach(self)._as_view_of(self, "alias", None)
 
     @data.setter
     def data(self, value: Tensor) -> None:
@@ -380,9 +387,14 @@ class Tensor:
 
     # -- indexing (x[idx] reads; x[idx] = v is recorded as a functional update) -----------
     def __getitem__(self, index: Any) -> Tensor:
-        return OPS.getitem(self, index)
+        out = OPS.getitem(self, index)
+        return out._as_view_of(self, "index", index) if _is_basic_index(index) else out
 
     def __setitem__(self, index: Any, value: Any) -> None:
+        view = getattr(value, "_view", None)
+        if view is not None and view[0] is self and view[1] is self._impl and view[3] is index:
+            return  # `x[i] += v`: the in-place op on the view x[i] already wrote it through
+        self._sync_view()
         self._replace_impl(OPS.setitem(self, index, value), "__setitem__")
 
     @property
@@ -390,9 +402,41 @@ class Tensor:
         """JAX-style functional updates: `x.at[idx].set(v)`, `.add(v)`, `.multiply(v)`, `.get()`."""
         return OPS.at(self)
 
-    def _replace_impl(self, new: Tensor, what: str) -> Tensor:
-        """In-place ops are functional updates: this facade now points at the new value."""
-        if self._impl.is_leaf and self._impl.requires_grad and is_grad_enabled():
+    # -- views: in-place ops write through to the tensor a view was taken from --------------
+    def _as_view_of(self, base: Tensor, kind: str, arg: Any) -> Tensor:
+        """Remember that self was taken from `base` (kind "index", "reshape", "permute" or
+        "alias" for `.data`/`detach()`), so an in-place op on self writes through to base."""
+        self._view = (base, base._impl, kind, arg)
+        return self
+
+    def _is_view(self) -> bool:
+        """Whether self was taken from another tensor (PyTorch's name): in-place ops write through."""
+        return getattr(self, "_view", None) is not None
+
+    def _sync_view(self) -> None:
+        """Before an in-place op: a view whose base changed since takes the base's current
+        value (storage is shared in PyTorch). Reads of a view are not refreshed."""
+        view = getattr(self, "_view", None)
+        if view is None:
+            return
+        base, seen, kind, arg = view
+        base._sync_view()
+        if base._impl is not seen:
+            self._impl = _VIEW_OF[kind](base, arg)._impl
+            self._view = (base, base._impl, kind, arg)
+
+    def _write_through(self, what: str) -> None:
+        base, _, kind, arg = self._view
+        if kind == "alias":  # `.data` and `detach()` bypass autodiff, as in PyTorch
+            base._replace_impl(OPS.detach(self), what, autodiff=False)
+        else:
+            base._replace_impl(_BASE_FROM[kind](base, self, arg), what)
+        self._view = (base, base._impl, kind, arg)
+
+    def _replace_impl(self, new: Tensor, what: str, autodiff: bool = True) -> Tensor:
+        """In-place ops are functional updates: this facade now points at the new value (and
+        a view's base at its new value)."""
+        if autodiff and self._impl.is_leaf and self._impl.requires_grad and is_grad_enabled():
             raise RuntimeError(f"{what}: a leaf tensor that requires grad is used in an in-place operation")
         if new.shape != self.shape:
             raise RuntimeError(f"{what}: result shape {new.shape} does not match the tensor's shape {self.shape}")
@@ -408,6 +452,8 @@ class Tensor:
             GRAPH.add_unrealized(self)
         if self._impl.requires_grad:
             self._impl.facade = weakref.ref(self)
+        if getattr(self, "_view", None) is not None:
+            self._write_through(what)
         return self
 
     def _adopt(self, value: Tensor) -> Tensor:
@@ -424,15 +470,19 @@ class Tensor:
 
     # -- in-place arithmetic (functional updates under the hood, PyTorch names) ----------
     def add_(self, other: Any, *, alpha: Any = 1) -> Tensor:
+        self._sync_view()
         return self._replace_impl(OPS.add(self, other if alpha == 1 else OPS.mul(other, alpha)), "add_")
 
     def sub_(self, other: Any, *, alpha: Any = 1) -> Tensor:
+        self._sync_view()
         return self._replace_impl(OPS.sub(self, other if alpha == 1 else OPS.mul(other, alpha)), "sub_")
 
     def mul_(self, other: Any) -> Tensor:
+        self._sync_view()
         return self._replace_impl(OPS.mul(self, other), "mul_")
 
     def div_(self, other: Any) -> Tensor:
+        self._sync_view()
         return self._replace_impl(OPS.div(self, other), "div_")
 
     def zero_(self) -> Tensor:
@@ -446,10 +496,49 @@ class Tensor:
         return self._replace_impl(OPS.broadcast_to(OPS.cast(src, self.dtype), self.shape), "copy_")
 
     def clamp_(self, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
+        self._sync_view()
         return self._replace_impl(OPS.clamp(self, min, max), "clamp_")
 
     def masked_fill_(self, mask: Tensor, value: Any) -> Tensor:
+        self._sync_view()
         return self._replace_impl(OPS.masked_fill(self, mask, value), "masked_fill_")
+
+    # `a += b` updates `a` in place, as in PyTorch (without these, Python rebinds the name)
+    def __iadd__(self, other: Any) -> Tensor:
+        return self.add_(other)
+
+    def __isub__(self, other: Any) -> Tensor:
+        return self.sub_(other)
+
+    def __imul__(self, other: Any) -> Tensor:
+        return self.mul_(other)
+
+    def __itruediv__(self, other: Any) -> Tensor:
+        return self.div_(other)
+
+    def __ifloordiv__(self, other: Any) -> Tensor:
+        self._sync_view()
+        return self._replace_impl(OPS.floor_divide(self, other), "__ifloordiv__")
+
+    def __imod__(self, other: Any) -> Tensor:
+        self._sync_view()
+        return self._replace_impl(OPS.remainder(self, other), "__imod__")
+
+    def __ipow__(self, other: Any) -> Tensor:
+        self._sync_view()
+        return self._replace_impl(OPS.pow(self, other), "__ipow__")
+
+    def __iand__(self, other: Any) -> Tensor:
+        self._sync_view()
+        return self._replace_impl(OPS.bitwise_and(self, other), "__iand__")
+
+    def __ior__(self, other: Any) -> Tensor:
+        self._sync_view()
+        return self._replace_impl(OPS.bitwise_or(self, other), "__ior__")
+
+    def __ixor__(self, other: Any) -> Tensor:
+        self._sync_view()
+        return self._replace_impl(OPS.bitwise_xor(self, other), "__ixor__")
 
     # -- elementwise methods -------------------------------------------------------------
     def exp(self) -> Tensor:
@@ -683,34 +772,45 @@ class Tensor:
         return OPS.argsort(self, dim, descending)
 
     # -- shape methods -------------------------------------------------------------------
+    # Shape methods return views (PyTorch): an in-place op on the result writes through.
     def reshape(self, *shape: Any) -> Tensor:
-        return OPS.reshape(self, shape[0] if len(shape) == 1 and isinstance(shape[0], tuple | list) else shape)
+        out = OPS.reshape(self, shape[0] if len(shape) == 1 and isinstance(shape[0], tuple | list) else shape)
+        return out._as_view_of(self, "reshape", out.shape)
 
     def view(self, *shape: Any) -> Tensor:
         return self.reshape(*shape)
 
     def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
-        return OPS.flatten(self, start_dim, end_dim)
+        out = OPS.flatten(self, start_dim, end_dim)
+        return out._as_view_of(self, "reshape", out.shape)
 
     def transpose(self, dim0: int = -2, dim1: int = -1) -> Tensor:
-        return OPS.transpose(self, dim0, dim1)
+        out = OPS.transpose(self, dim0, dim1)
+        return out._as_view_of(self, "permute", _swap(self.ndim, dim0, dim1)) if self.ndim else out
 
     @property
     def T(self) -> Tensor:  # noqa: N802  (PyTorch/NumPy name)
-        return OPS.permute(self, tuple(reversed(range(self.ndim))))
+        perm = tuple(reversed(range(self.ndim)))
+        return OPS.permute(self, perm)._as_view_of(self, "permute", perm)
 
     @property
     def mT(self) -> Tensor:  # noqa: N802
-        return OPS.transpose(self, -2, -1)
+        return self.transpose(-2, -1)
 
     def permute(self, *dims: Any) -> Tensor:
-        return OPS.permute(self, dims[0] if len(dims) == 1 and isinstance(dims[0], tuple | list) else dims)
+        out = OPS.permute(self, dims[0] if len(dims) == 1 and isinstance(dims[0], tuple | list) else dims)
+        perm = tuple(
+            int(d) % self.ndim for d in (dims[0] if len(dims) == 1 and isinstance(dims[0], tuple | list) else dims)
+        )
+        return out._as_view_of(self, "permute", perm)
 
     def squeeze(self, dim: Any = None, *, axis: Any = None) -> Tensor:
-        return OPS.squeeze(self, _axis_arg(dim, axis, "squeeze"))
+        out = OPS.squeeze(self, _axis_arg(dim, axis, "squeeze"))
+        return out._as_view_of(self, "reshape", out.shape)
 
     def unsqueeze(self, dim: int) -> Tensor:
-        return OPS.unsqueeze(self, dim)
+        out = OPS.unsqueeze(self, dim)
+        return out._as_view_of(self, "reshape", out.shape)
 
     def broadcast_to(self, shape: Any) -> Tensor:
         return OPS.broadcast_to(self, shape)
@@ -740,13 +840,14 @@ class Tensor:
         return OPS.repeat_interleave(self, repeats, dim)
 
     def split(self, split_size: Any, dim: int = 0) -> tuple:
-        return OPS.split(self, split_size, dim)
+        return _pieces_as_views(self, OPS.split(self, split_size, dim), dim)
 
     def chunk(self, chunks: int, dim: int = 0) -> tuple:
-        return OPS.chunk(self, chunks, dim)
+        return _pieces_as_views(self, OPS.chunk(self, chunks, dim), dim)
 
     def unbind(self, dim: int = 0) -> tuple:
-        return OPS.unbind(self, dim)
+        pieces = OPS.unbind(self, dim)
+        return tuple(p._as_view_of(self, "index", _axis_index(self.ndim, dim, i)) for i, p in enumerate(pieces))
 
     def tril(self, diagonal: int = 0) -> Tensor:
         return OPS.tril(self, diagonal)
@@ -763,10 +864,11 @@ class Tensor:
     movedim = moveaxis
 
     def swapaxes(self, axis0: int, axis1: int) -> Tensor:
-        return OPS.transpose(self, axis0, axis1)
+        return self.transpose(axis0, axis1)
 
     def unflatten(self, dim: int, sizes: Any) -> Tensor:
-        return OPS.unflatten(self, dim, sizes)
+        out = OPS.unflatten(self, dim, sizes)
+        return out._as_view_of(self, "reshape", out.shape)
 
     def index_select(self, dim: int, index: Tensor) -> Tensor:
         return OPS.index_select(self, dim, index)
@@ -816,6 +918,50 @@ class Tensor:
 
     def clone(self) -> Tensor:
         return OPS.identity(self)
+
+
+def _is_basic_index(index: Any) -> bool:
+    """Ints, slices, None and Ellipsis select a view (PyTorch); tensor, list and bool indices copy."""
+    items = index if type(index) is tuple else (index,)
+    return all(
+        i is None or i is Ellipsis or type(i) is slice or (isinstance(i, int | np.integer) and not isinstance(i, bool))
+        for i in items
+    )
+
+
+def _axis_index(ndim: int, dim: int, item: Any) -> tuple:
+    """The basic index selecting `item` (an int or slice) along `dim`."""
+    return (slice(None),) * (dim % ndim) + (item,)
+
+
+def _pieces_as_views(base: Tensor, pieces: tuple, dim: int) -> tuple:
+    """split/chunk results: each a view of its slice of `base` along `dim`."""
+    start = 0
+    for piece in pieces:
+        stop = start + piece.shape[dim]
+        piece._as_view_of(base, "index", _axis_index(base.ndim, dim, slice(start, stop)))
+        start = stop
+    return pieces
+
+
+def _swap(ndim: int, a: int, b: int) -> tuple[int, ...]:
+    perm = list(range(ndim))
+    perm[a % ndim], perm[b % ndim] = perm[b % ndim], perm[a % ndim]
+    return tuple(perm)
+
+
+# A view's value from its base's, and the base's new value from the view's (write-through).
+_VIEW_OF = {
+    "index": lambda base, index: OPS.getitem(base, index),
+    "reshape": lambda base, shape: OPS.reshape(base, shape),
+    "permute": lambda base, perm: OPS.permute(base, perm),
+    "alias": lambda base, _: OPS.detach(base),
+}
+_BASE_FROM = {
+    "index": lambda base, view, index: OPS.setitem(base, index, view),
+    "reshape": lambda base, view, _: OPS.reshape(view, base.shape),
+    "permute": lambda base, view, perm: OPS.permute(view, tuple(int(i) for i in np.argsort(perm))),
+}
 
 
 def _correction(correction: float, unbiased: bool | None) -> float:

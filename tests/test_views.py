@@ -1,0 +1,123 @@
+"""In-place ops and views, as in PyTorch: a tensor taken from another by basic indexing, a shape
+method, `.data` or `detach()` writes its in-place updates through to that tensor, and `a += b`
+updates `a` (every name bound to it sees the change). NumPy executor; compared with torch where
+it is installed."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import nabla as nb
+import nabla_nn as nn
+
+try:
+    import torch
+except ImportError:
+    torch = None
+
+# (name, program): each takes the library and a fresh 2x3 tensor holding 0..5, updates it through
+# a view, and returns it. Both libraries run the same code.
+PROGRAMS = {
+    "row": lambda lib, x: x[0].mul_(5),
+    "element": lambda lib, x: x[1, 2].fill_(-1),
+    "column slice": lambda lib, x: x[:, 1:].zero_(),
+    "ellipsis and None": lambda lib, x: x[..., None][:, 0].add_(10),
+    "setitem on a row": lambda lib, x: x[1].__setitem__(0, 7.0),
+    "view": lambda lib, x: x.view(3, 2)[2].fill_(4),
+    "reshape": lambda lib, x: x.reshape(-1).clamp_(1, 3),
+    "flatten": lambda lib, x: x.flatten()[::2].zero_(),
+    "unsqueeze/squeeze": lambda lib, x: x.unsqueeze(0).squeeze(0)[0].sub_(1),
+    "transpose": lambda lib, x: x.transpose(0, 1)[0].fill_(9),
+    "T": lambda lib, x: x.T[2].mul_(-1),
+    "permute": lambda lib, x: x.permute(1, 0)[1:].div_(2),
+    "split": lambda lib, x: x.split([1, 2], 1)[1].zero_(),
+    "chunk": lambda lib, x: x.chunk(2, 0)[1].add_(100),
+    "unbind": lambda lib, x: x.unbind(1)[1].fill_(0),
+    "view of a view": lambda lib, x: x[1][1:].masked_fill_(x[1][1:] > 4, 0),
+    "data": lambda lib, x: x.data.fill_(3),
+    "detach": lambda lib, x: x.detach()[0].zero_(),
+    "copy_": lambda lib, x: x[0].copy_(lib.tensor([7.0, 8.0, 9.0])),
+    "iadd on an index": lambda lib, x: x[0].__iadd__(1),
+}
+
+
+def _run(lib, program) -> np.ndarray:
+    x = lib.arange(6.0).reshape(2, 3) * 1.0  # not a view of anything
+    program(lib, x)
+    return x.numpy()
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_in_place_ops_on_a_view_write_through_to_its_base(name):
+    got = _run(nb, PROGRAMS[name])
+    assert not np.array_equal(got, np.arange(6.0).reshape(2, 3)), "the base did not change"
+    if torch is not None:
+        np.testing.assert_array_equal(got, _run(torch, PROGRAMS[name]))
+
+
+def test_a_view_takes_its_bases_later_updates_before_its_own():
+    x = nb.arange(6.0).reshape(2, 3) * 1.0
+    row = x[0]
+    x.zero_()
+    row.add_(1)  # PyTorch: storage is shared, so row held zeros
+    np.testing.assert_array_equal(x.numpy(), [[1, 1, 1], [0, 0, 0]])
+    np.testing.assert_array_equal(row.numpy(), [1, 1, 1])
+
+
+def test_advanced_indices_copy_as_in_pytorch():
+    x = nb.arange(6.0).reshape(2, 3) * 1.0
+    x[[0, 1]].zero_()
+    x[x > 2].zero_()
+    np.testing.assert_array_equal(x.numpy(), np.arange(6.0).reshape(2, 3))
+
+
+def test_augmented_assignment_updates_the_tensor_every_name_sees():
+    w = nb.tensor([1.0, 2.0], requires_grad=True)
+    (w * w).sum().backward()
+    params = [w]
+    with nb.no_grad():
+        for p in params:  # the classic manual SGD step
+            p -= 0.1 * p.grad
+    np.testing.assert_allclose(w.numpy(), [0.8, 1.6])
+    assert w.requires_grad and w.is_leaf
+    a = nb.tensor([1, 6])
+    b = a
+    a += 1
+    a *= 2
+    a //= 3
+    a %= 3
+    np.testing.assert_array_equal(b.numpy(), [1, 1])  # [2, 7] [4, 14] [1, 4] [1, 1]
+    m = nb.tensor([True, False])
+    alias = m
+    m |= nb.tensor([False, True])
+    assert alias.tolist() == [True, True]
+    with pytest.raises(RuntimeError, match="leaf tensor that requires grad"):
+        w += 1
+
+
+def test_in_place_updates_through_views_are_differentiated():
+    w = nb.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = w * 2
+    y[0] += 5  # written through the view y[0] once (Python's setitem then sees it is done)
+    y[1:].mul_(w[1:])  # y = (2 w0 + 5, 2 w1^2, 2 w2^2)
+    y.sum().backward()
+    np.testing.assert_allclose(w.grad.numpy(), [2.0, 8.0, 12.0])
+    with pytest.raises(RuntimeError, match="leaf tensor that requires grad"):
+        w[0].zero_()  # a view of a leaf that requires grad: as in PyTorch, outside no_grad
+
+
+def test_parameter_updated_through_data_and_views_stays_a_leaf_parameter():
+    layer = nn.Linear(3, 2)
+    layer.weight.data.fill_(1.0)  # PyTorch's classic init idioms
+    layer.bias.data.zero_()
+    with nb.no_grad():
+        layer.weight[0].mul_(2)
+    nn.init.zeros_(layer.weight[1])
+    np.testing.assert_array_equal(layer.weight.numpy(), [[2, 2, 2], [0, 0, 0]])
+    np.testing.assert_array_equal(layer.bias.numpy(), [0, 0])
+    assert isinstance(layer.weight, nn.Parameter) and layer.weight.is_leaf and layer.weight.requires_grad
+    emb = nn.Embedding(4, 3)
+    with nb.no_grad():
+        emb.weight[0].zero_()  # the padding row
+    np.testing.assert_array_equal(emb.weight[0].numpy(), [0, 0, 0])
