@@ -371,13 +371,10 @@ class Module:
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset every parameter's `.grad` (to None, or to realized zeros)."""
         for p in self.parameters():
-            if p.grad is None:
-                continue
-            p.grad = (
-                None
-                if set_to_none
-                else Tensor.from_numpy(np.zeros(p.shape, _dt.to_numpy_dtype(p.dtype)), dtype=p.dtype)
-            )
+            if set_to_none:  # without reading .grad: a compiled step must not depend on it
+                p.grad = None
+            elif p.grad is not None:
+                p.grad = Tensor.from_numpy(np.zeros(p.shape, _dt.to_numpy_dtype(p.dtype)), dtype=p.dtype)
 
     def to(self, dtype: Any = None, device: Any = None) -> Module:
         """Cast floating parameters and buffers to `dtype` (in place); `device` must be the CPU.

@@ -312,9 +312,10 @@ class Optimizer:
         """
         for group in self.param_groups:
             for p in group["params"]:
-                if p.grad is None:
-                    continue
-                p.grad = None if set_to_none else realized_zeros_like(p.grad)
+                if set_to_none:  # without reading .grad: a compiled step must not depend on it
+                    p.grad = None
+                elif p.grad is not None:
+                    p.grad = realized_zeros_like(p.grad)
 
     # -- step -----------------------------------------------------------------------------
     def step(self, closure: Callable[[], Any] | None = None) -> Any:

@@ -12,6 +12,8 @@ import pytest
 
 import nabla as nb
 from nabla.ops.base import Operation
+from nabla_nn import Parameter
+from nabla_optim import SGD
 
 RNG = np.random.default_rng(0)
 
@@ -342,3 +344,151 @@ def test_no_recompile_covers_compiled_functions():
         f(nb.ones(2))
         with pytest.raises(nb.RecompileError, match=r"would recompile: x shape \(2,\) -> \(3,\)"):
             f(nb.ones(3))
+
+
+# -- the caller's .grad: backward() accumulates into it, as in eager mode ------------------------
+def _sgd_step_without_zeroing(w):
+    def step(x):
+        loss = (w * x).sum()
+        loss.backward()  # adds to w.grad when there is one
+        with nb.no_grad():
+            w.sub_(0.1 * w.grad)
+        return loss
+
+    return step
+
+
+def test_backward_accumulates_into_grad_across_compiled_calls_like_eager():
+    w, w_ref = nb.tensor([1.0, 2.0], requires_grad=True), nb.tensor([1.0, 2.0], requires_grad=True)
+    compiled, eager = nb.compile(_sgd_step_without_zeroing(w)), _sgd_step_without_zeroing(w_ref)
+    for i in range(4):
+        x = nb.tensor([1.0, float(i + 1)])
+        np.testing.assert_allclose(compiled(x).numpy(), eager(x).numpy(), rtol=1e-6)
+        np.testing.assert_allclose(w.grad.numpy(), w_ref.grad.numpy(), rtol=1e-6)
+        np.testing.assert_allclose(w.numpy(), w_ref.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(w.grad.numpy(), [4.0, 10.0])
+    # a None .grad and a present one take different paths: two models, then only hits
+    assert (compiled.stats.misses, compiled.stats.hits) == (2, 2)
+    assert compiled.stats.recompile_reasons == [".grad of closure variable 'w' None -> a float32 tensor of shape (2,)"]
+
+
+def test_grad_present_at_trace_time_is_an_input_and_none_is_another_model():
+    w = nb.tensor([1.0, 2.0], requires_grad=True)
+
+    def backward_only(x):
+        (w * x).sum().backward()
+
+    f, x = nb.compile(backward_only), nb.tensor([1.0, 1.0])
+    for before, after in [([5.0, 5.0], [6.0, 6.0]), ([10.0, 20.0], [11.0, 21.0]), (None, [1.0, 1.0])]:
+        w.grad = None if before is None else nb.tensor(before)
+        f(x)
+        np.testing.assert_allclose(w.grad.numpy(), after)
+    w.grad = nb.tensor([2.0, 2.0])  # the model for a present .grad is still cached
+    f(x)
+    np.testing.assert_allclose(w.grad.numpy(), [3.0, 3.0])
+    assert (f.stats.misses, f.stats.hits) == (2, 2)
+    assert f.stats.recompile_reasons == [".grad of closure variable 'w' a float32 tensor of shape (2,) -> None"]
+
+
+def test_backward_accumulates_into_the_grad_of_an_argument():
+    def step(w, x):
+        (w * x).sum().backward()
+
+    f, x = nb.compile(step), nb.tensor([1.0, 2.0])
+    w, w_ref = nb.tensor([1.0, 1.0], requires_grad=True), nb.tensor([1.0, 1.0], requires_grad=True)
+    for _ in range(3):
+        f(w, x)
+        step(w_ref, x)
+        np.testing.assert_allclose(w.grad.numpy(), w_ref.grad.numpy())
+    np.testing.assert_allclose(w.grad.numpy(), [3.0, 6.0])
+    assert f.stats.recompile_reasons == [".grad of w None -> a float32 tensor"]
+
+
+def test_the_grad_of_an_argument_follows_its_dynamic_dims():
+    def step(w, x):
+        (w * x).sum().backward()
+
+    f = nb.compile(step, dynamic_dims={0: 0, 1: 0})
+    for n in (3, 4, 5):
+        w = nb.ones(n, requires_grad=True)
+        w.grad = nb.full((n,), 2.0)
+        f(w, nb.arange(n).astype(nb.float32))
+        np.testing.assert_allclose(w.grad.numpy(), 2.0 + np.arange(n))
+    assert (f.stats.misses, f.stats.hits) == (1, 2)
+
+
+def test_zero_grad_inside_the_step_keeps_one_model_whatever_grad_held_before():
+    w = Parameter(nb.tensor([1.0, 2.0]))
+    opt = SGD([w], lr=0.1)
+
+    @nb.compile
+    def step(x):
+        opt.zero_grad()
+        loss = (w * x).sum()
+        loss.backward()
+        opt.step()
+        return loss
+
+    for _ in range(3):  # .grad is None before the first call, a tensor before the others
+        step(nb.tensor([1.0, 1.0]))
+    np.testing.assert_allclose(w.grad.numpy(), [1.0, 1.0])
+    np.testing.assert_allclose(w.numpy(), [0.7, 1.7], rtol=1e-6)
+    assert (step.stats.traces, step.stats.hits, step.stats.recompile_reasons) == (1, 2, [])
+
+
+def test_gradient_accumulation_over_compiled_micro_steps_and_a_compiled_update():
+    def run(compile_fn):
+        w = Parameter(nb.tensor([1.0, 2.0]))
+        opt = SGD([w], lr=0.1)
+
+        def micro(x):
+            (w * x).sum().backward()
+
+        def update():
+            opt.step()
+            opt.zero_grad()
+
+        micro, update = compile_fn(micro), compile_fn(update)
+        for k in range(3):
+            micro(nb.tensor([1.0, float(k)]))
+            micro(nb.tensor([2.0, 1.0]))
+            update()
+        return w.numpy(), micro, update
+
+    got, micro, update = run(nb.compile)
+    want, _, _ = run(lambda f: f)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    np.testing.assert_allclose(want, [0.1, 1.4], rtol=1e-6)
+    assert (micro.stats.traces, update.stats.traces) == (2, 1)
+
+
+def test_a_pending_grad_from_eager_backward_is_read_on_each_call():
+    w = nb.tensor([1.0, 2.0], requires_grad=True)
+
+    class Holder:  # reached through an attribute: not found by name
+        pass
+
+    h = Holder()
+    h.w = w
+    apply = nb.compile(lambda: h.w.grad * 2.0)
+    for scale in (1.0, 3.0, 5.0):
+        w.grad = None
+        (w * scale).sum().backward()  # a pending .grad, not yet computed
+        np.testing.assert_allclose(apply().numpy(), [2 * scale, 2 * scale])
+    assert (apply.stats.misses, apply.stats.hits) == (1, 2)
+
+
+# -- Python scalars -----------------------------------------------------------------------------
+def test_python_scalar_changing_type_recompiles_with_a_reason():
+    f = nb.compile(lambda x, n: x * n)
+    x = nb.tensor([1.0, 2.0])
+    np.testing.assert_allclose(f(x, 2).numpy(), [2.0, 4.0])
+    np.testing.assert_allclose(f(x, 0.5).numpy(), [0.5, 1.0])
+    np.testing.assert_allclose(f(x, 3).numpy(), [3.0, 6.0])
+    np.testing.assert_allclose(f(x, np.float64(1.5)).numpy(), [1.5, 3.0])  # a float: the float model
+    assert (f.stats.misses, f.stats.hits) == (2, 2)
+    assert f.stats.recompile_reasons == ["n type int -> float"]
+    g = nb.compile(lambda x, n: x * (2.0 if n > 1 else 3.0))  # `n > 1` needs n's value: specialized
+    np.testing.assert_allclose(g(x, 3).numpy(), [2.0, 4.0])
+    np.testing.assert_allclose(g(x, 0.5).numpy(), [3.0, 6.0])
+    assert g.stats.recompile_reasons == ["n type int -> float"]

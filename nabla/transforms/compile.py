@@ -11,6 +11,9 @@ What becomes a model input on every call:
     one that the function uses as a Python value, e.g. a shape, is specialized instead),
   - tensors the function captures (globals, closure cells, attributes): read again from where
     they live on every call, so a rebound global or an in-place update is never stale,
+  - the `.grad` of a tensor (captured or an argument) that the function reads before assigning
+    it, e.g. the gradient `backward()` accumulates into: whether it is None is part of the
+    signature (eager code takes another path), its value is an input,
   - a fresh seed for every random op.
 In-place updates (`p.sub_(...)`, `x[i] = v`) and `.grad` assignments made inside the function
 are replayed on the real tensors after each call, so a PyTorch-style training step (forward,
@@ -40,7 +43,7 @@ from ..core.graph.executors import get_executor_impl
 from ..core.graph.program import collect
 from ..core.graph.symbolic import PROBE_STEPS, DynamicPlan, SymbolicProgramError, make_symbolic, run_prepared
 from ..core.graph.tracing import ConcretizationError, TraceState, trace_scope
-from ..core.tensor.impl import TensorImpl
+from ..core.tensor.impl import TensorImpl, next_seq
 from ..core.tensor.tensor import Tensor
 from ..ops.call import SubProgram, call
 from ..ops.creation import next_seed_array, rng_state, set_rng_state
@@ -81,11 +84,12 @@ class _Leaf:
 class _Source:
     """Where a model input comes from on each call."""
 
-    kind: str  # "leaf", "scalar", "seed", "captured"
+    kind: str  # "leaf", "scalar", "seed", "captured", "grad"
     index: int = -1  # leaf index for "leaf"/"scalar"
     dtype: Any = None
     getter: Callable[[], Tensor] | None = None  # for "captured"
     label: str = ""  # for "captured": where the tensor lives ("global 'W'")
+    target: tuple = ()  # for "grad": whose .grad, as in `_facade`
     aval: tuple = ()  # (physical shape, dtype) seen at trace time, for "captured"
 
 
@@ -98,6 +102,7 @@ class _Entry:
     out_slots: list  # per output leaf: ("out", k) or ("const", value)
     mutations: list  # (target getter, k): rebind a facade's impl to program output k
     grads: list  # (target getter, k or None): set a facade's .grad
+    grad_reads: list  # (target, label or None for an argument): whose caller's .grad the trace read
     plan: DynamicPlan | None
     name_checks: list  # (getter, id of the Tensor object seen at trace time, label)
     out_layouts: list  # per program output: (ShardingSpec or None, global shape) as traced
@@ -126,6 +131,9 @@ class CompiledFunction:
         self._calls: OrderedDict[tuple, _Entry] = OrderedDict()  # lazy_call: one `call` op each
         self._static_scalars: set[tuple] = set()  # structures whose scalars must be specialized
         self._static_dims: set[tuple] = set()  # structures whose dynamic dims could not be symbolic
+        # Tensors whose caller's .grad some trace read, by identity: (target, label) each; their
+        # grads' state is part of every key (empty for steps that zero grads before backward).
+        self._grad_watch: dict[tuple, tuple] = {}
         functools.update_wrapper(self, fn)
 
     def __repr__(self) -> str:
@@ -137,6 +145,7 @@ class CompiledFunction:
     def clear_cache(self) -> None:
         self._entries.clear()
         self._calls.clear()
+        self._grad_watch.clear()
 
     # -- call ---------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -188,6 +197,8 @@ class CompiledFunction:
         specialize = bool(self._static_scalars) and structure in self._static_scalars
         compiles = self.stats.compiles
         entry = self._trace(args, kwargs, values, leaves, labels, specialize, structure, lazy)
+        for target, label in entry.grad_reads:
+            self._grad_watch.setdefault(_identity(target), (target, label))
         served = not lazy and self.stats.compiles == compiles and get_executor_impl(CONFIG.executor).makes_max_models
         self._record_miss(reason, served)
         # (the trace may have switched this structure to specialized scalars: key it again)
@@ -205,6 +216,8 @@ class CompiledFunction:
         names = self._labels(args, kwargs)
         labels = {id(p._impl): n for p, n in zip(placeholders, names, strict=True) if isinstance(p, Tensor)}
         labels.update({id(s): "random seed" for s in traced.state.seeds})
+        for impl_id, (target, label) in _grad_inputs(traced, placeholders).items():
+            labels[impl_id] = f".grad of {_grad_label(target, label, names)}"
         for impl in traced.collected.inputs:
             if id(impl) not in labels:
                 labels[id(impl)] = self._captured_source(impl, traced).label
@@ -271,7 +284,7 @@ class CompiledFunction:
                     )
             return _Leaf("tensor", (impl.dtype, shape, impl.batch_dims, impl.requires_grad, impl.sharding_key))
         if isinstance(v, float | int) and not isinstance(v, bool):
-            return _Leaf("scalar", (type(v), v))
+            return _Leaf("scalar", (float if isinstance(v, float) else int, v))  # np.float64 is a float
         try:
             hash(v)
         except TypeError:
@@ -292,7 +305,20 @@ class CompiledFunction:
                 parts.append(("tensor", (lf.key[0], v._impl.logical_shape, *lf.key[2:])))
             else:
                 parts.append((lf.kind, lf.key))
-        return (treedef, tuple(parts), CONFIG.executor)
+        return (treedef, tuple(parts), CONFIG.executor, self._grad_key(values))
+
+    def _grad_key(self, values: list) -> tuple:
+        """Per watched `.grad`: None, or the dtype, layout and shape its model input has (an
+        argument's grad has the argument's shape, keyed with its dynamic dims already)."""
+        out = []
+        for target, _ in self._grad_watch.values():
+            g = _caller_grad(target, values)
+            if g is None:
+                out.append(None)
+            else:
+                shape = None if target[0] == "arg" else g._impl.physical_shape
+                out.append((g._impl.dtype, g._impl.sharding_key, shape))
+        return tuple(out)
 
     def _explain(self, key: tuple, stale: _Entry | None, labels: list[str], keys: list[tuple]) -> str | None:
         if stale is not None:
@@ -300,7 +326,8 @@ class CompiledFunction:
         if not keys:
             return None
         closest = max(keys, key=lambda k: _similarity(k, key))
-        return _describe(closest, key, labels)
+        grad_labels = [_grad_label(target, label, labels) for target, label in self._grad_watch.values()]
+        return _describe(closest, key, labels, grad_labels)
 
     def _record_miss(self, reason: str | None, served: bool) -> None:
         """Count a miss; log why. `served`: a MAX model already built (a symbolic one for this
@@ -407,9 +434,12 @@ class CompiledFunction:
                 t = Tensor(p)
                 if impl.requires_grad:
                     t.requires_grad_(True)
+                if v._grad is not None:  # the caller's gradient: an input if the function reads it
+                    g = v._grad._impl
+                    t._grad = Tensor(TensorImpl(shape, g.dtype, batch_dims=impl.batch_dims, sharding=g.sharding))
                 out.append(t)
             elif lf.kind == "scalar" and not specialize:
-                impl = TensorImpl((), _SCALAR_DTYPES[type(v)])
+                impl = TensorImpl((), _SCALAR_DTYPES[lf.key[0]])
                 impl.weak_type = True
                 out.append(Tensor(impl))
             else:
@@ -422,6 +452,7 @@ class CompiledFunction:
         lazy = [t._impl for t in scan.tensors if not t._impl.is_realized]
         if lazy:  # captured promises become inputs (read again each call), not baked recipes
             GRAPH.evaluate(lazy)
+        start_seq = next_seq()
         with trace_scope() as state:
             call_args, call_kwargs = _rebuild(args, kwargs, placeholders, self.static_argnums)
             try:
@@ -453,18 +484,21 @@ class CompiledFunction:
                     grd.append((f, len(targets)))
                     targets.append(_as_target(g))
             collected = collect([t._impl for t in targets], placeholders=True)
-        return _Traced(collected, out_def, out_slots, mut, grd, state, scan)
+        return _Traced(collected, out_def, out_slots, mut, grd, state, scan, start_seq)
 
     def _sources(self, traced: _Traced, leaves: list[_Leaf], placeholders: list) -> list[_Source]:
         """Where each program input comes from on every call."""
         leaf_of = {id(p._impl): i for i, p in enumerate(placeholders) if isinstance(p, Tensor)}
         seeds = {id(s) for s in traced.state.seeds}
+        grad_inputs = _grad_inputs(traced, placeholders)
         sources = []
         for impl in traced.collected.inputs:
             i = leaf_of.get(id(impl))
             if i is not None:
                 kind = "leaf" if leaves[i].kind == "tensor" else "scalar"
                 sources.append(_Source(kind, i, impl.dtype))
+            elif id(impl) in grad_inputs:
+                sources.append(_Source("grad", target=grad_inputs[id(impl)][0]))
             elif id(impl) in seeds:
                 sources.append(_Source("seed"))
             else:
@@ -491,12 +525,7 @@ class CompiledFunction:
 
     @staticmethod
     def _entry(traced: _Traced, prepared, executor, sources, placeholders, plan) -> _Entry:
-        facade_of = {id(f): i for i, f in enumerate(placeholders) if isinstance(f, Tensor)}
-
-        def target(f: Tensor) -> Any:
-            i = facade_of.get(id(f))
-            return ("arg", i) if i is not None else ("tensor", f)
-
+        target = _target_fn(placeholders)
         return _Entry(
             prepared=prepared,
             executor=executor,
@@ -505,6 +534,7 @@ class CompiledFunction:
             out_slots=traced.out_slots,
             mutations=[(target(f), k) for f, k in traced.mutations],
             grads=[(target(f), k) for f, k in traced.grads],
+            grad_reads=[(t, label) for _, t, label in _grad_reads(traced, placeholders)],
             plan=plan,
             name_checks=traced.scan.checks,
             out_layouts=[(t.sharding, t.physical_shape) for t in traced.collected.targets],
@@ -577,6 +607,8 @@ def _source_values(sources: list[_Source], values: list) -> list:
             out.append(np.asarray(values[s.index], dtype=_dt.to_numpy_dtype(s.dtype)))
         elif s.kind == "seed":
             out.append(next_seed_array())
+        elif s.kind == "grad":
+            out.append(_facade(s.target, values)._grad)
         else:
             out.append(s.getter())
     return out
@@ -588,6 +620,60 @@ def _facade(target: tuple, values: list) -> Tensor:
     return values[t] if kind == "arg" else t
 
 
+def _caller_grad(target: tuple, values: list) -> Tensor | None:
+    """The `.grad` of a watched tensor in this call (None where a leaf of another signature is
+    not a tensor)."""
+    kind, t = target
+    if kind == "arg":
+        t = values[t] if t < len(values) else None
+    return t._grad if isinstance(t, Tensor) else None
+
+
+def _identity(target: tuple) -> tuple:
+    """A hashable stand-in for a target (Tensors compare elementwise)."""
+    kind, t = target
+    return (kind, t if kind == "arg" else id(t))
+
+
+def _target_fn(placeholders: list) -> Callable[[Tensor], tuple]:
+    """Maps a facade seen in the trace to a target: ("arg", leaf index) for a placeholder,
+    else ("tensor", the captured Tensor)."""
+    facade_of = {id(f): i for i, f in enumerate(placeholders) if isinstance(f, Tensor)}
+
+    def target(f: Tensor) -> tuple:
+        i = facade_of.get(id(f))
+        return ("arg", i) if i is not None else ("tensor", f)
+
+    return target
+
+
+def _grad_reads(traced: _Traced, placeholders: list) -> list[tuple]:
+    """(the caller's .grad or None, target, label) per `.grad` the trace read before assigning
+    it; the label is None for an argument (named by the call, see `_grad_label`). Tensors the
+    trace created have no caller: their .grad is not part of the signature."""
+    target = _target_fn(placeholders)
+    out = []
+    for f, g in traced.state.grad_reads.values():
+        t = target(f)
+        if t[0] == "tensor" and f._impl.seq > traced.start_seq:
+            continue
+        label = None if t[0] == "arg" else traced.scan.by_impl.get(id(f._impl), ("a captured tensor",))[0]
+        out.append((g, t, label))
+    return out
+
+
+def _grad_inputs(traced: _Traced, placeholders: list) -> dict:
+    """id(impl) -> (target, label) of each caller's .grad the trace read that was a tensor."""
+    return {id(g._impl): (t, label) for g, t, label in _grad_reads(traced, placeholders) if g is not None}
+
+
+def _grad_label(target: tuple, label: str | None, labels: list[str]) -> str:
+    """A watched tensor's name: its capture's, or the argument's in this call."""
+    if label is not None:
+        return label
+    return labels[target[1]] if target[1] < len(labels) else f"argument leaf {target[1]}"
+
+
 @dataclass
 class _Traced:
     collected: Any
@@ -597,6 +683,7 @@ class _Traced:
     grads: list
     state: TraceState
     scan: Any
+    start_seq: int  # impls created by the trace have a larger seq
 
 
 def _inside_transform(values: list) -> bool | str:
@@ -723,7 +810,7 @@ def _positional_names(fn: Callable, n: int) -> list[str]:
     return out
 
 
-def _describe(old: tuple, new: tuple, labels: list[str]) -> str:
+def _describe(old: tuple, new: tuple, labels: list[str], grad_labels: list[str]) -> str:
     if old[2] != new[2]:
         return f"executor {old[2]} -> {new[2]}"
     if old[0] != new[0] or len(old[1]) != len(new[1]):
@@ -748,9 +835,38 @@ def _describe(old: tuple, new: tuple, labels: list[str]) -> str:
                 parts.append("sharding changed")
             return f"{label} " + ", ".join(parts)
         if ka == "scalar":
-            return f"{label} value {va[1]!r} -> {vb[1]!r} (used as a Python value inside the function)"
+            why = _describe_scalar(label, va, vb)
+            if why is None:
+                continue
+            return why
         return f"{label} static value {va[-1]!r} -> {vb[-1]!r}"
+    if old[3] != new[3]:
+        return _describe_grads(old[3], new[3], grad_labels)
     return "the cached model was evicted (max_cache_size)"
+
+
+def _describe_scalar(label: str, old: Any, new: Any) -> str | None:
+    """A scalar's key part is its type (a model input) or (type, value) (specialized); None
+    when only the specialization differs (another leaf changed the structure)."""
+    told, tnew = (k if isinstance(k, type) else k[0] for k in (old, new))
+    if told is not tnew:
+        return f"{label} type {told.__name__} -> {tnew.__name__}"
+    if isinstance(old, type) or isinstance(new, type):
+        return None
+    return f"{label} value {old[1]!r} -> {new[1]!r} (used as a Python value inside the function)"
+
+
+def _describe_grads(old: tuple, new: tuple, labels: list[str]) -> str:
+    def state(part: Any) -> str:
+        if part is None:
+            return "None"
+        return f"a {part[0].name} tensor" + ("" if part[2] is None else f" of shape {part[2]}")
+
+    for label, a, b in zip(labels, old, new, strict=False):
+        if a != b:
+            moved = a is not None and b is not None and state(a) == state(b)
+            return f".grad of {label} sharding changed" if moved else f".grad of {label} {state(a)} -> {state(b)}"
+    return f".grad of {labels[len(old)]} is read too (found by a later trace)"
 
 
 def _normalize_dynamic(dynamic_dims: Any) -> dict:

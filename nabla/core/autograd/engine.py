@@ -222,5 +222,6 @@ def tensor_backward(
         if facade is None:
             continue
         g = g if create_graph or not g.requires_grad else OPS.detach(g)  # no op when already history-free
+        old = facade.grad  # (through the property: under nabla.compile, the caller's .grad is an input)
         note_grad(facade)
-        facade._grad = g if facade._grad is None else OPS.add(facade._grad, g)
+        facade._grad = g if old is None else OPS.add(old, g)

@@ -8,7 +8,9 @@ compiled function. While a trace is active
   - random ops register their seed tensors, so every call of the compiled function feeds
     fresh seeds,
   - in-place updates of tensors (`p.sub_(...)`, `x[i] = v`) and `.grad` assignments are
-    recorded, so the compiled function can replay them as extra outputs.
+    recorded, so the compiled function can replay them as extra outputs,
+  - reads of a `.grad` the function has not assigned yet are recorded: its value before the
+    call (None or a tensor, e.g. the gradient `backward()` accumulates into) is an input.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ class TraceState:
         self.seeds: list[Any] = []  # impls of random-op seed tensors created during the trace
         self.mutated: dict[int, tuple] = {}  # id(facade) -> (facade, its impl before the first update)
         self.grads: dict[int, tuple] = {}  # id(facade) -> (facade, its .grad before the first assignment)
+        self.grad_reads: dict[int, tuple] = {}  # id(facade) -> (facade, its .grad before the call), if read
         self.facades: dict[int, Any] = {}  # id(realized impl) -> a Tensor seen holding it
 
 
@@ -74,6 +77,16 @@ def note_mutation(facade: Any) -> None:
     """Called before `facade._impl` is replaced."""
     if TRACE.state is not None:
         TRACE.state.mutated.setdefault(id(facade), (facade, facade._impl))
+
+
+def note_grad_read(facade: Any) -> bool:
+    """Called before `facade._grad` is read (whether None or its value); True if what is read
+    is the caller's `.grad` (the trace has not assigned it)."""
+    state = TRACE.state
+    if state is None or id(facade) in state.grads:
+        return False
+    state.grad_reads.setdefault(id(facade), (facade, facade._grad))
+    return True
 
 
 def note_grad(facade: Any) -> None:

@@ -17,6 +17,11 @@ from max.dtype import DType
 _SEQ = itertools.count()
 
 
+def next_seq() -> int:
+    """A creation number no impl has: impls created before have smaller ones, after larger."""
+    return next(_SEQ)
+
+
 @dataclass(frozen=True)
 class Device:
     """Where a tensor lives. Only the host CPU is used by this version."""
