@@ -746,3 +746,68 @@ def test_grad_is_taken_at_the_value_passed_in_and_in_place_updates_reach_the_cal
     np.testing.assert_allclose(nb.grad(lambda t: (t.add_(1.0) * t).sum())(v).numpy(), [4.0, 6.0])
     np.testing.assert_allclose(v.numpy(), [2.0, 3.0])
     assert not v.requires_grad  # the new value comes without the trace's autodiff history
+
+
+# =============================================================================================
+# PyTorch's autograd conventions
+# =============================================================================================
+def test_set_grad_enabled_called_plainly_takes_effect_at_once():
+    x = nb.tensor([1.0], requires_grad=True)
+    try:
+        nb.set_grad_enabled(False)  # the first line of many inference scripts
+        assert not nb.is_grad_enabled() and not (x * 2).requires_grad
+        with nb.enable_grad():
+            assert (x * 2).requires_grad
+        assert not nb.is_grad_enabled()
+    finally:
+        nb.set_grad_enabled(True)
+    assert nb.is_grad_enabled()
+    with nb.set_grad_enabled(False):
+        assert not nb.is_grad_enabled()
+    assert nb.is_grad_enabled()
+
+    @nb.set_grad_enabled(False)
+    def infer():
+        return nb.is_grad_enabled()
+
+    assert nb.is_grad_enabled() and infer() is False and nb.is_grad_enabled()
+
+
+def test_tensors_that_do_not_require_grad_are_leaves_and_can_start_requiring_it():
+    x = nb.tensor([1.0, 2.0])
+    adv = x + nb.tensor([0.5, 0.5])  # computed without grad: a leaf, as in PyTorch
+    assert adv.is_leaf
+    adv.requires_grad_(True)  # an adversarial example's input
+    (adv * adv).sum().backward()
+    np.testing.assert_array_equal(adv.grad.numpy(), [3.0, 5.0])
+    w = nb.tensor([1.0], requires_grad=True)
+    with nb.no_grad():
+        assert (w * 2).is_leaf
+    assert not (w * 2).is_leaf
+    with pytest.raises(RuntimeError, match="leaf variables"):
+        (w * 2).requires_grad_(False)
+
+
+def test_retain_grad_keeps_a_non_leaf_gradient():
+    w = nb.tensor([1.0, 2.0], requires_grad=True)
+    for _ in range(2):  # the second backward has the same structure (no replay mix-up)
+        w.grad = None
+        h = w * 3
+        h.retain_grad()
+        (h * h).sum().backward()
+        np.testing.assert_array_equal(h.grad.numpy(), [6.0, 12.0])
+        np.testing.assert_array_equal(w.grad.numpy(), [18.0, 36.0])
+    assert h.retains_grad and not w.retains_grad
+    plain = w * 3
+    (plain * plain).sum().backward()
+    assert plain.grad is None
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        nb.tensor([1.0]).retain_grad()
+
+
+def test_scalar_tensors_format_and_compare_with_none_as_in_pytorch():
+    loss = nb.tensor(2.5)
+    assert f"{loss:.2f}" == "2.50" and f"{loss}" == "2.5"  # as torch: the value
+    assert (loss == None) is False and (loss != None) is True  # noqa: E711
+    with pytest.raises(TypeError):
+        f"{nb.tensor([1.0, 2.0]):.2f}"

@@ -22,7 +22,7 @@ from typing import Any
 from ..common.context import set_grad_enabled
 from ..graph.tracing import note_grad
 from ..tensor.dispatch import OPS
-from ..tensor.impl import TensorImpl
+from ..tensor.impl import RETAINED, TensorImpl
 from ..tensor.tensor import Tensor
 from . import replay as _replay
 
@@ -162,7 +162,10 @@ def _run_rules(
 
         # Deterministic order (wrt order, else first-reached order): it decides the creation
         # order of the ops that consume these gradients, and so the cache key.
-        result_ids = [id(w) for w in wrt] if wrt is not None else [k for k, i in holders.items() if i.is_leaf]
+        if wrt is not None:
+            result_ids = [id(w) for w in wrt]
+        else:  # the leaves, and the non-leaves whose .grad is kept (retain_grad)
+            result_ids = [k for k, i in holders.items() if i.is_leaf or (RETAINED and i in RETAINED)]
         return {k: (holders[k], _total(grads, k)) for k in result_ids if k in grads}, visited
 
 

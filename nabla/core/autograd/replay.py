@@ -31,7 +31,7 @@ from ..graph.engine import GRAPH
 from ..graph.opnode import OpNode
 from ..graph.tracing import tracing
 from ..tensor.dispatch import OPS
-from ..tensor.impl import TensorImpl
+from ..tensor.impl import RETAINED, TensorImpl
 from ..tensor.tensor import Tensor
 
 _PLANS_KEPT = 64  # signatures remembered (the oldest dropped first)
@@ -93,6 +93,8 @@ def signature(
     them by their position there, which the signature fixes."""
     if tracing() or CONFIG.eager_max_graph or TAPE.nodes is not None:
         return None
+    if RETAINED and any(r() in RETAINED for node in nodes for r in node._refs):
+        return None  # a retained gradient (a debugging aid) is one more result: not replayed
     index: dict[TensorImpl, int] = {}  # impl (identity hashing) -> position in seen
     seen: list = []
     parts: list = [create_graph]  # the rules run with grad recording on or off

@@ -21,13 +21,22 @@ def is_grad_enabled() -> bool:
 
 
 class set_grad_enabled:
-    """Context manager (and decorator) that turns gradient recording on or off."""
+    """Turns gradient recording on or off, as in PyTorch: at once when called
+    (`nabla.set_grad_enabled(False)` at the top of an inference script), and back to the
+    previous mode at the end of a `with` block or of a decorated function."""
 
     def __init__(self, mode: bool) -> None:
         self._mode = bool(mode)
         self._prev: list[bool] = []
+        self._undo: bool | None = None  # the mode before a plain call took effect
+        if type(self) is set_grad_enabled:  # no_grad()/enable_grad() act only when entered
+            self._undo, _STATE.grad_enabled = _STATE.grad_enabled, self._mode
 
     def __enter__(self) -> None:
+        if self._undo is not None:  # `with set_grad_enabled(m):` already applied at the call
+            self._prev.append(self._undo)
+            self._undo = None
+            return
         self._prev.append(_STATE.grad_enabled)
         _STATE.grad_enabled = self._mode
 
@@ -35,6 +44,9 @@ class set_grad_enabled:
         _STATE.grad_enabled = self._prev.pop()
 
     def __call__(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        if self._undo is not None:  # `@set_grad_enabled(m)` applies to the function only
+            _STATE.grad_enabled, self._undo = self._undo, None
+
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             with set_grad_enabled(self._mode):

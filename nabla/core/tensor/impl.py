@@ -15,6 +15,8 @@ from typing import Any
 from max.dtype import DType
 
 _SEQ = itertools.count()
+# Non-leaf impls whose gradient `backward()` keeps in their tensor's `.grad` (`retain_grad()`).
+RETAINED: weakref.WeakSet = weakref.WeakSet()
 
 
 def next_seq() -> int:

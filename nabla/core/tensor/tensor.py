@@ -19,7 +19,7 @@ from ..graph.engine import GRAPH
 from ..graph.executors import storage_item, storage_to_numpy
 from ..graph.tracing import TRACE, note_grad, note_grad_read, note_mutation
 from .dispatch import OPS
-from .impl import Device, TensorImpl
+from .impl import RETAINED, Device, TensorImpl
 
 
 def _axis_arg(dim: Any, axis: Any, what: str) -> Any:
@@ -132,21 +132,41 @@ class Tensor:
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
         """Mark a leaf tensor as requiring gradients (in place, returns self)."""
-        if not self._impl.is_leaf and not requires_grad and self._impl.requires_grad:
-            raise RuntimeError("you can only change requires_grad flags of leaf variables; use detach() for a non-leaf")
-        if not self._impl.is_leaf:
+        if not self.is_leaf:
+            if not requires_grad:
+                raise RuntimeError(
+                    "you can only change requires_grad flags of leaf variables; use detach() for a non-leaf"
+                )
             return self
         if requires_grad and not _dt.is_float(self.dtype):
             raise RuntimeError(
                 f"only tensors of floating point dtype can require gradients, got dtype {self.dtype.name}"
             )
+        if requires_grad and not self._impl.is_leaf:  # computed without grad (`x + noise`): a new leaf
+            self._install(OPS.detach(self)._impl)
         self._impl.requires_grad = bool(requires_grad)
         self._impl.facade = weakref.ref(self) if requires_grad else None
         return self
 
+    def retain_grad(self) -> None:
+        """Keep this non-leaf tensor's gradient in `.grad` when `backward()` runs (a leaf's is
+        kept anyway), as in PyTorch."""
+        if not self.requires_grad:
+            raise RuntimeError("retain_grad: the tensor does not require grad")
+        if not self.is_leaf:
+            self._impl.facade = weakref.ref(self)
+            RETAINED.add(self._impl)
+
+    @property
+    def retains_grad(self) -> bool:
+        return self._impl in RETAINED
+
     @property
     def is_leaf(self) -> bool:
-        return self._impl.is_leaf
+        """PyTorch's: every tensor that does not require grad is a leaf, and so is one that does
+        but was not computed by a recorded op."""
+        impl = self._impl
+        return not impl.requires_grad or impl.is_leaf
 
     @property
     def grad(self) -> Tensor | None:
@@ -279,6 +299,12 @@ class Tensor:
             raise RuntimeError(f"the truth value of a tensor with shape {self.shape} is ambiguous")
         return bool(self.item())
 
+    def __format__(self, spec: str) -> str:
+        """`f"{loss:.4f}"` formats a 0-d tensor's value, as in PyTorch."""
+        if self.ndim == 0:
+            return format(self.item(), spec)
+        return object.__format__(self, spec)
+
     def __repr__(self) -> str:
         body = np.array2string(self.numpy(), separator=", ", prefix="Tensor(")
         extra = f", dtype={self.dtype.name}"
@@ -332,9 +358,13 @@ class Tensor:
         return self
 
     def __eq__(self, other: Any) -> Tensor:  # type: ignore[override]
+        if other is None:  # `t == None` is False, as in PyTorch
+            return False
         return OPS.equal(self, other)
 
     def __ne__(self, other: Any) -> Tensor:  # type: ignore[override]
+        if other is None:
+            return True
         return OPS.not_equal(self, other)
 
     def __lt__(self, other: Any) -> Tensor:
