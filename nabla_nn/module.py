@@ -446,9 +446,10 @@ class Module:
     # -- state_dict ---------------------------------------------------------------------------
     def state_dict(self, destination: Any = None, prefix: str = "", keep_vars: bool = False) -> OrderedDict:
         """Parameters and persistent buffers by PyTorch name ("layers.0.weight"), in
-        registration order. Shared tensors appear under every name. Values share storage with
-        the module (realized storage is never written in place); `keep_vars=True` returns
-        the Parameter objects themselves. A value sharded on a DeviceMesh is assembled into
+        registration order. Shared tensors appear under every name. Each value is the
+        tensor's `.data`: an in-place op on it writes through to the module (as in PyTorch),
+        but unlike PyTorch it holds the values of the moment it was taken, so take the
+        state_dict after training (or `keep_vars=True`, the Parameter objects themselves). A value sharded on a DeviceMesh is assembled into
         one ordinary tensor (a copy), so checkpoints do not depend on the layout."""
         out = OrderedDict() if destination is None else destination
         sharded: list[str] = []
