@@ -339,18 +339,32 @@ class PowOp(BinaryOperation):
     def vjp_rule(self, primals: list, cotangents: list, outputs: list) -> list:
         x, y = primals
         g = cotangents[0]
-        dx = mul(g, mul(y, pow(x, sub(y, 1))))
-        # d/dy x**y = x**y * log(x); defined as 0 where x == 0 (as PyTorch does).
-        safe_log = _un.log(where_(equal(x, 0), full((), 1, x.dtype), x))
-        return [dx, mul(g, mul(outputs[0], safe_log))]
+        return [mul(g, _pow_dx(x, y)), mul(g, _pow_dy(x, y, outputs[0]))]
 
     def jvp_rule(self, primals: list, tangents: list, outputs: list) -> list:
+        # a constant operand adds no term (0 times an infinite or nan partial would be nan)
         x, y = primals
-        dx = mul(tangents[0], mul(y, pow(x, sub(y, 1))))
-        if is_zero_tangent(tangents[1]):  # constant exponent: no log(x) term (nan for x < 0)
-            return [dx]
-        safe_log = _un.log(where_(equal(x, 0), full((), 1, x.dtype), x))
-        return [add(dx, mul(tangents[1], mul(outputs[0], safe_log)))]
+        dy = None if is_zero_tangent(tangents[1]) else mul(tangents[1], _pow_dy(x, y, outputs[0]))
+        if is_zero_tangent(tangents[0]) and dy is not None:
+            return [dy]
+        dx = mul(tangents[0], _pow_dx(x, y))
+        return [dx if dy is None else add(dx, dy)]
+
+
+def _pow_dx(x: Tensor, y: Tensor) -> Tensor:
+    """d/dx x**y = y * x**(y - 1), and 0 where y == 0 (PyTorch, JAX): x**0 is constant, also at
+    x == 0 where the product would be 0 * 0**-1 = nan. x is replaced by 1 there before the power
+    too, so that derivatives of this expression (higher orders) get no 0 * inf there either."""
+    y_zero = equal(y, 0)
+    power = pow(where_(y_zero, full((), 1, x.dtype), x), sub(y, 1))
+    return where_(y_zero, full((), 0, x.dtype), mul(y, power))
+
+
+def _pow_dy(x: Tensor, y: Tensor, out: Tensor) -> Tensor:
+    """d/dy x**y = x**y * log(x), and 0 where x == 0 and y >= 0 (PyTorch: 0**y is 0 or 1 there;
+    x == 0 with y < 0 gives inf * log(0) = -inf, as PyTorch)."""
+    at_zero = logical_and(equal(x, 0), greater_equal(y, 0))
+    return mul(out, _un.log(where_(at_zero, full((), 1, x.dtype), x)))
 
 
 class MaximumOp(BinaryOperation):

@@ -29,7 +29,7 @@ from ._layout import NHWC, nhwc
 from .base import AVal, Operation, public, shape_of
 from .cast import cast
 from .communication import reshard, window, windowable
-from .creation import tensor
+from .creation import full, tensor
 
 __all__ = [
     "all",
@@ -600,16 +600,37 @@ def argmin(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
 ValuesIndices = namedtuple("ValuesIndices", ["values", "indices"])
 
 
+def _with_indices(name: str, reduce: Any, arg: Any, x: Tensor, dim: Any, keepdim: bool) -> ValuesIndices:
+    """The values of `x` at its arg-reduction's indices along `dim`, and those indices. The values
+    are read at the indices, so their gradient goes to the returned index only, as in PyTorch (a
+    max/min reduction would split it among tied extremes): a sum along `dim` of x where the
+    position is the index and -0.0 elsewhere, which is x there exactly (inf and nan included; a
+    -0.0 extreme may read as 0.0). Elementwise ops and a sum: a dim split over devices sums
+    without a gather."""
+    _check(x, name)
+    a = _single_axis(dim, x.ndim, name)
+    if x.ndim == 0 or x.numel() == 0 or not _dt.is_float(x.dtype):  # nothing to split, or no gradient
+        return ValuesIndices(reduce(x, dim, keepdim), arg(x, dim, keepdim))
+    index = arg(x, a, True)
+    positions = tensor(np.arange(x.shape[a], dtype=np.int64).reshape((-1,) + (1,) * (x.ndim - a - 1)))
+    picked = _bin.where_(_bin.equal(index, positions), x, full((), -0.0, x.dtype))
+    values = _sum(picked, axes=(a,), keepdims=keepdim)
+    return ValuesIndices(values, index if keepdim else _view.squeeze(index, a))
+
+
 @register()
 def max_with_indices(x: Tensor, dim: int, keepdim: bool = False) -> ValuesIndices:
-    """PyTorch's `x.max(dim)`: the maximum values and their indices."""
-    return ValuesIndices(max(x, dim, keepdim), argmax(x, dim, keepdim))
+    """PyTorch's `x.max(dim)`: the maximum values and their indices (the first maximum on ties).
+    The values' gradient goes to those indices only, as PyTorch's; `max(x, dim)` (amax) splits
+    it evenly among tied maxima."""
+    return _with_indices("max", max, argmax, x, dim, bool(keepdim))
 
 
 @register()
 def min_with_indices(x: Tensor, dim: int, keepdim: bool = False) -> ValuesIndices:
-    """PyTorch's `x.min(dim)`: the minimum values and their indices."""
-    return ValuesIndices(min(x, dim, keepdim), argmin(x, dim, keepdim))
+    """PyTorch's `x.min(dim)`: the minimum values and their indices; the values' gradient goes
+    to those indices only (see `max_with_indices`)."""
+    return _with_indices("min", min, argmin, x, dim, bool(keepdim))
 
 
 # -- products, moments, norms ------------------------------------------------------------------
