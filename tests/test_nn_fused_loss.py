@@ -104,3 +104,23 @@ def test_vmap_and_trainable_weights_take_the_composite_path():
     assert loss._impl.output_refs.op.name != "softmax_cross_entropy"
     loss.backward()
     assert w.grad.shape == (5,)
+
+
+@pytest.mark.parametrize(("red", "eps", "weighted"), [("mean", 0.0, False), ("mean", 0.2, True), ("sum", 0.2, True)])
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # 0 * inf in masked-out branches
+def test_all_ignored_rows_get_zero_derivatives_on_both_paths(composite, red, eps, weighted):
+    # the mean is 0 / 0 = nan, its gradient exactly 0 (PyTorch); first and second derivatives,
+    # forward and reverse, of the fused op and of the composite path
+    t, w = nb.Tensor.from_numpy(np.full(6, -100)), nb.Tensor.from_numpy(W) if weighted else None
+    tangent = nb.Tensor.from_numpy(RNG.standard_normal(X.shape).astype(np.float32))
+
+    def f(v):
+        return F.cross_entropy(v, t, weight=w, reduction=red, label_smoothing=eps)
+
+    for path in (False, True):
+        composite(path)
+        x = nb.Tensor.from_numpy(X)
+        assert np.isnan(f(x).item()) == (red == "mean")
+        np.testing.assert_array_equal(nb.grad(f)(x).numpy(), np.zeros_like(X))
+        np.testing.assert_array_equal(nb.jvp(nb.grad(f), (x,), (tangent,))[1].numpy(), np.zeros_like(X))
+        np.testing.assert_array_equal(nb.jacrev(nb.grad(f))(x).numpy(), np.zeros(X.shape * 2, np.float32))

@@ -137,6 +137,28 @@ def test_cross_entropy_gradient_numpy_and_ignored_rows() -> None:
     _close(g, expected / 3, 1e-5)
 
 
+@pytest.mark.parametrize("smoothing", [0.0, 0.2])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("shape", [(4,), (3, 4), (2, 4, 3)])
+def test_all_ignored_targets_give_a_nan_mean_and_a_zero_gradient(smoothing: float, weighted: bool, shape) -> None:
+    # an all-padding batch: the mean is 0 / 0 = nan, but (PyTorch's rule) the gradient is exactly
+    # 0, so an optimizer step leaves the weights unchanged (it was nan: 0 * (1 / 0))
+    x = _randn(*shape)
+    t = nb.tensor(np.full(shape[:1] + shape[2:] if len(shape) > 1 else (), 1))
+    w = nb.tensor(np.array([0.5, 1.0, 2.0, 1.5], np.float32)) if weighted else None
+
+    def ce(a):
+        return F.cross_entropy(a, t, w, ignore_index=1, label_smoothing=smoothing)
+
+    def nll(a):
+        return F.nll_loss(nb.log_softmax(a, axis=0 if len(shape) == 1 else 1), t, w, ignore_index=1)
+
+    for f in (ce, nll):
+        assert np.isnan(f(nb.tensor(x)).item())
+        g = nb.grad(f)(nb.tensor(x)).numpy()
+        np.testing.assert_array_equal(g, np.zeros(shape, np.float32))
+
+
 def test_cross_entropy_is_lazy_and_vmaps() -> None:
     x, t = _randn(5, 4), RNG.integers(0, 4, 5)
     loss = F.cross_entropy(nb.tensor(x), nb.tensor(t), label_smoothing=0.1)
@@ -308,6 +330,32 @@ def test_cross_entropy_matches_torch(reduction: str, smoothing: float, shape: tu
         [x, p],
         (0, 1),
     )
+
+
+@needs_torch
+@pytest.mark.parametrize(("fn", "smoothing"), [("cross_entropy", 0.0), ("cross_entropy", 0.2), ("nll_loss", 0.0)])
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # 0 * inf in masked-out branches
+@pytest.mark.parametrize("shape", [(3,), (2, 3), (2, 3, 2)])
+def test_ignored_and_zero_weight_targets_match_torch(fn: str, smoothing: float, shape: tuple) -> None:
+    # the mean's denominator is 0: ignored targets get gradient 0, a zero-weight target nan
+    x = _randn(*shape)
+    n_targets = (shape[0] * int(np.prod(shape[2:])),) if len(shape) > 1 else ()
+    w = np.array([0.0, 1.0, 2.0], np.float32)
+    kw = {"label_smoothing": smoothing} if smoothing else {}
+    cases = [(np.full(n_targets, -100), None), (np.full(n_targets, -100), w)]
+    if n_targets and not smoothing:  # (with smoothing both libraries give a non-finite gradient)
+        t = np.zeros(n_targets, np.int64)
+        t[0] = -100
+        cases.append((t, w))
+    for t, wt in cases:
+        t = t.reshape(shape[:1] + shape[2:] if len(shape) > 1 else ())
+        xn, xt = nb.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+        ln = getattr(F, fn)(xn, nb.tensor(t), None if wt is None else nb.tensor(wt), **kw)
+        lt = getattr(TF, fn)(xt, torch.tensor(t), None if wt is None else torch.tensor(wt), **kw)
+        ln.backward()
+        lt.backward()
+        assert np.isnan(ln.item()) and np.isnan(lt.item())
+        np.testing.assert_array_equal(xn.grad.numpy(), xt.grad.numpy())
 
 
 @needs_torch

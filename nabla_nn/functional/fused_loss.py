@@ -11,8 +11,10 @@ ignore_index), class weights w (ones when absent) and label smoothing e over C c
     d loss_i / d x_ic = A_i * softmax(x)_ic - a_ic
 
 "mean" divides the summed loss by sum_i v_i * w_t (PyTorch's rule), "sum" sums, "none" keeps
-loss_i. Both ops take logits (N, C), int64 targets (N,) and optionally weights (C,); the
-gradient op's own derivatives are written with nabla ops, so higher-order autodiff works.
+loss_i. Ignored rows get a gradient of exactly 0, also when every row is ignored and the mean is
+0 / 0 = nan (PyTorch's rule: an all-padding batch leaves the weights unchanged). Both ops take
+logits (N, C), int64 targets (N,) and optionally weights (C,); the gradient op's own
+derivatives are written with nabla ops, so higher-order autodiff works.
 """
 
 from __future__ import annotations
@@ -161,53 +163,68 @@ class CrossEntropyGradOp(Operation):
         return _rule(in_shapes, tuple(in_shapes[2]), kwargs["reduction"])
 
     def kernel(self, x: Any, t: Any, g: Any, *w: Any, ignore_index: int, smoothing: float, reduction: str) -> Any:
-        n, _ = shape_of(x)
+        n, c = shape_of(x)
         a, big_a, wt = _max_targets(x, t, _weight_arg(w), ignore_index, smoothing)
         if reduction == "mean":
             g = g / ops.reshape(ops.sum(wt, axis=0), ())
         scale = ops.reshape(g, (n, 1)) if reduction == "none" else g
-        return scale * (ops.reshape(big_a, (n, 1)) * ops.softmax(x, axis=1) - a)
+        out = scale * (ops.reshape(big_a, (n, 1)) * ops.softmax(x, axis=1) - a)
+        # ignored rows: exactly 0, not 0 * (g / 0) = nan when every row is ignored
+        valid = ops.not_equal(t, ops.constant(ignore_index, DType.int64, x.device))
+        valid = ops.broadcast_to(ops.reshape(valid, (n, 1)), (n, c))
+        return ops.where(valid, out, ops.broadcast_to(ops.constant(0.0, x.dtype, x.device), (n, c)))
 
     def numpy_kernel(self, x: np.ndarray, t: np.ndarray, g: np.ndarray, *w: np.ndarray, **kw: Any) -> np.ndarray:
         a, big_a, wt = _np_targets(x, t, _weight_arg(w), kw["ignore_index"], kw["smoothing"])
         sm = _SOFTMAX.numpy_kernel(x, axis=1)
         with np.errstate(invalid="ignore", divide="ignore"):
             scale = g[:, None] if kw["reduction"] == "none" else g / wt.sum() if kw["reduction"] == "mean" else g
-            return (scale * (big_a[:, None] * sm - a)).astype(x.dtype)
+            out = scale * (big_a[:, None] * sm - a)
+        return np.where((t != kw["ignore_index"])[:, None], out, 0).astype(x.dtype)
 
-    # out = S * (A * sm - a) with S the per-row loss cotangent (divided by sum(w_t) for mean):
-    # linear in g, and in x through sm = softmax(x). Written with nabla ops, so differentiable.
+    # out = V * S * (A * sm - a) with S the per-row loss cotangent (divided by sum(w_t) for mean)
+    # and V the valid rows (a `where`, so ignored rows stay 0 when S is inf): linear in g, and in
+    # x through sm = softmax(x). Written with nabla ops, so differentiable.
     def vjp_rule(self, primals: list, cotangents: list, outputs: list, **kw: Any) -> list:
         x, t, g, *w = primals
         h = cotangents[0]
-        sm, a, big_a, denom = _grad_parts(x, t, w, kw)
+        sm, a, big_a, denom, valid = _grad_parts(x, t, w, kw)
         scale = _row_scale(g, denom, kw["reduction"])
-        dx = scale * nb.unsqueeze(big_a, 1) * sm * (h - nb.sum(h * sm, axis=1, keepdims=True))
-        per_row = nb.sum(h * (nb.unsqueeze(big_a, 1) * sm - a), axis=1)
-        dg = per_row if kw["reduction"] == "none" else nb.sum(per_row) / denom
+        dx = _valid_rows(valid, scale * nb.unsqueeze(big_a, 1) * sm * (h - nb.sum(h * sm, axis=1, keepdims=True)))
+        per_row = nb.sum(h * (nb.unsqueeze(big_a, 1) * sm - a), axis=1)  # 0 on ignored rows
+        dg = per_row if kw["reduction"] == "none" else nb.sum(nb.where(valid, per_row / denom, 0.0))
         return [dx, None, dg, *[None] * len(w)]
 
     def jvp_rule(self, primals: list, tangents: list, outputs: list, **kw: Any) -> list:
         x, t, g, *w = primals
         tx, tg = tangents[0], tangents[2]
-        sm, a, big_a, denom = _grad_parts(x, t, w, kw)
+        sm, a, big_a, denom, valid = _grad_parts(x, t, w, kw)
         d_sm = sm * (tx - nb.sum(sm * tx, axis=1, keepdims=True))
         red = kw["reduction"]
         return [
-            _row_scale(g, denom, red) * nb.unsqueeze(big_a, 1) * d_sm
-            + _row_scale(tg, denom, red) * (nb.unsqueeze(big_a, 1) * sm - a)
+            _valid_rows(
+                valid,
+                _row_scale(g, denom, red) * nb.unsqueeze(big_a, 1) * d_sm
+                + _row_scale(tg, denom, red) * (nb.unsqueeze(big_a, 1) * sm - a),
+            )
         ]
 
 
 def _grad_parts(x: Tensor, t: Tensor, w: list, kw: _Kw) -> tuple:
-    """softmax(x), a, A and the "mean" denominator sum(w_t) (1.0 for sum/none), as nabla ops."""
+    """softmax(x), a, A, the "mean" denominator sum(w_t) (1.0 for sum/none) and the valid rows
+    (t != ignore_index, bool (N,)), as nabla ops."""
     a, big_a, wt = _reference_targets(x, t, _weight_arg(w), kw["ignore_index"], kw["smoothing"])
     denom = nb.sum(wt) if kw["reduction"] == "mean" else 1.0
-    return nb.softmax(x, axis=1), a, big_a, denom
+    return nb.softmax(x, axis=1), a, big_a, denom, nb.not_equal(t, kw["ignore_index"])
 
 
 def _row_scale(g: Tensor, denom: Any, reduction: str) -> Tensor:
     return nb.unsqueeze(g, 1) if reduction == "none" else g / denom
+
+
+def _valid_rows(valid: Tensor, v: Tensor) -> Tensor:
+    """v with the ignored rows set to 0 (a `where`: their g / 0 = inf scale gives no nan)."""
+    return nb.where(nb.unsqueeze(valid, 1), v, 0.0)
 
 
 _cross_entropy, _cross_entropy_grad = CrossEntropyOp(), CrossEntropyGradOp()

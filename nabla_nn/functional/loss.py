@@ -330,7 +330,9 @@ def _nll(
         smooth = -nb.sum(wl, axis=class_dim) * nb.cast(nb.not_equal(target, ignore_index), logp.dtype)
         loss = loss * (1.0 - smoothing) + smooth * (smoothing / c)
     if reduction == "mean":
-        return nb.sum(loss) / nb.sum(w)
+        # ignored targets get no gradient, also when all are ignored and the mean is 0 / 0 = nan
+        # (PyTorch's rule): a `where`, as 0 * (1 / 0) would be nan
+        return nb.sum(nb.where(nb.not_equal(target, ignore_index), loss, 0.0)) / nb.sum(w)
     return nb.sum(loss) if reduction == "sum" else loss
 
 
