@@ -157,6 +157,33 @@ def test_pow_grad_at_zero_base():
     np.testing.assert_array_equal(gy.numpy(), [0.0])
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # inf and nan partials computed on the way
+def test_pow_grad_with_a_zero_exponent_at_a_zero_base():
+    # d/dx x**0 is 0 everywhere, also at x == 0 where y * x**(y - 1) is 0 * inf (it was nan):
+    # a polynomial sum(c_k * x**k) at 0 has a finite gradient, as in PyTorch and JAX
+    assert nb.grad(lambda a: sum(c * a**k for k, c in enumerate([1.0, 2.0, 3.0])))(_t(0.0)).item() == 2.0
+    assert nb.grad(lambda a: (a**0).sum())(_t([0.0, 1.0, -2.0])).tolist() == [0.0, 0.0, 0.0]
+    assert [nb.grad(lambda a, k=k: a**k)(_t(0.0)).item() for k in (0, 1, 2, 3)] == [0.0, 1.0, 0.0, 0.0]
+    assert [nb.grad(nb.grad(lambda a, k=k: a**k))(_t(0.0)).item() for k in (0, 1, 2, 3)] == [0.0, 0.0, 2.0, 0.0]
+    assert nb.jvp(lambda a: a**0.0, (_t(0.0),), (_t(1.0),))[1].item() == 0.0
+    # tensor exponents (PyTorch): d/dx is 0 where y == 0; d/dy = x**y * log(x) is 0 where x == 0
+    # and y >= 0, and -inf (inf * log 0) where x == 0 and y < 0
+    x = np.array([0.0, 0.0, 0.0, 0.0, 0.0, -2.0, 2.0])
+    y = np.array([0.0, 1.0, 2.0, -1.0, 0.5, 0.0, 3.0])
+    gx, gy = nb.grad(lambda a, b: (a**b).sum(), argnums=(0, 1))(_t(x), _t(y))
+    np.testing.assert_array_equal(gx.numpy(), [0.0, 1.0, 0.0, -np.inf, np.inf, 0.0, 12.0])
+    np.testing.assert_array_equal(gy.numpy(), [0.0, 0.0, 0.0, -np.inf, 0.0, np.nan, 8.0 * np.log(2.0)])
+    _, tx = nb.jvp(lambda a: a ** _t(y), (_t(x),), (_t(np.ones(7)),))
+    _, ty = nb.jvp(lambda b: _t(x) ** b, (_t(y),), (_t(np.ones(7)),))
+    np.testing.assert_array_equal(tx.numpy(), gx.numpy())
+    np.testing.assert_array_equal(ty.numpy(), gy.numpy())
+    if torch is not None:
+        ax, ay = torch.tensor(x, requires_grad=True), torch.tensor(y, requires_grad=True)
+        (ax**ay).sum().backward()
+        np.testing.assert_allclose(gx.numpy(), ax.grad.numpy(), rtol=1e-15)
+        np.testing.assert_allclose(gy.numpy(), ay.grad.numpy(), rtol=1e-15)
+
+
 MATMUL_SHAPES = [
     ((3, 4), (4, 2)),
     ((4,), (4, 3)),
@@ -194,13 +221,42 @@ def test_max_grad_ties_split_evenly():
     np.testing.assert_allclose(g2.numpy(), [[0.0, 0.5, 0.5], [1.0, 1.0, 1.0]], rtol=1e-15)
     g3 = nb.grad(lambda a: a.min(axis=0).sum())(_t([[0.0, 5.0], [0.0, 1.0]]))
     np.testing.assert_array_equal(g3.numpy(), [[0.5, 0.0], [0.5, 1.0]])
-    # Tensor.max(dim).values differentiates the same way
-    g4 = nb.grad(lambda a: a.max(dim=1).values.sum())(_t(x2))
-    np.testing.assert_allclose(g4.numpy(), [[0.0, 0.5, 0.5], [1 / 3, 1 / 3, 1 / 3]], rtol=1e-15)
     if torch is not None:
         t = torch.tensor(x, requires_grad=True)
         torch.amax(t, dim=0).backward()
         np.testing.assert_array_equal(g.numpy(), t.grad.numpy())
+
+
+def test_max_min_dim_send_the_gradient_to_the_returned_index():
+    # Tensor.max(dim) / min(dim) return (values, indices); as in PyTorch the whole gradient goes
+    # to the returned (first) index, not split among ties as by the amax reduction above
+    x2 = np.array([[1.0, 3.0, 3.0], [2.0, 2.0, 2.0]])
+    g = nb.grad(lambda a: (a.max(dim=1).values * _t([1.0, 3.0])).sum())(_t(x2))
+    np.testing.assert_array_equal(g.numpy(), [[0.0, 1.0, 0.0], [3.0, 0.0, 0.0]])
+    g = nb.grad(lambda a: a.min(0, keepdim=True)[0].sum())(_t([[0.0, 5.0], [0.0, 5.0]]))
+    np.testing.assert_array_equal(g.numpy(), [[1.0, 1.0], [0.0, 0.0]])
+    _, tangent = nb.jvp(lambda a: a.max(-1).values, (_t(x2),), (_t([[1.0, 2.0, 4.0], [8.0, 16.0, 32.0]]),))
+    np.testing.assert_array_equal(tangent.numpy(), [2.0, 8.0])
+    g = nb.vmap(nb.grad(lambda a: a.max(0).values))(_t(x2))  # per row: a 1-d max
+    np.testing.assert_array_equal(g.numpy(), [[0.0, 1.0, 0.0], [1.0, 0.0, 0.0]])
+
+
+@pytest.mark.skipif(torch is None, reason="torch is not installed")
+@pytest.mark.parametrize("name", ["max", "min"])
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_max_min_dim_values_indices_and_gradients_match_torch(name, keepdim):
+    x = RNG.integers(-2, 3, (3, 4, 5)).astype(np.float64)  # many ties
+    x[2, 1, 3] = np.nan  # the nan is the extreme, and gets the gradient
+    for dim in range(-3, 3):
+        tx = torch.tensor(x, requires_grad=True)
+        tv, ti = getattr(tx, name)(dim, keepdim)
+        c = RNG.standard_normal(tuple(tv.shape))
+        (tv * torch.tensor(c)).sum().backward()
+        v, i = getattr(_t(x), name)(dim, keepdim=keepdim)
+        np.testing.assert_array_equal(v.numpy(), tv.detach().numpy())
+        np.testing.assert_array_equal(i.numpy(), ti.numpy())
+        g = nb.grad(lambda a, name=name, dim=dim, c=c: (getattr(a, name)(dim, keepdim=keepdim)[0] * _t(c)).sum())(_t(x))
+        np.testing.assert_array_equal(g.numpy(), tx.grad.numpy())
 
 
 def test_maximum_minimum_ties_split_evenly():

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import nabla as nb
+import nabla_nn as nn
 import nabla_nn.functional as F
 
 try:
@@ -370,6 +371,52 @@ def test_pool1d_matches_torch(name: str) -> None:
         [x],
         (0,),
     )
+
+
+def test_lp_pool_infinite_norm_numpy() -> None:
+    # p = inf pools max |x|, p = -inf min |x| (PyTorch); the gradient goes to each window's first
+    # extreme, times sign(x) (it was (sum x**inf) ** 0 = 1 with nan gradients)
+    x = np.array([[[[0, 0, 1, 1], [0, 0, 1, 1], [2, 2, 0, 0], [-3, 2, 0, 0.5]]]], np.float32)
+    out, g = nb.value_and_grad(lambda a: F.lp_pool2d(a, math.inf, 2).sum())(nb.tensor(x))
+    np.testing.assert_array_equal(F.lp_pool2d(nb.tensor(x), math.inf, 2).numpy().ravel(), [0, 1, 3, 0.5])
+    want = np.zeros((4, 4), np.float32)
+    want[0, 2], want[3, 0], want[3, 3] = 1, -1, 1  # the window of zeros: sign(0) = 0
+    np.testing.assert_array_equal(g.numpy()[0, 0], want)
+    np.testing.assert_array_equal(F.lp_pool2d(nb.tensor(x), -math.inf, 2).numpy().ravel(), [0, 1, 2, 0])
+    row = nb.tensor(np.array([[-2.0, 1.0, 3.0, -0.5, 0.0, 4.0]], np.float32))
+    np.testing.assert_array_equal(F.lp_pool1d(row, math.inf, 3).numpy(), [[3.0, 4.0]])
+    np.testing.assert_array_equal(F.lp_pool1d(row, -math.inf, 2).numpy(), [[1.0, 0.5, 0.0]])
+    g = nb.grad(lambda a: F.lp_pool1d(a, -math.inf, 2).sum())(row)
+    np.testing.assert_array_equal(g.numpy(), [[0.0, 1.0, 0.0, -1.0, 0.0, 0.0]])
+
+
+@needs_torch
+@pytest.mark.parametrize("p", [math.inf, -math.inf])
+@pytest.mark.parametrize(("stride", "ceil_mode"), [(None, False), (1, False), (2, True)])
+def test_lp_pool_infinite_norm_matches_torch(p: float, stride, ceil_mode: bool) -> None:
+    x2 = RNG.integers(-2, 3, (2, 3, 7, 6)).astype(np.float32)  # tied extremes and zeros
+    x1 = x2[:, :, 0]
+    pairs = [
+        (
+            lambda a: F.lp_pool2d(a, p, (3, 2), stride, ceil_mode),
+            lambda a: TF.lp_pool2d(a, p, (3, 2), stride, ceil_mode),
+            x2,
+        ),
+        (nn.LPPool2d(p, 2, stride, ceil_mode), torch.nn.LPPool2d(p, 2, stride, ceil_mode), x2[0]),
+        (lambda a: F.lp_pool1d(a, p, 3, stride, ceil_mode), lambda a: TF.lp_pool1d(a, p, 3, stride, ceil_mode), x1),
+        (nn.LPPool1d(p, 3, stride, ceil_mode), torch.nn.LPPool1d(p, 3, stride, ceil_mode), x1[0]),
+    ]
+    for nf, tf, x in pairs:
+        want = tf(torch.tensor(x))
+        np.testing.assert_array_equal(nf(nb.tensor(x)).numpy(), want.numpy())
+        c = RNG.standard_normal(tuple(want.shape)).astype(np.float32)
+        _grads_vs_torch(
+            lambda a, nf=nf, c=c: (nf(a) * nb.tensor(c)).sum(),
+            lambda a, tf=tf, c=c: (tf(a) * torch.tensor(c)).sum(),
+            [x],
+            (0,),
+            tol=1e-6,  # overlapping windows sum in another order
+        )
 
 
 # -- normalization ---------------------------------------------------------------------------------

@@ -396,6 +396,15 @@ def _lp(out: Tensor, norm_type: float, window: int) -> Tensor:
     return nb.pow(nb.sign(out) * nb.relu(nb.abs(out)) * float(window), 1.0 / norm_type)
 
 
+def _lp_inf(input: Tensor, norm_type: float, pool: Any, kernel_size: Any, stride: Any, ceil_mode: bool) -> Tensor:
+    """PyTorch's p = inf: max_pool(|x|); p = -inf: -max_pool(-|x|) (the smallest |x|). The gradient
+    goes to each window's first extreme, times sign(x)."""
+    a = nb.abs(input)
+    if norm_type > 0:
+        return pool(a, kernel_size, stride, 0, 1, ceil_mode)
+    return -pool(-a, kernel_size, stride, 0, 1, ceil_mode)
+
+
 def _norm_type(norm_type: Any, op: str) -> float:
     if isinstance(norm_type, bool) or not isinstance(norm_type, int | float | np.integer | np.floating):
         raise TypeError(f"{op}: norm_type must be a number, got {norm_type!r}")
@@ -409,7 +418,7 @@ def lp_pool1d(input: Tensor, norm_type: float, kernel_size: int, stride: Any = N
 
     Args:
         input: (N, C, L) or (C, L).
-        norm_type: the exponent p (nonzero).
+        norm_type: the exponent p (nonzero); inf pools max |x|, -inf min |x| (as PyTorch).
         kernel_size: window size.
         stride: window step; None means kernel_size.
         ceil_mode: round the output length up instead of down.
@@ -419,6 +428,8 @@ def lp_pool1d(input: Tensor, norm_type: float, kernel_size: int, stride: Any = N
         (1, 2, 4)
     """
     p = _norm_type(norm_type, "lp_pool1d")
+    if math.isinf(p):
+        return _lp_inf(input, p, nb.max_pool1d, kernel_size, stride, ceil_mode)
     k = int(kernel_size[0]) if isinstance(kernel_size, tuple | list) else int(kernel_size)
     out = nb.avg_pool1d(nb.pow(input, p), kernel_size, stride, 0, ceil_mode)
     return _lp(out, p, k)
@@ -429,7 +440,7 @@ def lp_pool2d(input: Tensor, norm_type: float, kernel_size: Any, stride: Any = N
 
     Args:
         input: (N, C, H, W) or (C, H, W).
-        norm_type: the exponent p (nonzero).
+        norm_type: the exponent p (nonzero); inf pools max |x|, -inf min |x| (as PyTorch).
         kernel_size: int or (kh, kw).
         stride: int or (sh, sw); None means kernel_size.
         ceil_mode: round the output size up instead of down.
@@ -439,6 +450,8 @@ def lp_pool2d(input: Tensor, norm_type: float, kernel_size: Any, stride: Any = N
         (1, 2, 4, 4)
     """
     p = _norm_type(norm_type, "lp_pool2d")
+    if math.isinf(p):
+        return _lp_inf(input, p, nb.max_pool2d, kernel_size, stride, ceil_mode)
     kh, kw = kernel_size if isinstance(kernel_size, tuple | list) else (kernel_size, kernel_size)
     out = nb.avg_pool2d(nb.pow(input, p), kernel_size, stride, 0, ceil_mode)
     return _lp(out, p, int(kh) * int(kw))
