@@ -174,11 +174,24 @@ def test_prelu_and_rrelu_training_numpy() -> None:
     np.testing.assert_array_equal(y[x >= 0], x[x >= 0])
 
 
-def test_inplace_flag_is_accepted_and_returns_a_new_tensor() -> None:
+def test_inplace_flag_writes_the_result_into_the_input_as_in_pytorch() -> None:
     t = nb.tensor([-1.0, 2.0])
     out = F.relu(t, inplace=True)
-    assert out is not t and t.tolist() == [-1.0, 2.0] and out.tolist() == [0.0, 2.0]
-    assert F.elu(t, inplace=True).tolist()[1] == 2.0
+    assert out is t and t.tolist() == [0.0, 2.0]
+    assert F.relu(t).tolist() == [0.0, 2.0] and F.relu(t) is not t
+    x = nb.tensor([[-1.0, 3.0], [-2.0, 8.0]])
+    nn.ReLU6(inplace=True)(x[1])  # a view: written through to x
+    F.leaky_relu(x[0], 0.5, inplace=True)
+    assert x.tolist() == [[-0.5, 3.0], [0.0, 6.0]]
+    d = nb.ones(4)
+    assert F.dropout(d, 0.5, training=False, inplace=True) is d and d.tolist() == [1.0] * 4
+    w = nb.tensor([-1.0, 1.0], requires_grad=True)
+    h = w * 2
+    F.relu(h, inplace=True)  # a non-leaf: differentiated through the update, as in PyTorch
+    h.sum().backward()
+    assert w.grad.tolist() == [0.0, 2.0]
+    with pytest.raises(RuntimeError, match="leaf tensor that requires grad"):
+        F.relu(w, inplace=True)
 
 
 def test_activation_errors() -> None:

@@ -24,3 +24,9 @@ def number(v: Any, op: str, arg: str) -> float:
     if isinstance(v, bool) or not isinstance(v, int | float | np.integer | np.floating):
         raise TypeError(f"{op}: {arg} must be a number, got {v!r}")
     return float(v)
+
+
+def in_place(input: Tensor, out: Tensor, inplace: bool) -> Tensor:
+    """PyTorch's `inplace=True`: `input` takes the result and is returned, so every name bound
+    to it (and the tensor it is a view of) sees it; else the new tensor `out`."""
+    return input.copy_(out) if inplace and out is not input else out

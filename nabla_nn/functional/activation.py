@@ -1,9 +1,8 @@
 """Activation functions, softmax and friends (PyTorch's `torch.nn.functional` names and defaults).
 
 Most are thin wrappers over nabla's primitives (relu, gelu, softplus, log_softmax, ...); the rest
-are short compositions whose gradients follow from them. The `inplace=` flag of PyTorch is accepted
-and ignored: results are always new tensors (in-place updates of values that require grad are
-not how nabla records autodiff, and the lazy graph fuses the elementwise work anyway).
+are short compositions whose gradients follow from them. PyTorch's `inplace=True` writes the result
+into the input tensor (an in-place update, as `Tensor.copy_`) and returns it.
 """
 
 from __future__ import annotations
@@ -15,6 +14,7 @@ import nabla as nb
 from nabla import Tensor
 
 from ._checks import check_float as _check_float
+from ._checks import in_place as _in_place
 from ._checks import number as _number
 
 __all__ = [
@@ -58,27 +58,27 @@ def relu(input: Tensor, inplace: bool = False) -> Tensor:
 
     Args:
         input: a tensor.
-        inplace: accepted for PyTorch compatibility and ignored (the result is a new tensor).
+        inplace: write the result into `input` and return it.
 
     Example:
         >>> F.relu(nb.tensor([-1.0, 2.0])).tolist()
         [0.0, 2.0]
     """
-    return nb.relu(input)
+    return _in_place(input, nb.relu(input), inplace)
 
 
 def relu6(input: Tensor, inplace: bool = False) -> Tensor:
-    """min(max(x, 0), 6) elementwise (`inplace` is ignored).
+    """min(max(x, 0), 6) elementwise.
 
     Example:
         >>> F.relu6(nb.tensor([-1.0, 7.0])).tolist()
         [0.0, 6.0]
     """
-    return nb.relu6(input)
+    return _in_place(input, nb.relu6(input), inplace)
 
 
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
-    """x where x > 0, else negative_slope * x (`inplace` is ignored).
+    """x where x > 0, else negative_slope * x.
 
     Args:
         input: a floating-point tensor.
@@ -88,11 +88,11 @@ def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = Fals
         >>> F.leaky_relu(nb.tensor([-1.0, 2.0]), 0.1).tolist()
         [-0.1, 2.0]
     """
-    return nb.leaky_relu(input, negative_slope)
+    return _in_place(input, nb.leaky_relu(input, negative_slope), inplace)
 
 
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
-    """x where x > 0, else alpha * (exp(x) - 1) (`inplace` is ignored).
+    """x where x > 0, else alpha * (exp(x) - 1).
 
     Args:
         input: a floating-point tensor.
@@ -102,21 +102,21 @@ def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
         >>> F.elu(nb.tensor([0.0, 1.0])).tolist()
         [0.0, 1.0]
     """
-    return nb.elu(input, alpha)
+    return _in_place(input, nb.elu(input, alpha), inplace)
 
 
 def selu(input: Tensor, inplace: bool = False) -> Tensor:
-    """scale * elu(x, alpha) with SELU's fixed alpha ~1.6733 and scale ~1.0507 (`inplace` is ignored).
+    """scale * elu(x, alpha) with SELU's fixed alpha ~1.6733 and scale ~1.0507.
 
     Example:
         >>> F.selu(nb.tensor([1.0])).tolist()  # [1.0507...]
     """
     _check_float(input, "selu")
-    return nb.elu(input, _SELU_ALPHA) * _SELU_SCALE
+    return _in_place(input, nb.elu(input, _SELU_ALPHA) * _SELU_SCALE, inplace)
 
 
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
-    """max(0, x) + min(0, alpha * (exp(x / alpha) - 1)) (`inplace` is ignored).
+    """max(0, x) + min(0, alpha * (exp(x / alpha) - 1)).
 
     Args:
         input: a floating-point tensor.
@@ -131,7 +131,7 @@ def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     if a == 0.0:
         raise ValueError("celu: alpha must be nonzero, got 0")
     # celu(x, a) = a * elu(x / a, 1): the positive branch is a * (x / a) = x.
-    return nb.elu(input / a, 1.0) * a
+    return _in_place(input, nb.elu(input / a, 1.0) * a, inplace)
 
 
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
@@ -149,23 +149,23 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
 
 
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
-    """x * sigmoid(x) (swish); `inplace` is ignored.
+    """x * sigmoid(x) (swish).
 
     Example:
         >>> F.silu(nb.tensor([0.0])).tolist()
         [0.0]
     """
-    return nb.silu(input)
+    return _in_place(input, nb.silu(input), inplace)
 
 
 def mish(input: Tensor, inplace: bool = False) -> Tensor:
-    """x * tanh(softplus(x)); `inplace` is ignored.
+    """x * tanh(softplus(x)).
 
     Example:
         >>> F.mish(nb.tensor([0.0])).tolist()
         [0.0]
     """
-    return nb.mish(input)
+    return _in_place(input, nb.mish(input), inplace)
 
 
 def sigmoid(input: Tensor) -> Tensor:
@@ -189,7 +189,7 @@ def tanh(input: Tensor) -> Tensor:
 
 
 def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Tensor:
-    """Clamp to [min_val, max_val] (`inplace` is ignored).
+    """Clamp to [min_val, max_val].
 
     Args:
         input: a floating-point tensor.
@@ -199,27 +199,27 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace
         >>> F.hardtanh(nb.tensor([-3.0, 0.5, 3.0])).tolist()
         [-1.0, 0.5, 1.0]
     """
-    return nb.hardtanh(input, min_val, max_val)
+    return _in_place(input, nb.hardtanh(input, min_val, max_val), inplace)
 
 
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
-    """relu6(x + 3) / 6 (`inplace` is ignored).
+    """relu6(x + 3) / 6.
 
     Example:
         >>> F.hardsigmoid(nb.tensor([0.0])).tolist()
         [0.5]
     """
-    return nb.hardsigmoid(input)
+    return _in_place(input, nb.hardsigmoid(input), inplace)
 
 
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
-    """x * relu6(x + 3) / 6 (`inplace` is ignored).
+    """x * relu6(x + 3) / 6.
 
     Example:
         >>> F.hardswish(nb.tensor([3.0])).tolist()
         [3.0]
     """
-    return nb.hardswish(input)
+    return _in_place(input, nb.hardswish(input), inplace)
 
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
@@ -305,7 +305,7 @@ def logsigmoid(input: Tensor) -> Tensor:
 
 
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
-    """x where x > threshold, else `value` (`inplace` is ignored).
+    """x where x > threshold, else `value`.
 
     Args:
         input: a tensor.
@@ -319,14 +319,14 @@ def threshold(input: Tensor, threshold: float, value: float, inplace: bool = Fal
     if not isinstance(input, Tensor):
         raise TypeError(f"threshold: input must be a Tensor, got {type(input).__name__}")
     th, v = _number(threshold, "threshold", "threshold"), _number(value, "threshold", "value")
-    return nb.where(input > th, input, nb.full_like(input, v))
+    return _in_place(input, nb.where(input > th, input, nb.full_like(input, v)), inplace)
 
 
 def rrelu(
     input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False, inplace: bool = False
 ) -> Tensor:
     """Randomized leaky ReLU: in training each negative entry is scaled by a slope drawn uniformly
-    from [lower, upper]; in evaluation the slope is (lower + upper) / 2 (`inplace` is ignored).
+    from [lower, upper]; in evaluation the slope is (lower + upper) / 2.
 
     Args:
         input: a floating-point tensor.
@@ -342,9 +342,9 @@ def rrelu(
     if lo > hi:
         raise ValueError(f"rrelu: lower={lower} must not be greater than upper={upper}")
     if not training:
-        return nb.leaky_relu(input, (lo + hi) / 2)
+        return _in_place(input, nb.leaky_relu(input, (lo + hi) / 2), inplace)
     slope = nb.uniform(input.shape, lo, hi, dtype=input.dtype)
-    return nb.where(input >= 0, input, input * slope)
+    return _in_place(input, nb.where(input >= 0, input, input * slope), inplace)
 
 
 def _softmax_dim(op: str, ndim: int, dim: Any) -> int:

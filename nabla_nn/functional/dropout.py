@@ -17,6 +17,8 @@ import nabla as nb
 from nabla import Tensor
 from nabla.core.common import dtypes as _dt
 
+from ._checks import in_place as _in_place
+
 __all__ = ["alpha_dropout", "dropout", "dropout1d", "dropout2d", "dropout3d", "feature_alpha_dropout"]
 
 # -selu_alpha * selu_scale: the value SELU saturates to, which alpha dropout drops to.
@@ -47,13 +49,13 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
         input: a floating-point tensor.
         p: probability of zeroing an element, in [0, 1].
         training: apply dropout; when False the input is returned unchanged.
-        inplace: accepted and ignored (the result is a new tensor).
+        inplace: write the result into `input` and return it.
 
     Example:
         >>> y = F.dropout(nb.ones(1000), p=0.25)   # entries are 0 or 4/3
     """
     p = _check(input, p, "dropout")
-    return nb.dropout(input, p, bool(training))
+    return _in_place(input, nb.dropout(input, p, bool(training)), inplace)
 
 
 def _feature_shape(input: Tensor, spatial: int, op: str) -> tuple:
@@ -82,13 +84,13 @@ def dropout1d(input: Tensor, p: float = 0.5, training: bool = True, inplace: boo
         input: (N, C, L) or (C, L), floating point.
         p: probability of zeroing a channel, in [0, 1].
         training: apply dropout; when False the input is returned unchanged.
-        inplace: accepted and ignored.
+        inplace: write the result into `input` and return it.
 
     Example:
         >>> F.dropout1d(nb.ones(2, 4, 8), 0.5).shape
         (2, 4, 8)
     """
-    return _feature_dropout(input, _check(input, p, "dropout1d"), training, 1, "dropout1d")
+    return _in_place(input, _feature_dropout(input, _check(input, p, "dropout1d"), training, 1, "dropout1d"), inplace)
 
 
 def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
@@ -101,7 +103,7 @@ def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: boo
         input: (N, C, H, W) or (N, C, L), floating point.
         p: probability of zeroing a channel, in [0, 1].
         training: apply dropout; when False the input is returned unchanged.
-        inplace: accepted and ignored.
+        inplace: write the result into `input` and return it.
 
     Example:
         >>> F.dropout2d(nb.ones(2, 4, 5, 5), 0.5).shape
@@ -114,8 +116,8 @@ def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: boo
             "dropped (1-D channel dropout). Use dropout1d for that, or a 4-D input.",
             stacklevel=2,
         )
-        return _feature_dropout(input, p, training, 1, "dropout2d")
-    return _feature_dropout(input, p, training, 2, "dropout2d")
+        return _in_place(input, _feature_dropout(input, p, training, 1, "dropout2d"), inplace)
+    return _in_place(input, _feature_dropout(input, p, training, 2, "dropout2d"), inplace)
 
 
 def dropout3d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
@@ -125,13 +127,13 @@ def dropout3d(input: Tensor, p: float = 0.5, training: bool = True, inplace: boo
         input: (N, C, D, H, W) or (C, D, H, W), floating point.
         p: probability of zeroing a channel, in [0, 1].
         training: apply dropout; when False the input is returned unchanged.
-        inplace: accepted and ignored.
+        inplace: write the result into `input` and return it.
 
     Example:
         >>> F.dropout3d(nb.ones(2, 4, 3, 3, 3), 0.5).shape
         (2, 4, 3, 3, 3)
     """
-    return _feature_dropout(input, _check(input, p, "dropout3d"), training, 3, "dropout3d")
+    return _in_place(input, _feature_dropout(input, _check(input, p, "dropout3d"), training, 3, "dropout3d"), inplace)
 
 
 def _alpha(input: Tensor, p: float, training: bool, shape: tuple) -> Tensor:
@@ -154,14 +156,14 @@ def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace
         input: a floating-point tensor.
         p: probability of dropping an element, in [0, 1].
         training: apply dropout (default False, as PyTorch).
-        inplace: accepted and ignored.
+        inplace: write the result into `input` and return it.
 
     Example:
         >>> F.alpha_dropout(nb.ones(4), 0.5).tolist()  # training=False: unchanged
         [1.0, 1.0, 1.0, 1.0]
     """
     p = _check(input, p, "alpha_dropout")
-    return _alpha(input, p, bool(training), tuple(input.shape))
+    return _in_place(input, _alpha(input, p, bool(training), tuple(input.shape)), inplace)
 
 
 def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace: bool = False) -> Tensor:
@@ -171,7 +173,7 @@ def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
         input: (N, C, *), floating point.
         p: probability of dropping a channel, in [0, 1].
         training: apply dropout (default False, as PyTorch).
-        inplace: accepted and ignored.
+        inplace: write the result into `input` and return it.
 
     Example:
         >>> F.feature_alpha_dropout(nb.ones(2, 3, 4), 0.5, training=True).shape
@@ -181,4 +183,4 @@ def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
     if input.ndim < 2:
         raise ValueError(f"feature_alpha_dropout: expected input of shape (N, C, *), got {input.shape}")
     shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2)
-    return _alpha(input, p, bool(training), shape)
+    return _in_place(input, _alpha(input, p, bool(training), shape), inplace)

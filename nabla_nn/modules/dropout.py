@@ -109,7 +109,7 @@ class AlphaDropout(_DropoutNd):
     """
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.alpha_dropout(input, self.p, self.training)
+        return F.alpha_dropout(input, self.p, self.training, self.inplace)
 
 
 class FeatureAlphaDropout(_DropoutNd):
@@ -125,4 +125,4 @@ class FeatureAlphaDropout(_DropoutNd):
     """
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.feature_alpha_dropout(input, self.p, self.training)
+        return F.feature_alpha_dropout(input, self.p, self.training, self.inplace)
