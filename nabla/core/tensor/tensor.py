@@ -499,21 +499,22 @@ class Tensor:
         return self
 
     # -- in-place arithmetic (functional updates under the hood, PyTorch names) ----------
-    def add_(self, other: Any, *, alpha: Any = 1) -> Tensor:
+    def _in_place(self, what: str, op: Any, *args: Any) -> Tensor:
+        """`self = op(self, *args)` in place; a view first takes its base's current value."""
         self._sync_view()
-        return self._replace_impl(OPS.add(self, other if alpha == 1 else OPS.mul(other, alpha)), "add_")
+        return self._replace_impl(op(self, *args), what)
+
+    def add_(self, other: Any, *, alpha: Any = 1) -> Tensor:
+        return self._in_place("add_", OPS.add, other if alpha == 1 else OPS.mul(other, alpha))
 
     def sub_(self, other: Any, *, alpha: Any = 1) -> Tensor:
-        self._sync_view()
-        return self._replace_impl(OPS.sub(self, other if alpha == 1 else OPS.mul(other, alpha)), "sub_")
+        return self._in_place("sub_", OPS.sub, other if alpha == 1 else OPS.mul(other, alpha))
 
     def mul_(self, other: Any) -> Tensor:
-        self._sync_view()
-        return self._replace_impl(OPS.mul(self, other), "mul_")
+        return self._in_place("mul_", OPS.mul, other)
 
     def div_(self, other: Any) -> Tensor:
-        self._sync_view()
-        return self._replace_impl(OPS.div(self, other), "div_")
+        return self._in_place("div_", OPS.div, other)
 
     def zero_(self) -> Tensor:
         return self._replace_impl(OPS.zeros_like(self), "zero_")
@@ -526,12 +527,10 @@ class Tensor:
         return self._replace_impl(OPS.broadcast_to(OPS.cast(src, self.dtype), self.shape), "copy_")
 
     def clamp_(self, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
-        self._sync_view()
-        return self._replace_impl(OPS.clamp(self, min, max), "clamp_")
+        return self._in_place("clamp_", OPS.clamp, min, max)
 
     def masked_fill_(self, mask: Tensor, value: Any) -> Tensor:
-        self._sync_view()
-        return self._replace_impl(OPS.masked_fill(self, mask, value), "masked_fill_")
+        return self._in_place("masked_fill_", OPS.masked_fill, mask, value)
 
     # `a += b` updates `a` in place, as in PyTorch (without these, Python rebinds the name)
     def __iadd__(self, other: Any) -> Tensor:
@@ -547,28 +546,22 @@ class Tensor:
         return self.div_(other)
 
     def __ifloordiv__(self, other: Any) -> Tensor:
-        self._sync_view()
-        return self._replace_impl(OPS.floor_divide(self, other), "__ifloordiv__")
+        return self._in_place("__ifloordiv__", OPS.floor_divide, other)
 
     def __imod__(self, other: Any) -> Tensor:
-        self._sync_view()
-        return self._replace_impl(OPS.remainder(self, other), "__imod__")
+        return self._in_place("__imod__", OPS.remainder, other)
 
     def __ipow__(self, other: Any) -> Tensor:
-        self._sync_view()
-        return self._replace_impl(OPS.pow(self, other), "__ipow__")
+        return self._in_place("__ipow__", OPS.pow, other)
 
     def __iand__(self, other: Any) -> Tensor:
-        self._sync_view()
-        return self._replace_impl(OPS.bitwise_and(self, other), "__iand__")
+        return self._in_place("__iand__", OPS.bitwise_and, other)
 
     def __ior__(self, other: Any) -> Tensor:
-        self._sync_view()
-        return self._replace_impl(OPS.bitwise_or(self, other), "__ior__")
+        return self._in_place("__ior__", OPS.bitwise_or, other)
 
     def __ixor__(self, other: Any) -> Tensor:
-        self._sync_view()
-        return self._replace_impl(OPS.bitwise_xor(self, other), "__ixor__")
+        return self._in_place("__ixor__", OPS.bitwise_xor, other)
 
     # -- elementwise methods -------------------------------------------------------------
     def exp(self) -> Tensor:
