@@ -174,6 +174,25 @@ def test_closure_tensor_updated_in_place_and_rebound_is_not_stale():
     assert f.stats.misses == 1
 
 
+def test_a_tensor_pending_when_first_traced_and_reached_by_attribute_is_an_input():
+    # m.w is an attribute, not a name the scan of globals and closure cells finds; it is still
+    # a recipe (w * 2) at the first call. It must be computed and read on every call, not inlined.
+    class Holder:
+        pass
+
+    m = Holder()
+    m.w = nb.tensor([1.0, 2.0])
+    m.w.mul_(2.0)
+    assert not m.w.is_realized
+    f = nb.compile(lambda x: x + m.w)
+    np.testing.assert_allclose(f(nb.zeros(2)).numpy(), [2.0, 4.0])
+    m.w.copy_(nb.tensor([10.0, 20.0]))
+    np.testing.assert_allclose(f(nb.zeros(2)).numpy(), [10.0, 20.0])
+    m.w.mul_(3.0)  # pending again at a later call: computed before the model runs
+    np.testing.assert_allclose(f(nb.zeros(2)).numpy(), [30.0, 60.0])
+    assert f.stats.misses == 1
+
+
 def test_captured_tensor_changing_shape_retraces():
     holder = {"w": nb.ones(2)}
     f = nb.compile(lambda x: x.sum() + holder["w"].sum())

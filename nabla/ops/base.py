@@ -134,10 +134,11 @@ class Operation:
             args = tuple(OPS.align_batch(list(args)))  # one batch prefix for all operands (vmap)
             impls = [a._impl for a in args]
             batch_dims, requires_grad, has_tangent, sharded = _scan(impls, self.collective)
-        if TRACE.state is not None:  # nabla.compile: remember who holds captured tensors
+        state = TRACE.state
+        if state is not None:  # nabla.compile: remember who holds captured tensors
             for a in args:
-                if a._impl.data is not None:
-                    TRACE.state.facades.setdefault(id(a._impl), a)
+                if a._impl.data is not None or a._impl.seq < state.start_seq:
+                    state.facades.setdefault(id(a._impl), a)
         traced = requires_grad and self.differentiable and is_grad_enabled()
         # 2. adapt logical kwargs to physical ones (axes shift by batch_dims)
         adapted = self.adapt_kwargs(impls, kwargs, batch_dims)

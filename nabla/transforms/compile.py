@@ -454,6 +454,7 @@ class CompiledFunction:
             GRAPH.evaluate(lazy)
         start_seq = next_seq()
         with trace_scope() as state:
+            state.start_seq = start_seq
             call_args, call_kwargs = _rebuild(args, kwargs, placeholders, self.static_argnums)
             try:
                 out = self.fn(*call_args, **call_kwargs)
@@ -483,6 +484,9 @@ class CompiledFunction:
                 else:
                     grd.append((f, len(targets)))
                     targets.append(_as_target(g))
+            outside = _outside_promises([t._impl for t in targets], start_seq)
+            if outside:  # reached through attributes (a module's pending weight): inputs, read each call
+                GRAPH.evaluate(outside)
             collected = collect([t._impl for t in targets], placeholders=True)
         return _Traced(collected, out_def, out_slots, mut, grd, state, scan, start_seq)
 
@@ -759,6 +763,23 @@ def _scan_captures(fn: Callable) -> _Scan:
     for name, cell in zip(code.co_freevars, getattr(fn, "__closure__", None) or (), strict=False):
         _add_capture(scan, f"closure variable {name!r}", lambda c=cell: _cell_value(c))
     return scan
+
+
+def _outside_promises(impls: list, start_seq: int) -> list:
+    """Pending impls created before the trace that the traced values read (the walk stops at
+    them): computing them makes them inputs instead of recipes baked into the model."""
+    found, seen, stack = [], set(), list(impls)
+    while stack:
+        impl = stack.pop()
+        node = impl.output_refs
+        if impl.data is not None or node is None or id(node) in seen:
+            continue
+        if impl.seq < start_seq:
+            found.append(impl)
+            continue
+        seen.add(id(node))
+        stack.extend(node.args)
+    return found
 
 
 def _cell_value(cell: Any) -> Any:

@@ -41,7 +41,10 @@ class TraceState:
         self.mutated: dict[int, tuple] = {}  # id(facade) -> (facade, its impl before the first update)
         self.grads: dict[int, tuple] = {}  # id(facade) -> (facade, its .grad before the first assignment)
         self.grad_reads: dict[int, tuple] = {}  # id(facade) -> (facade, its .grad before the call), if read
-        self.facades: dict[int, Any] = {}  # id(realized impl) -> a Tensor seen holding it
+        self.facades: dict[int, Any] = {}  # id(input impl) -> a Tensor seen holding it
+        # Impls created before this seq (the caller sets it) are the trace's inputs; one still
+        # pending (`model.weight.mul_(2)` before the call) is computed first, not inlined.
+        self.start_seq = 0
 
 
 class _Trace(threading.local):
