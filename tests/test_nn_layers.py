@@ -78,6 +78,13 @@ def test_linear_numpy_and_checks():
         m(nb.ones(2, 5))
     with pytest.raises(ValueError, match="in_features"):
         nn.Linear(-1, 3)
+    # As in PyTorch, a layer does not promote: float64 input to a float32 Linear is an error
+    # (the core matmul would silently compute in float64).
+    with pytest.raises(TypeError, match="linear: expected one dtype, got input float64, weight float32, bias float32"):
+        m(nb.tensor(x.astype(np.float64)))
+    with pytest.raises(TypeError, match="bilinear: expected one dtype, got input1 float32, input2 float16"):
+        nn.Bilinear(2, 2, 1)(nb.ones(1, 2), nb.ones(1, 2, dtype=nb.float16))
+    assert m.to(nb.float64)(nb.tensor(x.astype(np.float64))).dtype == nb.float64
 
 
 def test_identity_and_bilinear_shapes():

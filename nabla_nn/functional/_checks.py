@@ -19,6 +19,19 @@ def check_float(x: Any, op: str, arg: str = "input") -> Tensor:
     return x
 
 
+def check_same_dtype(op: str, **tensors: Tensor | None) -> None:
+    """A TypeError unless the given tensors (None skipped) share one dtype, as PyTorch's layers
+    require (nabla's core ops would promote, silently changing the layer's precision)."""
+    present = {k: v for k, v in tensors.items() if v is not None}
+    dtypes = {v._impl.dtype for v in present.values()}
+    if len(dtypes) > 1:
+        listed = ", ".join(f"{k} {v.dtype.name}" for k, v in present.items())
+        raise TypeError(
+            f"{op}: expected one dtype, got {listed}; cast the input (e.g. x.float()) or the module "
+            "(module.to(dtype))"
+        )
+
+
 def number(v: Any, op: str, arg: str) -> float:
     """`v` as a Python float, if it is a real number (not a bool)."""
     if isinstance(v, bool) or not isinstance(v, int | float | np.integer | np.floating):

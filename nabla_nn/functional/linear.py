@@ -8,6 +8,7 @@ import nabla as nb
 from nabla import Tensor
 
 from ._checks import check_float as _check
+from ._checks import check_same_dtype as _same_dtype
 
 __all__ = ["bilinear", "linear"]
 
@@ -28,6 +29,9 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     _check(weight, "linear", "weight")
     if bias is not None:
         _check(bias, "linear", "bias")
+    dtype = input._impl.dtype  # identity checks first: every Linear runs them each step
+    if weight._impl.dtype is not dtype or (bias is not None and bias._impl.dtype is not dtype):
+        _same_dtype("linear", input=input, weight=weight, bias=bias)
     return nb.linear(input, weight, bias)  # which checks the shapes
 
 
@@ -46,6 +50,7 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None
     """
     for x, arg in ((input1, "input1"), (input2, "input2"), (weight, "weight")):
         _check(x, "bilinear", arg)
+    _same_dtype("bilinear", input1=input1, input2=input2, weight=weight, bias=bias)
     if weight.ndim != 3:
         raise ValueError(
             f"bilinear: weight must be 3-D (out_features, in1_features, in2_features), got shape {weight.shape}"
