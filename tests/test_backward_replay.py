@@ -236,7 +236,7 @@ def test_a_replayed_backward_is_one_call_op_and_so_is_the_recorded_one(monkeypat
         loss.backward()
         grads = [p.grad._impl for p in model.parameters()]
         keys.append(collect(grads).key)
-    assert calls == ["ones_like", "call"] or calls == ["full", "call"], calls  # the seed, then one op
+    assert calls == ["call"], calls  # one op (the seed is a realized input, not a recorded fill)
     assert keys[0] == keys[1] == keys[2]
     assert sum(1 for node_key, _ in keys[0][0] if node_key[0] == "call") == 1
 

@@ -16,6 +16,7 @@ Each collective runs in one of two modes, read from its output spec:
 
 from __future__ import annotations
 
+import math
 import threading
 from collections import Counter
 from collections.abc import Sequence
@@ -27,6 +28,7 @@ import numpy as np
 from max.graph import DeviceRef, ops
 
 from ..core.common import dtypes as _dt
+from ..core.graph.executors import storage_to_numpy
 from ..core.graph.program import PerDevice, SpmdStep
 from ..core.sharding import DeviceMesh, DimSpec, P, ShardingSpec, as_spec, plan_reshard, propagate, split_range
 from ..core.tensor.dispatch import register
@@ -841,8 +843,8 @@ def constant_value(impl: TensorImpl) -> float | None:
             value = node.kwargs.get("value")
             return float(value) if isinstance(value, int | float) else None  # not a symbolic Dim
         impl = node.args[0]
-    if impl.sharding is None and isinstance(impl.data, np.ndarray) and impl.data.size == 1:
-        return float(impl.data.reshape(-1)[0])
+    if impl.sharding is None and impl.data is not None and math.prod(impl.physical_shape) == 1:
+        return float(storage_to_numpy(impl.data).reshape(-1)[0])  # NumPy, or the Buffer a model read
     return None
 
 

@@ -19,12 +19,17 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+from max.dtype import DType
+
 from ..common.context import set_grad_enabled
 from ..graph.tracing import note_grad
 from ..tensor.dispatch import OPS
 from ..tensor.impl import RETAINED, TensorImpl
 from ..tensor.tensor import Tensor
 from . import replay as _replay
+
+_NUMPY_SEED_DTYPES = {DType.float32: np.float32, DType.float64: np.float64, DType.float16: np.float16}
 
 RELEASED_MESSAGE = (
     "Trying to backward through the graph a second time (or directly access saved tensors after "
@@ -201,6 +206,23 @@ def _total(grads: dict[int, list[Tensor]], key: int) -> Tensor | None:
     return parts[0]
 
 
+_SEEDS: dict[tuple, TensorImpl] = {}  # (shape, dtype) -> realized ones: the usual loss.backward() seed
+
+
+def _seed(tensor: Tensor) -> Tensor:
+    """Ones like a one-element `tensor`: a realized input shared by every backward (a graph
+    input, converted once), not a fill op recorded into each step's trace."""
+    impl = tensor._impl
+    np_dtype = _NUMPY_SEED_DTYPES.get(impl.dtype)
+    if impl.sharding is not None or impl.batch_dims or np_dtype is None:
+        return OPS.ones_like(tensor)
+    key = (impl.physical_shape, impl.dtype)
+    seed = _SEEDS.get(key)
+    if seed is None:
+        seed = _SEEDS[key] = TensorImpl(impl.physical_shape, impl.dtype, data=np.ones(impl.physical_shape, np_dtype))
+    return Tensor(seed)
+
+
 def tensor_backward(
     tensor: Tensor, gradient: Tensor | None = None, *, retain_graph: bool = False, create_graph: bool = False
 ) -> None:
@@ -214,7 +236,7 @@ def tensor_backward(
                 f"grad can be implicitly created only for scalar outputs; this tensor has shape {tensor.shape}: "
                 "pass gradient= of the same shape"
             )
-        gradient = OPS.ones_like(tensor)
+        gradient = _seed(tensor)
     elif not isinstance(gradient, Tensor):
         gradient = OPS.tensor(gradient, tensor.dtype)
     if tuple(gradient.shape) != tuple(tensor.shape):

@@ -26,7 +26,7 @@ from typing import Any
 
 from ..common.config import CONFIG
 from . import artifacts
-from .executors import Executor, ExecutorStats, all_executors, get_executor_impl, lowered_ops
+from .executors import Executor, ExecutorStats, all_executors, get_executor_impl, input_buffers, lowered_ops
 from .program import collect, describe_key_difference
 from .symbolic import DynamicPlan, SizedProgram, SymbolicProgramError, family_key, make_symbolic_pair, run_prepared
 from .tiered import TieredExecutor
@@ -138,7 +138,9 @@ class ComputeGraph:
                 # computed on the host: compiling a model for them would cost seconds.
                 executor = get_executor_impl("numpy")
             prepared = self._lookup_or_prepare(executor, collected)
-            results = run_prepared(executor, prepared, [i.data for i in collected.inputs])
+            inputs = collected.inputs
+            data = input_buffers(inputs) if executor.makes_max_models else [i.data for i in inputs]
+            results = run_prepared(executor, prepared, data)
             executor.stats.executions += 1
             for impl, data in zip(collected.targets, results, strict=True):
                 impl.set_realized(data)

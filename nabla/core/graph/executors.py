@@ -90,6 +90,19 @@ def storage_to_buffer(data: Any) -> Buffer:
     return Buffer.from_numpy(array)
 
 
+def input_buffers(impls: list) -> list:
+    """The storages of a model's input impls as Buffers. NumPy storage is swapped for its
+    zero-copy Buffer view in the impl itself, so a tensor that feeds many evaluations (an
+    optimizer's hyperparameter, a batch used again) converts once, not every step."""
+    out = []
+    for impl in impls:
+        data = impl.data
+        if type(data) is np.ndarray and impl.dtype is not DType.bfloat16:  # bfloat16: float32 arrays
+            data = impl.data = storage_to_buffer(data)
+        out.append(data)
+    return out
+
+
 def lowered_ops(ops_and_kwargs: Any) -> list:
     """Every op that lowering these (op, kwargs) pairs emits, in first-use order: an op that
     runs a sub-program (`call`) names the sub-program's ops with `inner_ops(kwargs)`."""
