@@ -21,6 +21,7 @@ import numpy as np
 import nabla as nb
 from nabla import Tensor
 from nabla.core.common import dtypes as _dt
+from nabla.core.common.hooks import RemovableHandle, add_hook
 
 from . import serialization
 from .parameter import Parameter
@@ -33,19 +34,6 @@ class IncompatibleKeys(NamedTuple):
 
     missing_keys: list[str]
     unexpected_keys: list[str]
-
-
-class RemovableHandle:
-    """Returned by `register_forward_hook`: `handle.remove()` unregisters the hook."""
-
-    _ids = itertools.count()
-
-    def __init__(self, hooks: dict) -> None:
-        self._hooks = hooks
-        self.id = next(RemovableHandle._ids)
-
-    def remove(self) -> None:
-        self._hooks.pop(self.id, None)
 
 
 class Module:
@@ -89,7 +77,18 @@ class Module:
         return self.forward(*args, **kwargs)
 
     def _call_with_extras(self, args: tuple, kwargs: dict) -> Any:
-        for hook in tuple(self._forward_pre_hooks.values()):
+        for hook, with_kwargs in tuple(self._forward_pre_hooks.values()):
+            if with_kwargs:
+                result = hook(self, args, kwargs)
+                if result is not None:
+                    if not (isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], dict)):
+                        raise RuntimeError(
+                            "a forward pre-hook registered with with_kwargs=True must return None or a tuple "
+                            f"(args, kwargs), got {type(result).__name__}"
+                        )
+                    args, kwargs = result
+                    args = args if isinstance(args, tuple) else (args,)
+                continue
             result = hook(self, args)
             if result is not None:
                 args = result if isinstance(result, tuple) else (result,)
@@ -100,8 +99,8 @@ class Module:
             out = compiled.lazy_call(self, *args, **kwargs)
         else:
             out = compiled(self, *args, **kwargs)
-        for hook in tuple(self._forward_hooks.values()):
-            result = hook(self, args, out)
+        for hook, with_kwargs in tuple(self._forward_hooks.values()):
+            result = hook(self, args, kwargs, out) if with_kwargs else hook(self, args, out)
             if result is not None:
                 out = result
         return out
@@ -109,17 +108,34 @@ class Module:
     def _needs_autodiff(self) -> bool:
         return nb.is_grad_enabled() and any(p.requires_grad for p in self.parameters())
 
-    def register_forward_hook(self, hook: Callable) -> RemovableHandle:
-        """Call `hook(module, args, output)` after every forward; a non-None result replaces the output."""
-        handle = RemovableHandle(self._forward_hooks)
-        self._forward_hooks[handle.id] = hook
-        return handle
+    def register_forward_hook(
+        self, hook: Callable, *, prepend: bool = False, with_kwargs: bool = False
+    ) -> RemovableHandle:
+        """Call `hook(module, args, output)` after every forward; a non-None result replaces the output.
 
-    def register_forward_pre_hook(self, hook: Callable) -> RemovableHandle:
-        """Call `hook(module, args)` before every forward; a non-None result replaces the args."""
-        handle = RemovableHandle(self._forward_pre_hooks)
-        self._forward_pre_hooks[handle.id] = hook
-        return handle
+        Args:
+            hook: the function; with `with_kwargs`, `hook(module, args, kwargs, output)`.
+            prepend: run it before the hooks already registered (else after them).
+            with_kwargs: pass the forward's keyword arguments too.
+
+        Example:
+            >>> handle = model.fc.register_forward_hook(lambda m, args, out: print(out.shape))
+            >>> handle.remove()
+        """
+        return add_hook(self._forward_hooks, (hook, with_kwargs), prepend=prepend)
+
+    def register_forward_pre_hook(
+        self, hook: Callable, *, prepend: bool = False, with_kwargs: bool = False
+    ) -> RemovableHandle:
+        """Call `hook(module, args)` before every forward; a non-None result replaces the args.
+
+        Args:
+            hook: the function; with `with_kwargs`, `hook(module, args, kwargs)` returning None or
+                a new `(args, kwargs)` pair.
+            prepend: run it before the hooks already registered (else after them).
+            with_kwargs: pass (and let the hook replace) the forward's keyword arguments too.
+        """
+        return add_hook(self._forward_pre_hooks, (hook, with_kwargs), prepend=prepend)
 
     def compile(self, **kwargs: Any) -> None:
         """Compile this module's forward for hot paths (`nabla.compile` keyword arguments apply).

@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 
 import nabla as nb
+from nabla_nn import Parameter
+from nabla_optim import SGD
 
 try:
     import torch
@@ -867,3 +869,70 @@ def test_scalar_tensors_format_and_compare_with_none_as_in_pytorch():
     assert (loss == None) is False and (loss != None) is True  # noqa: E711
     with pytest.raises(TypeError):
         f"{nb.tensor([1.0, 2.0]):.2f}"
+
+
+# -- gradient hooks (Tensor.register_hook) -----------------------------------------------------
+def _hooked_backward(lib):
+    """PyTorch's semantics, as one program for both libraries: a non-leaf's hook sees and
+    scales what flows on, a leaf's replaces what it accumulates, a post-accumulate hook
+    sees the final .grad."""
+    if lib == "torch":
+
+        def make(a):
+            return torch.tensor(a, requires_grad=True)
+    else:
+
+        def make(a):
+            return nb.tensor(np.array(a, np.float32), requires_grad=True)
+
+    x, w = make([1.0, 2.0, 3.0]), make([0.5, -1.0, 2.0])
+    seen, accumulated = [], []
+    h = x * w
+    h.register_hook(lambda g: seen.append(g.detach().numpy().copy()) or g * 3)
+    x.register_hook(lambda g: g + 1)
+    w.register_post_accumulate_grad_hook(lambda t: accumulated.append(t.grad.detach().numpy().copy()))
+    ((h * h).sum() + x.sum()).backward()
+    return x.grad.detach().numpy(), w.grad.detach().numpy(), seen, accumulated
+
+
+def test_gradient_hooks_see_replace_and_follow_the_gradient():
+    gx, gw, seen, accumulated = _hooked_backward("nabla")
+    x, w = np.array([1.0, 2.0, 3.0]), np.array([0.5, -1.0, 2.0])
+    np.testing.assert_allclose(seen[0], 2 * x * w)  # d/dh of sum(h^2)
+    np.testing.assert_allclose(gx, 3 * 2 * x * w * w + 1 + 1)  # scaled by h's hook, +1 by x's own
+    np.testing.assert_allclose(gw, 3 * 2 * x * w * x)
+    np.testing.assert_allclose(accumulated[0], gw)
+
+
+@pytest.mark.skipif(torch is None, reason="torch not installed")
+def test_gradient_hooks_match_torch():
+    for a, b in zip(_hooked_backward("nabla"), _hooked_backward("torch"), strict=True):
+        np.testing.assert_allclose(np.asarray(a, np.float64), np.asarray(b, np.float64), rtol=1e-6)
+
+
+def test_a_leaf_hook_outlasts_optimizer_steps_and_a_removed_one_stops():
+    p = Parameter(nb.tensor(np.array([1.0, 2.0], np.float32)))
+    opt = SGD([p], lr=0.1)
+    handle = p.register_hook(lambda g: g * 0)  # freezes p while registered
+    for _ in range(3):  # the same structure each step: replay must not skip the hook
+        opt.zero_grad()
+        (p * p).sum().backward()
+        opt.step()
+    np.testing.assert_allclose(p.numpy(), [1.0, 2.0])
+    handle.remove()
+    opt.zero_grad()
+    (p * p).sum().backward()
+    np.testing.assert_allclose(p.grad.numpy(), [2.0, 4.0])
+
+
+def test_gradient_hook_errors():
+    with pytest.raises(RuntimeError, match="doesn't require gradient"):
+        nb.ones(2).register_hook(lambda g: g)
+    x = nb.tensor(np.ones(2, np.float32), requires_grad=True)
+    with pytest.raises(RuntimeError, match="non-leaf"):
+        (x * 2).register_post_accumulate_grad_hook(lambda t: None)
+    with x.register_hook(lambda g: nb.ones(3)):
+        with pytest.raises(RuntimeError, match=r"gradient's shape \(2,\), got \(3,\)"):
+            (x * x).sum().backward()
+    (x * x).sum().backward()  # the `with` block removed the hook
+    np.testing.assert_allclose(x.grad.numpy(), [2.0, 2.0])

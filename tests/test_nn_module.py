@@ -322,3 +322,25 @@ def test_module_compile_matches_uncompiled_and_caches_per_signature():
         net.body._modules["0"].weight.grad.numpy(), ref.body._modules["0"].weight.grad.numpy(), rtol=1e-6
     )
     assert net.compile_stats.misses == 4
+
+
+def test_forward_hooks_with_kwargs_and_prepend():
+    class Scale(Module):
+        def forward(self, x, *, factor=1.0):
+            return x * factor
+
+    m, order = Scale(), []
+    m.register_forward_hook(lambda mod, args, out: order.append("first"))
+    m.register_forward_hook(lambda mod, args, out: order.append("prepended"), prepend=True)
+    seen = m.register_forward_hook(lambda mod, args, kwargs, out: order.append(kwargs), with_kwargs=True)
+    # A kwargs pre-hook may replace both: here it doubles the factor.
+    m.register_forward_pre_hook(lambda mod, args, kwargs: (args, {"factor": kwargs["factor"] * 2}), with_kwargs=True)
+    out = m(nb.ones(2), factor=3.0)
+    np.testing.assert_allclose(out.numpy(), [6.0, 6.0])
+    assert order == ["prepended", "first", {"factor": 6.0}]
+    seen.remove()
+    m(nb.ones(2), factor=1.0)
+    assert order[3:] == ["prepended", "first"]
+    m.register_forward_pre_hook(lambda mod, args, kwargs: args, with_kwargs=True)
+    with pytest.raises(RuntimeError, match=r"must return None or a tuple \(args, kwargs\)"):
+        m(nb.ones(2), factor=1.0)

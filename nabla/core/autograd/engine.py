@@ -25,7 +25,7 @@ from max.dtype import DType
 from ..common.context import set_grad_enabled
 from ..graph.tracing import note_grad
 from ..tensor.dispatch import OPS
-from ..tensor.impl import RETAINED, TensorImpl
+from ..tensor.impl import GRAD_HOOKS, RETAINED, TensorImpl
 from ..tensor.tensor import Tensor
 from . import replay as _replay
 
@@ -148,7 +148,7 @@ def _run_rules(
         for k in range(len(nodes) - 1, -1, -1):
             node = nodes[k]
             outs = node.outputs()
-            out_cots = [_total(grads, id(o)) if o is not None else None for o in outs]
+            out_cots = [_total(grads, id(o), holders) if o is not None else None for o in outs]
             if all(c is None for c in out_cots):
                 continue
             visited.append(k)
@@ -171,7 +171,7 @@ def _run_rules(
             result_ids = [id(w) for w in wrt]
         else:  # the leaves, and the non-leaves whose .grad is kept (retain_grad)
             result_ids = [k for k, i in holders.items() if i.is_leaf or (RETAINED and i in RETAINED)]
-        return {k: (holders[k], _total(grads, k)) for k in result_ids if k in grads}, visited
+        return {k: (holders[k], _total(grads, k, holders)) for k in result_ids if k in grads}, visited
 
 
 def _aval_tensor(node: Any, index: int, tensor: Tensor | None) -> Tensor:
@@ -191,9 +191,10 @@ def _accumulate(grads: dict[int, Tensor], holders: dict[int, TensorImpl], impl: 
     grads.setdefault(key, []).append(cot)
 
 
-def _total(grads: dict[int, list[Tensor]], key: int) -> Tensor | None:
-    """The sum of a tensor's cotangent contributions. Sharded partial sums are added first,
-    so they stay partial and are reduced once (not once per contribution)."""
+def _total(grads: dict[int, list[Tensor]], key: int, holders: dict[int, TensorImpl]) -> Tensor | None:
+    """The sum of a tensor's cotangent contributions, passed through its gradient hooks (once:
+    the result is then frozen). Sharded partial sums are added first, so they stay partial
+    and are reduced once (not once per contribution)."""
     parts = grads.get(key)
     if not parts:
         return None
@@ -203,7 +204,23 @@ def _total(grads: dict[int, list[Tensor]], key: int) -> Tensor | None:
         for p in parts[1:]:
             total = OPS.add(total, p)
         grads[key] = parts = [total]
+    if GRAD_HOOKS.count and type(parts) is list:
+        grads[key] = parts = (_run_hooks(holders[key], parts[0]),)
     return parts[0]
+
+
+def _run_hooks(impl: TensorImpl, grad: Tensor) -> Tensor:
+    for hook in tuple((GRAD_HOOKS.of(impl) or {}).values()):
+        out = hook(grad)
+        if out is None:
+            continue
+        if not isinstance(out, Tensor) or tuple(out.shape) != tuple(grad.shape):
+            got = tuple(out.shape) if isinstance(out, Tensor) else type(out).__name__
+            raise RuntimeError(
+                f"a gradient hook must return None or a tensor of the gradient's shape {tuple(grad.shape)}, got {got}"
+            )
+        grad = out if out.dtype == grad.dtype else OPS.cast(out, grad.dtype)
+    return grad
 
 
 _SEEDS: dict[tuple, TensorImpl] = {}  # (shape, dtype) -> realized ones: the usual loss.backward() seed
@@ -250,3 +267,6 @@ def tensor_backward(
         old = facade.grad  # (through the property: under nabla.compile, the caller's .grad is an input)
         note_grad(facade)
         facade._grad = g if old is None else OPS.add(old, g)
+        post = getattr(facade, "_post_hooks", None)
+        for hook in tuple(post.values()) if post else ():
+            hook(facade)

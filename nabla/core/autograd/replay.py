@@ -31,7 +31,7 @@ from ..graph.engine import GRAPH
 from ..graph.opnode import OpNode
 from ..graph.tracing import tracing
 from ..tensor.dispatch import OPS
-from ..tensor.impl import RETAINED, TensorImpl
+from ..tensor.impl import GRAD_HOOKS, RETAINED, TensorImpl
 from ..tensor.tensor import Tensor
 
 _PLANS_KEPT = 64  # signatures remembered (the oldest dropped first)
@@ -134,6 +134,8 @@ def signature(
         if any(w not in index for w in wrt):
             return None
         parts.append(tuple(index[w] for w in wrt))
+    if GRAD_HOOKS.count and any(GRAD_HOOKS.of(i) for i in seen):
+        return None  # gradient hooks run Python on the gradients each backward: not replayed
     return tuple(parts), seen
 
 

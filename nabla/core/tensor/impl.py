@@ -19,6 +19,30 @@ _SEQ = itertools.count()
 RETAINED: weakref.WeakSet = weakref.WeakSet()
 
 
+class _Hooks:
+    """Gradient hooks (`Tensor.register_hook`). A leaf's live on its Tensor (`_hooks`), so they
+    outlast the new impl each optimizer step gives it; a non-leaf's on its impl (the value
+    they were registered for), here. The backward looks for hooks only while `count` > 0."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.on_impl: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+    def removed(self) -> None:
+        self.count -= 1
+
+    def of(self, impl: TensorImpl) -> dict | None:
+        """The hooks registered for `impl` (a non-leaf's value, or its leaf tensor's), or None."""
+        hooks = self.on_impl.get(impl)
+        if hooks is None and impl.facade is not None:
+            t = impl.facade()
+            hooks = getattr(t, "_hooks", None) if t is not None else None
+        return hooks or None
+
+
+GRAD_HOOKS = _Hooks()
+
+
 def next_seq() -> int:
     """A creation number no impl has: impls created before have smaller ones, after larger."""
     return next(_SEQ)
