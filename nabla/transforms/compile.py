@@ -23,9 +23,7 @@ backward, optimizer update) compiles into one model.
 from __future__ import annotations
 
 import functools
-import inspect
 import sys
-import types
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -48,6 +46,8 @@ from ..core.tensor.tensor import Tensor
 from ..ops.call import SubProgram, call
 from ..ops.creation import next_seed_array, rng_state, set_rng_state
 from ..ops.view import identity
+from .captures import Scan, outside_promises, scan_captures
+from .recompile_reasons import describe, positional_names, similarity
 
 _SCALAR_DTYPES = {float: _dt.float32, int: _dt.int64}
 _NONE_DEF = tree_structure(None)
@@ -255,12 +255,12 @@ class CompiledFunction:
 
     def _leaf_label(self, i: int, arg: Any, j: int) -> str:
         """The name of leaf `j` of positional argument `i` (`arg`), for an error."""
-        return _positional_names(self.fn, i + 1)[i] + leaf_paths(arg)[j]
+        return positional_names(self.fn, i + 1)[i] + leaf_paths(arg)[j]
 
     def _labels(self, args: tuple, kwargs: dict) -> list[str]:
         """A name per leaf, in `_flatten` order: `params['w1']` (the function's parameter names),
         `arg 2` past them or where the signature cannot be read, `kwarg 'lr'`."""
-        names = _positional_names(self.fn, len(args))
+        names = positional_names(self.fn, len(args))
         out = []
         for i, arg in enumerate(args):
             paths = [""] if i in self.static_argnums else leaf_paths(arg)
@@ -325,9 +325,9 @@ class CompiledFunction:
             return "a captured tensor was rebound to one of another shape or dtype"
         if not keys:
             return None
-        closest = max(keys, key=lambda k: _similarity(k, key))
+        closest = max(keys, key=lambda k: similarity(k, key))
         grad_labels = [_grad_label(target, label, labels) for target, label in self._grad_watch.values()]
-        return _describe(closest, key, labels, grad_labels)
+        return describe(closest, key, labels, grad_labels)
 
     def _record_miss(self, reason: str | None, served: bool) -> None:
         """Count a miss; log why. `served`: a MAX model already built (a symbolic one for this
@@ -448,7 +448,7 @@ class CompiledFunction:
 
     def _run_traced(self, args, kwargs, placeholders) -> _Traced:
         self.stats.traces += 1
-        scan = _scan_captures(self.fn)
+        scan = scan_captures(self.fn)
         lazy = [t._impl for t in scan.tensors if not t._impl.is_realized]
         if lazy:  # captured promises become inputs (read again each call), not baked recipes
             GRAPH.evaluate(lazy)
@@ -484,7 +484,7 @@ class CompiledFunction:
                 else:
                     grd.append((f, len(targets)))
                     targets.append(_as_target(g))
-            outside = _outside_promises([t._impl for t in targets], start_seq)
+            outside = outside_promises([t._impl for t in targets], start_seq)
             if outside:  # reached through attributes (a module's pending weight): inputs, read each call
                 GRAPH.evaluate(outside)
             collected = collect([t._impl for t in targets], placeholders=True)
@@ -686,7 +686,7 @@ class _Traced:
     mutations: list
     grads: list
     state: TraceState
-    scan: Any
+    scan: Scan
     start_seq: int  # impls created by the trace have a larger seq
 
 
@@ -734,160 +734,6 @@ def _rebuild(args: tuple, kwargs: dict, placeholders: list, static_argnums: tupl
         leaves, d = tree_flatten(kwargs[name])
         call_kwargs[name] = tree_unflatten(d, [next(it) for _ in leaves])
     return call_args, call_kwargs
-
-
-@dataclass
-class _Scan:
-    by_impl: dict  # id(impl) -> (label, getter returning the Tensor now held there)
-    checks: list  # (getter, id(Tensor) at trace time, label): names whose rebinding forces a retrace
-    tensors: list  # the Tensors found
-
-
-def _scan_captures(fn: Callable) -> _Scan:
-    """Find tensors `fn` can reach by name: globals it names, closure cells, defaults; and
-    tensors inside dicts/lists/tuples held there. Each gets a getter that reads the name again."""
-    scan = _Scan({}, [], [])
-    code = getattr(fn, "__code__", None)
-    if code is None:
-        return scan
-    names = set()
-    stack = [code]
-    while stack:
-        c = stack.pop()
-        names.update(c.co_names)
-        stack.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
-    glb = getattr(fn, "__globals__", {})
-    for name in sorted(names):
-        if name in glb:
-            _add_capture(scan, f"global {name!r}", lambda g=glb, n=name: g.get(n))
-    for name, cell in zip(code.co_freevars, getattr(fn, "__closure__", None) or (), strict=False):
-        _add_capture(scan, f"closure variable {name!r}", lambda c=cell: _cell_value(c))
-    return scan
-
-
-def _outside_promises(impls: list, start_seq: int) -> list:
-    """Pending impls created before the trace that the traced values read (the walk stops at
-    them): computing them makes them inputs instead of recipes baked into the model."""
-    found, seen, stack = [], set(), list(impls)
-    while stack:
-        impl = stack.pop()
-        node = impl.output_refs
-        if impl.data is not None or node is None or id(node) in seen:
-            continue
-        if impl.seq < start_seq:
-            found.append(impl)
-            continue
-        seen.add(id(node))
-        stack.extend(node.args)
-    return found
-
-
-def _cell_value(cell: Any) -> Any:
-    try:
-        return cell.cell_contents
-    except ValueError:
-        return None
-
-
-def _add_capture(scan: _Scan, label: str, getter: Callable[[], Any]) -> None:
-    value = getter()
-    if isinstance(value, Tensor):
-        scan.by_impl.setdefault(id(value._impl), (label, lambda g=getter: g()))
-        scan.checks.append((getter, id(value), label))
-        scan.tensors.append(value)
-        return
-    if isinstance(value, dict | list | tuple) and len(value) <= 1024:
-        leaves, _ = tree_flatten(value)
-        for k, (leaf, path) in enumerate(zip(leaves, leaf_paths(value), strict=True)):
-            if isinstance(leaf, Tensor):
-                leaf_getter = functools.partial(_leaf_of, getter, k)
-                scan.by_impl.setdefault(id(leaf._impl), (f"{label}{path}", leaf_getter))
-                scan.checks.append((leaf_getter, id(leaf), f"{label}{path}"))
-                scan.tensors.append(leaf)
-
-
-def _leaf_of(getter: Callable[[], Any], k: int) -> Any:
-    leaves = tree_flatten(getter())[0]
-    return leaves[k] if k < len(leaves) else None
-
-
-def _similarity(old: tuple, new: tuple) -> tuple:
-    same_tree = old[0] == new[0]
-    same = sum(a == b for a, b in zip(old[1], new[1], strict=False))
-    return (same_tree, same)
-
-
-def _positional_names(fn: Callable, n: int) -> list[str]:
-    """What to call each of `n` positional arguments of `fn` in messages: its parameter name
-    (`*args` ones as `args[0]`), else `arg i`."""
-    try:
-        params = list(inspect.signature(fn).parameters.values())
-    except (TypeError, ValueError):
-        params = []
-    named = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    star = next((p.name for p in params if p.kind is p.VAR_POSITIONAL), None)
-    out = named[:n]
-    out += [f"{star}[{i}]" if star else f"arg {len(named) + i}" for i in range(n - len(out))]
-    return out
-
-
-def _describe(old: tuple, new: tuple, labels: list[str], grad_labels: list[str]) -> str:
-    if old[2] != new[2]:
-        return f"executor {old[2]} -> {new[2]}"
-    if old[0] != new[0] or len(old[1]) != len(new[1]):
-        return f"argument structure {old[0]} -> {new[0]}"
-    for label, a, b in zip(labels, old[1], new[1], strict=True):
-        if a == b:
-            continue
-        (ka, va), (kb, vb) = a, b
-        if ka != kb:
-            return f"{label} kind {ka} -> {kb}"
-        if ka == "tensor":
-            parts = []
-            if va[0] != vb[0]:
-                parts.append(f"dtype {va[0].name} -> {vb[0].name}")
-            if va[1] != vb[1]:
-                parts.append(f"shape {va[1]} -> {vb[1]}")
-            if va[2] != vb[2]:
-                parts.append(f"vmap batch dims {va[2]} -> {vb[2]}")
-            if va[3] != vb[3]:
-                parts.append(f"requires_grad {va[3]} -> {vb[3]}")
-            if va[4] != vb[4]:
-                parts.append("sharding changed")
-            return f"{label} " + ", ".join(parts)
-        if ka == "scalar":
-            why = _describe_scalar(label, va, vb)
-            if why is None:
-                continue
-            return why
-        return f"{label} static value {va[-1]!r} -> {vb[-1]!r}"
-    if old[3] != new[3]:
-        return _describe_grads(old[3], new[3], grad_labels)
-    return "the cached model was evicted (max_cache_size)"
-
-
-def _describe_scalar(label: str, old: Any, new: Any) -> str | None:
-    """A scalar's key part is its type (a model input) or (type, value) (specialized); None
-    when only the specialization differs (another leaf changed the structure)."""
-    told, tnew = (k if isinstance(k, type) else k[0] for k in (old, new))
-    if told is not tnew:
-        return f"{label} type {told.__name__} -> {tnew.__name__}"
-    if isinstance(old, type) or isinstance(new, type):
-        return None
-    return f"{label} value {old[1]!r} -> {new[1]!r} (used as a Python value inside the function)"
-
-
-def _describe_grads(old: tuple, new: tuple, labels: list[str]) -> str:
-    def state(part: Any) -> str:
-        if part is None:
-            return "None"
-        return f"a {part[0].name} tensor" + ("" if part[2] is None else f" of shape {part[2]}")
-
-    for label, a, b in zip(labels, old, new, strict=False):
-        if a != b:
-            moved = a is not None and b is not None and state(a) == state(b)
-            return f".grad of {label} sharding changed" if moved else f".grad of {label} {state(a)} -> {state(b)}"
-    return f".grad of {labels[len(old)]} is read too (found by a later trace)"
 
 
 def _normalize_dynamic(dynamic_dims: Any) -> dict:

@@ -27,8 +27,7 @@ def check_same_dtype(op: str, **tensors: Tensor | None) -> None:
     if len(dtypes) > 1:
         listed = ", ".join(f"{k} {v.dtype.name}" for k, v in present.items())
         raise TypeError(
-            f"{op}: expected one dtype, got {listed}; cast the input (e.g. x.float()) or the module "
-            "(module.to(dtype))"
+            f"{op}: expected one dtype, got {listed}; cast the input (e.g. x.float()) or the module (module.to(dtype))"
         )
 
 
