@@ -410,6 +410,33 @@ def test_causal_attention_over_split_queries_masks_by_global_position(mesh, spli
         np.testing.assert_allclose(g.numpy(), r.numpy(), rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize(
+    ("q_len", "q_split"), [(8, True), (8, False), (6, False)], ids=["seq-parallel", "q-whole", "cross"]
+)
+def test_keys_split_along_the_sequence_run_ring_attention(causal, q_len, q_split):
+    # Batch over dp, keys and values over sp: each device passes its key/value block round the
+    # ring (ppermutes) and folds it into a running softmax; nothing gathers the keys.
+    mesh = DeviceMesh("dpsp", (2, 4), ("dp", "sp"))
+    q, k, v = arr(2, 3, q_len, 4), arr(2, 3, 8, 4), arr(2, 3, 8, 5)
+    qs = nb.shard(nb.tensor(q), mesh, P("dp", None, "sp" if q_split else None))
+    ks, vs = (nb.shard(nb.tensor(t), mesh, P("dp", None, "sp")) for t in (k, v))
+
+    def f(a, b, c):
+        return (nb.dot_product_attention(a, b, c, is_causal=causal) ** 2).sum()
+
+    y = nb.dot_product_attention(qs, ks, vs, is_causal=causal)
+    assert comm_ops(y) == ["ppermute"] * 6  # 3 passes of k and of v
+    assert y.sharding.dim_axes == qs.sharding.dim_axes  # q's layout
+    want = nb.dot_product_attention(nb.tensor(q), nb.tensor(k), nb.tensor(v), is_causal=causal)
+    np.testing.assert_allclose(y.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
+    got = nb.grad(f, (0, 1, 2))(qs, ks, vs)
+    assert "all_gather" not in comm_ops(*got)
+    ref = nb.grad(f, (0, 1, 2))(nb.tensor(q), nb.tensor(k), nb.tensor(v))
+    for g, r in zip(got, ref, strict=True):
+        np.testing.assert_allclose(g.numpy(), r.numpy(), rtol=1e-4, atol=1e-5)
+
+
 @pytest.mark.parametrize(
     ("shape", "mesh", "spec", "args"),
     [

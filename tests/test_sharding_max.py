@@ -52,6 +52,12 @@ def _cases() -> list:
             nb.tensor(xa[:, ::-1].reshape(1, 1, 6, 5)),
             is_causal=True,
         ),
+        # keys split along the sequence: ring attention (ppermuted key/value blocks, a running softmax)
+        nb.dot_product_attention(
+            *(nb.shard(nb.tensor(a), MESH4, P(None, "x")) for a in (xa[:4].reshape(1, 4, 5), xa[2:].reshape(1, 4, 5))),
+            nb.shard(nb.tensor(xa[:4, ::-1].reshape(1, 4, 5)), MESH4, P(None, "x")),
+            is_causal=True,
+        ),
     ]
     v = nb.tensor(va)
     out += [

@@ -7,10 +7,12 @@ call. The VJP and JVP need the attention weights, which the second primitive,
 recompute its rstd (a forward and its backward in one MAX graph give the compiler both
 copies of the same expressions to merge).
 
-Rows that mask every key give zero weights (torch's SDPA and `_safe_softmax`), so neither the
-output nor a derivative sees a NaN. Sharded, the key length and the head dim stay whole
-(softmax needs a whole row; a partial q k^T cannot pass a softmax); batch dims, query length
-and the value dim may be split.
+Rows that mask every key give zeros (torch's SDPA and `_safe_softmax`), so neither the
+output nor a derivative sees a NaN. Sharded, the one op keeps the key length and the head dim
+whole (softmax needs a whole row; a partial q k^T cannot pass a softmax); batch dims, query
+length and the value dim may be split. Keys split along the sequence (context parallelism)
+instead run as ring attention (`_ring_attention`): blocks passed round the devices and folded
+into a running softmax, so the keys are never gathered.
 """
 
 from __future__ import annotations
@@ -23,12 +25,17 @@ from max.dtype import DType
 from max.graph import ops
 
 from ..core.common import dtypes as _dt
-from ..core.sharding import OpShardingRule
+from ..core.sharding import OpShardingRule, ShardingSpec
 from ..core.tensor.tensor import Tensor
 from . import binary as _bin
+from . import creation as _creation
 from . import reduction as _red
+from . import unary as _un
+from . import view as _view
 from .base import AVal, Operation, public, shape_of
 from .cast import cast
+from .communication import MANUAL, _conform_tensor, _relabel, axis_index, ppermute
+from .control_flow import where as _where
 from .linalg import matmul
 from .view import broadcast_shapes, reshape, sum_to_shape, transpose
 
@@ -268,4 +275,98 @@ def dot_product_attention(
             mask = reshape(mask, (1,) * (q.ndim - mask.ndim) + mask.shape)
         masks = (mask if mask.dtype in (_dt.bool_, q.dtype) else cast(mask, q.dtype),)
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
+    ring = None if masks else _ring_layout(q, k, v)
+    if ring is not None:
+        return _ring_attention(q, k, v, *ring, scale=scale, causal=bool(is_causal))
     return _attention(q, k, v, *masks, scale=scale, causal=bool(is_causal))
+
+
+# -- keys split along the sequence: ring attention -------------------------------------------------
+def _ring_layout(q: Tensor, k: Tensor, v: Tensor) -> tuple | None:
+    """(q's layout, k's and v's) for ring attention, or None for the one-op path. The ring
+    applies when k and v are split alike along the key sequence over some mesh axes (and
+    nowhere along the head dims), evenly; q may be split along its sequence over the same
+    axes (sequence parallelism) or not at all. The one op would gather the keys instead."""
+    ks, vs = k._impl.sharding, v._impl.sharding
+    if ks is None or vs is None or ks.manual or ks.partial or vs.partial or MANUAL.meshes:
+        return None
+    if q._impl.batch_dims or k._impl.batch_dims or v._impl.batch_dims:  # inside vmap: the one op
+        return None
+    axes = ks.dim_axes[-2]
+    if not axes or vs.dim_axes[:-1] != ks.dim_axes[:-1] or ks.dim_axes[-1] or vs.dim_axes[-1]:
+        return None
+    mesh, n = ks.mesh, ks.mesh.axes_size(axes)
+    qs = q._impl.sharding
+    q_split = qs is not None and qs.mesh == mesh and qs.dim_axes[-2] == axes
+    if k.shape[-2] % n or (q_split and q.shape[-2] % n):
+        return None
+    lead = [list(a) for a in ks.dim_axes[:-2]]
+    q_spec = ShardingSpec(mesh, [*lead, list(axes) if q_split else [], []])
+    return q_spec, ks.without_partial(), vs.without_partial()
+
+
+def _ring_attention(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    q_spec: ShardingSpec,
+    k_spec: ShardingSpec,
+    v_spec: ShardingSpec,
+    *,
+    scale: float,
+    causal: bool,
+) -> Tensor:
+    """Attention with the keys split along the sequence over n devices, without gathering
+    them: each device keeps its queries and passes its key/value block round the ring (n - 1
+    ppermutes), folding each block into a running softmax (max, sum, weighted values), as
+    Ring Attention (Liu et al. 2023) and flash attention do. Rows that keep no key give
+    zeros, as the one op does. The result keeps q's layout."""
+    mesh = k_spec.mesh
+    axes = k_spec.dim_axes[-2]
+    n = mesh.axes_size(axes)
+    local = ShardingSpec.replicated_on(mesh, q.ndim, manual=True)
+    qm, km, vm = (
+        _relabel(_conform_tensor(x, spec), out=local, src=spec) for x, spec in ((q, q_spec), (k, k_spec), (v, v_spec))
+    )
+    MANUAL.meshes.append(mesh)
+    try:
+        out = _ring_body(qm, km, vm, axes, n, bool(q_spec.dim_axes[-2]), scale, causal)
+    finally:
+        MANUAL.meshes.pop()
+    return _relabel(out, out=q_spec, src=out._impl.sharding)
+
+
+def _ring_body(
+    q: Tensor, k: Tensor, v: Tensor, axes: tuple, n: int, q_split: bool, scale: float, causal: bool
+) -> Tensor:
+    """One device's part (inside manual mode): its queries against each key block in turn."""
+    lq, sk = q.shape[-2], k.shape[-2]
+    me = axis_index(axes)
+    perm = [(i, (i + 1) % n) for i in range(n)]  # after t passes a device holds block (me - t) mod n
+    rows = reshape(_creation.arange(lq), (lq, 1))
+    if q_split:
+        rows = _bin.add(rows, _bin.mul(me, lq))
+    qs = _bin.mul(q, scale)
+    neg = _creation.full((), _NEG_INF, q.dtype)
+    # Running row max, row sum and weighted values. The max only keeps exp() in range: the
+    # result does not depend on it, so it carries no gradient.
+    m = _creation.full((*q.shape[:-1], 1), _NEG_INF, q.dtype)
+    total = _creation.zeros(*q.shape[:-1], 1, dtype=q.dtype)
+    acc = _creation.zeros(*q.shape[:-1], v.shape[-1], dtype=q.dtype)
+    for t in range(n):
+        s = matmul(qs, transpose(k, -1, -2))
+        if causal:
+            block = _bin.remainder(_bin.add(me, n - t), n)
+            cols = reshape(_bin.add(_creation.arange(sk), _bin.mul(block, sk)), (1, sk))
+            s = _where(_bin.greater_equal(rows, cols), s, neg)
+        m_new = _bin.maximum(m, _red.max(_view.detach(s), axis=-1, keepdims=True))
+        m_safe = _where(_bin.equal(m_new, neg), 0.0, m_new)  # a row with no key yet: exp(-inf - 0) = 0
+        p = _un.exp(_bin.sub(s, m_safe))
+        rescale = _un.exp(_bin.sub(m, m_safe))
+        total = _bin.add(_bin.mul(total, rescale), _red.sum(p, axis=-1, keepdims=True))
+        acc = _bin.add(_bin.mul(acc, rescale), matmul(p, v))
+        m = m_new
+        if t < n - 1:
+            k, v = ppermute(k, axes, perm), ppermute(v, axes, perm)
+    alive = _bin.greater(total, 0.0)
+    return _where(alive, _bin.div(acc, _where(alive, total, 1.0)), 0.0)
