@@ -22,6 +22,7 @@ import nabla as nb
 from nabla import Tensor
 from nabla.core.common import dtypes as _dt
 from nabla.core.common.hooks import RemovableHandle, add_hook
+from nabla.ops.view import grad_hook
 
 from . import serialization
 from .parameter import Parameter
@@ -63,6 +64,7 @@ class Module:
         object.__setattr__(self, "_modules", OrderedDict())
         object.__setattr__(self, "_forward_hooks", OrderedDict())
         object.__setattr__(self, "_forward_pre_hooks", OrderedDict())
+        object.__setattr__(self, "_backward_hooks", OrderedDict())  # id -> ("full" | "pre", hook)
         object.__setattr__(self, "_compiled", None)
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
@@ -72,7 +74,7 @@ class Module:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         # Runs once per layer per step: without hooks or compile, nothing but the forward.
         # (A layer's error names its path from this method's frames: see `_call_path`.)
-        if self._forward_pre_hooks or self._forward_hooks or self._compiled is not None:
+        if self._forward_pre_hooks or self._forward_hooks or self._backward_hooks or self._compiled is not None:
             return self._call_with_extras(args, kwargs)
         return self.forward(*args, **kwargs)
 
@@ -92,6 +94,9 @@ class Module:
             result = hook(self, args)
             if result is not None:
                 args = result if isinstance(result, tuple) else (result,)
+        backward = _BackwardHookCall(self) if self._backward_hooks and nb.is_grad_enabled() else None
+        if backward is not None:
+            args = backward.wrap_inputs(args)
         compiled = self._compiled
         if compiled is None:
             out = self.forward(*args, **kwargs)
@@ -103,7 +108,7 @@ class Module:
             result = hook(self, args, kwargs, out) if with_kwargs else hook(self, args, out)
             if result is not None:
                 out = result
-        return out
+        return out if backward is None else backward.wrap_outputs(out)
 
     def _needs_autodiff(self) -> bool:
         return nb.is_grad_enabled() and any(p.requires_grad for p in self.parameters())
@@ -136,6 +141,27 @@ class Module:
             with_kwargs: pass (and let the hook replace) the forward's keyword arguments too.
         """
         return add_hook(self._forward_pre_hooks, (hook, with_kwargs), prepend=prepend)
+
+    def register_full_backward_hook(self, hook: Callable, *, prepend: bool = False) -> RemovableHandle:
+        """Call `hook(module, grad_input, grad_output)` when the gradients of this module's
+        inputs have been computed; a non-None result (a tuple like grad_input) replaces them.
+
+        As in PyTorch, grad_input and grad_output hold one entry per positional argument and
+        per output tensor (None for non-tensors and tensors without gradient), keyword
+        arguments are ignored, and a module none of whose inputs needs a gradient calls the
+        hook with grad_input of Nones once grad_output is known. A backward through a module
+        with backward hooks runs its VJP rules each time (it is not replayed).
+
+        Example:
+            >>> handle = model.fc.register_full_backward_hook(lambda m, gi, go: print(go[0].shape))
+        """
+        return add_hook(self._backward_hooks, ("full", hook), prepend=prepend)
+
+    def register_full_backward_pre_hook(self, hook: Callable, *, prepend: bool = False) -> RemovableHandle:
+        """Call `hook(module, grad_output)` when the gradients of this module's outputs have been
+        computed, before they flow into the module; a non-None result (a tuple like
+        grad_output) replaces them."""
+        return add_hook(self._backward_hooks, ("pre", hook), prepend=prepend)
 
     def compile(self, **kwargs: Any) -> None:
         """Compile this module's forward for hot paths (`nabla.compile` keyword arguments apply).
@@ -689,12 +715,97 @@ def _unflatten_module(definition: _ModuleDef, leaves: list) -> Module:
     return clone
 
 
+class _BackwardHookCall:
+    """One call of a module with backward hooks (PyTorch's BackwardHook): one `grad_hook`
+    identity over its input tensors and one over its output tensors gather the module's
+    gradients together, so the hooks see them all at once, and only this call's part of an
+    input's gradient (a tensor also used elsewhere gets its other parts elsewhere)."""
+
+    def __init__(self, module: Module) -> None:
+        self.module = module
+        self.n_args = 0
+        self.positions: list[int] = []  # the positional arguments that take a gradient
+        self.grad_output: tuple = ()
+        self.constants: dict[int, Tensor] = {}
+
+    def wrap_inputs(self, args: tuple) -> tuple:
+        self.n_args = len(args)
+        self.positions = [i for i, a in enumerate(args) if isinstance(a, Tensor) and a.requires_grad]
+        if not self.positions:
+            return args
+        # Other tensor arguments get zeros in grad_input (PyTorch's BackwardHookFunction marks
+        # them non-differentiable, which materializes zeros).
+        self.constants = {i: a for i, a in enumerate(args) if isinstance(a, Tensor) and not a.requires_grad}
+        wrapped = grad_hook([args[i] for i in self.positions], self._input_grads)
+        new = list(args)
+        for i, w in zip(self.positions, wrapped, strict=True):
+            new[i] = w
+        return tuple(new)
+
+    def wrap_outputs(self, out: Any) -> Any:
+        leaves, tree = nb.tree_flatten(out)
+        idx = [i for i, o in enumerate(leaves) if isinstance(o, Tensor) and o.requires_grad]
+        if not idx:
+            return out
+        for i, w in zip(idx, grad_hook([leaves[i] for i in idx], self._output_grads), strict=True):
+            leaves[i] = w
+        return nb.tree_unflatten(tree, leaves)
+
+    def _hooks(self, kind: str) -> list:
+        return [hook for k, hook in tuple(self.module._backward_hooks.values()) if k == kind]
+
+    def _output_grads(self, cotangents: list) -> list:
+        grad_output = tuple(cotangents)
+        for hook in self._hooks("pre"):
+            result = hook(self.module, grad_output)
+            if result is not None:
+                grad_output = _replacement(result, grad_output, "a full backward pre-hook", "grad_output")
+        self.grad_output = grad_output
+        if not self.positions:  # no input takes a gradient: the hooks run now, as in PyTorch
+            self._run_full((None,) * self.n_args)
+        return list(grad_output)
+
+    def _input_grads(self, cotangents: list) -> list:
+        grad_input: list = [None] * self.n_args
+        for i, g in zip(self.positions, cotangents, strict=True):
+            grad_input[i] = g
+        for i, a in self.constants.items():
+            grad_input[i] = nb.zeros_like(a)
+        result = self._run_full(tuple(grad_input))
+        return [result[i] for i in self.positions]
+
+    def _run_full(self, grad_input: tuple) -> tuple:
+        for hook in self._hooks("full"):
+            result = hook(self.module, grad_input, self.grad_output)
+            if result is not None:
+                grad_input = _replacement(result, grad_input, "a full backward hook", "grad_input")
+        return grad_input
+
+
+def _replacement(result: Any, old: tuple, who: str, what: str) -> tuple:
+    """A hook's replacement for `old`: as many entries, None where a gradient stays zero."""
+    new = tuple(result) if isinstance(result, tuple | list) else (result,)
+    if len(new) != len(old):
+        raise RuntimeError(f"{who} returned {len(new)} values, but {what} has {len(old)}")
+    for n, o in zip(new, old, strict=True):
+        if n is not None and o is not None and tuple(n.shape) != tuple(o.shape):
+            raise RuntimeError(f"{who} returned a gradient of shape {tuple(n.shape)} for one of shape {tuple(o.shape)}")
+    return tuple(nb.zeros_like(o) if n is None and o is not None else n for n, o in zip(new, old, strict=True))
+
+
 def _clone_structure(module: Module, memo: dict) -> Module:
     if id(module) in memo:
         return memo[id(module)]
     clone = copy.copy(module)
     memo[id(module)] = clone
-    for store in ("_parameters", "_buffers", "_non_persistent_buffers", "_forward_hooks", "_forward_pre_hooks"):
+    for store in (
+        "_parameters",
+        "_buffers",
+        "_non_persistent_buffers",
+        "_forward_hooks",
+        "_forward_pre_hooks",
+        "_backward_hooks",
+    ):
         object.__setattr__(clone, store, copy.copy(module.__dict__[store]))
     children = OrderedDict((n, None if m is None else _clone_structure(m, memo)) for n, m in module._modules.items())
     object.__setattr__(clone, "_modules", children)

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import nabla as nb
+import nabla_nn as nn
 from nabla.core.common.pytree import leaf_paths
 from nabla_nn import init
 from nabla_nn.module import IncompatibleKeys, Module
@@ -344,3 +345,64 @@ def test_forward_hooks_with_kwargs_and_prepend():
     m.register_forward_pre_hook(lambda mod, args, kwargs: args, with_kwargs=True)
     with pytest.raises(RuntimeError, match=r"must return None or a tuple \(args, kwargs\)"):
         m(nb.ones(2), factor=1.0)
+
+
+class _Mul(Module):
+    """(x * z * k, sum(x * z)): two tensor inputs (x requires grad, z not), two outputs."""
+
+    def forward(self, x, z, k=1.0):
+        h = x * z
+        return h * k, h.sum()
+
+
+def test_full_backward_hooks_see_and_replace_the_modules_gradients():
+    xa, za = np.array([1.0, -2.0, 3.0], np.float32), np.array([0.5, 4.0, -1.0], np.float32)
+    x, z = nb.tensor(xa, requires_grad=True), nb.tensor(za)
+    m, log = _Mul(), []
+
+    def pre(mod, grad_output):  # runs first, with the gradients of the outputs
+        log.append(("pre", [g.numpy() for g in grad_output]))
+        return (grad_output[0] * 2, grad_output[1])
+
+    def full(mod, grad_input, grad_output):  # then with the inputs' (after pre's replacement)
+        log.append(("full", [g.numpy() for g in grad_input], [g.numpy() for g in grad_output]))
+        return (grad_input[0] * 10, None)
+
+    m.register_full_backward_hook(full)
+    m.register_full_backward_pre_hook(pre)
+    a, b = m(x, z, k=3.0)
+    ((a * a).sum() + b + x.sum()).backward()  # x is also used outside the module
+    h = xa * za
+    go = [2 * 3 * h, np.float32(1.0)]  # d/da of sum(a^2) with a = 3h; d/db = 1
+    assert log[0][0] == "pre" and log[1][0] == "full"
+    np.testing.assert_allclose(log[0][1][0], go[0], rtol=1e-6)
+    np.testing.assert_allclose(log[1][2][0], 2 * go[0], rtol=1e-6)  # pre doubled it
+    gi = (2 * go[0] * 3 + 1) * za  # what flows to x through the module
+    np.testing.assert_allclose(log[1][1][0], gi, rtol=1e-6)
+    np.testing.assert_allclose(log[1][1][1], np.zeros(3))  # z takes no gradient: zeros, as in torch
+    np.testing.assert_allclose(x.grad.numpy(), 10 * gi + 1, rtol=1e-6)  # only the module's part scaled
+
+
+def test_full_backward_hook_matches_torch_and_errors():
+    torch = pytest.importorskip("torch")
+    log = {"nabla": [], "torch": []}
+
+    def hook(name):
+        return lambda mod, gi, go: log[name].append([None if g is None else g.detach().numpy() for g in gi + go])
+
+    lin = nn.Linear(3, 2)
+    tlin = torch.nn.Linear(3, 2)
+    lin.load_state_dict({k: v.detach().numpy() for k, v in tlin.state_dict().items()})
+    lin.register_full_backward_hook(hook("nabla"))
+    tlin.register_full_backward_hook(hook("torch"))
+    xa = np.arange(6, dtype=np.float32).reshape(2, 3)
+    (lin(nb.tensor(xa)) ** 2).sum().backward()  # no input takes a gradient: grad_input is (None,)
+    (tlin(torch.tensor(xa)) ** 2).sum().backward()
+    for a, b in zip(log["nabla"][0], log["torch"][0], strict=True):
+        assert (a is None) == (b is None)
+        if a is not None:
+            np.testing.assert_allclose(a, b, rtol=1e-5)
+    np.testing.assert_allclose(lin.weight.grad.numpy(), tlin.weight.grad.numpy(), rtol=1e-5)
+    lin.register_full_backward_hook(lambda mod, gi, go: (gi[0], gi[0]))
+    with pytest.raises(RuntimeError, match="a full backward hook returned 2 values, but grad_input has 1"):
+        (lin(nb.tensor(xa)) ** 2).sum().backward()

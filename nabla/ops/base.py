@@ -122,6 +122,9 @@ class Operation:
     # Whether a device's kernel depends on where its piece lies in the global tensor (tril's
     # mask): its `local_kwargs` then also gets the pieces' offsets (other ops pay nothing).
     position_dependent = False
+    # False: its VJP runs Python that must run each backward (module backward hooks): a
+    # backward through it is never replayed (nabla/core/autograd/replay.py).
+    replayable = True
 
     # -- the pipeline -----------------------------------------------------------------------
     def __call__(self, *args: Tensor, **kwargs: Any) -> Any:

@@ -7,6 +7,7 @@ to their shapes: binary ops broadcast explicitly through it, so no other rule ha
 from __future__ import annotations
 
 import math
+import weakref
 from typing import Any
 
 import numpy as np
@@ -26,6 +27,7 @@ __all__ = [
     "detach",
     "expand_dims",
     "flatten",
+    "grad_hook",
     "identity",
     "permute",
     "reshape",
@@ -331,6 +333,54 @@ class DetachOp(IdentityOp):
 
 identity = register("identity")(IdentityOp())
 _detach = DetachOp()
+
+
+class GradHookOp(Operation):
+    """The identity on several tensors at once, whose VJP hands all their cotangents to a
+    Python function (which may replace them): module backward hooks, which need a module's
+    gradients together. The function is found through the op's outputs (`_GRAD_HOOK_FNS`), so
+    the op's key stays the same call after call; a backward through it is not replayed."""
+
+    name = "grad_hook"
+    partial_ok = "additive"
+    replayable = False
+    always_tuple = True
+
+    def abstract_eval(self, *xs: AVal) -> list[AVal]:
+        return list(xs)
+
+    def sharding_rule_for(self, in_shapes: list, out_shapes: list, kwargs: dict) -> OpShardingRule:
+        terms = ", ".join(" ".join(f"t{i}d{d}" for d in range(len(s))) for i, s in enumerate(in_shapes))
+        return OpShardingRule.parse(f"{terms} -> {terms}", in_shapes, out_shapes, partial_ok=self.partial_ok)
+
+    def kernel(self, *xs: Any) -> Any:
+        return list(xs)
+
+    def numpy_kernel(self, *xs: np.ndarray) -> tuple:
+        return xs
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list) -> list:
+        fn = next((_GRAD_HOOK_FNS.get(o._impl) for o in outputs if o is not None), None)
+        new = fn(list(cotangents)) if fn is not None else None
+        return list(cotangents) if new is None else list(new)
+
+    def jvp_rule(self, primals: list, tangents: list, outputs: list) -> list:
+        return list(tangents)
+
+
+_grad_hook = GradHookOp()
+_GRAD_HOOK_FNS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # output impl -> function
+
+
+@public()
+def grad_hook(tensors: list[Tensor], fn: Any) -> tuple[Tensor, ...]:
+    """`tensors` again (new tensors, the identity), such that a backward through them calls
+    `fn(cotangents)` once with the list of their cotangents; a non-None result (one tensor
+    per input, each of its shape) replaces them. For library code (module backward hooks)."""
+    outs = _grad_hook(*tensors)
+    for o in outs:
+        _GRAD_HOOK_FNS[o._impl] = fn
+    return outs
 
 
 @public()

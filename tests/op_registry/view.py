@@ -7,6 +7,7 @@ import numpy as np
 import nabla as nb
 import nabla.ops.shape as _shape
 import nabla.ops.triangular as _triangular
+from nabla.ops.view import grad_hook
 
 from .spec import OpSpec, Sample, uniform
 
@@ -179,6 +180,12 @@ SPECS: list[OpSpec] = [
         lambda x: x,
         [Sample((_u((3, 4), "identity"),), label="(3,4)"), Sample((_u((), "identity"),), label="0-d")],
         torch_ref=lambda torch, x: x.clone(),
+    ),
+    _spec(
+        "grad_hook",  # module backward hooks: the identity on several tensors (a None hook leaves the gradients)
+        lambda x, y: grad_hook([x, y], lambda cotangents: None),
+        lambda x, y: (x, y),
+        [Sample((_u((3, 4), "grad_hook"), _u((2,), "grad_hook")), label="two")],
     ),
     _spec(
         "detach",

@@ -99,7 +99,7 @@ def signature(
     seen: list = []
     parts: list = [create_graph]  # the rules run with grad recording on or off
     for node in nodes:
-        if node.spmd is not None:
+        if node.spmd is not None or not node.op.replayable:
             return None
         arg_refs = []
         for a in node.args:
