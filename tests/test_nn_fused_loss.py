@@ -124,3 +124,26 @@ def test_all_ignored_rows_get_zero_derivatives_on_both_paths(composite, red, eps
         np.testing.assert_array_equal(nb.grad(f)(x).numpy(), np.zeros_like(X))
         np.testing.assert_array_equal(nb.jvp(nb.grad(f), (x,), (tangent,))[1].numpy(), np.zeros_like(X))
         np.testing.assert_array_equal(nb.jacrev(nb.grad(f))(x).numpy(), np.zeros(X.shape * 2, np.float32))
+
+
+@pytest.mark.parametrize(("red", "weighted"), [("mean", False), ("sum", True), ("none", False)])
+def test_minus_inf_logits_of_non_target_classes_are_masked_out_on_both_paths(composite, red, weighted):
+    # Logits set to -inf (invalid actions, a constrained vocabulary) take no probability; the
+    # loss of a target elsewhere stays finite (it was 0 * -inf = nan on the fused path).
+    x = X.copy()
+    x[:, 1] = -np.inf
+    t = np.array([0, 4, 2, -100, 0, 3])
+    logp = x - np.log(np.exp(x).sum(1, keepdims=True))
+    w = W if weighted else np.ones(5, np.float32)
+    keep = t != -100
+    per_row = np.where(keep, -logp[np.arange(6), np.where(keep, t, 0)] * w[np.where(keep, t, 0)], 0)
+    want = {"none": per_row, "sum": per_row.sum(), "mean": per_row.sum() / w[t[keep]].sum()}[red]
+    for path in (False, True):
+        composite(path)
+        xt = nb.Tensor.from_numpy(x, requires_grad=True)
+        out = F.cross_entropy(
+            xt, nb.Tensor.from_numpy(t), weight=nb.Tensor.from_numpy(W) if weighted else None, reduction=red
+        )
+        np.testing.assert_allclose(out.numpy(), want, rtol=1e-5, err_msg=f"composite={path}")
+        out.sum().backward()
+        assert np.isfinite(xt.grad.numpy()).all() and (xt.grad.numpy()[:, 1] == 0).all()

@@ -124,7 +124,10 @@ class CrossEntropyOp(Operation):
     def kernel(self, x: Any, t: Any, *w: Any, ignore_index: int, smoothing: float, reduction: str) -> Any:
         n, c = shape_of(x)
         a, _, wt = _max_targets(x, t, _weight_arg(w), ignore_index, smoothing)
-        loss = ops.reshape(ops.sum(a * ops.logsoftmax(x, axis=1), axis=1), (n,))
+        # A class with no target weight adds 0, also where its logit is -inf (0 * -inf is nan).
+        zero = ops.constant(0.0, x.dtype, x.device)
+        picked = ops.where(ops.equal(a, zero), ops.broadcast_to(zero, (n, c)), a * ops.logsoftmax(x, axis=1))
+        loss = ops.reshape(ops.sum(picked, axis=1), (n,))
         loss = ops.negate(loss)
         if reduction == "none":
             return loss
@@ -133,7 +136,8 @@ class CrossEntropyOp(Operation):
 
     def numpy_kernel(self, x: np.ndarray, t: np.ndarray, *w: np.ndarray, **kw: Any) -> np.ndarray:
         a, _, wt = _np_targets(x, t, _weight_arg(w), kw["ignore_index"], kw["smoothing"])
-        loss = -(a * _LOG_SOFTMAX.numpy_kernel(x, axis=1)).sum(axis=1)
+        with np.errstate(invalid="ignore"):  # a class with no target weight adds 0, even at -inf
+            loss = -np.where(a == 0, 0, a * _LOG_SOFTMAX.numpy_kernel(x, axis=1)).sum(axis=1)
         if kw["reduction"] == "none":
             return loss
         with np.errstate(invalid="ignore", divide="ignore"):
