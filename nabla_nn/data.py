@@ -133,7 +133,9 @@ class Subset(Dataset):
         if self.indices.size and (self.indices.min() < -n or self.indices.max() >= n):
             raise IndexError(f"Subset: indices must lie in [-{n}, {n}) for a dataset of {n} samples")
 
-    def __getitem__(self, index: int) -> Any:
+    def __getitem__(self, index: int | list[int]) -> Any:
+        if isinstance(index, list):  # a batch of positions, passed on as one list (as PyTorch's)
+            return self.dataset[[int(self.indices[i]) for i in index]]
         return self.dataset[int(self.indices[index])]
 
     def __len__(self) -> int:
@@ -155,7 +157,7 @@ def random_split(dataset: Dataset, lengths: Sequence[int | float], seed: int | N
         (8, 2)
     """
     n = len(dataset)
-    lengths = list(lengths)
+    lengths = [x.item() if isinstance(x, np.generic) else x for x in lengths]  # np.int64(8) -> 8
     if lengths and all(isinstance(x, float) for x in lengths) and math.isclose(sum(lengths), 1.0):
         if any(not 0.0 <= x <= 1.0 for x in lengths):
             raise ValueError(f"random_split: fractions must lie in [0, 1], got {lengths}")
@@ -177,7 +179,8 @@ def default_collate(batch: Sequence[Any]) -> Any:
     """Stack a list of samples into a batch, as PyTorch's `default_collate` does.
 
     Tensors and NumPy arrays are stacked along a new first dimension (into a Tensor); Python
-    floats become a float64 tensor, ints an int64 tensor (bools a bool tensor), NumPy scalars
+    floats become a float64 tensor, ints an int64 tensor (float32 if a float is among them,
+    as `torch.tensor` infers), bools a bool tensor, NumPy scalars
     keep their dtype; strings stay a list; dicts, tuples, lists and namedtuples are collated
     field by field (tuples come back as lists, like PyTorch).
 
@@ -194,9 +197,7 @@ def default_collate(batch: Sequence[Any]) -> Any:
     if isinstance(elem, Tensor | np.ndarray | np.generic):
         return _stack(batch)
     if isinstance(elem, bool | int | float):
-        kind = bool if all(isinstance(x, bool) for x in batch) else float if isinstance(elem, float) else int
-        dtype = {bool: np.bool_, int: np.int64, float: np.float64}[kind]
-        return Tensor.from_numpy(np.asarray(batch, dtype=dtype))
+        return Tensor.from_numpy(np.asarray(batch, dtype=_number_dtype(elem, batch)))
     if isinstance(elem, Mapping):
         return {key: default_collate([sample[key] for sample in batch]) for key in elem}
     if isinstance(elem, tuple) and hasattr(elem, "_fields"):  # namedtuple
@@ -208,6 +209,17 @@ def default_collate(batch: Sequence[Any]) -> Any:
     raise TypeError(
         f"default_collate: batch must contain tensors, NumPy arrays, numbers, dicts or lists; found {type(elem).__name__}"
     )
+
+
+def _number_dtype(first: Any, batch: Sequence[Any]) -> type:
+    """PyTorch's dtype for a batch of Python numbers: float64 when the first is a float (it
+    asks for it), else what `torch.tensor(batch)` infers: float32 if any is a float (an int
+    batch with a 2.5 in it is not truncated), int64 if any is an int, else bool."""
+    if isinstance(first, float):
+        return np.float64
+    if any(isinstance(x, float) for x in batch):
+        return np.float32
+    return np.bool_ if all(isinstance(x, bool) for x in batch) else np.int64
 
 
 def _stack(batch: Sequence[Any]) -> Tensor:

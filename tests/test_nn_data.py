@@ -92,6 +92,8 @@ def test_subset_and_random_split():
     assert len(sub) == 3 and sub[0][1].item() == 70 and sub[-1][1].item() == 50
     with pytest.raises(IndexError, match="\\[-10, 10\\)"):
         Subset(ds, [3, 10])
+    batch = sub[[0, 2]]  # a list of positions: one batch, as PyTorch's Subset
+    np.testing.assert_array_equal(batch[1].numpy(), [70, 50])
 
     parts = random_split(ds, [6, 3, 1], seed=4)
     assert [len(p) for p in parts] == [6, 3, 1]
@@ -101,6 +103,7 @@ def test_subset_and_random_split():
     assert all(np.array_equal(a.indices, b.indices) for a, b in zip(parts, again, strict=True))
     assert not np.array_equal(random_split(ds, [10], seed=5)[0].indices, np.arange(10))  # shuffled
 
+    assert [len(p) for p in random_split(ds, [np.int64(8), np.int64(2)], seed=0)] == [8, 2]  # NumPy ints
     fractions = random_split(TensorDataset(np.arange(11)), [0.5, 0.3, 0.2], seed=0)
     assert [len(p) for p in fractions] == [6, 3, 2]  # floors 5,3,2 + remainder to the first
     with pytest.raises(ValueError, match="sum to 9, the dataset has 10"):
@@ -244,6 +247,23 @@ def test_default_collate_matches_torch():
     for a, b in zip(ours[:3], ref[:3], strict=True):
         assert np.array_equal(a.numpy(), b.numpy()) and str(a.numpy().dtype) == str(b.numpy().dtype)
     assert np.array_equal(ours[3]["k"].numpy(), ref[3]["k"].numpy())
+
+
+def test_default_collate_python_number_dtypes_follow_the_whole_batch():
+    # As torch.tensor infers: an int label batch with a float in it must not be truncated
+    # (it was [1, 2]); a float first asks for float64.
+    cases = [([1, 2.5], "float32"), ([2.5, 1], "float64"), ([True, 2], "int64"), ([True, False], "bool")]
+    cases.append(([True, 2.5], "float32"))
+    for batch, dtype in cases:
+        got = default_collate(batch)
+        assert got.dtype.name == dtype, batch
+        np.testing.assert_array_equal(got.numpy(), np.asarray(batch, dtype=dtype))
+
+
+@needs_torch
+def test_default_collate_python_number_dtypes_match_torch():
+    for batch in ([1, 2.5], [2.5, 1], [True, 2], [True, False], [True, 2.5], [3, 4]):
+        assert f"torch.{default_collate(batch).dtype.name}" == str(tud.default_collate(batch).dtype), batch
 
 
 def test_custom_collate_fn_and_unbatched_mode():
