@@ -532,10 +532,13 @@ class Module:
             if key not in state_dict:
                 continue
             value = state_dict[key]
+            if not isinstance(value, Tensor | np.ndarray | np.generic) and hasattr(value, "__array__"):
+                value = _foreign_array(value)  # another library's tensor (a torch state_dict)
             if isinstance(value, np.ndarray | np.generic):
                 value = nb.Tensor.from_numpy(np.array(value, copy=True))  # the caller may reuse the array
             if not isinstance(value, Tensor):
-                problems.append(f"{key}: expected a Tensor, got {type(value).__name__}")
+                kind = f"{type(value).__module__}.{type(value).__qualname__}"
+                problems.append(f"{key}: expected a nabla Tensor or a NumPy array, got {kind}")
             elif tuple(value.shape) != tuple(target.shape):
                 problems.append(f"{key}: shape {tuple(value.shape)} in the state_dict, the module has {target.shape}")
             elif value.dtype != target.dtype and not assign:
@@ -589,6 +592,15 @@ class Module:
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
+
+
+def _foreign_array(value: Any) -> Any:
+    """Another library's array (a torch tensor) as NumPy, or `value` itself when it will not
+    convert (bfloat16, a GPU tensor): the caller then names its type."""
+    try:
+        return np.asarray(value)
+    except (TypeError, RuntimeError, ValueError):
+        return value
 
 
 def _assembled(values: list[Tensor]) -> list[Tensor]:

@@ -97,3 +97,14 @@ def test_save_load_round_trip_restores_outputs_without_torch(tmp_path):
     with pytest.raises(ValueError, match="bad.safetensors"):
         other.load_weights(tmp_path / "bad.safetensors")
     np.testing.assert_array_equal(other.layers[0].weight.numpy(), before)
+
+
+@pytest.mark.skipif(torch is None, reason="PyTorch is not installed (optional oracle)")
+def test_load_state_dict_takes_a_torch_state_dict_directly():
+    tm, m = torch.nn.Linear(3, 2), nn.Linear(3, 2)
+    assert m.load_state_dict(tm.state_dict()) == ([], [])
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_allclose(m(nb.tensor(x)).numpy(), tm(torch.tensor(x)).detach().numpy(), rtol=1e-6)
+    # what NumPy cannot hold is named by its full type (not "expected a Tensor, got Tensor")
+    with pytest.raises(RuntimeError, match="weight: expected a nabla Tensor or a NumPy array, got torch.Tensor"):
+        m.load_state_dict({k: v.to(torch.bfloat16) for k, v in tm.state_dict().items()})

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import struct
 from collections import OrderedDict
 
@@ -497,3 +498,22 @@ def test_torch_loads_our_tied_module_into_a_tied_torch_model(tmp_path):
     missing, unexpected = st_torch.load_model(ref, str(path))
     assert not missing and not unexpected
     assert np.array_equal(ref.head.weight.detach().numpy(), src.emb.numpy()) and int(ref.steps) == 7
+
+
+def test_tensors_pickle_by_value_dtype_and_requires_grad():
+    m = nn.Linear(3, 2)
+    sd = m.state_dict()  # views of the parameters: pickled as plain tensors, not their bases
+    back = pickle.loads(pickle.dumps(sd))
+    for k, v in back.items():
+        assert type(v) is nb.Tensor and v.dtype == sd[k].dtype
+        np.testing.assert_array_equal(v.numpy(), sd[k].numpy())
+    t = nb.tensor(np.array([1.5, -2.25], np.float32)).to(nb.bfloat16)
+    assert pickle.loads(pickle.dumps(t)).dtype == nb.bfloat16
+    leaf = nb.tensor([1.0, 2.0], requires_grad=True)
+    assert pickle.loads(pickle.dumps(leaf)).requires_grad
+    pending = nb.tensor([1.0, 2.0]) * 3  # computed first
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(pending)).numpy(), [3.0, 6.0])
+    with pytest.raises(RuntimeError, match="non-leaf tensor that requires grad"):
+        pickle.dumps(leaf * 2)
+    with pytest.raises(TypeError, match="Parameters are not pickled"):
+        pickle.dumps(m.weight)

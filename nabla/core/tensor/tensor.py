@@ -242,6 +242,25 @@ class Tensor:
         memo[id(self)] = new
         return new
 
+    def __copy__(self) -> Tensor:
+        """`copy.copy`: another facade on the same value (and gradient, view base, hooks)."""
+        new = type(self).__new__(type(self))
+        Tensor.__init__(new, self._impl)
+        for name in ("_grad", "_view", "_hooks", "_post_hooks"):
+            if hasattr(self, name):
+                setattr(new, name, getattr(self, name))
+        return new
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        """Pickle the value (computed first), dtype and `requires_grad`; not the autodiff
+        history, a view's base or a mesh layout (a sharded tensor pickles its global value)."""
+        if not self.is_leaf:
+            raise RuntimeError(
+                "cannot pickle a non-leaf tensor that requires grad (its history cannot be saved): pickle "
+                "t.detach() instead"
+            )
+        return (_rebuild_tensor, (self.numpy(), self.dtype.name, self.requires_grad))
+
     @property
     def data(self) -> Tensor:
         """PyTorch's `.data`: the value without autodiff history (a realized tensor shares
@@ -984,6 +1003,11 @@ class Tensor:
 
     def clone(self) -> Tensor:
         return OPS.identity(self)
+
+
+def _rebuild_tensor(array: np.ndarray, dtype: str, requires_grad: bool) -> Tensor:
+    """Unpickle a Tensor (see `Tensor.__reduce_ex__`)."""
+    return Tensor.from_numpy(array, dtype=getattr(DType, dtype), requires_grad=requires_grad)
 
 
 def _slot(t: Tensor, name: str) -> dict:
