@@ -112,6 +112,8 @@ def test_flatten_unflatten():
     x = nb.ones(2, 3, 4, 5)
     assert nn.Flatten()(x).shape == (2, 60)
     assert nn.Flatten(0, 2)(x).shape == (24, 5)
+    assert nn.Flatten()(nb.zeros(0, 3, 4)).shape == (0, 12)  # an empty batch (torch too)
+    assert nb.zeros(2, 0, 4).flatten(1).shape == (2, 0)
     assert nn.Unflatten(1, (2, 5, 6))(nb.ones(2, 60)).shape == (2, 2, 5, 6)
     assert nn.Unflatten(-1, (-1, 3))(nb.ones(2, 6)).shape == (2, 2, 3)
     assert repr(nn.Flatten()) == "Flatten(start_dim=1, end_dim=-1)"

@@ -250,6 +250,15 @@ def test_margin_and_embedding_losses_numpy() -> None:
         np.where(y == 1, a, np.maximum(0.7 - a, 0)).mean(),
         1e-5,
     )
+    # The target broadcasts, as in PyTorch: one label for a whole batch, a row of labels per column
+    _close(F.margin_ranking_loss(nb.tensor(a), nb.tensor(b), nb.tensor(y[:1])), np.maximum(-(a - b), 0).mean(), 1e-5)
+    _close(
+        F.hinge_embedding_loss(nb.tensor(x1), nb.tensor(y[:3]), reduction="sum"),
+        np.where(y[:3] == 1, x1, np.maximum(1.0 - x1, 0)).sum(),
+        1e-5,
+    )
+    with pytest.raises(ValueError, match=r"do not broadcast together: input1 \(5,\), input2 \(5,\), target \(2,\)"):
+        F.margin_ranking_loss(nb.tensor(a), nb.tensor(b), nb.tensor(y[:2]))
     _close(F.cosine_similarity(nb.tensor(x1), nb.tensor(x2)), cos, 1e-5)
     d = np.linalg.norm(x1 - x2 + 1e-6, axis=-1)
     _close(F.pairwise_distance(nb.tensor(x1), nb.tensor(x2)), d, 1e-5)

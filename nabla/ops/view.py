@@ -128,7 +128,10 @@ def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
         return reshape(x, (1,))
     s = normalize_axis(start_dim, x.ndim, "flatten", "start_dim")
     e = normalize_axis(end_dim, x.ndim, "flatten", "end_dim")
-    return reshape(x, x.shape[:s] + (-1,) + x.shape[e + 1 :])
+    # -1 (not the product) lets a symbolic batch size pass through; with no elements it would
+    # be ambiguous, so an empty tensor gets the product itself.
+    merged = math.prod(x.shape[s : e + 1]) if 0 in x.shape else -1
+    return reshape(x, x.shape[:s] + (merged,) + x.shape[e + 1 :])
 
 
 # -- permute / transpose -----------------------------------------------------------------------

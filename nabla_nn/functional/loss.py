@@ -108,6 +108,16 @@ def _broadcast_pair(input: Tensor, target: Tensor, op: str) -> tuple[Tensor, Ten
     return nb.broadcast_to(input, shape), nb.broadcast_to(target, shape)
 
 
+def _broadcastable(op: str, **tensors: Tensor) -> None:
+    """A ValueError naming every operand's shape unless they broadcast together (losses that
+    PyTorch broadcasts silently: one target for a whole batch)."""
+    try:
+        nb.broadcast_shapes(*(tuple(t.shape) for t in tensors.values()), op=op)
+    except ValueError:
+        shapes = ", ".join(f"{name} {tuple(t.shape)}" for name, t in tensors.items())
+        raise ValueError(f"{op}: the shapes do not broadcast together: {shapes}") from None
+
+
 def _reduce(loss: Tensor, reduction: str) -> Tensor:
     if reduction == "mean":
         return nb.mean(loss)
@@ -671,8 +681,8 @@ def margin_ranking_loss(
     """max(0, -target * (input1 - input2) + margin), with target 1 or -1.
 
     Args:
-        input1, input2: scores, the same shape.
-        target: 1 (input1 should rank higher) or -1, the same shape.
+        input1, input2: scores.
+        target: 1 (input1 should rank higher) or -1; the three broadcast together.
         margin: the required gap.
         reduction: "none" | "mean" | "sum".
 
@@ -684,11 +694,7 @@ def margin_ranking_loss(
     red = _reduction(reduction, op, size_average, reduce)
     _float(input1, op, "input1")
     _float(input2, op, "input2")
-    if not (input1.shape == input2.shape == tuple(target.shape)):
-        raise ValueError(
-            f"{op}: input1, input2 and target must have the same shape, got {input1.shape}, {input2.shape} "
-            f"and {target.shape}"
-        )
+    _broadcastable(op, input1=input1, input2=input2, target=_tensor(target, op, "target"))
     t = _sign_target(target, input1, op)
     return _reduce(nb.clamp(-t * (input1 - input2) + _number(margin, op, "margin"), min=0.0), red)
 
@@ -705,7 +711,7 @@ def hinge_embedding_loss(
 
     Args:
         input: distances (any shape).
-        target: 1 or -1, input's shape.
+        target: 1 or -1, broadcasting with input.
         margin: the margin for target == -1.
         reduction: "none" | "mean" | "sum".
 
@@ -716,7 +722,7 @@ def hinge_embedding_loss(
     op = "hinge_embedding_loss"
     red = _reduction(reduction, op, size_average, reduce)
     _float(input, op, "input")
-    _same_shape(input, _tensor(target, op, "target"), op)
+    _broadcastable(op, input=input, target=_tensor(target, op, "target"))
     t = _sign_target(target, input, op)
     zero = nb.zeros_like(input)
     margin_clamp = nb.clamp(_number(margin, op, "margin") - input, min=0.0)
