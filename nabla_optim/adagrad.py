@@ -7,7 +7,15 @@ from typing import Any
 from nabla import Tensor
 from nabla_nn.parameter import Parameter
 
-from .optimizer import Optimizer, ParamsT, check_lr, check_nonneg, realized_step, realized_zeros_like
+from .optimizer import (
+    Optimizer,
+    ParamsT,
+    check_implementation,
+    check_lr,
+    check_nonneg,
+    realized_step,
+    realized_zeros_like,
+)
 
 __all__ = ["Adagrad"]
 
@@ -52,6 +60,9 @@ class Adagrad(Optimizer):
         initial_accumulator_value: starting value of the sum (default 0).
         eps: term added to the denominator (default 1e-10).
         maximize: maximize the objective instead of minimizing it.
+        foreach, fused, capturable: PyTorch's implementation switches, accepted and without
+            effect (nabla records every parameter's update as one fused op); differentiable=True
+            is not supported.
 
     Example:
         >>> opt = nabla_optim.Adagrad(model.parameters(), lr=0.1)
@@ -73,7 +84,11 @@ class Adagrad(Optimizer):
         eps: float = 1e-10,
         *,
         maximize: bool = False,
+        foreach: bool | None = None,
+        differentiable: bool = False,
+        fused: bool | None = None,
     ) -> None:
+        check_implementation(differentiable)  # foreach, fused, capturable: one fused update anyway
         lr = check_lr(lr)
         check_nonneg("lr_decay", lr_decay)
         check_nonneg("weight_decay", weight_decay)

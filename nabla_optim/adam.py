@@ -11,6 +11,7 @@ from .optimizer import (
     Optimizer,
     ParamsT,
     check_betas,
+    check_implementation,
     check_lr,
     check_nonneg,
     ensure_state,
@@ -78,6 +79,9 @@ class Adam(Optimizer):
         weight_decay: L2 penalty added to the gradient (default 0), or decoupled (AdamW).
         amsgrad: use the AMSGrad variant (the maximum of past second moments).
         maximize: maximize the objective instead of minimizing it.
+        foreach, fused, capturable: PyTorch's implementation switches, accepted and without
+            effect (nabla records every parameter's update as one fused op); differentiable=True
+            is not supported.
         decoupled_weight_decay: decay the weights directly, as AdamW does.
 
     State per parameter: "step" (float32 scalar), "exp_avg", "exp_avg_sq", and with amsgrad
@@ -103,8 +107,13 @@ class Adam(Optimizer):
         amsgrad: bool = False,
         *,
         maximize: bool = False,
+        foreach: bool | None = None,
+        capturable: bool = False,
+        differentiable: bool = False,
+        fused: bool | None = None,
         decoupled_weight_decay: bool = False,
     ) -> None:
+        check_implementation(differentiable)  # foreach, fused, capturable: one fused update anyway
         lr = check_lr(lr)
         check_nonneg("eps", eps, "epsilon value")
         betas = check_betas(betas)

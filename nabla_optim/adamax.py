@@ -12,6 +12,7 @@ from .optimizer import (
     Optimizer,
     ParamsT,
     check_betas,
+    check_implementation,
     check_lr,
     check_nonneg,
     realized_step,
@@ -56,6 +57,9 @@ class Adamax(Optimizer):
         eps: term added to the norm (default 1e-8).
         weight_decay: L2 penalty added to the gradient (default 0).
         maximize: maximize the objective instead of minimizing it.
+        foreach, fused, capturable: PyTorch's implementation switches, accepted and without
+            effect (nabla records every parameter's update as one fused op); differentiable=True
+            is not supported.
 
     State per parameter: "step", "exp_avg", "exp_inf".
 
@@ -78,7 +82,11 @@ class Adamax(Optimizer):
         weight_decay: float = 0,
         *,
         maximize: bool = False,
+        foreach: bool | None = None,
+        differentiable: bool = False,
+        capturable: bool = False,
     ) -> None:
+        check_implementation(differentiable)  # foreach, fused, capturable: one fused update anyway
         lr = check_lr(lr)
         check_nonneg("eps", eps, "epsilon value")
         betas = check_betas(betas)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .adam import Adam
-from .optimizer import ParamsT
+from .optimizer import ParamsT, check_implementation
 
 __all__ = ["AdamW"]
 
@@ -20,6 +20,9 @@ class AdamW(Adam):
         weight_decay: decoupled weight decay (default 1e-2).
         amsgrad: use the AMSGrad variant.
         maximize: maximize the objective instead of minimizing it.
+        foreach, fused, capturable: PyTorch's implementation switches, accepted and without
+            effect (nabla records every parameter's update as one fused op); differentiable=True
+            is not supported.
 
     Example:
         >>> opt = nabla_optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
@@ -36,7 +39,12 @@ class AdamW(Adam):
         amsgrad: bool = False,
         *,
         maximize: bool = False,
+        foreach: bool | None = None,
+        capturable: bool = False,
+        differentiable: bool = False,
+        fused: bool | None = None,
     ) -> None:
+        check_implementation(differentiable)
         super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize, decoupled_weight_decay=True)
 
     def load_state_dict(self, state_dict: dict) -> None:

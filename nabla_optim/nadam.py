@@ -13,6 +13,7 @@ from .optimizer import (
     Optimizer,
     ParamsT,
     check_betas,
+    check_implementation,
     check_lr,
     check_nonneg,
     realized_full,
@@ -75,6 +76,9 @@ class NAdam(Optimizer):
         momentum_decay: the momentum schedule's decay psi (default 4e-3).
         decoupled_weight_decay: decay the weights directly, as AdamW does.
         maximize: maximize the objective instead of minimizing it.
+        foreach, fused, capturable: PyTorch's implementation switches, accepted and without
+            effect (nabla records every parameter's update as one fused op); differentiable=True
+            is not supported.
 
     State per parameter: "step", "mu_product" (float32 scalars), "exp_avg", "exp_avg_sq".
 
@@ -99,7 +103,11 @@ class NAdam(Optimizer):
         decoupled_weight_decay: bool = False,
         *,
         maximize: bool = False,
+        foreach: bool | None = None,
+        capturable: bool = False,
+        differentiable: bool = False,
     ) -> None:
+        check_implementation(differentiable)  # foreach, fused, capturable: one fused update anyway
         lr = check_lr(lr)
         check_nonneg("eps", eps, "epsilon value")
         betas = check_betas(betas)

@@ -149,6 +149,17 @@ def ensure_state(state: dict[str, Any], key: str, make: Callable[[], Tensor]) ->
         state[key] = make()
 
 
+def check_implementation(differentiable: bool) -> None:
+    """PyTorch's implementation switches. `foreach`, `fused` and `capturable` choose how torch
+    runs the same update; nabla always records every parameter's update as one fused op, so
+    they are accepted and change nothing. `differentiable=True` (autodiff through the step)
+    is not supported."""
+    if differentiable:
+        raise NotImplementedError(
+            "differentiable=True is not supported: the optimizer step is one fused update without a gradient"
+        )
+
+
 def check_nonneg(name: str, value: Any, what: str | None = None) -> None:
     """PyTorch's hyperparameter check: ValueError("Invalid learning rate: -1.0")."""
     if not isinstance(value, numbers.Real) or isinstance(value, bool):

@@ -8,7 +8,16 @@ from nabla import Tensor
 from nabla_nn.parameter import Parameter
 
 from .adam import lerp
-from .optimizer import Optimizer, ParamsT, check_lr, check_nonneg, ensure_state, realized_step, realized_zeros_like
+from .optimizer import (
+    Optimizer,
+    ParamsT,
+    check_implementation,
+    check_lr,
+    check_nonneg,
+    ensure_state,
+    realized_step,
+    realized_zeros_like,
+)
 
 __all__ = ["RMSprop"]
 
@@ -67,6 +76,9 @@ class RMSprop(Optimizer):
         momentum: momentum factor (default 0).
         centered: normalize by an estimate of the gradient's variance instead.
         maximize: maximize the objective instead of minimizing it.
+        foreach, fused, capturable: PyTorch's implementation switches, accepted and without
+            effect (nabla records every parameter's update as one fused op); differentiable=True
+            is not supported.
 
     State per parameter: "step", "square_avg", with momentum "momentum_buffer", and when
     centered "grad_avg".
@@ -92,7 +104,11 @@ class RMSprop(Optimizer):
         centered: bool = False,
         *,
         maximize: bool = False,
+        capturable: bool = False,
+        foreach: bool | None = None,
+        differentiable: bool = False,
     ) -> None:
+        check_implementation(differentiable)  # foreach, fused, capturable: one fused update anyway
         lr = check_lr(lr)
         check_nonneg("eps", eps, "epsilon value")
         check_nonneg("momentum", momentum)

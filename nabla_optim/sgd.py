@@ -8,7 +8,16 @@ import nabla as nb
 from nabla import Tensor
 from nabla_nn.parameter import Parameter
 
-from .optimizer import Optimizer, ParamsT, check_lr, check_nonneg, ensure_state, realized_full, realized_zeros_like
+from .optimizer import (
+    Optimizer,
+    ParamsT,
+    check_implementation,
+    check_lr,
+    check_nonneg,
+    ensure_state,
+    realized_full,
+    realized_zeros_like,
+)
 
 __all__ = ["SGD"]
 
@@ -58,6 +67,9 @@ class SGD(Optimizer):
         weight_decay: L2 penalty added to the gradient (default 0).
         nesterov: use Nesterov momentum (needs momentum > 0 and zero dampening).
         maximize: maximize the objective instead of minimizing it.
+        foreach, fused, capturable: PyTorch's implementation switches, accepted and without
+            effect (nabla records every parameter's update as one fused op); differentiable=True
+            is not supported.
 
     State per parameter (with momentum): "momentum_buffer", plus "momentum_started" (a bool
     scalar) when dampening is nonzero: PyTorch's first step copies the gradient into the
@@ -83,7 +95,11 @@ class SGD(Optimizer):
         nesterov: bool = False,
         *,
         maximize: bool = False,
+        foreach: bool | None = None,
+        differentiable: bool = False,
+        fused: bool | None = None,
     ) -> None:
+        check_implementation(differentiable)  # foreach, fused, capturable: one fused update anyway
         lr = check_lr(lr)
         check_nonneg("momentum", momentum)
         check_nonneg("weight_decay", weight_decay)

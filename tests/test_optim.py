@@ -778,3 +778,30 @@ def test_fused_update_builds_a_max_graph_for_a_mixed_dtype_group(name: str) -> N
     assert {o.dtype for o in outs} >= set(dtypes)
     nb.evaluate(*params)
     assert [p.dtype for p in params] == list(dtypes)
+
+
+def test_pytorch_implementation_switches_are_accepted_and_change_nothing():
+    # foreach / fused / capturable choose how torch runs the same update (nanoGPT passes
+    # fused=True to AdamW); nabla always fuses, so the steps are identical.
+    flags = {
+        optim.SGD: {"foreach": False, "fused": True},
+        optim.Adam: {"foreach": True, "fused": True, "capturable": True},
+        optim.AdamW: {"fused": True},
+        optim.Adagrad: {"foreach": False, "fused": True},
+        optim.Adamax: {"foreach": True, "capturable": True},
+        optim.NAdam: {"foreach": True, "capturable": True},
+        optim.RMSprop: {"foreach": True, "capturable": True},
+    }
+    for cls, kw in flags.items():
+        results = []
+        for extra in ({}, kw):
+            w = Parameter(nb.tensor(np.array([1.0, -2.0], np.float32)))
+            opt = cls([w], lr=0.1, **extra)
+            for _ in range(2):
+                opt.zero_grad()
+                (w * w).sum().backward()
+                opt.step()
+            results.append(w.numpy())
+        np.testing.assert_array_equal(results[0], results[1], err_msg=cls.__name__)
+        with pytest.raises(NotImplementedError, match="differentiable=True"):
+            cls([Parameter(nb.ones(2))], lr=0.1, differentiable=True)
