@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import abc
 import math
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -259,6 +259,13 @@ class DataLoader:
         seed: seed of the loader's `numpy.random.default_rng`; the same seed gives the same
             sequence of epoch orders. None seeds from the OS.
         collate_fn: turns a list of samples into a batch (default: `default_collate`).
+        sampler: an iterable of dataset indices giving each epoch's order (instead of shuffle).
+        batch_sampler: an iterable of index lists, one per batch (instead of batch_size,
+            shuffle, sampler and drop_last).
+        generator: a `numpy.random.Generator` to shuffle with (instead of seed).
+        num_workers, pin_memory, timeout, worker_init_fn, prefetch_factor, persistent_workers:
+            PyTorch's worker-process settings, accepted for compatibility; samples are always
+            loaded in this process (as torch does with num_workers=0).
 
     A `TensorDataset` (or a `Subset` of one) with the default `collate_fn` is batched by
     indexing its arrays with each batch's index array; other datasets are read sample by
@@ -284,7 +291,32 @@ class DataLoader:
         drop_last: bool = False,
         seed: int | None = None,
         collate_fn: Callable[[list[Any]], Any] | None = None,
+        *,
+        sampler: Iterable[int] | None = None,
+        batch_sampler: Iterable[Sequence[int]] | None = None,
+        generator: np.random.Generator | None = None,
+        num_workers: int = 0,
+        pin_memory: bool = False,
+        timeout: float = 0,
+        worker_init_fn: Callable[[int], None] | None = None,
+        prefetch_factor: int | None = None,
+        persistent_workers: bool = False,
     ) -> None:
+        if not isinstance(num_workers, int | np.integer) or num_workers < 0:
+            raise ValueError(f"DataLoader: num_workers must be a non-negative int, got {num_workers!r}")
+        if sampler is not None and shuffle:
+            raise ValueError("DataLoader: sampler option is mutually exclusive with shuffle")
+        if batch_sampler is not None and (batch_size != 1 or shuffle or sampler is not None or drop_last):
+            raise ValueError(
+                "DataLoader: batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, and drop_last"
+            )
+        if generator is not None and not isinstance(generator, np.random.Generator):
+            raise TypeError(
+                f"DataLoader: generator must be a numpy.random.Generator, got {type(generator).__name__} "
+                "(or pass seed=)"
+            )
+        if batch_sampler is not None:
+            batch_size = None  # batches come from the batch sampler
         if batch_size is not None and (
             not isinstance(batch_size, int | np.integer) or isinstance(batch_size, bool) or batch_size <= 0
         ):
@@ -302,31 +334,46 @@ class DataLoader:
         self.shuffle = shuffle
         self.drop_last = drop_last
         self.collate_fn = collate_fn
-        self._rng = np.random.default_rng(seed)
+        self.sampler, self.batch_sampler = sampler, batch_sampler
+        self.num_workers = int(num_workers)
+        self._rng = generator if generator is not None else np.random.default_rng(seed)
 
     def __len__(self) -> int:
-        n = len(self.dataset)
+        if self.batch_sampler is not None:
+            return len(self.batch_sampler)
+        n = len(self.sampler) if self.sampler is not None else len(self.dataset)
         if self.batch_size is None:
             return n
         return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
 
+    def _order(self) -> np.ndarray | None:
+        """This epoch's sample order: the sampler's, a shuffle, or None (in order)."""
+        if self.sampler is not None:
+            return np.fromiter((int(i) for i in self.sampler), dtype=np.int64)
+        return self._rng.permutation(len(self.dataset)) if self.shuffle else None
+
     def __iter__(self) -> Iterator[Any]:
-        n = len(self.dataset)
-        order = self._rng.permutation(n) if self.shuffle else None
+        fast = self._fast_source()
+        if self.batch_sampler is not None:
+            for indices in self.batch_sampler:
+                yield self._batch(np.asarray(list(indices), dtype=np.int64), fast)
+            return
+        order = self._order()
+        n = len(self.dataset) if order is None else len(order)
         if self.batch_size is None:
             for i in range(n) if order is None else order:
                 item = self.dataset[int(i)]
                 yield _convert(item) if self.collate_fn is None else self.collate_fn(item)
             return
-        fast = self._fast_source()
         for start in range(0, len(self) * self.batch_size, self.batch_size):
             stop = min(start + self.batch_size, n)
-            if fast is not None:
-                yield fast(slice(start, stop) if order is None else order[start:stop])
-            else:
-                indices = range(start, stop) if order is None else order[start:stop]
-                batch = [self.dataset[int(i)] for i in indices]
-                yield (self.collate_fn or default_collate)(batch)
+            yield self._batch(slice(start, stop) if order is None else order[start:stop], fast)
+
+    def _batch(self, index: slice | np.ndarray, fast: Callable[[Any], list[Tensor]] | None) -> Any:
+        if fast is not None:
+            return fast(index)
+        indices = range(*index.indices(len(self.dataset))) if isinstance(index, slice) else index
+        return (self.collate_fn or default_collate)([self.dataset[int(i)] for i in indices])
 
     def _fast_source(self) -> Callable[[Any], list[Tensor]] | None:
         """Batching by array indexing, for a TensorDataset or a Subset (chain) of one."""

@@ -303,3 +303,35 @@ def test_loader_argument_errors():
 
 def test_module_exports():
     assert set(data.__all__) == {"DataLoader", "Dataset", "Subset", "TensorDataset", "default_collate", "random_split"}
+
+
+def test_sampler_batch_sampler_generator_and_worker_settings():
+    ds = TensorDataset(np.arange(10), np.arange(10) * 10)
+    # a sampler gives each epoch's order; batches and drop_last apply to it
+    loader = DataLoader(ds, batch_size=3, sampler=[9, 7, 5, 3, 1], drop_last=True, num_workers=4, pin_memory=True)
+    assert len(loader) == 1 and [b[0].numpy().tolist() for b in loader] == [[9, 7, 5]]
+    # a batch sampler gives the batches themselves, for any dataset
+    batches = [[0, 1], [8], [2, 5, 4]]
+    got = [b[1].numpy().tolist() for b in DataLoader(ds, batch_sampler=batches)]
+    assert got == [[0, 10], [80], [20, 50, 40]]
+    assert len(DataLoader(Squares(6), batch_sampler=batches)) == 3
+    assert [b[2].numpy().tolist() for b in DataLoader(Squares(9), batch_sampler=batches)] == [[0, 1], [64], [4, 25, 16]]
+    # a NumPy generator shuffles like the same seed does
+    a = [b[0].numpy().tolist() for b in DataLoader(ds, batch_size=4, shuffle=True, generator=np.random.default_rng(3))]
+    b = [b[0].numpy().tolist() for b in DataLoader(ds, batch_size=4, shuffle=True, seed=3)]
+    assert a == b and sorted(sum(a, [])) == list(range(10))
+    with pytest.raises(ValueError, match="mutually exclusive with shuffle"):
+        DataLoader(ds, sampler=[0], shuffle=True)
+    with pytest.raises(ValueError, match="batch_sampler option is mutually exclusive"):
+        DataLoader(ds, batch_size=2, batch_sampler=batches)
+    with pytest.raises(TypeError, match="numpy.random.Generator"):
+        DataLoader(ds, generator=object())
+
+
+@needs_torch
+def test_batch_sampler_matches_torch():
+    ds = TensorDataset(np.arange(6, dtype=np.float32))
+    sampler = tud.BatchSampler(tud.SequentialSampler(range(6)), batch_size=4, drop_last=False)
+    ours = [b[0].numpy().tolist() for b in DataLoader(ds, batch_sampler=sampler)]
+    ref = [b[0].numpy().tolist() for b in tud.DataLoader(tud.TensorDataset(torch.arange(6.0)), batch_sampler=sampler)]
+    assert ours == ref
