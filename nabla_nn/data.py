@@ -26,6 +26,8 @@ Example:
 from __future__ import annotations
 
 import abc
+import bisect
+import itertools
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
@@ -34,7 +36,16 @@ import numpy as np
 
 from nabla import Tensor
 
-__all__ = ["DataLoader", "Dataset", "Subset", "TensorDataset", "default_collate", "random_split"]
+__all__ = [
+    "ConcatDataset",
+    "DataLoader",
+    "Dataset",
+    "IterableDataset",
+    "Subset",
+    "TensorDataset",
+    "default_collate",
+    "random_split",
+]
 
 
 class Dataset(abc.ABC):
@@ -56,6 +67,58 @@ class Dataset(abc.ABC):
 
     @abc.abstractmethod
     def __len__(self) -> int: ...
+
+    def __add__(self, other: Dataset) -> ConcatDataset:
+        return ConcatDataset([self, other])
+
+
+class IterableDataset(abc.ABC):
+    """A stream of samples (PyTorch's `IterableDataset`): define `__iter__`. A DataLoader
+    batches the stream in order (no shuffle or sampler: the stream decides the order).
+
+    Example:
+        >>> class Counter(IterableDataset):
+        ...     def __iter__(self):
+        ...         return iter(range(5))
+        >>> [b.numpy().tolist() for b in DataLoader(Counter(), batch_size=2)]
+        [[0, 1], [2, 3], [4]]
+    """
+
+    @abc.abstractmethod
+    def __iter__(self) -> Iterator[Any]: ...
+
+
+class ConcatDataset(Dataset):
+    """Several map-style datasets one after another (PyTorch's `ConcatDataset`; also `a + b`).
+
+    Args:
+        datasets: the datasets, in order.
+
+    Example:
+        >>> both = ConcatDataset([TensorDataset(np.arange(3)), TensorDataset(np.arange(10, 12))])
+        >>> len(both), int(both[3][0])
+        (5, 10)
+    """
+
+    def __init__(self, datasets: Iterable[Dataset]) -> None:
+        self.datasets = list(datasets)
+        if not self.datasets:
+            raise ValueError("ConcatDataset: datasets should not be an empty iterable")
+        for d in self.datasets:
+            if isinstance(d, IterableDataset):
+                raise TypeError("ConcatDataset does not support IterableDataset")
+        self.cumulative_sizes = list(itertools.accumulate(len(d) for d in self.datasets))
+
+    def __len__(self) -> int:
+        return self.cumulative_sizes[-1]
+
+    def __getitem__(self, index: int) -> Any:
+        n = len(self)
+        if not -n <= index < n:
+            raise IndexError(f"ConcatDataset: index {index} is out of range for {n} samples")
+        index %= n
+        k = bisect.bisect_right(self.cumulative_sizes, index)
+        return self.datasets[k][index - (self.cumulative_sizes[k - 1] if k else 0)]
 
 
 class TensorDataset(Dataset):
@@ -327,7 +390,14 @@ class DataLoader:
             raise ValueError("DataLoader: batch_size=None disables batching and is mutually exclusive with drop_last")
         if not isinstance(shuffle, bool):
             raise TypeError(f"DataLoader: shuffle must be a bool, got {shuffle!r}")
-        if not hasattr(dataset, "__getitem__") or not hasattr(dataset, "__len__"):
+        if isinstance(dataset, IterableDataset) and (shuffle or sampler is not None or batch_sampler is not None):
+            raise ValueError(
+                "DataLoader with IterableDataset: the stream decides the order; shuffle, sampler and batch_sampler "
+                "are not allowed"
+            )
+        if not isinstance(dataset, IterableDataset) and not (
+            hasattr(dataset, "__getitem__") and hasattr(dataset, "__len__")
+        ):
             raise TypeError(f"DataLoader: dataset must define __getitem__ and __len__, got {type(dataset).__name__}")
         self.dataset = dataset
         self.batch_size = None if batch_size is None else int(batch_size)
@@ -341,6 +411,11 @@ class DataLoader:
     def __len__(self) -> int:
         if self.batch_sampler is not None:
             return len(self.batch_sampler)
+        if isinstance(self.dataset, IterableDataset):
+            n = len(self.dataset)  # a TypeError for a stream without a length, as in torch
+            return (
+                n if self.batch_size is None else (n // self.batch_size if self.drop_last else -(-n // self.batch_size))
+            )
         n = len(self.sampler) if self.sampler is not None else len(self.dataset)
         if self.batch_size is None:
             return n
@@ -353,6 +428,9 @@ class DataLoader:
         return self._rng.permutation(len(self.dataset)) if self.shuffle else None
 
     def __iter__(self) -> Iterator[Any]:
+        if isinstance(self.dataset, IterableDataset):
+            yield from self._stream()
+            return
         fast = self._fast_source()
         if self.batch_sampler is not None:
             for indices in self.batch_sampler:
@@ -368,6 +446,18 @@ class DataLoader:
         for start in range(0, len(self) * self.batch_size, self.batch_size):
             stop = min(start + self.batch_size, n)
             yield self._batch(slice(start, stop) if order is None else order[start:stop], fast)
+
+    def _stream(self) -> Iterator[Any]:
+        """Batches of an IterableDataset, taken from its stream in order."""
+        samples = iter(self.dataset)
+        if self.batch_size is None:
+            for item in samples:
+                yield _convert(item) if self.collate_fn is None else self.collate_fn(item)
+            return
+        while batch := list(itertools.islice(samples, self.batch_size)):
+            if len(batch) < self.batch_size and self.drop_last:
+                return
+            yield (self.collate_fn or default_collate)(batch)
 
     def _batch(self, index: slice | np.ndarray, fast: Callable[[Any], list[Tensor]] | None) -> Any:
         if fast is not None:

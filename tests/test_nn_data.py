@@ -9,7 +9,16 @@ import pytest
 
 import nabla as nb
 from nabla_nn import data
-from nabla_nn.data import DataLoader, Dataset, Subset, TensorDataset, default_collate, random_split
+from nabla_nn.data import (
+    ConcatDataset,
+    DataLoader,
+    Dataset,
+    IterableDataset,
+    Subset,
+    TensorDataset,
+    default_collate,
+    random_split,
+)
 
 try:
     import torch
@@ -302,7 +311,16 @@ def test_loader_argument_errors():
 
 
 def test_module_exports():
-    assert set(data.__all__) == {"DataLoader", "Dataset", "Subset", "TensorDataset", "default_collate", "random_split"}
+    assert set(data.__all__) == {
+        "ConcatDataset",
+        "DataLoader",
+        "Dataset",
+        "IterableDataset",
+        "Subset",
+        "TensorDataset",
+        "default_collate",
+        "random_split",
+    }
 
 
 def test_sampler_batch_sampler_generator_and_worker_settings():
@@ -335,3 +353,42 @@ def test_batch_sampler_matches_torch():
     ours = [b[0].numpy().tolist() for b in DataLoader(ds, batch_sampler=sampler)]
     ref = [b[0].numpy().tolist() for b in tud.DataLoader(tud.TensorDataset(torch.arange(6.0)), batch_sampler=sampler)]
     assert ours == ref
+
+
+class _Stream(IterableDataset):
+    def __init__(self, n):
+        self.n = n
+
+    def __iter__(self):
+        return ((np.float32(i), i % 3) for i in range(self.n))
+
+
+def test_iterable_and_concat_datasets():
+    got = [b[1].numpy().tolist() for b in DataLoader(_Stream(7), batch_size=3)]
+    assert got == [[0, 1, 2], [0, 1, 2], [0]]
+    assert len(list(DataLoader(_Stream(7), batch_size=3, drop_last=True))) == 2
+    with pytest.raises(ValueError, match="IterableDataset"):
+        DataLoader(_Stream(3), shuffle=True)
+    with pytest.raises(TypeError):
+        len(DataLoader(_Stream(3), batch_size=2))  # a stream without a length, as in torch
+    both = TensorDataset(np.arange(3)) + TensorDataset(np.arange(10, 14))
+    assert isinstance(both, ConcatDataset) and len(both) == 7
+    assert [int(both[i][0]) for i in (0, 2, 3, 6, -1, -7)] == [0, 2, 10, 13, 13, 0]
+    with pytest.raises(IndexError, match="out of range for 7"):
+        both[7]
+    assert [b[0].numpy().tolist() for b in DataLoader(both, batch_size=4)] == [[0, 1, 2, 10], [11, 12, 13]]
+
+
+@needs_torch
+def test_iterable_and_concat_datasets_match_torch():
+    class TorchStream(tud.IterableDataset):
+        def __iter__(self):
+            return ((np.float32(i), i % 3) for i in range(7))
+
+    ours = [[t.numpy().tolist() for t in b] for b in DataLoader(_Stream(7), batch_size=3)]
+    ref = [[t.numpy().tolist() for t in b] for b in tud.DataLoader(TorchStream(), batch_size=3)]
+    assert ours == ref
+    parts = [np.arange(3), np.arange(5, 9)]
+    ref_concat = tud.ConcatDataset([tud.TensorDataset(torch.tensor(p)) for p in parts])
+    ours_concat = ConcatDataset([TensorDataset(p) for p in parts])
+    assert [int(ours_concat[i][0]) for i in range(-7, 7)] == [int(ref_concat[i][0]) for i in range(-7, 7)]
