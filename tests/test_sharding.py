@@ -437,6 +437,35 @@ def test_keys_split_along_the_sequence_run_ring_attention(causal, q_len, q_split
         np.testing.assert_allclose(g.numpy(), r.numpy(), rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("mask_kind", ["key-padding", "float-per-query", "bool-full"])
+def test_ring_attention_takes_masks_whose_key_blocks_travel_with_the_keys(mask_kind):
+    mesh = DeviceMesh("dpsp", (2, 4), ("dp", "sp"))
+    q, k, v = arr(2, 3, 8, 4), arr(2, 3, 8, 4), arr(2, 3, 8, 5)
+    rng = np.random.default_rng(7)
+    if mask_kind == "key-padding":  # (B, 1, 1, S): the last keys of the second sequence padded
+        mask = np.ones((2, 1, 1, 8), bool)
+        mask[1, ..., 5:] = False
+    elif mask_kind == "float-per-query":  # (1, 1, L, S) additive, trained (its gradient flows)
+        mask = rng.standard_normal((1, 1, 8, 8)).astype(np.float32)
+    else:  # (B, H, L, S), whole rows masked out: zeros, as the one op gives
+        mask = rng.random((2, 3, 8, 8)) > 0.3
+        mask[0, 0, 2] = False
+    qs, ks, vs = (nb.shard(nb.tensor(t), mesh, P("dp", None, "sp")) for t in (q, k, v))
+
+    def f(a, b, c, m):
+        return (nb.dot_product_attention(a, b, c, m, is_causal=True) ** 2).sum()
+
+    y = nb.dot_product_attention(qs, ks, vs, nb.tensor(mask), is_causal=True)
+    assert "all_gather" not in comm_ops(y)
+    want = nb.dot_product_attention(nb.tensor(q), nb.tensor(k), nb.tensor(v), nb.tensor(mask), is_causal=True)
+    np.testing.assert_allclose(y.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
+    argnums = (0, 1, 2, 3) if mask.dtype != bool else (0, 1, 2)
+    got = nb.grad(f, argnums)(qs, ks, vs, nb.tensor(mask))
+    ref = nb.grad(f, argnums)(nb.tensor(q), nb.tensor(k), nb.tensor(v), nb.tensor(mask))
+    for g, r in zip(got, ref, strict=True):
+        np.testing.assert_allclose(g.numpy(), r.numpy(), rtol=1e-4, atol=1e-5)
+
+
 @pytest.mark.parametrize(
     ("shape", "mesh", "spec", "args"),
     [

@@ -52,11 +52,19 @@ def _cases() -> list:
             nb.tensor(xa[:, ::-1].reshape(1, 1, 6, 5)),
             is_causal=True,
         ),
-        # keys split along the sequence: ring attention (ppermuted key/value blocks, a running softmax)
+        # keys split along the sequence: ring attention (ppermuted key/value blocks, a running softmax),
+        # with a key-padding mask whose blocks travel with the keys, and a per-query float mask
+        # each device takes its key blocks from
         nb.dot_product_attention(
             *(nb.shard(nb.tensor(a), MESH4, P(None, "x")) for a in (xa[:4].reshape(1, 4, 5), xa[2:].reshape(1, 4, 5))),
             nb.shard(nb.tensor(xa[:4, ::-1].reshape(1, 4, 5)), MESH4, P(None, "x")),
+            nb.tensor(np.array([[[True, True, False, True]]])),
             is_causal=True,
+        ),
+        nb.dot_product_attention(
+            *(nb.shard(nb.tensor(a), MESH4, P(None, "x")) for a in (xa[:4].reshape(1, 4, 5), xa[2:].reshape(1, 4, 5))),
+            nb.shard(nb.tensor(xa[:4, ::-1].reshape(1, 4, 5)), MESH4, P(None, "x")),
+            nb.tensor(xa[:4, :4].reshape(1, 4, 4)),
         ),
     ]
     v = nb.tensor(va)

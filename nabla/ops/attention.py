@@ -36,6 +36,7 @@ from .base import AVal, Operation, public, shape_of
 from .cast import cast
 from .communication import MANUAL, _conform_tensor, _relabel, axis_index, ppermute
 from .control_flow import where as _where
+from .gather_scatter import index_select
 from .linalg import matmul
 from .view import broadcast_shapes, reshape, sum_to_shape, transpose
 
@@ -275,22 +276,23 @@ def dot_product_attention(
             mask = reshape(mask, (1,) * (q.ndim - mask.ndim) + mask.shape)
         masks = (mask if mask.dtype in (_dt.bool_, q.dtype) else cast(mask, q.dtype),)
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
-    ring = None if masks else _ring_layout(q, k, v)
+    ring = _ring_layout(q, k, v, *masks)
     if ring is not None:
-        return _ring_attention(q, k, v, *ring, scale=scale, causal=bool(is_causal))
+        return _ring_attention(q, k, v, *masks, layouts=ring, scale=scale, causal=bool(is_causal))
     return _attention(q, k, v, *masks, scale=scale, causal=bool(is_causal))
 
 
 # -- keys split along the sequence: ring attention -------------------------------------------------
-def _ring_layout(q: Tensor, k: Tensor, v: Tensor) -> tuple | None:
-    """(q's layout, k's and v's) for ring attention, or None for the one-op path. The ring
-    applies when k and v are split alike along the key sequence over some mesh axes (and
-    nowhere along the head dims), evenly; q may be split along its sequence over the same
-    axes (sequence parallelism) or not at all. The one op would gather the keys instead."""
+def _ring_layout(q: Tensor, k: Tensor, v: Tensor, *mask: Tensor) -> list | None:
+    """The layouts of q, k, v (and the mask) for ring attention, or None for the one-op path.
+    The ring applies when k and v are split alike along the key sequence over some mesh axes
+    (and nowhere along the head dims), evenly; q may be split along its sequence over the same
+    axes (sequence parallelism) or not at all. A mask is laid out to match: its key dim like
+    k's (its blocks travel with k's), its query dim like q's. The one op would gather the keys."""
     ks, vs = k._impl.sharding, v._impl.sharding
     if ks is None or vs is None or ks.manual or ks.partial or vs.partial or MANUAL.meshes:
         return None
-    if q._impl.batch_dims or k._impl.batch_dims or v._impl.batch_dims:  # inside vmap: the one op
+    if any(t._impl.batch_dims for t in (q, k, v, *mask)):  # inside vmap: the one op
         return None
     axes = ks.dim_axes[-2]
     if not axes or vs.dim_axes[:-1] != ks.dim_axes[:-1] or ks.dim_axes[-1] or vs.dim_axes[-1]:
@@ -301,43 +303,46 @@ def _ring_layout(q: Tensor, k: Tensor, v: Tensor) -> tuple | None:
     if k.shape[-2] % n or (q_split and q.shape[-2] % n):
         return None
     lead = [list(a) for a in ks.dim_axes[:-2]]
-    q_spec = ShardingSpec(mesh, [*lead, list(axes) if q_split else [], []])
-    return q_spec, ks.without_partial(), vs.without_partial()
+    layouts = [ShardingSpec(mesh, [*lead, list(axes) if q_split else [], []]), ks, vs]
+    if mask:
+        # The mask's query rows are laid out like q's; its key dim is split like k's (so its
+        # blocks travel with them), unless the rows already use those axes: then each device
+        # holds its rows for every key and takes the block it needs at each step.
+        m = mask[0].shape
+        dims = [a if m[i] == q.shape[i] else [] for i, a in enumerate(lead)]
+        rows_split = q_split and m[-2] > 1
+        dims += [list(axes) if rows_split else [], list(axes) if m[-1] > 1 and not rows_split else []]
+        layouts.append(ShardingSpec(mesh, dims))
+    return layouts
 
 
 def _ring_attention(
-    q: Tensor,
-    k: Tensor,
-    v: Tensor,
-    q_spec: ShardingSpec,
-    k_spec: ShardingSpec,
-    v_spec: ShardingSpec,
-    *,
-    scale: float,
-    causal: bool,
+    q: Tensor, k: Tensor, v: Tensor, *mask: Tensor, layouts: list, scale: float, causal: bool
 ) -> Tensor:
     """Attention with the keys split along the sequence over n devices, without gathering
-    them: each device keeps its queries and passes its key/value block round the ring (n - 1
-    ppermutes), folding each block into a running softmax (max, sum, weighted values), as
-    Ring Attention (Liu et al. 2023) and flash attention do. Rows that keep no key give
-    zeros, as the one op does. The result keeps q's layout."""
-    mesh = k_spec.mesh
-    axes = k_spec.dim_axes[-2]
-    n = mesh.axes_size(axes)
+    them: each device keeps its queries and passes its key/value block (and mask block) round
+    the ring (n - 1 ppermutes each), folding each block into a running softmax (max, sum,
+    weighted values), as Ring Attention (Liu et al. 2023) and flash attention do. Rows that
+    keep no key give zeros, as the one op does. The result has q's layout."""
+    q_spec, k_spec = layouts[0], layouts[1]
+    mesh, axes = k_spec.mesh, k_spec.dim_axes[-2]
     local = ShardingSpec.replicated_on(mesh, q.ndim, manual=True)
-    qm, km, vm = (
-        _relabel(_conform_tensor(x, spec), out=local, src=spec) for x, spec in ((q, q_spec), (k, k_spec), (v, v_spec))
-    )
+    pieces = [
+        _relabel(_conform_tensor(x, spec), out=local, src=spec)
+        for x, spec in zip((q, k, v, *mask), layouts, strict=True)
+    ]
     MANUAL.meshes.append(mesh)
     try:
-        out = _ring_body(qm, km, vm, axes, n, bool(q_spec.dim_axes[-2]), scale, causal)
+        out = _ring_body(
+            *pieces, axes=axes, n=mesh.axes_size(axes), q_split=bool(q_spec.dim_axes[-2]), scale=scale, causal=causal
+        )
     finally:
         MANUAL.meshes.pop()
     return _relabel(out, out=q_spec, src=out._impl.sharding)
 
 
 def _ring_body(
-    q: Tensor, k: Tensor, v: Tensor, axes: tuple, n: int, q_split: bool, scale: float, causal: bool
+    q: Tensor, k: Tensor, v: Tensor, *mask: Tensor, axes: tuple, n: int, q_split: bool, scale: float, causal: bool
 ) -> Tensor:
     """One device's part (inside manual mode): its queries against each key block in turn."""
     lq, sk = q.shape[-2], k.shape[-2]
@@ -348,17 +353,22 @@ def _ring_body(
         rows = _bin.add(rows, _bin.mul(me, lq))
     qs = _bin.mul(q, scale)
     neg = _creation.full((), _NEG_INF, q.dtype)
+    m_block = mask[0] if mask else None
     # Running row max, row sum and weighted values. The max only keeps exp() in range: the
     # result does not depend on it, so it carries no gradient.
     m = _creation.full((*q.shape[:-1], 1), _NEG_INF, q.dtype)
     total = _creation.zeros(*q.shape[:-1], 1, dtype=q.dtype)
     acc = _creation.zeros(*q.shape[:-1], v.shape[-1], dtype=q.dtype)
+    rotate = m_block is not None and m_block.shape[-1] == sk  # else all keys (or 1): take a block
     for t in range(n):
         s = matmul(qs, transpose(k, -1, -2))
+        block = _bin.remainder(_bin.add(me, n - t), n)  # where the keys held now come from
+        cols = _bin.add(_creation.arange(sk), _bin.mul(block, sk))
+        if m_block is not None:
+            mb = m_block if rotate or m_block.shape[-1] == 1 else index_select(m_block, -1, cols)
+            s = _where(mb, s, neg) if mb.dtype == _dt.bool_ else _bin.add(s, mb)
         if causal:
-            block = _bin.remainder(_bin.add(me, n - t), n)
-            cols = reshape(_bin.add(_creation.arange(sk), _bin.mul(block, sk)), (1, sk))
-            s = _where(_bin.greater_equal(rows, cols), s, neg)
+            s = _where(_bin.greater_equal(rows, reshape(cols, (1, sk))), s, neg)
         m_new = _bin.maximum(m, _red.max(_view.detach(s), axis=-1, keepdims=True))
         m_safe = _where(_bin.equal(m_new, neg), 0.0, m_new)  # a row with no key yet: exp(-inf - 0) = 0
         p = _un.exp(_bin.sub(s, m_safe))
@@ -368,5 +378,7 @@ def _ring_body(
         m = m_new
         if t < n - 1:
             k, v = ppermute(k, axes, perm), ppermute(v, axes, perm)
+            if rotate:  # the mask's key block travels with k's
+                m_block = ppermute(m_block, axes, perm)
     alive = _bin.greater(total, 0.0)
     return _where(alive, _bin.div(acc, _where(alive, total, 1.0)), 0.0)
