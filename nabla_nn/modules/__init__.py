@@ -5,13 +5,16 @@ from . import (
     attention,
     container,
     conv,
+    distance,
     dropout,
     flatten,
     linear,
     loss,
     normalization,
+    padding,
     pooling,
     rnn,
+    rnn_cells,
     sparse,
     transformer,
 )
@@ -19,13 +22,16 @@ from .activation import *  # noqa: F403
 from .attention import *  # noqa: F403
 from .container import *  # noqa: F403
 from .conv import *  # noqa: F403
+from .distance import *  # noqa: F403
 from .dropout import *  # noqa: F403
 from .flatten import *  # noqa: F403
 from .linear import *  # noqa: F403
 from .loss import *  # noqa: F403
 from .normalization import *  # noqa: F403
+from .padding import *  # noqa: F403
 from .pooling import *  # noqa: F403
 from .rnn import *  # noqa: F403
+from .rnn_cells import *  # noqa: F403
 from .sparse import *  # noqa: F403
 from .transformer import *  # noqa: F403
 
@@ -36,13 +42,16 @@ __all__ = [
         attention,
         container,
         conv,
+        distance,
         dropout,
         flatten,
         linear,
         loss,
         normalization,
+        padding,
         pooling,
         rnn,
+        rnn_cells,
         sparse,
         transformer,
     )
