@@ -16,3 +16,4 @@ from .loss import *  # noqa: F403
 from .normalization import *  # noqa: F403
 from .pooling import *  # noqa: F403
 from .sparse import *  # noqa: F403
+from .upsampling import *  # noqa: F403

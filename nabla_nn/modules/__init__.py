@@ -17,6 +17,7 @@ from . import (
     rnn_cells,
     sparse,
     transformer,
+    upsampling,
 )
 from .activation import *  # noqa: F403
 from .attention import *  # noqa: F403
@@ -34,6 +35,7 @@ from .rnn import *  # noqa: F403
 from .rnn_cells import *  # noqa: F403
 from .sparse import *  # noqa: F403
 from .transformer import *  # noqa: F403
+from .upsampling import *  # noqa: F403
 
 __all__ = [
     name
@@ -54,6 +56,7 @@ __all__ = [
         rnn_cells,
         sparse,
         transformer,
+        upsampling,
     )
     for name in m.__all__
 ]
