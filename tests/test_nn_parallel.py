@@ -251,6 +251,32 @@ def test_megatron_transformer_layer_keeps_heads_sharded_and_reduces_twice():
     assert count_collectives(y) == {"all_reduce": 2, "window": 3}
 
 
+def test_context_parallel_transformer_layer_passes_key_blocks_round_a_ring():
+    # The sequence split over sp (context parallelism): projections, norms and the MLP are per
+    # token, and attention runs as a ring, so the layer communicates only ppermutes of key and
+    # value blocks (3 passes each over 4 devices), forward and backward, causal or not.
+    mesh = DeviceMesh("cp", (4,), ("sp",))
+    nb.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(d_model=16, nhead=2, dim_feedforward=32, dropout=0.0, batch_first=True)
+    x = np.random.default_rng(0).standard_normal((2, 8, 16)).astype(np.float32)
+    mask = nn.Transformer.generate_square_subsequent_mask(8)
+    for kwargs in ({}, {"src_mask": mask, "is_causal": True}):
+        xs = nb.shard(nb.tensor(x), mesh, P(None, "sp", None))
+        y = layer(xs, **kwargs)
+        assert count_collectives(y) == {"ppermute": 6} and y.sharding.dim_axes[1] == ("sp",)
+        np.testing.assert_allclose(y.numpy(), layer(nb.tensor(x), **kwargs).numpy(), rtol=1e-4, atol=1e-5)
+        layer.zero_grad()
+        (y**2).sum().backward()
+        grads = {n: p.grad for n, p in layer.named_parameters()}
+        # the backward passes the blocks' gradients back round the ring; the weight gradients are
+        # partial sums over sp, reduced where they are used (the optimizer's update)
+        assert count_collectives(*grads.values()) == {"ppermute": 12}
+        layer.zero_grad()
+        (layer(nb.tensor(x), **kwargs) ** 2).sum().backward()
+        for n, p in layer.named_parameters():
+            np.testing.assert_allclose(grads[n].numpy(), p.grad.numpy(), rtol=1e-3, atol=1e-4, err_msg=n)
+
+
 def test_two_megatron_blocks_communicate_two_all_reduces_per_block():
     blocks = [megatron_block(TP), megatron_block(TP)]
     x = leaf((4, 8), TP, P())
