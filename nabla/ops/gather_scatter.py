@@ -26,7 +26,7 @@ from .indexing import _check_tensor, _wrap
 from .indexing_primitives import _prod, _slice, _take, _take_scatter  # the primitives' entry points
 from .view import broadcast_shapes, broadcast_to, normalize_axis, reshape
 
-__all__ = ["gather", "index_select", "masked_fill", "one_hot", "scatter", "scatter_add", "take_along_axis"]
+__all__ = ["gather", "index_select", "masked_fill", "one_hot", "scatter", "scatter_add", "take", "take_along_axis"]
 
 
 # -- public: gather / scatter along an axis ----------------------------------------------------
@@ -55,6 +55,26 @@ def _check_range(index: Tensor, n: int, op: str, dim: int, *, negative: bool) ->
     bad = data[(data < low) | (data >= n)]
     if bad.size:
         raise IndexError(f"{op}: index {int(bad.flat[0])} is out of bounds for dim {dim} with size {n}")
+
+
+@public()
+def take(x: Tensor, indices: Any, axis: int = 0) -> Tensor:
+    """Entries of `x` along `axis` at integer `indices` of any shape: the result has shape
+    `x.shape[:axis] + indices.shape + x.shape[axis + 1:]` (NumPy's `take`, with indices in
+    [0, n) as PyTorch's indexing functions require). An embedding lookup: the result keeps the
+    indices' layout on a mesh (a sequence split over devices stays split).
+
+    Example:
+        >>> nabla.take(nabla.arange(6).reshape(3, 2), nabla.tensor([[2, 0]]), 0).shape
+        (1, 2, 2)
+    """
+    _check_tensor(x, "take")
+    idx = _index_tensor(indices, "take", "indices")
+    if x.ndim == 0:
+        raise ValueError("take: x must have at least 1 dimension, got a 0-d tensor")
+    a = normalize_axis(axis, x.ndim, "take", "axis")
+    _check_range(idx, x.shape[a], "take", a, negative=False)
+    return _take(x, idx, a)
 
 
 @public()

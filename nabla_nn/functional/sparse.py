@@ -117,14 +117,17 @@ def embedding(
     if weight.ndim != 2:
         raise ValueError(f"embedding: weight must be 2-D (num_embeddings, embedding_dim), got shape {weight.shape}")
     pad = _padding_idx(padding_idx, weight.shape[0])
-    flat = nb.reshape(input, (input.numel(),))
-    if max_norm is None:
-        rows = nb.index_select(weight, 0, flat)
+    if max_norm is None and not scale_grad_by_freq:  # the indices' shape (and mesh layout) kept
+        out = nb.take(weight, input, 0)
     else:
-        rows = _renorm_and_lookup(weight, flat, _number(max_norm, "max_norm"), _number(norm_type, "norm_type"))
-    if scale_grad_by_freq:
-        rows = _scaled_by_frequency(rows, flat, weight.shape[0])
-    out = nb.reshape(rows, (*input.shape, weight.shape[1]))
+        flat = nb.reshape(input, (input.numel(),))
+        if max_norm is None:
+            rows = nb.index_select(weight, 0, flat)
+        else:
+            rows = _renorm_and_lookup(weight, flat, _number(max_norm, "max_norm"), _number(norm_type, "norm_type"))
+        if scale_grad_by_freq:
+            rows = _scaled_by_frequency(rows, flat, weight.shape[0])
+        out = nb.reshape(rows, (*input.shape, weight.shape[1]))
     if pad is None:
         return out
     # Same values; positions that read the padding row pass their gradient to a detached copy.

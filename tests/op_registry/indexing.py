@@ -362,6 +362,21 @@ SPECS: list[OpSpec] = [
         torch_ref=lambda torch, x, index, axis: torch.index_select(x, axis, index),
     ),
     OpSpec(
+        name="take",
+        fn=lambda x, indices, axis: nb.take(x, indices, axis),
+        ref=lambda x, indices, axis: np.take(x, indices, axis=axis),
+        samples=[
+            Sample((X3, np.array([[2, 0], [1, 2]], I64)), {"axis": 0}, label="2d-indices"),
+            Sample((X3, np.array([[4], [1]], I64)), {"axis": -1}, label="axis-last"),
+            Sample((X2, np.array(3, I64)), {"axis": 0}, label="0d-index"),
+        ],
+        family=FAMILY,
+        covers=("take", "take_transpose"),
+        torch_ref=lambda torch, x, indices, axis: torch.index_select(x, axis, indices.reshape(-1)).reshape(
+            x.shape[: axis % x.ndim] + tuple(indices.shape) + x.shape[axis % x.ndim + 1 :]
+        ),
+    ),
+    OpSpec(
         name="gather",
         fn=lambda x, index, axis: nb.gather(x, axis, index),
         ref=_gather_ref,
