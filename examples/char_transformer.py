@@ -29,13 +29,15 @@ def corpus(length: int = 100_000, seed: int = 0) -> str:
 
 
 class CharLM(nn.Module):
-    def __init__(self, vocab: int = 128, d_model: int = 64, nhead: int = 4, layers: int = 2, seq: int = 64) -> None:
+    def __init__(
+        self, vocab: int = 128, d_model: int = 64, nhead: int = 4, layers: int = 2, seq: int = 64, dropout: float = 0.1
+    ) -> None:
         super().__init__()
         self.seq = seq
         self.tok = nn.Embedding(vocab, d_model)
         self.pos = nn.Embedding(seq, d_model)
         layer = nn.TransformerEncoderLayer(
-            d_model, nhead, dim_feedforward=4 * d_model, dropout=0.1, batch_first=True, norm_first=True
+            d_model, nhead, dim_feedforward=4 * d_model, dropout=dropout, batch_first=True, norm_first=True
         )
         self.encoder = nn.TransformerEncoder(layer, layers)
         self.norm = nn.LayerNorm(d_model)

@@ -277,6 +277,25 @@ def test_context_parallel_transformer_layer_passes_key_blocks_round_a_ring():
             np.testing.assert_allclose(grads[n].numpy(), p.grad.numpy(), rtol=1e-3, atol=1e-4, err_msg=n)
 
 
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_cross_entropy_over_positions_split_along_the_sequence_does_not_gather(reduction):
+    # (N, C, L) logits with N over dp and L over sp (a context-parallel LM's loss, classes on
+    # dim 1): the targets are matched against a class index, so only the reduction communicates.
+    mesh = DeviceMesh("dpsp", (2, 2), ("dp", "sp"))
+    rng = np.random.default_rng(0)
+    x, t = rng.standard_normal((4, 5, 8)).astype(np.float32), rng.integers(0, 5, (4, 8))
+    t[0, 3] = -100  # ignored
+    xs = nb.shard(nb.tensor(x), mesh, P("dp", None, "sp"))
+    ts = nb.shard(nb.tensor(t), mesh, P("dp", "sp"))
+    loss = F.cross_entropy(xs, ts, reduction=reduction, label_smoothing=0.1)
+    assert "all_gather" not in count_collectives(loss)
+    want = F.cross_entropy(nb.tensor(x), nb.tensor(t), reduction=reduction, label_smoothing=0.1)
+    np.testing.assert_allclose(loss.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
+    g = nb.grad(lambda v: F.cross_entropy(v, ts, reduction="sum"))(xs)
+    ref = nb.grad(lambda v: F.cross_entropy(v, nb.tensor(t), reduction="sum"))(nb.tensor(x))
+    np.testing.assert_allclose(g.numpy(), ref.numpy(), rtol=1e-5, atol=1e-6)
+
+
 def test_two_megatron_blocks_communicate_two_all_reduces_per_block():
     blocks = [megatron_block(TP), megatron_block(TP)]
     x = leaf((4, 8), TP, P())

@@ -312,9 +312,14 @@ def _classes_sharded(x: Tensor, class_dim: int) -> bool:
     return spec is not None and not spec.manual and bool(spec.dim_axes[class_dim])
 
 
+def _sharded(x: Tensor) -> bool:
+    spec = x.sharding
+    return spec is not None and not spec.manual
+
+
 def _pick_by_match(logp: Tensor, target: Tensor, weight: Tensor | None, ignore_index: int, class_dim: int) -> tuple:
-    """`_pick` for classes split over devices: each device sums the log-probabilities of the
-    targets among its classes (a class index laid out like the classes), leaving a partial sum."""
+    """`_pick` for sharded logits: each device sums the log-probabilities of the targets among
+    its classes (a class index laid out like the classes; a partial sum when they are split)."""
     safe, w = target_weights(target, weight, ignore_index, logp.dtype)
     spec, c = logp.sharding, logp.shape[class_dim]
     classes = nb.shard(nb.arange(c), spec.mesh, nb.P(spec.dim_axes[class_dim]))
@@ -411,8 +416,11 @@ def cross_entropy(
         return _soft_cross_entropy(nb.log_softmax(input, axis=class_dim), target, w, red, eps, class_dim)
     _index_target(input, target, op)
     _check_target_values(target, c, int(ignore_index), op)
-    if _classes_sharded(input, class_dim):  # Megatron's vocabulary-parallel cross entropy
-        logp = nb.log_softmax(input, axis=class_dim)  # from all-reduced maxima and sums
+    # Megatron's vocabulary-parallel cross entropy (split classes), and (N, C, d...) logits
+    # split along d (a sequence over devices): the targets are matched against a class index
+    # instead of gathered with take_along_axis, which would flatten (and so gather) the dims.
+    if _classes_sharded(input, class_dim) or (input.ndim > 2 and _sharded(input)):
+        logp = nb.log_softmax(input, axis=class_dim)  # split classes: from all-reduced maxima and sums
         return _nll(logp, target, w, int(ignore_index), red, eps, class_dim, pick=_pick_by_match)
     fused = fused_cross_entropy(input, target, w, int(ignore_index), red, eps)
     if fused is not None:  # one op forward, one backward (classifier and LM losses)
