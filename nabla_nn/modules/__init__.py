@@ -7,7 +7,9 @@ from . import (
     conv,
     distance,
     dropout,
+    extra_losses,
     flatten,
+    fold,
     linear,
     loss,
     normalization,
@@ -25,7 +27,9 @@ from .container import *  # noqa: F403
 from .conv import *  # noqa: F403
 from .distance import *  # noqa: F403
 from .dropout import *  # noqa: F403
+from .extra_losses import *  # noqa: F403
 from .flatten import *  # noqa: F403
+from .fold import *  # noqa: F403
 from .linear import *  # noqa: F403
 from .loss import *  # noqa: F403
 from .normalization import *  # noqa: F403
@@ -46,7 +50,9 @@ __all__ = [
         conv,
         distance,
         dropout,
+        extra_losses,
         flatten,
+        fold,
         linear,
         loss,
         normalization,
