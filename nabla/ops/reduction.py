@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import builtins as _builtins
 import math
-from collections import namedtuple
 from typing import Any
 
 import numpy as np
@@ -22,6 +21,7 @@ from ..core.sharding import rules as _rules
 from ..core.tensor.dispatch import register
 from ..core.tensor.impl import TensorImpl
 from ..core.tensor.tensor import Tensor
+from ..core.tensor.torch_methods import ValuesIndices
 from . import binary as _bin
 from . import unary as _un
 from . import view as _view
@@ -595,9 +595,6 @@ def argmax(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
 def argmin(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
     """Index of the minimum along `axis` (over the flattened tensor when None)."""
     return _arg(_argmin, x, axis, keepdims)
-
-
-ValuesIndices = namedtuple("ValuesIndices", ["values", "indices"])
 
 
 def _with_indices(name: str, reduce: Any, arg: Any, x: Tensor, dim: Any, keepdim: bool) -> ValuesIndices:

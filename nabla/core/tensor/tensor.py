@@ -22,6 +22,7 @@ from ..graph.executors import storage_item, storage_to_numpy
 from ..graph.tracing import TRACE, note_grad, note_grad_read, note_mutation
 from .dispatch import OPS
 from .impl import GRAD_HOOKS, RETAINED, Device, TensorImpl
+from .torch_methods import TorchMethods
 
 
 def _axis_arg(dim: Any, axis: Any, what: str) -> Any:
@@ -31,7 +32,7 @@ def _axis_arg(dim: Any, axis: Any, what: str) -> Any:
     return dim if dim is not None else axis
 
 
-class Tensor:
+class Tensor(TorchMethods):
     """An n-dimensional array with lazy evaluation and autodiff.
 
     Operations return immediately with shape and dtype known; values are computed (as one
@@ -971,8 +972,19 @@ class Tensor:
     def astype(self, dtype: Any) -> Tensor:
         return OPS.cast(self, dtype)
 
-    def to(self, dtype: Any = None, *, device: Any = None) -> Tensor:
-        """Cast to `dtype`. Devices other than the CPU arrive with a later version."""
+    def to(
+        self, *args: Any, dtype: Any = None, device: Any = None, non_blocking: bool = False, copy: bool = False
+    ) -> Tensor:
+        """PyTorch's forms: `to(dtype)`, `to(device)`, `to(device, dtype)`, `to(other)` (its
+        dtype). Devices other than the CPU arrive with a later version; `non_blocking` and
+        `copy` are accepted and change nothing."""
+        for a in args:
+            if isinstance(a, Tensor):
+                dtype = a.dtype
+            elif isinstance(a, str) or type(a).__name__ == "device":
+                device = a
+            else:
+                dtype = a
         if device is not None and str(device) not in ("cpu", "cpu:0"):
             raise ValueError(f"to(): device must be 'cpu' in this version, got {device!r}")
         return self if dtype is None else OPS.cast(self, dtype)

@@ -1,0 +1,268 @@
+"""PyTorch's Tensor methods that are other methods or ops under another name or argument
+convention (`x.t()`, `x.add(y, alpha=2)`, `x.new_zeros(3)`, `x.eq(y)`, `x.narrow(0, 1, 2)`):
+a mixin of `Tensor`, so code written for torch.Tensor runs unchanged. Each is a line or two over
+the op library (reached through the dispatch table) and Tensor's own methods.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections import namedtuple
+from typing import Any
+
+import numpy as np
+
+from ..common import dtypes as _dt
+from .dispatch import OPS
+
+# What max(dim) / min(dim) / kthvalue / median(dim) return, as torch's return_types.
+ValuesIndices = namedtuple("ValuesIndices", ["values", "indices"])
+
+
+class TorchMethods:
+    """torch.Tensor's aliases and small compositions (mixed into `Tensor`)."""
+
+    __slots__ = ()
+
+    # -- arithmetic with PyTorch's keyword conventions -----------------------------------------
+    def add(self, other: Any, *, alpha: Any = 1) -> Any:
+        return OPS.add(self, _scaled(other, alpha))
+
+    def sub(self, other: Any, *, alpha: Any = 1) -> Any:
+        return OPS.sub(self, _scaled(other, alpha))
+
+    subtract = sub
+
+    def mul(self, other: Any) -> Any:
+        return OPS.mul(self, other)
+
+    multiply = mul
+
+    def div(self, other: Any, *, rounding_mode: str | None = None) -> Any:
+        """`self / other`; rounding_mode "floor" or "trunc" rounds the quotient (torch.div)."""
+        if rounding_mode is None:
+            return OPS.div(self, other)
+        if rounding_mode == "floor":
+            return OPS.floor_divide(self, other)
+        if rounding_mode == "trunc":
+            return OPS.trunc(OPS.div(self, other))
+        raise ValueError(f"div: rounding_mode must be None, 'floor' or 'trunc', got {rounding_mode!r}")
+
+    divide = true_divide = div
+
+    def floor_divide(self, other: Any) -> Any:
+        return OPS.floor_divide(self, other)
+
+    def fmod(self, other: Any) -> Any:
+        return OPS.fmod(self, other)
+
+    def frac(self) -> Any:
+        """The fractional part, with the sign of self: self - trunc(self)."""
+        return OPS.sub(self, OPS.trunc(self))
+
+    def lerp(self, end: Any, weight: Any) -> Any:
+        """self + weight * (end - self)."""
+        return OPS.add(self, OPS.mul(weight, OPS.sub(end, self)))
+
+    def clamp_min(self, min: Any) -> Any:  # noqa: A002
+        return OPS.clamp(self, min, None)
+
+    def clamp_max(self, max: Any) -> Any:  # noqa: A002
+        return OPS.clamp(self, None, max)
+
+    def mm(self, mat2: Any) -> Any:
+        """Matrix product of two 2-D tensors (torch.mm: no broadcasting)."""
+        if self.ndim != 2 or mat2.ndim != 2:
+            raise ValueError(f"mm: expected 2-D tensors, got shapes {self.shape} and {tuple(mat2.shape)}")
+        return OPS.matmul(self, mat2)
+
+    def bmm(self, mat2: Any) -> Any:
+        """Batched matrix product of two 3-D tensors (torch.bmm: no broadcasting)."""
+        if self.ndim != 3 or mat2.ndim != 3 or self.shape[0] != mat2.shape[0]:
+            raise ValueError(f"bmm: expected 3-D tensors with one batch size, got {self.shape} and {tuple(mat2.shape)}")
+        return OPS.matmul(self, mat2)
+
+    def dist(self, other: Any, p: float = 2) -> Any:
+        """The p-norm of self - other, over every element."""
+        return OPS.sub(self, other).norm(p)
+
+    # -- comparisons ------------------------------------------------------------------------
+    def eq(self, other: Any) -> Any:
+        return OPS.equal(self, other)
+
+    def ne(self, other: Any) -> Any:
+        return OPS.not_equal(self, other)
+
+    not_equal = ne
+
+    def gt(self, other: Any) -> Any:
+        return OPS.greater(self, other)
+
+    greater = gt
+
+    def ge(self, other: Any) -> Any:
+        return OPS.greater_equal(self, other)
+
+    greater_equal = ge
+
+    def lt(self, other: Any) -> Any:
+        return OPS.less(self, other)
+
+    less = lt
+
+    def le(self, other: Any) -> Any:
+        return OPS.less_equal(self, other)
+
+    less_equal = le
+
+    def equal(self, other: Any) -> bool:
+        """True when both have the same shape and the same values (computes them)."""
+        return tuple(self.shape) == tuple(other.shape) and builtins.bool(OPS.equal(self, other).all().item())
+
+    def allclose(self, other: Any, rtol: float = 1e-5, atol: float = 1e-8, equal_nan: bool = False) -> bool:
+        """|self - other| <= atol + rtol * |other| everywhere (computes them), as torch.allclose."""
+        return builtins.bool(np.allclose(self.numpy(), np.asarray(other.numpy()), rtol, atol, equal_nan))
+
+    def where(self, condition: Any, other: Any) -> Any:
+        """self where `condition`, else `other` (torch's method form of where)."""
+        return OPS.where(condition, self, other)
+
+    # -- reductions and selections ----------------------------------------------------------
+    def amax(self, dim: Any = None, keepdim: bool = False) -> Any:
+        return OPS.max(self, dim, keepdim)
+
+    def amin(self, dim: Any = None, keepdim: bool = False) -> Any:
+        return OPS.min(self, dim, keepdim)
+
+    def count_nonzero(self, dim: Any = None) -> Any:
+        return OPS.cast(OPS.not_equal(self, 0), _dt.int64).sum(dim)
+
+    def kthvalue(self, k: int, dim: int = -1, keepdim: bool = False) -> Any:
+        """(values, indices) of the k-th smallest entries along `dim` (k from 1)."""
+        n = self.shape[dim] if self.ndim else 1
+        if not 1 <= k <= n:
+            raise ValueError(f"kthvalue: k={k} is out of range for a dimension of size {n}")
+        values, indices = OPS.topk(self, k, dim, False, True)
+        return _pick(values, indices, dim, k - 1, keepdim, self.ndim)
+
+    def median(self, dim: int | None = None, keepdim: bool = False) -> Any:
+        """The lower median (torch's): of every element, or (values, indices) along `dim`."""
+        if dim is None:
+            flat = self.reshape(-1)
+            return flat.kthvalue((flat.shape[0] + 1) // 2)[0]
+        n = self.shape[dim] if self.ndim else 1
+        return self.kthvalue((n + 1) // 2, dim, keepdim)
+
+    def diff(self, n: int = 1, dim: int = -1) -> Any:
+        """Differences of neighbours along `dim`, n times (torch.diff without prepend/append)."""
+        out = self
+        for _ in range(n):
+            d = dim % out.ndim
+            hi = out[(slice(None),) * d + (slice(1, None),)]
+            lo = out[(slice(None),) * d + (slice(None, -1),)]
+            out = OPS.not_equal(hi, lo) if out.dtype == _dt.bool_ else OPS.sub(hi, lo)
+        return out
+
+    def masked_select(self, mask: Any) -> Any:
+        """The entries where `mask` (broadcast) is True, as a 1-D tensor. Its length depends on
+        the mask's values, so the mask is computed first (not inside `nabla.compile`)."""
+        shape = np.broadcast_shapes(tuple(self.shape), tuple(mask.shape))
+        where = np.flatnonzero(np.broadcast_to(mask.numpy(), shape))
+        flat = OPS.broadcast_to(self, shape).reshape(-1)
+        return OPS.take(flat, OPS.tensor(where.astype(np.int64)), 0)
+
+    def nonzero(self, *, as_tuple: bool = False) -> Any:
+        """Indices of the non-zero entries, (count, ndim) int64, or one 1-D tensor per dim with
+        `as_tuple` (computes the values: the count depends on them)."""
+        idx = np.nonzero(self.numpy())
+        if as_tuple:
+            return tuple(OPS.tensor(i.astype(np.int64)) for i in idx)
+        return OPS.tensor(np.stack(idx, axis=1).astype(np.int64).reshape(-1, self.ndim))
+
+    # -- shape and views -------------------------------------------------------------------
+    def t(self) -> Any:
+        """The transpose of a 2-D tensor; 0-D and 1-D tensors are returned as they are."""
+        if self.ndim > 2:
+            raise ValueError(f"t() expects a tensor with <= 2 dimensions, got shape {self.shape}")
+        return self if self.ndim < 2 else self.transpose(0, 1)
+
+    def narrow(self, dim: int, start: int, length: int) -> Any:
+        """The `length` entries from `start` along `dim` (a view)."""
+        d = dim % builtins.max(self.ndim, 1)
+        start = start % self.shape[d] if start < 0 else start
+        if length < 0 or start + length > self.shape[d]:
+            raise IndexError(f"narrow: start {start} + length {length} exceeds dimension {dim} of size {self.shape[d]}")
+        return self[(slice(None),) * d + (slice(start, start + length),)]
+
+    def select(self, dim: int, index: int) -> Any:
+        """The slice at `index` along `dim`, which is removed (a view)."""
+        return self[(slice(None),) * (dim % self.ndim) + (index,)]
+
+    def swapdims(self, dim0: int, dim1: int) -> Any:
+        return self.swapaxes(dim0, dim1)
+
+    def view_as(self, other: Any) -> Any:
+        return self.view(tuple(other.shape))
+
+    def reshape_as(self, other: Any) -> Any:
+        return self.reshape(tuple(other.shape))
+
+    def type_as(self, other: Any) -> Any:
+        return OPS.cast(self, other.dtype)
+
+    def contiguous(self) -> Any:
+        """Self: nabla's tensors are always laid out contiguously."""
+        return self
+
+    def is_contiguous(self) -> bool:
+        return True
+
+    # -- new tensors like this one ----------------------------------------------------------
+    def new_zeros(self, *size: Any, dtype: Any = None, requires_grad: bool = False) -> Any:
+        return OPS.zeros(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+    def new_ones(self, *size: Any, dtype: Any = None, requires_grad: bool = False) -> Any:
+        return OPS.ones(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+    def new_empty(self, *size: Any, dtype: Any = None, requires_grad: bool = False) -> Any:
+        return self.new_zeros(*size, dtype=dtype, requires_grad=requires_grad)
+
+    def new_full(self, size: Any, fill_value: Any, *, dtype: Any = None, requires_grad: bool = False) -> Any:
+        return OPS.full(size, fill_value, dtype or self.dtype, requires_grad=requires_grad)
+
+    def new_tensor(self, data: Any, *, dtype: Any = None, requires_grad: bool = False) -> Any:
+        out = OPS.tensor(data, dtype or self.dtype)
+        return out.requires_grad_(True) if requires_grad else out
+
+    # -- metadata ---------------------------------------------------------------------------
+    def is_floating_point(self) -> bool:
+        return _dt.is_float(self.dtype)
+
+    def is_complex(self) -> bool:
+        return False
+
+    def nelement(self) -> int:
+        return self.numel()
+
+    def ndimension(self) -> int:
+        return self.ndim
+
+    def element_size(self) -> int:
+        """Bytes per element."""
+        return self.dtype.size_in_bytes
+
+
+def _scaled(other: Any, alpha: Any) -> Any:
+    """alpha * other (torch's `alpha=`): a Python product for numbers, an op for tensors."""
+    if alpha == 1:
+        return other
+    return OPS.mul(other, alpha) if hasattr(other, "_impl") else other * alpha
+
+
+def _pick(values: Any, indices: Any, dim: int, k: int, keepdim: bool, ndim: int) -> tuple:
+    """Entry k along `dim` of (values, indices), keeping the dim as size 1 with `keepdim`."""
+    d = dim % builtins.max(ndim, 1)
+    index = (slice(None),) * d + ((slice(k, k + 1),) if keepdim else (k,))
+    if ndim == 0:
+        return ValuesIndices(values.reshape(()), indices.reshape(()))
+    return ValuesIndices(values[index], indices[index])
