@@ -192,6 +192,17 @@ def test_inplace_flag_writes_the_result_into_the_input_as_in_pytorch() -> None:
     assert w.grad.tolist() == [0.0, 2.0]
     with pytest.raises(RuntimeError, match="leaf tensor that requires grad"):
         F.relu(w, inplace=True)
+    # PyTorch's trailing-underscore spellings are the same functions with inplace=True
+    for fn, args, want in [
+        (F.relu_, (), [0.0, 2.0]),
+        (F.elu_, (1.0,), [np.expm1(-1.0), 2.0]),
+        (F.leaky_relu_, (0.5,), [-0.5, 2.0]),
+        (F.hardtanh_, (-0.5, 0.5), [-0.5, 0.5]),
+        (F.threshold_, (0.0, 7.0), [7.0, 2.0]),
+    ]:
+        v = nb.tensor([-1.0, 2.0])
+        assert fn(v, *args) is v
+        np.testing.assert_allclose(v.numpy(), want, rtol=1e-6, err_msg=fn.__name__)
 
 
 def test_activation_errors() -> None:

@@ -46,6 +46,14 @@ __all__ = [
     "tanh",
     "tanhshrink",
     "threshold",
+    "relu_",
+    "elu_",
+    "celu_",
+    "selu_",
+    "leaky_relu_",
+    "hardtanh_",
+    "threshold_",
+    "rrelu_",
 ]
 
 # SELU's constants (Klambauer et al. 2017), as PyTorch spells them.
@@ -483,3 +491,39 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, o
     e = _number(eps, "normalize", "eps")
     norm = nb.norm(input, _number(p, "normalize", "p"), axis=dim, keepdims=True)
     return input / nb.clamp(norm, min=e)
+
+
+# -- PyTorch's in-place spellings: the same functions with inplace=True ---------------------------
+_threshold = threshold  # (threshold_'s argument of the same name hides it)
+
+
+def relu_(input: Tensor) -> Tensor:
+    return relu(input, inplace=True)
+
+
+def elu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    return elu(input, alpha, inplace=True)
+
+
+def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    return celu(input, alpha, inplace=True)
+
+
+def selu_(input: Tensor) -> Tensor:
+    return selu(input, inplace=True)
+
+
+def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
+    return leaky_relu(input, negative_slope, inplace=True)
+
+
+def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+    return hardtanh(input, min_val, max_val, inplace=True)
+
+
+def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
+    return _threshold(input, threshold, value, inplace=True)
+
+
+def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False) -> Tensor:
+    return rrelu(input, lower, upper, training, inplace=True)
