@@ -117,7 +117,9 @@ def embedding(
     if weight.ndim != 2:
         raise ValueError(f"embedding: weight must be 2-D (num_embeddings, embedding_dim), got shape {weight.shape}")
     pad = _padding_idx(padding_idx, weight.shape[0])
-    if max_norm is None and not scale_grad_by_freq:  # the indices' shape (and mesh layout) kept
+    if max_norm is None and not scale_grad_by_freq and input.sharding is not None:
+        # indices on a mesh: `take` keeps their layout (flattening would merge split dims and
+        # gather); unsharded, MAX runs the flat lookup faster (1.3 vs 2.0 ms for W3's, fwd + bwd)
         out = nb.take(weight, input, 0)
     else:
         flat = nb.reshape(input, (input.numel(),))
