@@ -411,11 +411,7 @@ class DataLoader:
     def __len__(self) -> int:
         if self.batch_sampler is not None:
             return len(self.batch_sampler)
-        if isinstance(self.dataset, IterableDataset):
-            n = len(self.dataset)  # a TypeError for a stream without a length, as in torch
-            return (
-                n if self.batch_size is None else (n // self.batch_size if self.drop_last else -(-n // self.batch_size))
-            )
+        # (a stream without a length raises TypeError here, as in torch; it never has a sampler)
         n = len(self.sampler) if self.sampler is not None else len(self.dataset)
         if self.batch_size is None:
             return n

@@ -308,8 +308,7 @@ def _pick(logp: Tensor, target: Tensor, weight: Tensor | None, ignore_index: int
 
 
 def _classes_sharded(x: Tensor, class_dim: int) -> bool:
-    spec = x.sharding
-    return spec is not None and not spec.manual and bool(spec.dim_axes[class_dim])
+    return _sharded(x) and bool(x.sharding.dim_axes[class_dim])
 
 
 def _sharded(x: Tensor) -> bool:
