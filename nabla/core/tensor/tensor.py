@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 import weakref
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -16,12 +15,11 @@ from max.dtype import DType
 
 from ..common import dtypes as _dt
 from ..common.context import is_grad_enabled
-from ..common.hooks import RemovableHandle, add_hook
 from ..graph.engine import GRAPH
 from ..graph.executors import storage_item, storage_to_numpy
 from ..graph.tracing import TRACE, note_grad, note_grad_read, note_mutation
 from .dispatch import OPS
-from .impl import GRAD_HOOKS, RETAINED, Device, TensorImpl
+from .impl import RETAINED, Device, TensorImpl
 from .torch_methods import TorchMethods
 
 
@@ -164,46 +162,6 @@ class Tensor(TorchMethods):
     @property
     def retains_grad(self) -> bool:
         return self._impl in RETAINED
-
-    def register_hook(self, hook: Callable[[Tensor], Tensor | None]) -> RemovableHandle:
-        """Call `hook(grad)` whenever a gradient for this tensor is computed; a non-None result
-        replaces the gradient (for what flows on, or what a leaf accumulates in `.grad`).
-
-        As in PyTorch, a leaf's hooks stay with the tensor across optimizer steps; a non-leaf's
-        apply to the value it had when they were registered. A backward that runs hooks is
-        not replayed (its Python runs each time).
-
-        Args:
-            hook: a function of the gradient, returning None or a tensor of the same shape.
-
-        Example:
-            >>> x = nabla.tensor([1.0, 2.0], requires_grad=True)
-            >>> handle = x.register_hook(lambda g: g * 10)
-            >>> (x * x).sum().backward()
-            >>> x.grad.numpy()
-            array([20., 40.], dtype=float32)
-        """
-        if not self.requires_grad:
-            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
-        if self.is_leaf:
-            self._impl.facade = weakref.ref(self)
-            hooks = _slot(self, "_hooks")
-        else:
-            hooks = GRAD_HOOKS.on_impl.setdefault(self._impl, {})
-        GRAD_HOOKS.count += 1
-        return add_hook(hooks, hook, on_remove=GRAD_HOOKS.removed)
-
-    def register_post_accumulate_grad_hook(self, hook: Callable[[Tensor], None]) -> RemovableHandle:
-        """Call `hook(tensor)` after `backward()` has accumulated this leaf's `.grad` (PyTorch's
-        hook for optimizers that step per parameter as gradients arrive).
-
-        Args:
-            hook: a function of this tensor; its result is ignored.
-        """
-        if not self.requires_grad or not self.is_leaf:
-            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
-        self._impl.facade = weakref.ref(self)
-        return add_hook(_slot(self, "_post_hooks"), hook)
 
     @property
     def is_leaf(self) -> bool:
@@ -1020,15 +978,6 @@ class Tensor(TorchMethods):
 def _rebuild_tensor(array: np.ndarray, dtype: str, requires_grad: bool) -> Tensor:
     """Unpickle a Tensor (see `Tensor.__reduce_ex__`)."""
     return Tensor.from_numpy(array, dtype=getattr(DType, dtype), requires_grad=requires_grad)
-
-
-def _slot(t: Tensor, name: str) -> dict:
-    """The hook dict in slot `name` of `t`, made on first use (unset slots cost nothing per tensor)."""
-    hooks = getattr(t, name, None)
-    if hooks is None:
-        hooks = {}
-        setattr(t, name, hooks)
-    return hooks
 
 
 def _is_basic_index(index: Any) -> bool:

@@ -1,19 +1,24 @@
 """PyTorch's Tensor methods that are other methods or ops under another name or argument
 convention (`x.t()`, `x.add(y, alpha=2)`, `x.new_zeros(3)`, `x.eq(y)`, `x.narrow(0, 1, 2)`):
 a mixin of `Tensor`, so code written for torch.Tensor runs unchanged. Each is a line or two over
-the op library (reached through the dispatch table) and Tensor's own methods.
+the op library (reached through the dispatch table) and Tensor's own methods. Also torch's
+gradient-hook registration (`register_hook`), whose hooks the autograd engine runs.
 """
 
 from __future__ import annotations
 
 import builtins
+import weakref
 from collections import namedtuple
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from ..common import dtypes as _dt
+from ..common.hooks import RemovableHandle, add_hook
 from .dispatch import OPS
+from .impl import GRAD_HOOKS
 
 # What max(dim) / min(dim) / kthvalue / median(dim) return, as torch's return_types.
 ValuesIndices = namedtuple("ValuesIndices", ["values", "indices"])
@@ -23,6 +28,47 @@ class TorchMethods:
     """torch.Tensor's aliases and small compositions (mixed into `Tensor`)."""
 
     __slots__ = ()
+
+    # -- gradient hooks -----------------------------------------------------------------------
+    def register_hook(self, hook: Callable[[Any], Any]) -> RemovableHandle:
+        """Call `hook(grad)` whenever a gradient for this tensor is computed; a non-None result
+        replaces the gradient (for what flows on, or what a leaf accumulates in `.grad`).
+
+        As in PyTorch, a leaf's hooks stay with the tensor across optimizer steps; a non-leaf's
+        apply to the value it had when they were registered. A backward that runs hooks is
+        not replayed (its Python runs each time).
+
+        Args:
+            hook: a function of the gradient, returning None or a tensor of the same shape.
+
+        Example:
+            >>> x = nabla.tensor([1.0, 2.0], requires_grad=True)
+            >>> handle = x.register_hook(lambda g: g * 10)
+            >>> (x * x).sum().backward()
+            >>> x.grad.numpy()
+            array([20., 40.], dtype=float32)
+        """
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self.is_leaf:
+            self._impl.facade = weakref.ref(self)
+            hooks = _slot(self, "_hooks")
+        else:
+            hooks = GRAD_HOOKS.on_impl.setdefault(self._impl, {})
+        GRAD_HOOKS.count += 1
+        return add_hook(hooks, hook, on_remove=GRAD_HOOKS.removed)
+
+    def register_post_accumulate_grad_hook(self, hook: Callable[[Any], None]) -> RemovableHandle:
+        """Call `hook(tensor)` after `backward()` has accumulated this leaf's `.grad` (PyTorch's
+        hook for optimizers that step per parameter as gradients arrive).
+
+        Args:
+            hook: a function of this tensor; its result is ignored.
+        """
+        if not self.requires_grad or not self.is_leaf:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+        self._impl.facade = weakref.ref(self)
+        return add_hook(_slot(self, "_post_hooks"), hook)
 
     # -- arithmetic with PyTorch's keyword conventions -----------------------------------------
     def add(self, other: Any, *, alpha: Any = 1) -> Any:
@@ -266,3 +312,12 @@ def _pick(values: Any, indices: Any, dim: int, k: int, keepdim: bool, ndim: int)
     if ndim == 0:
         return ValuesIndices(values.reshape(()), indices.reshape(()))
     return ValuesIndices(values[index], indices[index])
+
+
+def _slot(t: Any, name: str) -> dict:
+    """The hook dict in slot `name` of `t`, made on first use (unset slots cost nothing per tensor)."""
+    hooks = getattr(t, name, None)
+    if hooks is None:
+        hooks = {}
+        setattr(t, name, hooks)
+    return hooks
