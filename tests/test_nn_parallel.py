@@ -277,6 +277,24 @@ def test_context_parallel_transformer_layer_passes_key_blocks_round_a_ring():
             np.testing.assert_allclose(grads[n].numpy(), p.grad.numpy(), rtol=1e-3, atol=1e-4, err_msg=n)
 
 
+def test_context_parallel_layer_with_dropout_trains_without_gathering():
+    # Dropout in training (attention weights and residual branches): the ring draws each
+    # block's mask where it is used, so the layer still communicates only the ring's ppermutes.
+    mesh = DeviceMesh("cp", (4,), ("sp",))
+    nb.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(d_model=16, nhead=2, dim_feedforward=32, dropout=0.2, batch_first=True)
+    x = np.random.default_rng(0).standard_normal((2, 8, 16)).astype(np.float32)
+    xs = nb.shard(nb.tensor(x), mesh, P(None, "sp", None))
+    y = layer(xs, is_causal=True, src_mask=nn.Transformer.generate_square_subsequent_mask(8))
+    assert count_collectives(y) == {"ppermute": 6}
+    (y**2).sum().backward()
+    grads = [p.grad for p in layer.parameters()]
+    assert count_collectives(*grads) == {"ppermute": 12}
+    assert all(np.isfinite(g.numpy()).all() for g in grads)
+    layer.eval()  # no dropout: the sharded layer equals the unsharded one again
+    np.testing.assert_allclose(layer(xs).numpy(), layer(nb.tensor(x)).numpy(), rtol=1e-4, atol=1e-5)
+
+
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
 def test_cross_entropy_over_positions_split_along_the_sequence_does_not_gather(reduction):
     # (N, C, L) logits with N over dp and L over sp (a context-parallel LM's loss, classes on

@@ -466,6 +466,47 @@ def test_ring_attention_takes_masks_whose_key_blocks_travel_with_the_keys(mask_k
         np.testing.assert_allclose(g.numpy(), r.numpy(), rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("q_split", [True, False], ids=["seq-parallel", "q-whole"])
+def test_ring_attention_dropout_drops_weights_block_by_block_without_gathering(q_split):
+    # With v the identity, the output is the dropped weights themselves: each is 0 or the
+    # unsharded weight / (1 - p), so the mask applies to the weighted values only (the row sums
+    # normalize the undropped weights) and lands on the right (query, key) positions.
+    nb.manual_seed(3)
+    mesh, p = DeviceMesh("dpsp", (2, 4), ("dp", "sp")), 0.5
+    q, k, v = arr(2, 1, 8, 4), arr(2, 1, 8, 4), np.broadcast_to(np.eye(8, dtype=np.float32), (2, 1, 8, 8)).copy()
+    qs = nb.shard(nb.tensor(q), mesh, P("dp", None, "sp" if q_split else None))
+    ks, vs = (nb.shard(nb.tensor(t), mesh, P("dp", None, "sp")) for t in (k, v))
+    r = arr(2, 1, 8, 8)
+
+    def f(a, b, c):
+        return nb.dot_product_attention(a, b, c, is_causal=True, dropout_p=p)
+
+    y, pullback = nb.vjp(f, qs, ks, vs)
+    grads = pullback(nb.tensor(r))
+    assert comm_ops(y) == ["ppermute"] * 6 and "all_gather" not in comm_ops(*grads)
+    out = y.numpy()
+    tril = nb.tensor(np.tril(np.ones((8, 8), bool)))
+
+    def weights(a, b):
+        return nb.softmax(nb.where(tril, nb.matmul(a * 0.5, nb.transpose(b, -1, -2)), -np.inf), -1)  # scale 1/sqrt(4)
+
+    w = weights(nb.tensor(q), nb.tensor(k)).numpy()
+    keep = out > 0
+    np.testing.assert_allclose(out[keep], w[keep] / (1 - p), rtol=1e-5)
+    lower = np.tril(np.ones((8, 8), bool))
+    assert not out[..., ~lower].any()  # causal: nothing above the diagonal
+    kept = keep[..., lower].mean()
+    assert 0.25 < kept < 0.75
+    assert (keep[0] != keep[1]).any()  # data-parallel replicas draw their own masks
+
+    def ref(a, b, c):  # the same mask, unsharded, op by op
+        return nb.matmul(weights(a, b) * nb.tensor(keep.astype(np.float32) / (1 - p)), c)
+
+    _, ref_pullback = nb.vjp(ref, nb.tensor(q), nb.tensor(k), nb.tensor(v))
+    for g, want in zip(grads, ref_pullback(nb.tensor(r)), strict=True):
+        np.testing.assert_allclose(g.numpy(), want.numpy(), rtol=1e-4, atol=1e-5)
+
+
 @pytest.mark.parametrize(
     ("shape", "mesh", "spec", "args"),
     [

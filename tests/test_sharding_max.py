@@ -136,3 +136,26 @@ def test_dp_tp_training_step_is_one_cached_model_on_max():
     np.testing.assert_allclose(losses, ref_losses, rtol=1e-4)
     for k in params:
         np.testing.assert_allclose(params[k], ref_params[k], rtol=1e-4, atol=1e-5, err_msg=k)
+
+
+def test_ring_attention_dropout_on_max_drops_whole_weights():
+    # MAX draws its own random numbers (not NumPy's): with v the identity the output is the
+    # dropped weights, each 0 or the weight / (1 - p), and every block draws its own mask.
+    nb.set_executor("max")
+    nb.manual_seed(0)
+    rng = np.random.default_rng(2)
+    q, k = (rng.standard_normal((2, 1, 8, 4)).astype(np.float32) for _ in range(2))
+    v = np.broadcast_to(np.eye(8, dtype=np.float32), (2, 1, 8, 8)).copy()
+    mesh = DeviceMesh("dpsp", (2, 4), ("dp", "sp"))
+    args = [nb.shard(nb.tensor(a), mesh, P("dp", None, "sp")) for a in (q, k, v)]
+    out = nb.dot_product_attention(*args, dropout_p=0.5).numpy()
+    s = q @ k.transpose(0, 1, 3, 2) / 2.0
+    w = np.exp(s - s.max(-1, keepdims=True))
+    w /= w.sum(-1, keepdims=True)
+    keep = out > 0
+    np.testing.assert_allclose(out[keep], w[keep] * 2.0, rtol=1e-5)
+    assert 0.3 < keep.mean() < 0.7
+    blocks = {
+        keep[b, 0, 2 * i : 2 * i + 2, 2 * j : 2 * j + 2].tobytes() for b in range(2) for i in range(4) for j in range(4)
+    }
+    assert len(blocks) > 8  # 32 blocks of 4 draws: not one mask repeated

@@ -228,6 +228,7 @@ def dot_product_attention(
     *,
     scale: float | None = None,
     is_causal: bool = False,
+    dropout_p: float = 0.0,
 ) -> Tensor:
     """softmax(q @ k^T * scale + mask) @ v as one op (`F.scaled_dot_product_attention`'s core).
 
@@ -239,6 +240,9 @@ def dot_product_attention(
             key takes part) or floating point (added to the scores).
         scale: the score scale; 1 / sqrt(E) when None.
         is_causal: also keep only keys j <= i (the top-left aligned lower triangle).
+        dropout_p: inverted dropout on the attention weights (always applied when > 0): the
+            weights, then a dropout, then the product with v; with keys split along the
+            sequence, each ring block draws its own mask.
 
     Rows that keep no key give zeros.
 
@@ -276,9 +280,13 @@ def dot_product_attention(
             mask = reshape(mask, (1,) * (q.ndim - mask.ndim) + mask.shape)
         masks = (mask if mask.dtype in (_dt.bool_, q.dtype) else cast(mask, q.dtype),)
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
+    dropout_p = _creation._probability(dropout_p, op)
     ring = _ring_layout(q, k, v, *masks)
     if ring is not None:
-        return _ring_attention(q, k, v, *masks, layouts=ring, scale=scale, causal=bool(is_causal))
+        return _ring_attention(q, k, v, *masks, layouts=ring, scale=scale, causal=bool(is_causal), dropout_p=dropout_p)
+    if dropout_p > 0.0:
+        weights = _weights(q, k, *masks, scale=scale, causal=bool(is_causal))
+        return matmul(_creation.dropout(weights, dropout_p), v)
     return _attention(q, k, v, *masks, scale=scale, causal=bool(is_causal))
 
 
@@ -317,13 +325,15 @@ def _ring_layout(q: Tensor, k: Tensor, v: Tensor, *mask: Tensor) -> list | None:
 
 
 def _ring_attention(
-    q: Tensor, k: Tensor, v: Tensor, *mask: Tensor, layouts: list, scale: float, causal: bool
+    q: Tensor, k: Tensor, v: Tensor, *mask: Tensor, layouts: list, scale: float, causal: bool, dropout_p: float
 ) -> Tensor:
     """Attention with the keys split along the sequence over n devices, without gathering
     them: each device keeps its queries and passes its key/value block (and mask block) round
     the ring (n - 1 ppermutes each), folding each block into a running softmax (max, sum,
     weighted values), as Ring Attention (Liu et al. 2023) and flash attention do. Rows that
-    keep no key give zeros, as the one op does. The result has q's layout."""
+    keep no key give zeros, as the one op does. The result has q's layout. Attention dropout
+    scales each block's weights in the weighted values (not in the row sums, which normalize
+    the undropped weights) by a mask drawn on the device for that block."""
     q_spec, k_spec = layouts[0], layouts[1]
     mesh, axes = k_spec.mesh, k_spec.dim_axes[-2]
     local = ShardingSpec.replicated_on(mesh, q.ndim, manual=True)
@@ -331,10 +341,23 @@ def _ring_attention(
         _relabel(_conform_tensor(x, spec), out=local, src=spec)
         for x, spec in zip((q, k, v, *mask), layouts, strict=True)
     ]
+    drop = None
+    if dropout_p > 0.0:
+        # A block's mask depends on which data it covers, not on the device holding it: devices
+        # along an axis that replicates the data (or that holds the whole of q) draw alike, so
+        # their copies stay equal. The other axes that lay out the data tell blocks apart.
+        used = {a for spec in layouts[:2] for dim in spec.dim_axes for a in dim if a not in axes}
+        drop = (dropout_p, _creation._seed_tensor(), tuple(a for a in mesh.axis_names if a in used))
     MANUAL.meshes.append(mesh)
     try:
         out = _ring_body(
-            *pieces, axes=axes, n=mesh.axes_size(axes), q_split=bool(q_spec.dim_axes[-2]), scale=scale, causal=causal
+            *pieces,
+            axes=axes,
+            n=mesh.axes_size(axes),
+            q_split=bool(q_spec.dim_axes[-2]),
+            scale=scale,
+            causal=causal,
+            drop=drop,
         )
     finally:
         MANUAL.meshes.pop()
@@ -342,9 +365,20 @@ def _ring_attention(
 
 
 def _ring_body(
-    q: Tensor, k: Tensor, v: Tensor, *mask: Tensor, axes: tuple, n: int, q_split: bool, scale: float, causal: bool
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    *mask: Tensor,
+    axes: tuple,
+    n: int,
+    q_split: bool,
+    scale: float,
+    causal: bool,
+    drop: tuple | None = None,
 ) -> Tensor:
-    """One device's part (inside manual mode): its queries against each key block in turn."""
+    """One device's part (inside manual mode): its queries against each key block in turn.
+    `drop`: (dropout probability, the step's seed, the mesh axes besides the ring's that lay out
+    the data)."""
     lq, sk = q.shape[-2], k.shape[-2]
     me = axis_index(axes)
     perm = [(i, (i + 1) % n) for i in range(n)]  # after t passes a device holds block (me - t) mod n
@@ -360,6 +394,9 @@ def _ring_body(
     total = _creation.zeros(*q.shape[:-1], 1, dtype=q.dtype)
     acc = _creation.zeros(*q.shape[:-1], v.shape[-1], dtype=q.dtype)
     rotate = m_block is not None and m_block.shape[-1] == sk  # else all keys (or 1): take a block
+    if drop is not None:  # the first block id of this device's data: ((outer * n) + q block) * n
+        outer = axis_index(drop[2]) if drop[2] else 0
+        first = (outer * n + (me if q_split else 0)) * n  # Python ints where no axis applies
     for t in range(n):
         s = matmul(qs, transpose(k, -1, -2))
         block = _bin.remainder(_bin.add(me, n - t), n)  # where the keys held now come from
@@ -374,6 +411,8 @@ def _ring_body(
         p = _un.exp(_bin.sub(s, m_safe))
         rescale = _un.exp(_bin.sub(m, m_safe))
         total = _bin.add(_bin.mul(total, rescale), _red.sum(p, axis=-1, keepdims=True))
+        if drop is not None:
+            p = _bin.mul(p, _block_keep(drop[1], _bin.add(first, block), p.shape, p.dtype, drop[0]))
         acc = _bin.add(_bin.mul(acc, rescale), matmul(p, v))
         m = m_new
         if t < n - 1:
@@ -382,3 +421,15 @@ def _ring_body(
                 m_block = ppermute(m_block, axes, perm)
     alive = _bin.greater(total, 0.0)
     return _where(alive, _bin.div(acc, _where(alive, total, 1.0)), 0.0)
+
+
+def _block_keep(seed: Tensor, block: Tensor, shape: tuple, dtype: Any, p: float) -> Tensor:
+    """Inverted-dropout factors (0 or 1 / (1 - p)) for the scores block numbered `block` (by the
+    data it covers: its query block, key block and place along the other axes). Each block
+    draws from its own seed, the step's seed + block + 1:
+    the random op hashes its seed (NumPy's SeedSequence, MAX's Philox key), so nearby seeds
+    give independent streams, and a step's random 64-bit base seed keeps steps apart."""
+    offset = cast(_bin.add(block, 1), _dt.uint64)
+    block_seed = _bin.add(seed, reshape(offset, (1,)))
+    keep = _creation._random(block_seed, distribution="bernoulli", shape=tuple(shape), dtype=dtype, a=1.0 - p, b=0.0)
+    return _bin.mul(keep, 1.0 / (1.0 - p) if p < 1.0 else 0.0)  # p == 1: every weight dropped

@@ -153,8 +153,10 @@ def scaled_dot_product_attention(
             ) from None
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
     same = query.dtype == key.dtype == value.dtype and query.shape[:-2] == key.shape[:-2] == value.shape[:-2]
-    if dropout_p == 0.0 and same and scores == (*query.shape[:-1], k_len):  # one op
-        return nb.dot_product_attention(query, key, value, attn_mask, scale=scale, is_causal=is_causal)
+    if same and scores == (*query.shape[:-1], k_len):  # one op (with dropout: weights, dropout, matmul)
+        return nb.dot_product_attention(
+            query, key, value, attn_mask, scale=scale, is_causal=is_causal, dropout_p=dropout_p
+        )
     mask = _causal_mask(q_len, k_len) if is_causal else attn_mask
     out, _ = _attend(query, key, value, mask, dropout_p, scale, safe=True)
     return out
@@ -338,6 +340,7 @@ def _self_attention(
     attn_mask: Tensor | None,
     is_causal: bool,
     batch_first: bool,
+    dropout_p: float = 0.0,
 ) -> Tensor:
     """Self-attention with the packed projection: x is (L, N, E), or (N, L, E) when
     `batch_first`. The projection splits into heads (N, 3 * heads, L, head_dim) with one
@@ -350,7 +353,8 @@ def _self_attention(
     mask = _head_mask(key_padding_mask, None if causal else attn_mask, bsz, num_heads, length, x.dtype)
     qkv = nb.reshape(linear(x, in_w, in_b), (a, b, 3 * num_heads, head_dim))
     q, k, v = nb.chunk(nb.permute(qkv, (0, 2, 1, 3) if batch_first else (1, 2, 0, 3)), 3, axis=1)
-    out = nb.dot_product_attention(q, k, v, mask, scale=1.0 / math.sqrt(head_dim), is_causal=causal)
+    scale = 1.0 / math.sqrt(head_dim)
+    out = nb.dot_product_attention(q, k, v, mask, scale=scale, is_causal=causal, dropout_p=dropout_p)
     out = nb.permute(out, (0, 2, 1, 3) if batch_first else (2, 0, 1, 3))
     return linear(nb.reshape(out, (a, b, embed)), out_w, out_b)
 
@@ -424,11 +428,12 @@ def multi_head_attention_forward(
             "Transformer.generate_square_subsequent_mask"
         )
     p = _dropout_prob(dropout_p, op) if training else 0.0
-    packed = query is key and key is value and not (need_weights or p or use_separate_proj_weight or add_zero_attn)
+    packed = query is key and key is value and not (need_weights or use_separate_proj_weight or add_zero_attn)
     if batched and packed and in_proj_weight is not None and bias_k is bias_v is static_k is static_v is None:
         _check_projection_shapes(query, key, value, embed_dim_to_check, num_heads, False)
         weights = (in_proj_weight, in_proj_bias, out_proj_weight, out_proj_bias)
-        return _self_attention(query, weights, num_heads, key_padding_mask, attn_mask, is_causal, batch_first), None
+        out = _self_attention(query, weights, num_heads, key_padding_mask, attn_mask, is_causal, batch_first, p)
+        return out, None
     if batch_first and batched:
         query, key, value = _seq_first(query, key, value)
     if not batched:
