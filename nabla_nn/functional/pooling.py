@@ -1,23 +1,26 @@
-"""Pooling with PyTorch's layouts (NCL / NCHW, unbatched CL / CHW accepted): max, average,
-adaptive average/max and power-average pooling.
+"""Pooling with PyTorch's layouts (NCL / NCHW / NCDHW, unbatched CL / CHW / CDHW accepted): max,
+average, adaptive average/max and power-average pooling.
 
-avg pooling and 2-D adaptive average pooling are nabla's functions re-exported as they are
-(they take PyTorch's arguments and `input=`); max pooling adds `return_indices`. The 1-D adaptive forms
-run the 2-D ones on a height-1 image. Adaptive max pooling uses `max_pool2d` when the windows
-tile the input, and otherwise reads the input at PyTorch's indices (below) with a gather, so its
-gradient, like max_pool's and PyTorch's, goes to each window's first maximum only (a max
-reduction would split it among tied maxima).
+1-D / 2-D avg pooling and 2-D adaptive average pooling are nabla's functions re-exported as they
+are (they take PyTorch's arguments and `input=`); max pooling adds `return_indices`. The 1-D
+adaptive forms run the 2-D ones on a height-1 image. The 3-D poolings are separable, so each runs
+two of nabla's 2-D poolings (`_separable3d`): over every (H, W) plane, then over D with a (kD, 1)
+window. Adaptive max pooling uses max pooling when the windows tile the input, and otherwise
+reads the input at PyTorch's indices (below) with a gather, so its gradient, like max_pool's and
+PyTorch's, goes to each window's first maximum only (a max reduction would split it among tied
+maxima).
 
 `return_indices=True` keeps those values (and their gradient) and adds PyTorch's indices,
 computed without autodiff: a constant table of every window's input positions
 (known from the shapes alone) gathers the windows, and reductions pick each window's first
-maximum in scan order, or its last NaN, as PyTorch's kernels do. `max_unpool1d` /
-`max_unpool2d` scatter values back to those indices.
+maximum in scan order, or its last NaN, as PyTorch's kernels do. `max_unpool1d` / `2d` / `3d`
+scatter values back to those indices; the `*_with_indices` aliases always return them.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -25,20 +28,35 @@ import numpy as np
 import nabla as nb
 from nabla import Tensor, adaptive_avg_pool2d, avg_pool1d, avg_pool2d
 from nabla.core.common import dtypes as _dt
+from nabla.ops.pooling import _pool_geometry  # the 1-D / 2-D poolings' argument checks and sizes
+
+from ._checks import check_float
 
 __all__ = [
     "adaptive_avg_pool1d",
     "adaptive_avg_pool2d",
+    "adaptive_avg_pool3d",
     "adaptive_max_pool1d",
+    "adaptive_max_pool1d_with_indices",
     "adaptive_max_pool2d",
+    "adaptive_max_pool2d_with_indices",
+    "adaptive_max_pool3d",
+    "adaptive_max_pool3d_with_indices",
     "avg_pool1d",
     "avg_pool2d",
+    "avg_pool3d",
     "lp_pool1d",
     "lp_pool2d",
+    "lp_pool3d",
     "max_pool1d",
+    "max_pool1d_with_indices",
     "max_pool2d",
+    "max_pool2d_with_indices",
+    "max_pool3d",
+    "max_pool3d_with_indices",
     "max_unpool1d",
     "max_unpool2d",
+    "max_unpool3d",
 ]
 
 
@@ -174,6 +192,184 @@ def max_pool2d(
     return out, _max_pool_indices(input, out.shape[-2:], kernel_size, stride, padding, dilation)
 
 
+def _separable3d(
+    input: Tensor, pool_hw: Callable[[Tensor], Tensor], pool_d: Callable[[Tensor], Tensor], out: tuple
+) -> Tensor:
+    """A separable 3-D pooling of (*lead, D, H, W) as two 2-D ones: `pool_hw` over every (H, W)
+    plane of (M, D, H, W), then `pool_d` over D of the unbatched (M, D, OH * OW) with a (kD, 1)
+    window; M is the leading dims flattened and `out` the 3-D output size.
+
+    (H, W) goes first so that for max pooling the D pass picks the first plane holding the
+    window's maximum and the (H, W) pass the first maximum in it: PyTorch's first maximum in
+    (d, h, w) scan order (and its last NaN), where the gradient goes."""
+    lead, (d, h, w) = input.shape[:-3], input.shape[-3:]
+    m = math.prod(lead)
+    planes = pool_hw(nb.reshape(input, (m, d, h, w)))
+    return nb.reshape(pool_d(nb.reshape(planes, (m, d, out[1] * out[2]))), (*lead, *out))
+
+
+def _check_input3d(input: Any, op: str) -> None:
+    _check_rank(input, op, (4, 5))
+    check_float(input, op)
+
+
+def max_pool3d(
+    input: Tensor,
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    dilation: Any = 1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+) -> Tensor | tuple[Tensor, Tensor]:
+    """3-D max pooling of (N, C, D, H, W) or (C, D, H, W).
+
+    Args:
+        input: (N, C, D, H, W) or (C, D, H, W).
+        kernel_size: int or (kd, kh, kw).
+        stride: int or (sd, sh, sw); None means kernel_size.
+        padding: int or (pd, ph, pw) of -inf padding (at most half the effective kernel).
+        dilation: int or (dd, dh, dw).
+        ceil_mode: round the output size up instead of down.
+        return_indices: also return the int64 index (d * H + h) * W + w (into the unpadded input
+            volume) of each window's maximum (the first in (d, h, w) order; the last NaN if any),
+            as `max_unpool3d` takes them.
+
+    The gradient goes to each window's first maximum, as in PyTorch.
+
+    Example:
+        >>> F.max_pool3d(nb.ones(1, 2, 4, 6, 6), 2).shape
+        (1, 2, 2, 3, 3)
+    """
+    op = "max_pool3d"
+    _check_input3d(input, op)
+    k, s, p, d, _, out = _pool_geometry(
+        op, input.shape[-3:], kernel_size, stride, padding, dilation, bool(ceil_mode), 3, "effective"
+    )
+    res = _separable3d(
+        input,
+        lambda t: nb.max_pool2d(t, k[1:], s[1:], p[1:], d[1:], ceil_mode),
+        lambda t: nb.max_pool2d(t, (k[0], 1), (s[0], 1), (p[0], 0), (d[0], 1), ceil_mode),
+        out,
+    )
+    return (res, _max_pool_indices(input, out, k, s, p, d)) if return_indices else res
+
+
+def max_pool1d_with_indices(
+    input: Tensor,
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    dilation: Any = 1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+) -> tuple[Tensor, Tensor]:
+    """`max_pool1d(..., return_indices=True)`: always (values, int64 indices), as PyTorch's alias
+    (its `return_indices` argument is ignored).
+
+    Args:
+        input, kernel_size, stride, padding, dilation, ceil_mode: as `max_pool1d`.
+        return_indices: ignored.
+
+    Example:
+        >>> F.max_pool1d_with_indices(nb.tensor([[1.0, 3.0, 2.0, 2.0]]), 2)[1].tolist()
+        [[1, 2]]
+    """
+    return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices=True)
+
+
+def max_pool2d_with_indices(
+    input: Tensor,
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    dilation: Any = 1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+) -> tuple[Tensor, Tensor]:
+    """`max_pool2d(..., return_indices=True)`: always (values, int64 indices), as PyTorch's alias.
+
+    Args:
+        input, kernel_size, stride, padding, dilation, ceil_mode: as `max_pool2d`.
+        return_indices: ignored.
+
+    Example:
+        >>> F.max_pool2d_with_indices(nb.tensor([[[1.0, 5.0], [5.0, 2.0]]]), 2)[1].tolist()
+        [[[1]]]
+    """
+    return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices=True)
+
+
+def max_pool3d_with_indices(
+    input: Tensor,
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    dilation: Any = 1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+) -> tuple[Tensor, Tensor]:
+    """`max_pool3d(..., return_indices=True)`: always (values, int64 indices), as PyTorch's alias.
+
+    Args:
+        input, kernel_size, stride, padding, dilation, ceil_mode: as `max_pool3d`.
+        return_indices: ignored.
+
+    Example:
+        >>> F.max_pool3d_with_indices(nb.ones(1, 2, 4, 4, 4), 2)[1].shape
+        (1, 2, 2, 2, 2)
+    """
+    return max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices=True)
+
+
+def _check_divisor(divisor_override: Any, op: str) -> None:
+    if divisor_override is not None and (
+        not isinstance(divisor_override, int | np.integer) or isinstance(divisor_override, bool) or divisor_override < 1
+    ):
+        raise ValueError(f"{op}: divisor_override must be a positive int, got {divisor_override!r}")
+
+
+def avg_pool3d(
+    input: Tensor,
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+    divisor_override: int | None = None,
+) -> Tensor:
+    """3-D average pooling of (N, C, D, H, W) or (C, D, H, W).
+
+    Args:
+        input: (N, C, D, H, W) or (C, D, H, W).
+        kernel_size: int or (kd, kh, kw).
+        stride: int or (sd, sh, sw); None means kernel_size.
+        padding: int or (pd, ph, pw) of zero padding (at most half the kernel).
+        ceil_mode: round the output size up instead of down.
+        count_include_pad: count the zero padding in the divisor.
+        divisor_override: divide every window sum by this positive int instead.
+
+    Example:
+        >>> F.avg_pool3d(nb.ones(1, 2, 4, 6, 6), 2).shape
+        (1, 2, 2, 3, 3)
+    """
+    op = "avg_pool3d"
+    _check_input3d(input, op)
+    k, s, p, _, _, out = _pool_geometry(
+        op, input.shape[-3:], kernel_size, stride, padding, 1, bool(ceil_mode), 3, "kernel"
+    )
+    _check_divisor(divisor_override, op)
+    # PyTorch's divisor (the window clipped to the padded input, or its count of input elements)
+    # is a product over the dims, so each pass divides by its dims' factor; an override divides once.
+    d_override = None if divisor_override is None else 1
+    return _separable3d(
+        input,
+        lambda t: nb.avg_pool2d(t, k[1:], s[1:], p[1:], ceil_mode, count_include_pad, divisor_override),
+        lambda t: nb.avg_pool2d(t, (k[0], 1), (s[0], 1), (p[0], 0), ceil_mode, count_include_pad, d_override),
+        out,
+    )
+
+
 def _check_rank(input: Any, op: str, ranks: tuple[int, int]) -> None:
     if not isinstance(input, Tensor):
         raise TypeError(f"{op}: input must be a Tensor, got {type(input).__name__}")
@@ -191,14 +387,17 @@ def _size1(output_size: Any, op: str) -> int:
     return int(output_size)
 
 
-def _size2(output_size: Any, shape: tuple, op: str) -> tuple[int, int]:
-    size = output_size if isinstance(output_size, tuple | list) else (output_size, output_size)
-    if len(size) != 2:
-        raise ValueError(f"{op}: output_size must be an int or a tuple of 2 ints (or None), got {output_size!r}")
-    size = tuple(n if s is None else s for s, n in zip(size, shape, strict=True))
+def _sizes(output_size: Any, shape: tuple, op: str) -> tuple[int, ...]:
+    """An adaptive pooling's output size: an int for every dim, or one entry per dim, where None
+    keeps that dim's input size."""
+    n = len(shape)
+    size = output_size if isinstance(output_size, tuple | list) else (output_size,) * n
+    if len(size) != n:
+        raise ValueError(f"{op}: output_size must be an int or a tuple of {n} ints (or None), got {output_size!r}")
+    size = tuple(m if s is None else s for s, m in zip(size, shape, strict=True))
     if not all(isinstance(s, int | np.integer) and not isinstance(s, bool) and s >= 1 for s in size):
         raise ValueError(f"{op}: output_size must be positive ints, got {output_size!r}")
-    return int(size[0]), int(size[1])
+    return tuple(int(s) for s in size)
 
 
 def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:
@@ -219,6 +418,37 @@ def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:
     return nb.squeeze(nb.adaptive_avg_pool2d(nb.unsqueeze(input, -2), (1, m)), -2)
 
 
+def _check_nonempty(input: Tensor, nd: int, op: str) -> None:
+    if 0 in input.shape[-nd:]:
+        raise ValueError(f"{op}: input spatial size {tuple(input.shape[-nd:])} must be non-empty")
+
+
+def adaptive_avg_pool3d(input: Tensor, output_size: Any) -> Tensor:
+    """Average pooling of (N, C, D, H, W) or (C, D, H, W) to a fixed output size.
+
+    Window i of a dim of size n pooled to m spans [floor(i * n / m), ceil((i + 1) * n / m)), as
+    PyTorch; the windows are separable, so (H, W) and then D are pooled by `adaptive_avg_pool2d`.
+
+    Args:
+        input: (N, C, D, H, W) or (C, D, H, W).
+        output_size: int or (od, oh, ow); a None entry keeps that input size.
+
+    Example:
+        >>> F.adaptive_avg_pool3d(nb.ones(2, 3, 5, 7, 4), (2, None, 3)).shape
+        (2, 3, 2, 7, 3)
+    """
+    op = "adaptive_avg_pool3d"
+    _check_input3d(input, op)
+    _check_nonempty(input, 3, op)
+    od, oh, ow = _sizes(output_size, input.shape[-3:], op)
+    return _separable3d(
+        input,
+        lambda t: nb.adaptive_avg_pool2d(t, (oh, ow)),
+        lambda t: nb.adaptive_avg_pool2d(t, (od, oh * ow)),
+        (od, oh, ow),
+    )
+
+
 def _adaptive_positions(n: int, m: int) -> np.ndarray:
     """(K, m) input positions of PyTorch's adaptive windows [floor(i*n/m), ceil((i+1)*n/m)) of
     n pooled to m, K the widest window; -1 past a narrower window's end."""
@@ -226,6 +456,29 @@ def _adaptive_positions(n: int, m: int) -> np.ndarray:
     ends = -((-(np.arange(m) + 1) * n) // m)
     pos = starts[None, :] + np.arange(int((ends - starts).max()))[:, None]
     return np.where(pos < ends[None, :], pos, -1)
+
+
+def _adaptive_max(
+    op: str, input: Tensor, output_size: Any, return_indices: bool, nd: int, pool: Callable[..., Tensor]
+) -> Tensor | tuple[Tensor, Tensor]:
+    """Adaptive max pooling over the last `nd` dims; `pool(input, kernel, stride)`, the nd-D max
+    pooling, serves windows that tile the input."""
+    _check_rank(input, op, (nd + 1, nd + 2))
+    check_float(input, op)
+    _check_nonempty(input, nd, op)
+    shape = input.shape[-nd:]
+    size = _sizes(output_size, shape, op)
+    table = _window_table([(_adaptive_positions(n, m), n) for n, m in zip(shape, size, strict=True)])
+    if all(n % m == 0 for n, m in zip(shape, size, strict=True)):  # windows tile the input
+        k = tuple(n // m for n, m in zip(shape, size, strict=True))
+        out = pool(input, k, k)
+        return (out, _window_argmax(input, table)) if return_indices else out
+    # Read the input at the first maxima: its gradient goes to them alone (as max_pool's and
+    # PyTorch's), where a max reduction would split it among tied maxima.
+    indices, lead = _window_argmax(input, table), input.shape[:-nd]
+    flat = nb.gather(nb.reshape(input, (*lead, math.prod(shape))), -1, nb.reshape(indices, (*lead, math.prod(size))))
+    out = nb.reshape(flat, (*lead, *size))
+    return (out, indices) if return_indices else out
 
 
 def adaptive_max_pool2d(
@@ -243,22 +496,25 @@ def adaptive_max_pool2d(
         >>> F.adaptive_max_pool2d(nb.ones(2, 3, 7, 5), 2).shape
         (2, 3, 2, 2)
     """
-    op = "adaptive_max_pool2d"
-    _check_rank(input, op, (3, 4))
-    (h, w), (oh, ow) = input.shape[-2:], _size2(output_size, input.shape[-2:], op)
-    if 0 in (h, w):
-        raise ValueError(f"{op}: input spatial size {(h, w)} must be non-empty")
-    table = _window_table([(_adaptive_positions(h, oh), h), (_adaptive_positions(w, ow), w)])
-    if h % oh == 0 and w % ow == 0:  # windows tile the input
-        k = (h // oh, w // ow)
-        out = nb.max_pool2d(input, k, k)
-        return (out, _window_argmax(input, table)) if return_indices else out
-    # Read the input at the first maxima: its gradient goes to them alone (as max_pool's and
-    # PyTorch's), where a max reduction would split it among tied maxima.
-    indices, lead = _window_argmax(input, table), input.shape[:-2]
-    flat = nb.gather(nb.reshape(input, (*lead, h * w)), -1, nb.reshape(indices, (*lead, oh * ow)))
-    out = nb.reshape(flat, (*lead, oh, ow))
-    return (out, indices) if return_indices else out
+    return _adaptive_max("adaptive_max_pool2d", input, output_size, return_indices, 2, nb.max_pool2d)
+
+
+def adaptive_max_pool3d(
+    input: Tensor, output_size: Any, return_indices: bool = False
+) -> Tensor | tuple[Tensor, Tensor]:
+    """Max pooling of (N, C, D, H, W) or (C, D, H, W) to a fixed output size (PyTorch's windows).
+
+    Args:
+        input: (N, C, D, H, W) or (C, D, H, W).
+        output_size: int or (od, oh, ow); a None entry keeps that input size.
+        return_indices: also return the int64 index (d * H + h) * W + w of each window's maximum
+            (the first in (d, h, w) order; the last NaN if any).
+
+    Example:
+        >>> F.adaptive_max_pool3d(nb.ones(2, 3, 5, 7, 4), (2, None, 3)).shape
+        (2, 3, 2, 7, 3)
+    """
+    return _adaptive_max("adaptive_max_pool3d", input, output_size, return_indices, 3, max_pool3d)
 
 
 def adaptive_max_pool1d(
@@ -283,6 +539,57 @@ def adaptive_max_pool1d(
     if not return_indices:
         return nb.squeeze(res, -2)
     return nb.squeeze(res[0], -2), nb.squeeze(res[1], -2)  # on a height-1 plane h * W + w is w
+
+
+def adaptive_max_pool1d_with_indices(
+    input: Tensor, output_size: Any, return_indices: bool = False
+) -> tuple[Tensor, Tensor]:
+    """`adaptive_max_pool1d(..., return_indices=True)`: always (values, int64 indices), as
+    PyTorch's alias (its `return_indices` argument is ignored).
+
+    Args:
+        input, output_size: as `adaptive_max_pool1d`.
+        return_indices: ignored.
+
+    Example:
+        >>> F.adaptive_max_pool1d_with_indices(nb.tensor([[1.0, 3.0, 2.0]]), 1)[1].tolist()
+        [[1]]
+    """
+    return adaptive_max_pool1d(input, output_size, return_indices=True)
+
+
+def adaptive_max_pool2d_with_indices(
+    input: Tensor, output_size: Any, return_indices: bool = False
+) -> tuple[Tensor, Tensor]:
+    """`adaptive_max_pool2d(..., return_indices=True)`: always (values, int64 indices), as
+    PyTorch's alias.
+
+    Args:
+        input, output_size: as `adaptive_max_pool2d`.
+        return_indices: ignored.
+
+    Example:
+        >>> F.adaptive_max_pool2d_with_indices(nb.tensor([[[1.0, 5.0], [5.0, 2.0]]]), 1)[1].tolist()
+        [[[1]]]
+    """
+    return adaptive_max_pool2d(input, output_size, return_indices=True)
+
+
+def adaptive_max_pool3d_with_indices(
+    input: Tensor, output_size: Any, return_indices: bool = False
+) -> tuple[Tensor, Tensor]:
+    """`adaptive_max_pool3d(..., return_indices=True)`: always (values, int64 indices), as
+    PyTorch's alias.
+
+    Args:
+        input, output_size: as `adaptive_max_pool3d`.
+        return_indices: ignored.
+
+    Example:
+        >>> F.adaptive_max_pool3d_with_indices(nb.ones(1, 4, 4, 4), 2)[1].shape
+        (1, 2, 2, 2)
+    """
+    return adaptive_max_pool3d(input, output_size, return_indices=True)
 
 
 def _unpool_ints(value: Any, n: int, op: str, arg: str, minimum: int) -> tuple[int, ...]:
@@ -391,18 +698,33 @@ def max_unpool2d(
     return _max_unpool("max_unpool2d", input, indices, kernel_size, stride, padding, output_size, 2)
 
 
-def _lp(out: Tensor, norm_type: float, window: int) -> Tensor:
-    # PyTorch's formula: sign(out) * relu(|out|) keeps its gradient conventions at 0.
-    return nb.pow(nb.sign(out) * nb.relu(nb.abs(out)) * float(window), 1.0 / norm_type)
+def max_unpool3d(
+    input: Tensor,
+    indices: Tensor,
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    output_size: Any = None,
+) -> Tensor:
+    """Partial inverse of `max_pool3d`: each value goes to its flat index (d * H + h) * W + w,
+    every other position is 0.
 
+    Args:
+        input: (N, C, D_in, H_in, W_in) or (C, D_in, H_in, W_in) pooled values.
+        indices: the int64 indices `max_pool3d(..., return_indices=True)` returned, input's shape.
+        kernel_size, stride, padding: those of the pooling, ints or triples (stride None means
+            kernel_size).
+        output_size: the (D, H, W) or (N, C, D, H, W) size to restore; default per dim
+            (in - 1) * stride - 2 * padding + kernel_size.
 
-def _lp_inf(input: Tensor, norm_type: float, pool: Any, kernel_size: Any, stride: Any, ceil_mode: bool) -> Tensor:
-    """PyTorch's p = inf: max_pool(|x|); p = -inf: -max_pool(-|x|) (the smallest |x|). The gradient
-    goes to each window's first extreme, times sign(x)."""
-    a = nb.abs(input)
-    if norm_type > 0:
-        return pool(a, kernel_size, stride, 0, 1, ceil_mode)
-    return -pool(-a, kernel_size, stride, 0, 1, ceil_mode)
+    Indices must lie in [0, D * H * W); duplicates (overlapping windows) carry equal values.
+
+    Example:
+        >>> out, idx = F.max_pool3d(nb.ones(1, 4, 4, 4), 2, return_indices=True)
+        >>> F.max_unpool3d(out, idx, 2).shape
+        (1, 4, 4, 4)
+    """
+    return _max_unpool("max_unpool3d", input, indices, kernel_size, stride, padding, output_size, 3)
 
 
 def _norm_type(norm_type: Any, op: str) -> float:
@@ -411,6 +733,28 @@ def _norm_type(norm_type: Any, op: str) -> float:
     if norm_type == 0:
         raise ValueError(f"{op}: norm_type must be nonzero, got {norm_type}")
     return float(norm_type)
+
+
+def _lp_pool(
+    op: str,
+    input: Tensor,
+    norm_type: Any,
+    kernel_size: Any,
+    stride: Any,
+    ceil_mode: bool,
+    nd: int,
+    max_pool: Callable[..., Tensor],
+    avg_pool: Callable[..., Tensor],
+) -> Tensor:
+    """PyTorch's lp_poolNd over nabla's nd-D max / avg pooling (which check the arguments)."""
+    p = _norm_type(norm_type, op)
+    if math.isinf(p):  # max_pool(|x|) for inf, -max_pool(-|x|) (the smallest |x|) for -inf
+        sign = 1.0 if p > 0 else -1.0
+        return sign * max_pool(sign * nb.abs(input), kernel_size, stride, 0, 1, ceil_mode)
+    out = avg_pool(nb.pow(input, p), kernel_size, stride, 0, ceil_mode)
+    window = math.prod(_ntuple(kernel_size, nd))
+    # PyTorch's formula: sign(out) * relu(|out|) keeps its gradient conventions at 0.
+    return nb.pow(nb.sign(out) * nb.relu(nb.abs(out)) * float(window), 1.0 / p)
 
 
 def lp_pool1d(input: Tensor, norm_type: float, kernel_size: int, stride: Any = None, ceil_mode: bool = False) -> Tensor:
@@ -427,12 +771,7 @@ def lp_pool1d(input: Tensor, norm_type: float, kernel_size: int, stride: Any = N
         >>> F.lp_pool1d(nb.ones(1, 2, 8), 2, 2).shape
         (1, 2, 4)
     """
-    p = _norm_type(norm_type, "lp_pool1d")
-    if math.isinf(p):
-        return _lp_inf(input, p, nb.max_pool1d, kernel_size, stride, ceil_mode)
-    k = int(kernel_size[0]) if isinstance(kernel_size, tuple | list) else int(kernel_size)
-    out = nb.avg_pool1d(nb.pow(input, p), kernel_size, stride, 0, ceil_mode)
-    return _lp(out, p, k)
+    return _lp_pool("lp_pool1d", input, norm_type, kernel_size, stride, ceil_mode, 1, nb.max_pool1d, nb.avg_pool1d)
 
 
 def lp_pool2d(input: Tensor, norm_type: float, kernel_size: Any, stride: Any = None, ceil_mode: bool = False) -> Tensor:
@@ -449,9 +788,22 @@ def lp_pool2d(input: Tensor, norm_type: float, kernel_size: Any, stride: Any = N
         >>> F.lp_pool2d(nb.ones(1, 2, 8, 8), 2, 2).shape
         (1, 2, 4, 4)
     """
-    p = _norm_type(norm_type, "lp_pool2d")
-    if math.isinf(p):
-        return _lp_inf(input, p, nb.max_pool2d, kernel_size, stride, ceil_mode)
-    kh, kw = kernel_size if isinstance(kernel_size, tuple | list) else (kernel_size, kernel_size)
-    out = nb.avg_pool2d(nb.pow(input, p), kernel_size, stride, 0, ceil_mode)
-    return _lp(out, p, int(kh) * int(kw))
+    return _lp_pool("lp_pool2d", input, norm_type, kernel_size, stride, ceil_mode, 2, nb.max_pool2d, nb.avg_pool2d)
+
+
+def lp_pool3d(input: Tensor, norm_type: float, kernel_size: Any, stride: Any = None, ceil_mode: bool = False) -> Tensor:
+    """Power-average pooling: (sum over each window of x**p) ** (1/p) on (N, C, D, H, W) or
+    (C, D, H, W).
+
+    Args:
+        input: (N, C, D, H, W) or (C, D, H, W).
+        norm_type: the exponent p (nonzero); inf pools max |x|, -inf min |x| (as PyTorch).
+        kernel_size: int or (kd, kh, kw).
+        stride: int or (sd, sh, sw); None means kernel_size.
+        ceil_mode: round the output size up instead of down.
+
+    Example:
+        >>> F.lp_pool3d(nb.ones(1, 2, 4, 8, 8), 2, 2).shape
+        (1, 2, 2, 4, 4)
+    """
+    return _lp_pool("lp_pool3d", input, norm_type, kernel_size, stride, ceil_mode, 3, max_pool3d, avg_pool3d)

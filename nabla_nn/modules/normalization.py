@@ -1,5 +1,5 @@
 """Normalization layers (PyTorch's `batchnorm`, `instancenorm` and `normalization` modules):
-BatchNorm1d/2d, InstanceNorm1d/2d, LayerNorm, RMSNorm, GroupNorm.
+BatchNorm1d/2d/3d, InstanceNorm1d/2d/3d, LayerNorm, RMSNorm, GroupNorm.
 
 BatchNorm's running statistics are buffers updated in place in training mode, and the
 cumulative-average momentum (momentum=None) is computed from the `num_batches_tracked`
@@ -24,9 +24,11 @@ from .linear import _check_device, _float_dtype, empty_parameter, realized_buffe
 __all__ = [
     "BatchNorm1d",
     "BatchNorm2d",
+    "BatchNorm3d",
     "GroupNorm",
     "InstanceNorm1d",
     "InstanceNorm2d",
+    "InstanceNorm3d",
     "LayerNorm",
     "LocalResponseNorm",
     "RMSNorm",
@@ -172,6 +174,26 @@ class BatchNorm2d(_BatchNorm):
     """
 
 
+class BatchNorm3d(_BatchNorm):
+    """Batch normalization over (N, C, D, H, W) input, per channel C (see BatchNorm1d).
+
+    Args:
+        num_features: C.
+        eps: added to the variance for stability (default 1e-5).
+        momentum: running-stat update factor (default 0.1); None means a cumulative average.
+        affine: learn a per-channel weight and bias (default True).
+        track_running_stats: keep running-stat buffers (default True).
+
+    Example:
+        >>> nn.BatchNorm3d(16)(nb.randn(4, 16, 3, 5, 5)).shape
+        (4, 16, 3, 5, 5)
+    """
+
+    def _check_input(self, input: Tensor) -> None:
+        if input.ndim != 5 or input.shape[1] != self.num_features:
+            raise self.input_error(input.shape, f"(N, {self.num_features}, D, H, W)")
+
+
 class _InstanceNorm(_NormBase):
     _n = 2
 
@@ -192,7 +214,7 @@ class _InstanceNorm(_NormBase):
         # As PyTorch: without affine parameters or running stats any channel count works.
         strict = self.affine or self.track_running_stats
         if input.ndim not in (n + 1, n + 2) or (strict and input.shape[-n - 1] != c):
-            dims = "L" if n == 1 else "H, W"
+            dims = {1: "L", 2: "H, W", 3: "D, H, W"}[n]
             raise self.input_error(input.shape, f"(N, {c}, {dims}) or ({c}, {dims})")
         unbatched = input.ndim == n + 1
         x = input.unsqueeze(0) if unbatched else input
@@ -243,6 +265,24 @@ class InstanceNorm2d(_InstanceNorm):
     """
 
     _n = 2
+
+
+class InstanceNorm3d(_InstanceNorm):
+    """Instance normalization over (N, C, D, H, W) or (C, D, H, W), per sample and channel.
+
+    Args:
+        num_features: C.
+        eps: added to the variance for stability (default 1e-5).
+        momentum: running-stat update factor (default 0.1).
+        affine: learn a per-channel weight and bias (default False).
+        track_running_stats: keep running stats and use them in eval mode (default False).
+
+    Example:
+        >>> nn.InstanceNorm3d(4)(nb.randn(2, 4, 3, 5, 5)).shape
+        (2, 4, 3, 5, 5)
+    """
+
+    _n = 3
 
 
 def _shape_tuple(normalized_shape: Any, cls: str) -> tuple[int, ...]:

@@ -1,5 +1,5 @@
 """Padding layers (PyTorch's `torch.nn.modules.padding`): zero, constant, reflection, replication
-and circular padding of the last one or two dimensions, over `functional.pad`."""
+and circular padding of the last one, two or three dimensions, over `functional.pad`."""
 
 from __future__ import annotations
 
@@ -13,20 +13,28 @@ from ..module import Module
 __all__ = [
     "CircularPad1d",
     "CircularPad2d",
+    "CircularPad3d",
     "ConstantPad1d",
     "ConstantPad2d",
+    "ConstantPad3d",
     "ReflectionPad1d",
     "ReflectionPad2d",
+    "ReflectionPad3d",
     "ReplicationPad1d",
     "ReplicationPad2d",
+    "ReplicationPad3d",
     "ZeroPad1d",
     "ZeroPad2d",
+    "ZeroPad3d",
 ]
+
+_NAMES = {1: "(left, right)", 2: "(left, right, top, bottom)", 3: "(left, right, top, bottom, front, back)"}
+_DIMS = {1: "W", 2: "H, W", 3: "D, H, W"}
 
 
 def _padding(padding: Any, n: int, cls: str) -> tuple[int, ...]:
-    """`padding` as the 2n-tuple (left, right[, top, bottom]) that `F.pad` takes (torch's `_pair` /
-    `_quadruple`): an int pads every side by it."""
+    """`padding` as the 2n-tuple (left, right[, top, bottom[, front, back]]) that `F.pad` takes
+    (torch's `_pair` / `_quadruple` / `_ntuple(6)`): an int pads every side by it."""
     if isinstance(padding, int) and not isinstance(padding, bool):
         return (padding,) * (2 * n)
     try:
@@ -34,8 +42,7 @@ def _padding(padding: Any, n: int, cls: str) -> tuple[int, ...]:
     except TypeError:
         values = ()
     if len(values) != 2 * n or any(isinstance(v, bool) or not isinstance(v, int) for v in values):
-        names = "(left, right)" if n == 1 else "(left, right, top, bottom)"
-        raise ValueError(f"{cls}: padding must be an int or a tuple of {2 * n} ints {names}, got {padding!r}")
+        raise ValueError(f"{cls}: padding must be an int or a tuple of {2 * n} ints {_NAMES[n]}, got {padding!r}")
     return values
 
 
@@ -51,7 +58,7 @@ class _PadNd(Module):
 
     def _check_rank(self, input: Tensor) -> None:
         if input.ndim not in (self._n + 1, self._n + 2):
-            dims = "W" if self._n == 1 else "H, W"
+            dims = _DIMS[self._n]
             raise self.input_error(input.shape, f"(N, C, {dims}) or (C, {dims})")
 
     def forward(self, input: Tensor) -> Tensor:
@@ -70,7 +77,7 @@ class _ConstantPadNd(_PadNd):
     def _check_rank(self, input: Tensor) -> None:
         # As torch: any rank that has the padded dims (the leading dims are left alone).
         if input.ndim < self._n:
-            raise self.input_error(input.shape, "(*, W)" if self._n == 1 else "(*, H, W)")
+            raise self.input_error(input.shape, f"(*, {_DIMS[self._n]})")
 
     def forward(self, input: Tensor) -> Tensor:
         self._check_rank(input)
@@ -116,6 +123,24 @@ class ConstantPad2d(_ConstantPadNd):
     _n = 2
 
 
+class ConstantPad3d(_ConstantPadNd):
+    """Pad the last three dimensions with a constant.
+
+    Args:
+        padding: int (every side) or (left, right, top, bottom, front, back); negative values crop.
+        value: the fill value.
+
+    Shape:
+        input `(*, D, H, W)`, output `(*, D + front + back, H + top + bottom, W + left + right)`.
+
+    Example:
+        >>> nn.ConstantPad3d((3, 0, 2, 1, 1, 1), 3.5)(nb.ones(1, 2, 2, 2)).shape
+        (1, 4, 5, 5)
+    """
+
+    _n = 3
+
+
 class ZeroPad1d(ConstantPad1d):
     """Pad the last dimension with zeros.
 
@@ -143,6 +168,24 @@ class ZeroPad2d(ConstantPad2d):
     Example:
         >>> nn.ZeroPad2d((1, 1, 2, 0))(nb.ones(1, 1, 3, 3)).shape
         (1, 1, 5, 5)
+    """
+
+    def __init__(self, padding: Any) -> None:
+        super().__init__(padding, 0.0)
+
+    def extra_repr(self) -> str:
+        return f"{self.padding}"
+
+
+class ZeroPad3d(ConstantPad3d):
+    """Pad the last three dimensions with zeros.
+
+    Args:
+        padding: int (every side) or (left, right, top, bottom, front, back); negative values crop.
+
+    Example:
+        >>> nn.ZeroPad3d((1, 1, 2, 0, 0, 1))(nb.ones(1, 1, 3, 3, 3)).shape
+        (1, 1, 4, 5, 5)
     """
 
     def __init__(self, padding: Any) -> None:
@@ -186,6 +229,24 @@ class ReflectionPad2d(_PadNd):
     _n, _mode = 2, "reflect"
 
 
+class ReflectionPad3d(_PadNd):
+    """Pad the last three dimensions with their reflection (edge values are not repeated).
+
+    Args:
+        padding: int (every side) or (left, right, top, bottom, front, back); each smaller than its dim.
+
+    Shape:
+        input (N, C, D, H, W) or (C, D, H, W), output (..., D + front + back, H + top + bottom,
+        W + left + right).
+
+    Example:
+        >>> nn.ReflectionPad3d(1)(nb.ones(1, 1, 2, 3, 3)).shape
+        (1, 1, 4, 5, 5)
+    """
+
+    _n, _mode = 3, "reflect"
+
+
 class ReplicationPad1d(_PadNd):
     """Pad the last dimension by repeating its edge values.
 
@@ -220,6 +281,24 @@ class ReplicationPad2d(_PadNd):
     _n, _mode = 2, "replicate"
 
 
+class ReplicationPad3d(_PadNd):
+    """Pad the last three dimensions by repeating their edge values.
+
+    Args:
+        padding: int (every side) or (left, right, top, bottom, front, back).
+
+    Shape:
+        input (N, C, D, H, W) or (C, D, H, W), output (..., D + front + back, H + top + bottom,
+        W + left + right).
+
+    Example:
+        >>> nn.ReplicationPad3d((1, 1, 2, 0, 3, 1))(nb.ones(1, 1, 2, 3, 3)).shape
+        (1, 1, 6, 5, 5)
+    """
+
+    _n, _mode = 3, "replicate"
+
+
 class CircularPad1d(_PadNd):
     """Pad the last dimension circularly: the end wraps to pad the beginning and vice versa.
 
@@ -252,3 +331,21 @@ class CircularPad2d(_PadNd):
     """
 
     _n, _mode = 2, "circular"
+
+
+class CircularPad3d(_PadNd):
+    """Pad the last three dimensions circularly (each wraps around to pad the other side).
+
+    Args:
+        padding: int (every side) or (left, right, top, bottom, front, back); each at most its dim.
+
+    Shape:
+        input (N, C, D, H, W) or (C, D, H, W), output (..., D + front + back, H + top + bottom,
+        W + left + right).
+
+    Example:
+        >>> nn.CircularPad3d(1)(nb.ones(1, 1, 2, 3, 3)).shape
+        (1, 1, 4, 5, 5)
+    """
+
+    _n, _mode = 3, "circular"

@@ -1,5 +1,5 @@
-"""Pooling layers (PyTorch's `torch.nn.modules.pooling`): max, average and adaptive pooling, and
-max unpooling."""
+"""Pooling layers (PyTorch's `torch.nn.modules.pooling`): 1-D, 2-D and 3-D max, average, adaptive
+and power-average pooling, and max unpooling."""
 
 from __future__ import annotations
 
@@ -13,24 +13,32 @@ from ..module import Module
 __all__ = [
     "AdaptiveAvgPool1d",
     "AdaptiveAvgPool2d",
+    "AdaptiveAvgPool3d",
     "AdaptiveMaxPool1d",
     "AdaptiveMaxPool2d",
+    "AdaptiveMaxPool3d",
     "AvgPool1d",
     "AvgPool2d",
+    "AvgPool3d",
     "LPPool1d",
     "LPPool2d",
+    "LPPool3d",
     "MaxPool1d",
     "MaxPool2d",
+    "MaxPool3d",
     "MaxUnpool1d",
     "MaxUnpool2d",
+    "MaxUnpool3d",
 ]
+
+_DIMS = {1: "L", 2: "H, W", 3: "D, H, W"}
 
 
 def _check_rank(module: Module, input: Tensor, spatial: int) -> None:
     """Pooling takes (N, C, *spatial) or unbatched (C, *spatial)."""
     if input.ndim not in (spatial + 1, spatial + 2):
-        dims = ("L",) if spatial == 1 else ("H", "W")
-        raise module.input_error(input.shape, f"(N, C, {', '.join(dims)}) or (C, {', '.join(dims)})")
+        dims = _DIMS[spatial]
+        raise module.input_error(input.shape, f"(N, C, {dims}) or (C, {dims})")
 
 
 class _MaxPoolNd(Module):
@@ -61,7 +69,7 @@ class _MaxPoolNd(Module):
 
     def forward(self, input: Tensor) -> Any:
         _check_rank(self, input, self._n)
-        pool = F.max_pool1d if self._n == 1 else F.max_pool2d
+        pool = {1: F.max_pool1d, 2: F.max_pool2d, 3: F.max_pool3d}[self._n]
         return pool(
             input,
             self.kernel_size,
@@ -111,6 +119,25 @@ class MaxPool2d(_MaxPoolNd):
     _n = 2
 
 
+class MaxPool3d(_MaxPoolNd):
+    """3-D max pooling over (N, C, D, H, W) or (C, D, H, W).
+
+    Args:
+        kernel_size: window size, int or (kD, kH, kW).
+        stride: window step (default: kernel_size).
+        padding: implicit -inf padding on both sides (at most kernel_size / 2).
+        dilation: spacing between window elements.
+        return_indices: also return the argmax indices (as `torch.nn.MaxPool3d`).
+        ceil_mode: round the output size up instead of down.
+
+    Example:
+        >>> nn.MaxPool3d((3, 2, 2), stride=(2, 1, 2))(nb.randn(20, 16, 50, 44, 31)).shape
+        (20, 16, 24, 43, 15)
+    """
+
+    _n = 3
+
+
 class _MaxUnpoolNd(Module):
     _n = 2
 
@@ -126,7 +153,7 @@ class _MaxUnpoolNd(Module):
 
     def forward(self, input: Tensor, indices: Tensor, output_size: Any = None) -> Tensor:
         _check_rank(self, input, self._n)
-        unpool = F.max_unpool1d if self._n == 1 else F.max_unpool2d
+        unpool = {1: F.max_unpool1d, 2: F.max_unpool2d, 3: F.max_unpool3d}[self._n]
         return unpool(input, indices, self.kernel_size, self.stride, self.padding, output_size)
 
 
@@ -167,6 +194,26 @@ class MaxUnpool2d(_MaxUnpoolNd):
         >>> unpool(out, indices, output_size=(5, 5)).shape
         (1, 1, 5, 5)
     """
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    """Partial inverse of `MaxPool3d`: pooled values back at their indices, zeros elsewhere.
+
+    Args:
+        kernel_size: the pooling's window size, int or (kD, kH, kW).
+        stride: the pooling's step (default: kernel_size).
+        padding: the pooling's padding.
+
+    Call with `(input, indices, output_size=None)`: `indices` from `MaxPool3d(return_indices=True)`;
+    `output_size` ((D, H, W) or (N, C, D, H, W)) picks the size when several inputs pool to the same size.
+
+    Example:
+        >>> pool, unpool = nn.MaxPool3d(2, return_indices=True), nn.MaxUnpool3d(2)
+        >>> unpool(*pool(nb.randn(1, 1, 4, 4, 4))).shape
+        (1, 1, 4, 4, 4)
+    """
+
+    _n = 3
 
 
 def _tuple(value: Any, n: int) -> tuple:
@@ -216,21 +263,10 @@ def _one(value: Any) -> Any:
     return (value,) if isinstance(value, int) and not isinstance(value, bool) else tuple(value)
 
 
-class AvgPool2d(Module):
-    """2-D average pooling over (N, C, H, W) or (C, H, W).
+class _AvgPoolNd(Module):
+    """AvgPool2d / AvgPool3d: PyTorch keeps their sizes as given (AvgPool1d makes 1-tuples)."""
 
-    Args:
-        kernel_size: window size, int or (kH, kW).
-        stride: window step (default: kernel_size).
-        padding: implicit zero padding on both sides.
-        ceil_mode: round the output size up instead of down.
-        count_include_pad: count the zero padding in the divisor.
-        divisor_override: use this divisor instead of the window size.
-
-    Example:
-        >>> nn.AvgPool2d(2)(nb.randn(20, 16, 50, 32)).shape
-        (20, 16, 25, 16)
-    """
+    _n = 2
 
     def __init__(
         self,
@@ -253,8 +289,9 @@ class AvgPool2d(Module):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
     def forward(self, input: Tensor) -> Tensor:
-        _check_rank(self, input, 2)
-        return F.avg_pool2d(
+        _check_rank(self, input, self._n)
+        pool = F.avg_pool2d if self._n == 2 else F.avg_pool3d
+        return pool(
             input,
             self.kernel_size,
             self.stride,
@@ -263,6 +300,44 @@ class AvgPool2d(Module):
             self.count_include_pad,
             self.divisor_override,
         )
+
+
+class AvgPool2d(_AvgPoolNd):
+    """2-D average pooling over (N, C, H, W) or (C, H, W).
+
+    Args:
+        kernel_size: window size, int or (kH, kW).
+        stride: window step (default: kernel_size).
+        padding: implicit zero padding on both sides.
+        ceil_mode: round the output size up instead of down.
+        count_include_pad: count the zero padding in the divisor.
+        divisor_override: use this divisor instead of the window size.
+
+    Example:
+        >>> nn.AvgPool2d(2)(nb.randn(20, 16, 50, 32)).shape
+        (20, 16, 25, 16)
+    """
+
+    _n = 2
+
+
+class AvgPool3d(_AvgPoolNd):
+    """3-D average pooling over (N, C, D, H, W) or (C, D, H, W).
+
+    Args:
+        kernel_size: window size, int or (kD, kH, kW).
+        stride: window step (default: kernel_size).
+        padding: implicit zero padding on both sides.
+        ceil_mode: round the output size up instead of down.
+        count_include_pad: count the zero padding in the divisor.
+        divisor_override: use this divisor instead of the window size.
+
+    Example:
+        >>> nn.AvgPool3d((3, 2, 2), stride=(2, 1, 2))(nb.randn(20, 16, 50, 44, 31)).shape
+        (20, 16, 24, 43, 15)
+    """
+
+    _n = 3
 
 
 class _AdaptivePoolNd(Module):
@@ -310,6 +385,24 @@ class AdaptiveAvgPool2d(_AdaptivePoolNd):
         return F.adaptive_avg_pool2d(input, self.output_size)
 
 
+class AdaptiveAvgPool3d(_AdaptivePoolNd):
+    """Average pooling of (N, C, D, H, W) or (C, D, H, W) to a fixed size.
+
+    Args:
+        output_size: int or (D_out, H_out, W_out); a None entry keeps the input's size.
+
+    Example:
+        >>> nn.AdaptiveAvgPool3d((5, None, 7))(nb.randn(1, 64, 8, 9, 10)).shape
+        (1, 64, 5, 9, 7)
+    """
+
+    _n = 3
+
+    def forward(self, input: Tensor) -> Tensor:
+        _check_rank(self, input, 3)
+        return F.adaptive_avg_pool3d(input, self.output_size)
+
+
 class _AdaptiveMaxPoolNd(_AdaptivePoolNd):
     def __init__(self, output_size: Any, return_indices: bool = False) -> None:
         super().__init__(output_size)
@@ -317,7 +410,7 @@ class _AdaptiveMaxPoolNd(_AdaptivePoolNd):
 
     def forward(self, input: Tensor) -> Any:
         _check_rank(self, input, self._n)
-        pool = F.adaptive_max_pool1d if self._n == 1 else F.adaptive_max_pool2d
+        pool = {1: F.adaptive_max_pool1d, 2: F.adaptive_max_pool2d, 3: F.adaptive_max_pool3d}[self._n]
         return pool(input, self.output_size, self.return_indices)
 
 
@@ -349,6 +442,21 @@ class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
     """
 
 
+class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
+    """Max pooling of (N, C, D, H, W) or (C, D, H, W) to a fixed size.
+
+    Args:
+        output_size: int or (D_out, H_out, W_out); a None entry keeps the input's size.
+        return_indices: also return the argmax indices.
+
+    Example:
+        >>> nn.AdaptiveMaxPool3d((5, None, 7))(nb.randn(1, 64, 8, 9, 10)).shape
+        (1, 64, 5, 9, 7)
+    """
+
+    _n = 3
+
+
 class _LPPoolNd(Module):
     _n = 2
 
@@ -367,7 +475,7 @@ class _LPPoolNd(Module):
 
     def forward(self, input: Tensor) -> Tensor:
         _check_rank(self, input, self._n)
-        pool = F.lp_pool1d if self._n == 1 else F.lp_pool2d
+        pool = {1: F.lp_pool1d, 2: F.lp_pool2d, 3: F.lp_pool3d}[self._n]
         return pool(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
 
 
@@ -403,3 +511,20 @@ class LPPool2d(_LPPoolNd):
     """
 
     _n = 2
+
+
+class LPPool3d(_LPPoolNd):
+    """Power-average pooling (sum of x^p over each window)^(1/p) over (N, C, D, H, W) or (C, D, H, W).
+
+    Args:
+        norm_type: p.
+        kernel_size: window size, int or (kD, kH, kW).
+        stride: window step (default: kernel_size).
+        ceil_mode: round the output size up instead of down.
+
+    Example:
+        >>> nn.LPPool3d(2, 3, stride=2)(nb.randn(20, 16, 50, 44, 31)).shape
+        (20, 16, 24, 21, 15)
+    """
+
+    _n = 3
