@@ -1,7 +1,8 @@
 """Convolutions and padding with PyTorch's layouts and argument forms.
 
-conv1d / conv2d / conv_transpose2d are nabla's primitives re-exported as they are (they take
-PyTorch's arguments and `input=`; NCL / NCHW inputs, OIHW weights, "same"/"valid" padding); conv_transpose1d runs the 2-D transposed convolution on a
+conv1d / conv2d / conv3d / conv_transpose2d / conv_transpose3d are nabla's primitives re-exported
+as they are (they take PyTorch's arguments and `input=`; NCL / NCHW / NCDHW inputs, OIHW / OIDHW
+weights, "same"/"valid" padding); conv_transpose1d runs the 2-D transposed convolution on a
 height-1 image; `pad` is nabla.pad with PyTorch's `value=None` default.
 """
 
@@ -12,9 +13,9 @@ from typing import Any
 import numpy as np
 
 import nabla as nb
-from nabla import Tensor, conv1d, conv2d, conv_transpose2d
+from nabla import Tensor, conv1d, conv2d, conv3d, conv_transpose2d, conv_transpose3d
 
-__all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "pad"]
+__all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "pad"]
 
 
 _ARGS = ("stride", "padding", "output_padding", "dilation")

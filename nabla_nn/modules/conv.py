@@ -1,5 +1,5 @@
-"""Convolution layers (PyTorch's `torch.nn.modules.conv`): Conv1d, Conv2d, ConvTranspose1d,
-ConvTranspose2d. Weights use PyTorch's layouts, so state_dicts move between the two."""
+"""Convolution layers (PyTorch's `torch.nn.modules.conv`): Conv1d, Conv2d, Conv3d, ConvTranspose1d,
+ConvTranspose2d, ConvTranspose3d. Weights use PyTorch's layouts, so state_dicts move between the two."""
 
 from __future__ import annotations
 
@@ -13,9 +13,12 @@ from .. import init
 from ..module import Module
 from .linear import empty_parameter
 
-__all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
 
 _PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
+_SPATIAL = {1: ("L",), 2: ("H", "W"), 3: ("D", "H", "W")}  # dim names in input-shape errors
+_CONV = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}
+_CONV_TRANSPOSE = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}
 
 
 def _ntuple(value: Any, n: int, name: str) -> tuple[int, ...]:
@@ -135,8 +138,7 @@ class _ConvNd(Module):
     def _check_input(self, input: Tensor) -> None:
         n, c = self._n, self.in_channels
         if input.ndim not in (n + 1, n + 2) or input.shape[-n - 1] != c:
-            spatial = ("L",) if n == 1 else ("H", "W")
-            unbatched = ", ".join((str(c), *spatial))
+            unbatched = ", ".join((str(c), *_SPATIAL[n]))
             raise self.input_error(input.shape, f"(N, {unbatched}) or ({unbatched})")
 
     def extra_repr(self) -> str:
@@ -186,7 +188,7 @@ class _Conv(_ConvNd):
         )
 
     def _conv_forward(self, input: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
-        conv = F.conv1d if self._n == 1 else F.conv2d
+        conv = _CONV[self._n]
         if self.padding_mode != "zeros":
             padded = F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode)
             return conv(padded, weight, bias, self.stride, 0, self.dilation, self.groups)
@@ -245,6 +247,31 @@ class Conv2d(_Conv):
     """
 
     _n = 2
+
+
+class Conv3d(_Conv):
+    """3-D convolution over (N, C_in, D, H, W) or unbatched (C_in, D, H, W) input.
+
+    Args:
+        in_channels: channels of the input.
+        out_channels: channels of the output.
+        kernel_size: int or (kD, kH, kW).
+        stride: int or (sD, sH, sW) (default 1).
+        padding: int, (pD, pH, pW), "valid" or "same" (default 0).
+        dilation: spacing between kernel taps (default 1).
+        groups: independent channel groups (default 1).
+        bias: whether to learn a bias (default True).
+        padding_mode: "zeros", "reflect", "replicate" or "circular".
+
+    Shape:
+        `weight` is `(out_channels, in_channels / groups, kD, kH, kW)` (OIDHW, as PyTorch).
+
+    Example:
+        >>> nn.Conv3d(16, 33, 3, stride=2)(nb.randn(20, 16, 10, 50, 100)).shape
+        (20, 33, 4, 24, 49)
+    """
+
+    _n = 3
 
 
 class _ConvTranspose(_ConvNd):
@@ -315,7 +342,7 @@ class _ConvTranspose(_ConvNd):
     def forward(self, input: Tensor, output_size: Any = None) -> Tensor:
         self._check_input(input)
         output_padding = self._output_padding(input, output_size)
-        conv = F.conv_transpose1d if self._n == 1 else F.conv_transpose2d
+        conv = _CONV_TRANSPOSE[self._n]
         return conv(
             input, self.weight, self.bias, self.stride, self.padding, output_padding, self.groups, self.dilation
         )
@@ -371,3 +398,29 @@ class ConvTranspose2d(_ConvTranspose):
     """
 
     _n = 2
+
+
+class ConvTranspose3d(_ConvTranspose):
+    """3-D transposed convolution ("deconvolution") over (N, C_in, D, H, W) or (C_in, D, H, W) input.
+
+    Args:
+        in_channels: channels of the input.
+        out_channels: channels of the output.
+        kernel_size: int or (kD, kH, kW).
+        stride: int or (sD, sH, sW) (default 1).
+        padding: implicit zero padding removed from each side of the output (default 0).
+        output_padding: extra size added to one side of each output dim (default 0).
+        groups: independent channel groups (default 1).
+        bias: whether to learn a bias (default True).
+        dilation: spacing between kernel taps (default 1).
+
+    Shape:
+        `weight` is `(in_channels, out_channels / groups, kD, kH, kW)`, as PyTorch;
+        `forward(input, output_size=None)` picks output_padding to reach `output_size`.
+
+    Example:
+        >>> nn.ConvTranspose3d(16, 33, 3, stride=2)(nb.randn(20, 16, 10, 50, 100)).shape
+        (20, 33, 21, 101, 201)
+    """
+
+    _n = 3

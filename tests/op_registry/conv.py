@@ -6,6 +6,8 @@ kernels in nabla/ops/conv.py and pooling.py: they follow PyTorch's definitions d
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 import nabla as nb
@@ -85,6 +87,60 @@ def _conv_transpose_ref(x, w, b=None, stride=1, padding=0, output_padding=0, gro
     out = out[:, :, p[0] : full[0] - p[0], p[1] : full[1] - p[1]]
     if b is not None:
         out = out + b[:, None, None]
+    return out[0] if unbatched else out
+
+
+def _conv3d_ref(x, w, b=None, stride=1, padding=0, dilation=1, groups=1):
+    """Loops over output positions (D, H, W), as `_conv_ref` does in 2-D."""
+    x, unbatched = _unbatch(x, 3)
+    s, d, k = _pair(stride, 3), _pair(dilation, 3), w.shape[2:]
+    if padding == "valid":
+        pads = [(0, 0)] * 3
+    elif padding == "same":
+        pads = [(t // 2, t - t // 2) for t in (d[i] * (k[i] - 1) for i in range(3))]
+    else:
+        pads = [(p, p) for p in _pair(padding, 3)]
+    xp = np.pad(x, [(0, 0), (0, 0), *pads])
+    out_size = tuple((xp.shape[2 + i] - d[i] * (k[i] - 1) - 1) // s[i] + 1 for i in range(3))
+    o, cg = w.shape[:2]
+    og = o // groups
+    out = np.zeros((x.shape[0], o) + out_size, x.dtype)
+    for pos in itertools.product(*(range(n) for n in out_size)):
+        win = xp[
+            (
+                slice(None),
+                slice(None),
+                *(slice(p * s[i], p * s[i] + d[i] * (k[i] - 1) + 1, d[i]) for i, p in enumerate(pos)),
+            )
+        ]
+        for g in range(groups):
+            out[(slice(None), slice(g * og, (g + 1) * og), *pos)] = np.einsum(
+                "ncijk,ocijk->no", win[:, g * cg : (g + 1) * cg], w[g * og : (g + 1) * og]
+            )
+    if b is not None:
+        out = out + b[:, None, None, None]
+    return out[0] if unbatched else out
+
+
+def _conv_transpose3d_ref(x, w, b=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """Scatters each input position's contribution, as `_conv_transpose_ref` does in 2-D."""
+    x, unbatched = _unbatch(x, 3)
+    s, p, q, d = _pair(stride, 3), _pair(padding, 3), _pair(output_padding, 3), _pair(dilation, 3)
+    cin, size = x.shape[1], x.shape[2:]
+    og, k = w.shape[1], w.shape[2:]
+    cg = cin // groups
+    full = tuple((size[i] - 1) * s[i] + d[i] * (k[i] - 1) + 1 + q[i] for i in range(3))
+    out = np.zeros((x.shape[0], og * groups) + full, x.dtype)
+    for pos in itertools.product(*(range(n) for n in size)):
+        taps = tuple(slice(a * s[i], a * s[i] + d[i] * (k[i] - 1) + 1, d[i]) for i, a in enumerate(pos))
+        for g in range(groups):
+            contrib = np.einsum(
+                "nc,coijk->noijk", x[(slice(None), slice(g * cg, (g + 1) * cg), *pos)], w[g * cg : (g + 1) * cg]
+            )
+            out[(slice(None), slice(g * og, (g + 1) * og), *taps)] += contrib
+    out = out[(slice(None), slice(None), *(slice(p[i], full[i] - p[i]) for i in range(3)))]
+    if b is not None:
+        out = out + b[:, None, None, None]
     return out[0] if unbatched else out
 
 
@@ -201,6 +257,42 @@ def _conv_transpose2d_samples() -> list[Sample]:
     ]
 
 
+def _conv3d_samples() -> list[Sample]:
+    x = _u((2, 4, 4, 5, 4), "c3x")
+    return [
+        Sample((x, _u((3, 4, 2, 3, 2), "c3w"), _u((3,), "c3b")), label="basic-bias"),
+        Sample((x, _u((2, 4, 3, 3, 3), "c3w2")), {"stride": 2, "padding": 1}, label="stride2-pad1"),
+        Sample((x, _u((2, 4, 2, 2, 2), "c3w3")), {"padding": (1, 0, 2), "dilation": (2, 1, 1)}, label="pad-dilation"),
+        Sample((x, _u((4, 2, 2, 2, 2), "c3w4"), _u((4,), "c3b4")), {"groups": 2, "stride": (1, 2, 1)}, label="groups2"),
+        Sample((x, _u((4, 1, 3, 1, 2), "c3w5")), {"groups": 4, "padding": "same", "dilation": (1, 1, 2)}, label="same"),
+        Sample((x, _u((2, 4, 2, 3, 2), "c3w6")), {"padding": "valid", "stride": (3, 1, 2)}, label="valid-unread"),
+        Sample(
+            (_u((4, 3, 4, 3), "c3xu"), _u((2, 4, 2, 2, 2), "c3wu"), _u((2,), "c3bu")), {"padding": 1}, label="unbatched"
+        ),
+    ]
+
+
+def _conv_transpose3d_samples() -> list[Sample]:
+    x = _u((2, 4, 3, 4, 3), "ct3x")
+    return [
+        Sample((x, _u((4, 2, 2, 3, 2), "ct3w"), _u((2,), "ct3b")), label="basic-bias"),
+        Sample(
+            (x, _u((4, 2, 3, 3, 3), "ct3w2")), {"stride": 2, "padding": 1, "output_padding": 1}, label="stride2-outpad"
+        ),
+        Sample(
+            (x, _u((4, 1, 2, 2, 3), "ct3w3"), _u((2,), "ct3b3")),
+            {"groups": 2, "stride": (1, 2, 1), "dilation": (2, 1, 1), "padding": (0, 1, 1)},
+            label="groups2-dilation",
+        ),
+        Sample(
+            (x, _u((4, 1, 2, 2, 2), "ct3w4")),
+            {"groups": 4, "stride": (2, 1, 3), "output_padding": (1, 0, 2)},
+            label="depthwise-outpad",
+        ),
+        Sample((_u((4, 2, 3, 2), "ct3xu"), _u((4, 3, 2, 2, 2), "ct3wu")), {"stride": 2}, label="unbatched"),
+    ]
+
+
 def _max_pool2d_samples() -> list[Sample]:
     x = _u((2, 4, 6, 6), "mpx")
     return [
@@ -303,6 +395,28 @@ SPECS: list[OpSpec] = [
         **_TOL,
     ),
     OpSpec(
+        name="conv3d",
+        fn=_fn("conv3d"),
+        ref=_conv3d_ref,
+        samples=_conv3d_samples(),
+        family=FAMILY,
+        covers=("conv3d", "conv_transpose3d", "conv3d_weight_grad"),
+        torch_ref=_torch("conv3d"),
+        dtypes=("float64",),
+        **_TOL,
+    ),
+    OpSpec(
+        name="conv_transpose3d",
+        fn=_fn("conv_transpose3d"),
+        ref=_conv_transpose3d_ref,
+        samples=_conv_transpose3d_samples(),
+        family=FAMILY,
+        covers=("conv_transpose3d", "conv3d", "conv3d_weight_grad"),
+        torch_ref=_torch("conv_transpose3d"),
+        dtypes=("float64",),
+        **_TOL,
+    ),
+    OpSpec(
         name="max_pool2d",
         fn=_fn("max_pool2d"),
         ref=_max_pool_ref,
@@ -358,6 +472,8 @@ _MAX_SAMPLES = {
     "conv2d": {"basic-bias", "stride2-pad1", "groups2"},
     "conv1d": {"basic-bias"},
     "conv_transpose2d": {"basic-bias", "stride2-outpad", "groups2"},
+    "conv3d": {"basic-bias"},  # with its gradients: the stride-1 (shifted matmul) weight gradient
+    "conv_transpose3d": {"groups2-dilation"},  # grouped and strided (zero-upsampled), the strided weight gradient
     "max_pool2d": {"k3-s2-p1", "ceil"},
     "max_pool1d": {"k2"},
     "avg_pool2d": {"k3-s2-p1", "exclude-pad"},
