@@ -25,7 +25,7 @@ from nabla.core.common.hooks import RemovableHandle, add_hook
 from nabla.ops.view import grad_hook
 
 from . import serialization
-from .parameter import Parameter
+from .parameter import Buffer, Parameter
 
 __all__ = ["Module", "RemovableHandle", "IncompatibleKeys"]
 
@@ -224,6 +224,10 @@ class Module:
             if value is not None:
                 raise TypeError(f"cannot assign '{type(value).__name__}' as child module '{name}' (Module or None)")
             self._modules[name] = None
+        elif isinstance(value, Buffer):  # `self.x = nn.Buffer(t)` registers a buffer (PyTorch >= 2.5)
+            if params is None:
+                raise AttributeError("cannot assign buffer before Module.__init__() call")
+            self.register_buffer(name, value, value.persistent)
         elif params is not None and name in self._buffers:
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' (Tensor or None expected)")

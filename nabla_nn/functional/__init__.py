@@ -10,6 +10,7 @@ Example:
 from .activation import *  # noqa: F403
 from .attention import *  # noqa: F403
 from .conv import *  # noqa: F403
+from .ctc import *  # noqa: F403
 from .dropout import *  # noqa: F403
 from .extra import *  # noqa: F403
 from .fold import *  # noqa: F403
@@ -19,3 +20,4 @@ from .normalization import *  # noqa: F403
 from .pooling import *  # noqa: F403
 from .sparse import *  # noqa: F403
 from .upsampling import *  # noqa: F403
+from .vision import *  # noqa: F403

@@ -19,23 +19,23 @@ import nabla as nb
 from nabla import Tensor
 from nabla.core.common import dtypes as _dt
 
-__all__ = ["embedding", "one_hot"]
+__all__ = ["embedding", "embedding_bag", "one_hot"]
 
 
-def _padding_idx(padding_idx: Any, num_embeddings: int) -> int | None:
+def _padding_idx(padding_idx: Any, num_embeddings: int, op: str = "embedding") -> int | None:
     if padding_idx is None:
         return None
     if isinstance(padding_idx, bool) or not isinstance(padding_idx, int | np.integer):
-        raise TypeError(f"embedding: padding_idx must be an int or None, got {padding_idx!r}")
+        raise TypeError(f"{op}: padding_idx must be an int or None, got {padding_idx!r}")
     p = int(padding_idx)
     if not -num_embeddings <= p < num_embeddings:
-        raise ValueError(f"embedding: padding_idx={p} must be within num_embeddings={num_embeddings}")
+        raise ValueError(f"{op}: padding_idx={p} must be within num_embeddings={num_embeddings}")
     return p + num_embeddings if p < 0 else p
 
 
-def _number(value: Any, arg: str) -> float:
+def _number(value: Any, arg: str, op: str = "embedding") -> float:
     if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
-        raise TypeError(f"embedding: {arg} must be a number, got {value!r}")
+        raise TypeError(f"{op}: {arg} must be a number, got {value!r}")
     return float(value)
 
 
@@ -150,3 +150,193 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
         [[1, 0, 0], [0, 0, 1]]
     """
     return nb.one_hot(tensor, num_classes)
+
+
+# -- embedding_bag ----------------------------------------------------------------------------------
+_BAG_MODES = ("sum", "mean", "max")
+
+
+def _known_values(t: Tensor) -> np.ndarray | None:
+    """`t`'s values when they are already computed (never evaluates anything)."""
+    impl = t._impl
+    if not impl.is_realized or impl.batch_dims:
+        return None
+    return t.numpy()
+
+
+def _bag_offsets(offsets: Any, n: int, include_last_offset: bool) -> tuple[Tensor, int]:
+    """The offsets as an int64 tensor and the number of bags; known offsets are checked as
+    PyTorch checks them (offsets[0] == 0, non-decreasing, offsets[-1] <= len(input))."""
+    if offsets is None:
+        raise ValueError("embedding_bag: offsets has to be a 1D Tensor when input is 1D, but got None")
+    t = offsets if isinstance(offsets, Tensor) else nb.tensor(np.asarray(offsets))
+    if not _dt.is_integer(t.dtype):
+        raise TypeError(f"embedding_bag: offsets must be an integer tensor, got dtype {t.dtype.name}")
+    if t.ndim != 1:
+        raise ValueError(f"embedding_bag: offsets has to be a 1D Tensor, got shape {t.shape}")
+    bags = t.shape[0] - 1 if include_last_offset else t.shape[0]
+    if bags < 0:
+        raise ValueError("embedding_bag: offsets must hold at least one entry with include_last_offset=True")
+    known = _known_values(t)
+    if known is not None and known.size:
+        if known[0] != 0:
+            raise ValueError(f"embedding_bag: offsets[0] has to be 0 (the first bag starts at 0), got {known[0]}")
+        if known[-1] > n:
+            raise ValueError(f"embedding_bag: offsets[-1] can not be greater than input's length {n}, got {known[-1]}")
+        if np.any(np.diff(known) < 0):
+            raise ValueError(f"embedding_bag: offsets must be non-decreasing, got {known.tolist()}")
+    return nb.cast(t, nb.int64), bags
+
+
+def _bag_positions(offsets: Tensor, bags: int, n: int, include_last_offset: bool) -> tuple[Tensor, Tensor]:
+    """(pos, inside), both (bags, L): bag b's k-th entry is input[pos[b, k]] where inside[b, k].
+
+    Known offsets give L = the longest bag, computed on the host; offsets still being computed
+    give L = len(input) (every bag could be that long), so nothing is read back."""
+    known = _known_values(offsets)
+    if known is not None:
+        starts = known[:bags]
+        ends = known[1 : bags + 1] if include_last_offset else np.append(known[1:], n)
+        lengths = np.maximum(ends - starts, 0)
+        width = max(int(lengths.max(initial=0)), 1)
+        k = np.arange(width)
+        inside = k[None, :] < lengths[:, None]
+        pos = np.where(inside, starts[:, None] + k[None, :], 0)
+        return nb.tensor(pos.astype(np.int64)), nb.tensor(inside)
+    starts = offsets[:bags]
+    ends = offsets[1 : bags + 1] if include_last_offset else nb.cat([offsets[1:], nb.full((1,), n, nb.int64)])
+    pos = nb.unsqueeze(starts, 1) + nb.unsqueeze(nb.arange(n, dtype=nb.int64), 0)
+    inside = nb.less(pos, nb.unsqueeze(ends, 1))
+    return nb.minimum(pos, n - 1), inside
+
+
+def _lookup(weight: Tensor, flat: Tensor, max_norm: Any, norm_type: Any, by_freq: bool, op: str) -> Tensor:
+    """The rows of `weight` at `flat`, renormalized in place first (max_norm) and with the
+    gradient scaled by each index's frequency in `flat` (scale_grad_by_freq), as `embedding`."""
+    if max_norm is None:
+        rows = nb.index_select(weight, 0, flat)
+    else:
+        rows = _renorm_and_lookup(weight, flat, _number(max_norm, "max_norm", op), _number(norm_type, "norm_type", op))
+    return _scaled_by_frequency(rows, flat, weight.shape[0]) if by_freq else rows
+
+
+def _reduce_bags(rows: Tensor, valid: Tensor, weights: Tensor | None, mode: str) -> Tensor:
+    """(B, L, D) rows of which `valid` (B, L) are in their bag, reduced over L; empty bags give 0."""
+    keep = nb.unsqueeze(valid, -1)
+    if mode == "max":
+        top = nb.max(nb.where(keep, rows, float("-inf")), axis=1)
+        return nb.where(nb.any(keep, axis=1), top, 0.0)
+    if weights is not None:
+        rows = rows * nb.unsqueeze(weights, -1)
+    total = nb.sum(nb.where(keep, rows, 0.0), axis=1)
+    if mode == "sum":
+        return total
+    count = nb.sum(nb.cast(valid, rows.dtype), axis=1, keepdims=True)
+    return total / nb.maximum(count, 1.0)
+
+
+def _check_bag_args(input: Any, weight: Any, mode: Any, per_sample_weights: Any, sparse: bool) -> None:
+    op = "embedding_bag"
+    if not isinstance(input, Tensor) or not _dt.is_integer(input.dtype):
+        got = input.dtype.name if isinstance(input, Tensor) else type(input).__name__
+        raise TypeError(f"{op}: input must be an integer tensor of indices (int32 or int64), got {got}")
+    if not isinstance(weight, Tensor) or not _dt.is_float(weight.dtype) or weight.ndim != 2:
+        got = f"shape {weight.shape} dtype {weight.dtype.name}" if isinstance(weight, Tensor) else type(weight).__name__
+        raise ValueError(f"{op}: weight must be a 2-D floating tensor (num_embeddings, embedding_dim), got {got}")
+    if input.ndim not in (1, 2):
+        raise ValueError(f"{op}: input has to be a 1D or 2D Tensor, got shape {input.shape}")
+    if mode not in _BAG_MODES:
+        raise ValueError(f"{op}: mode has to be one of 'sum', 'mean' or 'max', got {mode!r}")
+    if mode == "max" and sparse:
+        raise ValueError(f"{op}: max mode does not support sparse weights")
+    if per_sample_weights is None:
+        return
+    if mode != "sum":
+        raise NotImplementedError(f"{op}: per_sample_weights is only supported for mode='sum', got mode={mode!r}")
+    if not isinstance(per_sample_weights, Tensor) or tuple(per_sample_weights.shape) != tuple(input.shape):
+        got = getattr(per_sample_weights, "shape", type(per_sample_weights).__name__)
+        raise ValueError(f"{op}: per_sample_weights must have the input's shape {input.shape}, got {got}")
+    if per_sample_weights.dtype != weight.dtype:
+        raise TypeError(
+            f"{op}: per_sample_weights must have weight's dtype {weight.dtype.name}, "
+            f"got {per_sample_weights.dtype.name}"
+        )
+
+
+def embedding_bag(
+    input: Tensor,
+    weight: Tensor,
+    offsets: Tensor | None = None,
+    max_norm: float | None = None,
+    norm_type: float = 2,
+    scale_grad_by_freq: bool = False,
+    mode: str = "mean",
+    sparse: bool = False,
+    per_sample_weights: Tensor | None = None,
+    include_last_offset: bool = False,
+    padding_idx: int | None = None,
+) -> Tensor:
+    """Sums, means or maxima of bags of embeddings, without materializing the (*, D) lookup
+    (PyTorch's `F.embedding_bag`): the result is (B, D), one row per bag.
+
+    A 2-D input (B, N) holds B bags of N indices each. A 1-D input holds the bags one after
+    another and `offsets` (B,) their starts (with `include_last_offset`, (B + 1,) with the end
+    of the last bag at the end). Known offsets (realized tensors) are read on the host to lay
+    the bags out (width: the longest bag); offsets still being computed are handled without a
+    read, with a (B, len(input)) layout. Empty bags give zeros.
+
+    Args:
+        input: integer indices, (B, N) or (n,).
+        weight: (num_embeddings, D) table.
+        offsets: (B,) or (B + 1,) bag starts for a 1-D input (offsets[0] == 0); None for 2-D.
+        max_norm: rescale IN PLACE the rows of `weight` that `input` reads whose `norm_type`
+            norm exceeds this, before the lookup (as `embedding`).
+        norm_type: the p of the max_norm norm.
+        scale_grad_by_freq: divide each row's gradient by how often its index occurs in `input`
+            (the documented rule; PyTorch's CPU kernel divides by a sorted neighbour's count
+            when indices have different frequencies). Not with mode="max".
+        mode: "sum", "mean" (entries at padding_idx not counted) or "max" (per dimension).
+        sparse: accepted (the gradient is dense); not with mode="max".
+        per_sample_weights: float weights of input's shape scaling each entry (mode="sum" only).
+        include_last_offset: offsets has B + 1 entries, the last one the end of the last bag.
+        padding_idx: entries equal to this index are left out of their bag.
+
+    Example:
+        >>> w = nb.tensor([[1.0, 1.0], [2.0, 4.0], [3.0, 0.0]])
+        >>> F.embedding_bag(nb.tensor([0, 1, 2, 2]), w, nb.tensor([0, 2]), mode="sum").tolist()
+        [[3.0, 5.0], [6.0, 0.0]]
+    """
+    _check_bag_args(input, weight, mode, per_sample_weights, sparse)
+    op = "embedding_bag"
+    if mode == "max" and scale_grad_by_freq:
+        raise ValueError(f"{op}: max mode does not support scaling the gradient by the frequency")
+    pad = _padding_idx(padding_idx, weight.shape[0], op)
+    flat = nb.reshape(input, (input.numel(),))
+    if input.ndim == 2:
+        if offsets is not None:
+            raise ValueError(
+                f"{op}: if input is 2D, then offsets has to be None (input is a batch of fixed-length bags), "
+                f"got {type(offsets).__name__}"
+            )
+        bags, width = input.shape
+        if width == 0:
+            return _empty_bags(weight, bags)
+        rows = nb.reshape(_lookup(weight, flat, max_norm, norm_type, scale_grad_by_freq, op), (bags, width, -1))
+        at, valid, psw = input, nb.full(input.shape, True, nb.bool_), per_sample_weights
+    else:
+        n = input.shape[0]
+        offs, bags = _bag_offsets(offsets, n, include_last_offset)
+        if n == 0 or bags == 0:
+            return _empty_bags(weight, bags)
+        pos, valid = _bag_positions(offs, bags, n, include_last_offset)
+        rows = nb.take(_lookup(weight, flat, max_norm, norm_type, scale_grad_by_freq, op), pos, 0)
+        at = nb.take(input, pos, 0)
+        psw = None if per_sample_weights is None else nb.take(per_sample_weights, pos, 0)
+    if pad is not None:
+        valid = nb.logical_and(valid, nb.not_equal(at, pad))
+    return _reduce_bags(rows, valid, psw, mode)
+
+
+def _empty_bags(weight: Tensor, bags: int) -> Tensor:
+    """(bags, D) zeros for bags that are all empty, connected to `weight` (a zero gradient)."""
+    return nb.broadcast_to(nb.sum(weight[:0], axis=0), (bags, weight.shape[1]))

@@ -3,13 +3,16 @@
 from . import (
     activation,
     attention,
+    channel_shuffle,
     container,
     conv,
+    ctc,
     distance,
     dropout,
     extra_losses,
     flatten,
     fold,
+    lazy,
     linear,
     loss,
     normalization,
@@ -23,13 +26,16 @@ from . import (
 )
 from .activation import *  # noqa: F403
 from .attention import *  # noqa: F403
+from .channel_shuffle import *  # noqa: F403
 from .container import *  # noqa: F403
 from .conv import *  # noqa: F403
+from .ctc import *  # noqa: F403
 from .distance import *  # noqa: F403
 from .dropout import *  # noqa: F403
 from .extra_losses import *  # noqa: F403
 from .flatten import *  # noqa: F403
 from .fold import *  # noqa: F403
+from .lazy import *  # noqa: F403
 from .linear import *  # noqa: F403
 from .loss import *  # noqa: F403
 from .normalization import *  # noqa: F403
@@ -46,13 +52,16 @@ __all__ = [
     for m in (
         activation,
         attention,
+        channel_shuffle,
         container,
         conv,
+        ctc,
         distance,
         dropout,
         extra_losses,
         flatten,
         fold,
+        lazy,
         linear,
         loss,
         normalization,

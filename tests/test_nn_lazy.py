@@ -1,0 +1,363 @@
+"""Lazy modules (LazyLinear, LazyConv*, LazyConvTranspose*, LazyBatchNorm*, LazyInstanceNorm*),
+UninitializedParameter / UninitializedBuffer and nn.Buffer.
+
+Without torch: placeholders before the dry run, shapes and classes after it, default init,
+outputs equal to the regular layer holding the same weights, state_dict loading into an
+uninitialized module (and its undo on failure), optimizers after the dry run, Buffer
+registration. Against PyTorch (when installed): state_dict keys and shapes after the dry run,
+reprs before and after, outputs and gradients with torch's weights, and Buffer semantics.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import numpy as np
+import pytest
+
+import nabla as nb
+import nabla_optim as optim
+from nabla_nn.module import Module
+from nabla_nn.modules.container import Sequential
+from nabla_nn.modules.conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
+from nabla_nn.modules.lazy import (
+    LazyBatchNorm1d,
+    LazyBatchNorm2d,
+    LazyConv1d,
+    LazyConv2d,
+    LazyConvTranspose1d,
+    LazyConvTranspose2d,
+    LazyInstanceNorm1d,
+    LazyInstanceNorm2d,
+    LazyLinear,
+    UninitializedBuffer,
+    UninitializedParameter,
+)
+from nabla_nn.modules.linear import Linear
+from nabla_nn.modules.normalization import BatchNorm1d, BatchNorm2d, InstanceNorm1d, InstanceNorm2d
+from nabla_nn.parameter import Buffer, Parameter, is_lazy
+
+try:
+    import torch
+except ImportError:  # torch is an optional oracle
+    torch = None
+
+needs_torch = pytest.mark.skipif(torch is None, reason="PyTorch is not installed")
+RNG = np.random.default_rng(5)
+
+
+def randn(*shape: int) -> np.ndarray:
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+def assert_close(a, b, tol=2e-5):
+    np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=tol, atol=tol)
+
+
+# (lazy class, constructor args, input shape, the class it becomes, the regular constructor's args)
+CASES = [
+    (LazyLinear, (4,), (2, 3, 5), Linear, (5, 4)),
+    (LazyLinear, (4, False), (5,), Linear, (5, 4, False)),
+    (LazyConv1d, (6, 3), (2, 4, 9), Conv1d, (4, 6, 3)),
+    (LazyConv1d, (6, 3, 2, 1, 1, 2), (4, 9), Conv1d, (4, 6, 3, 2, 1, 1, 2)),
+    (LazyConv2d, (6, 3), (2, 4, 7, 7), Conv2d, (4, 6, 3)),
+    (LazyConv2d, (4, (3, 1), 1, "same", 1, 2, False, "reflect"), (2, 6, 5, 5), Conv2d, None),
+    (LazyConvTranspose1d, (6, 3, 2), (2, 4, 5), ConvTranspose1d, (4, 6, 3, 2)),
+    (LazyConvTranspose2d, (6, 3, 1, 1, 0, 2), (4, 5, 5), ConvTranspose2d, (4, 6, 3, 1, 1, 0, 2)),
+    (LazyBatchNorm1d, (), (5, 4), BatchNorm1d, (4,)),
+    (LazyBatchNorm1d, (1e-3, None), (5, 4, 3), BatchNorm1d, (4, 1e-3, None)),
+    (LazyBatchNorm2d, (), (5, 4, 2, 2), BatchNorm2d, (4,)),
+    (LazyBatchNorm2d, (1e-5, 0.1, False, False), (5, 4, 2, 2), BatchNorm2d, (4, 1e-5, 0.1, False, False)),
+    (LazyInstanceNorm1d, (), (2, 4, 6), InstanceNorm1d, (4, 1e-5, 0.1, True, True)),
+    (LazyInstanceNorm1d, (1e-5, 0.1, False, False), (4, 6), InstanceNorm1d, (4,)),
+    (LazyInstanceNorm2d, (1e-5, 0.1, True, False), (2, 4, 3, 3), InstanceNorm2d, (4, 1e-5, 0.1, True)),
+    (LazyInstanceNorm2d, (1e-5, 0.1, True, True), (4, 3, 3), InstanceNorm2d, (4, 1e-5, 0.1, True, True)),
+]
+IDS = [f"{c[0].__name__}{c[1]}" for c in CASES]
+# PyTorch's lazy instance norms read the channels of an unbatched input from dim 1 (its length).
+_UNBATCHED_INSTANCE = {(LazyInstanceNorm1d, 2), (LazyInstanceNorm2d, 3)}
+TORCH_CASES = [c for c in CASES if (c[0], len(c[2])) not in _UNBATCHED_INSTANCE]
+NORMS = (LazyBatchNorm1d, LazyBatchNorm2d, LazyInstanceNorm1d, LazyInstanceNorm2d)
+
+
+def _case_id(case: tuple) -> str:
+    return f"{case[0].__name__}{case[1]}"
+
+
+def _lazy_tensors(m: Module) -> list:
+    return [t for t in (*m._parameters.values(), *m._buffers.values()) if is_lazy(t)]
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_dry_run_materializes_and_changes_class(case):
+    cls, args, shape, target, _ = case
+    m = cls(*args)
+    params = list(m.parameters())
+    assert all(isinstance(p, UninitializedParameter) for p in params)
+    for t in _lazy_tensors(m):
+        with pytest.raises(RuntimeError, match="uninitialized parameter or buffer.*dry run"):
+            t.shape  # noqa: B018
+    x = nb.tensor(randn(*shape))
+    out = m(x)
+    assert type(m) is target
+    assert not _lazy_tensors(m)
+    assert "_initialize_hook" not in m.__dict__ and not m._forward_pre_hooks
+    # The same objects, now ordinary parameters (references taken before stay valid).
+    assert [id(p) for p in m.parameters()] == [id(p) for p in params]
+    assert all(type(p) is Parameter for p in params)
+    assert out.shape == m(x).shape
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c[4] is not None], ids=_case_id)
+def test_matches_the_regular_layer(case):
+    """Same state_dict names and shapes as the regular layer; with its weights, the same output."""
+    cls, args, shape, target, regular_args = case
+    m, ref = cls(*args), target(*regular_args)
+    x = nb.tensor(randn(*shape))
+    m(x)
+    assert {k: v.shape for k, v in m.state_dict().items()} == {k: v.shape for k, v in ref.state_dict().items()}
+    assert list(m.state_dict()) == list(ref.state_dict())
+    assert repr(m) == repr(ref)
+    m.load_state_dict(ref.state_dict())
+    m.train(False), ref.train(False)
+    assert_close(m(x).numpy(), ref(x).numpy())
+
+
+def test_default_initialization():
+    """Weights are drawn with the regular layer's init at the dry run, none at construction."""
+    nb.manual_seed(0)
+    m = LazyLinear(40)
+    after_lazy = Linear(7, 3).weight.numpy()
+    nb.manual_seed(0)
+    assert_close(Linear(7, 3).weight.numpy(), after_lazy, 0)  # constructing LazyLinear drew nothing
+    m(nb.ones(2, 9))
+    bound = 1 / math.sqrt(9)
+    w, b = m.weight.numpy(), m.bias.numpy()
+    assert np.abs(w).max() <= bound and np.abs(b).max() <= bound and w.std() > bound / 4
+    conv = LazyConv2d(8, 3)
+    conv(nb.ones(1, 2, 5, 5))
+    assert np.abs(conv.weight.numpy()).max() <= 1 / math.sqrt(2 * 9) and conv.weight.numpy().std() > 0
+    bn = LazyBatchNorm2d()
+    bn(nb.ones(2, 3, 2, 2))
+    assert_close(bn.weight.numpy(), np.ones(3), 0)
+    assert_close(bn.running_var.numpy(), np.full(3, 1.0 - 0.1), 1e-6)  # one batch of variance 0 seen
+    assert bn.num_batches_tracked.item() == 1
+
+
+def test_reprs_and_placeholders():
+    m = LazyLinear(4)
+    assert repr(m) == "LazyLinear(in_features=0, out_features=4, bias=True)"
+    assert repr(m.weight) == "<UninitializedParameter>"
+    sd = m.state_dict()
+    assert list(sd) == ["weight", "bias"] and all(is_lazy(v) for v in sd.values())
+    bn = LazyBatchNorm1d()
+    assert repr(bn) == "LazyBatchNorm1d(0, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)"
+    assert list(bn.state_dict()) == ["weight", "bias", "running_mean", "running_var", "num_batches_tracked"]
+    assert isinstance(bn.running_mean, UninitializedBuffer) and not bn.running_mean.requires_grad
+    assert repr(LazyConv2d(6, 3, stride=2)) == "LazyConv2d(0, 6, kernel_size=(3, 3), stride=(2, 2))"
+    with pytest.raises(TypeError, match="no value to pickle"):
+        copy.copy(m.weight).__reduce_ex__(2)
+
+
+def test_dtype_set_before_the_dry_run():
+    m = LazyConv1d(3, 2, dtype=nb.float64)
+    assert m.weight.dtype == nb.float64
+    m = Sequential(LazyLinear(3), LazyBatchNorm1d())
+    m.to(nb.float64)
+    m(nb.ones(4, 2, dtype=nb.float64))
+    assert all(t.dtype == nb.float64 for t in m.parameters())
+    assert m[1].running_mean.dtype == nb.float64
+    with pytest.raises(TypeError, match="floating dtype"):
+        LazyLinear(3, dtype=nb.int64)
+
+
+def test_load_state_dict_materializes():
+    ref = Linear(5, 3)
+    m = LazyLinear(3)
+    result = m.load_state_dict(ref.state_dict())
+    assert result.missing_keys == [] and result.unexpected_keys == []
+    assert m.in_features == 5 and m.weight.shape == (3, 5) and type(m.weight) is Parameter
+    assert_close(m.weight.numpy(), ref.weight.numpy(), 0)
+    x = nb.tensor(randn(2, 5))
+    assert_close(m(x).numpy(), ref(x).numpy())  # the dry run keeps the loaded values
+    assert type(m) is Linear
+    conv, ref = LazyConvTranspose2d(4, 3, groups=2), ConvTranspose2d(6, 4, 3, groups=2)
+    conv.load_state_dict({k: v.numpy() for k, v in ref.state_dict().items()})  # NumPy values too
+    assert conv.in_channels == 6
+    bn, ref = LazyBatchNorm2d(affine=False), BatchNorm2d(7, affine=False)
+    bn.load_state_dict(ref.state_dict())
+    assert bn.num_features == 7 and bn.running_mean.shape == (7,)
+
+
+def test_failed_load_leaves_the_module_lazy():
+    m = LazyLinear(3)
+    bad = {"weight": np.zeros((3, 5), np.float32), "bias": np.zeros((4,), np.float32)}
+    with pytest.raises(RuntimeError, match=r"bias: shape \(4,\) in the state_dict, expected \(3,\)"):
+        m.load_state_dict(bad)
+    assert isinstance(m.weight, UninitializedParameter) and isinstance(m.bias, UninitializedParameter)
+    assert m.in_features == 0 and type(m) is LazyLinear
+    with pytest.raises(RuntimeError, match="unexpected key"):
+        m.load_state_dict({**Linear(5, 3).state_dict(), "extra": np.zeros(1)})
+    assert isinstance(m.weight, UninitializedParameter) and m.in_features == 0
+    with pytest.raises(RuntimeError, match=r"weight: dtype float64 in the state_dict, the module has float32"):
+        m.load_state_dict({"weight": np.zeros((3, 5)), "bias": np.zeros(3, np.float32)})
+    assert isinstance(m.weight, UninitializedParameter)
+    m(nb.ones(1, 2))
+    assert m.weight.shape == (3, 2)
+
+
+def test_nested_lazy_module_after_a_dry_run_loads():
+    model = Sequential(LazyLinear(4), LazyLinear(2))
+    model(nb.ones(1, 3))
+    other = Sequential(Linear(3, 4), Linear(4, 2))
+    model.load_state_dict(other.state_dict())
+    assert_close(model[1].weight.numpy(), other[1].weight.numpy(), 0)
+
+
+@pytest.mark.parametrize("early", [False, True], ids=["after-dry-run", "before-dry-run"])
+def test_optimizer_and_training(early):
+    """The documented order: dry run, then the optimizer. One created before it also works in
+    nabla (state is built at the first step; the placeholders became these parameters)."""
+    model = Sequential(LazyLinear(4), LazyBatchNorm1d(), LazyLinear(1))
+    x, y = nb.tensor(randn(8, 3)), nb.tensor(randn(8, 1))
+    opt = optim.Adam(model.parameters(), lr=0.1) if early else None
+    model(x)  # dry run
+    opt = opt or optim.Adam(model.parameters(), lr=0.1)
+    before = model[0].weight.numpy().copy()
+    for _ in range(2):
+        opt.zero_grad()
+        loss = ((model(x) - y) ** 2).mean()
+        loss.backward()
+        opt.step()
+    assert not np.allclose(model[0].weight.numpy(), before)
+
+
+def test_bad_first_input_names_the_layer_and_keeps_it_lazy():
+    m = LazyConv2d(4, 3)
+    with pytest.raises(ValueError, match=r"\(LazyConv2d 0 4 .*\) got input \(2, 3\), expected \(N, C, H, W\) or"):
+        m(nb.ones(2, 3))
+    assert type(m) is LazyConv2d and isinstance(m.weight, UninitializedParameter)
+    with pytest.raises(ValueError, match="in_channels must be divisible by groups .*in_channels=3 .*groups=2"):
+        LazyConv1d(4, 3, groups=2)(nb.ones(1, 3, 5))
+    with pytest.raises(ValueError, match=r"got input \(5,\), expected \(N, C\) or \(N, C, L\)"):
+        LazyBatchNorm1d()(nb.ones(5))
+    with pytest.raises(ValueError, match=r"expected \(\*, in_features\)"):
+        LazyLinear(3)(nb.tensor(1.0))
+    with pytest.raises(ValueError, match="out_features must be a non-negative int"):
+        LazyLinear(-1)
+    with pytest.raises(ValueError, match="out_channels must be divisible by groups"):
+        LazyConv2d(5, 3, groups=2)
+
+
+def test_uninitialized_tensors_materialize():
+    p = UninitializedParameter(requires_grad=False, dtype=nb.float64)
+    p.materialize((2, 3))
+    assert type(p) is Parameter and p.shape == (2, 3) and p.dtype == nb.float64 and not p.requires_grad
+    b = UninitializedBuffer(persistent=False)
+    b.materialize((4,), dtype=nb.float16)
+    assert type(b) is Buffer and b.shape == (4,) and b.dtype == nb.float16 and b.persistent is False
+    with pytest.raises(ValueError, match="device must be 'cpu'"):
+        UninitializedParameter(device="cuda")
+
+
+# -- Buffer -------------------------------------------------------------------------------------------
+class _WithBuffers(Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.scale = Buffer(nb.ones(3))
+        self.cache = Buffer(nb.zeros(2), persistent=False)
+        self.plain = nb.zeros(1)  # a plain tensor attribute is not registered
+
+    def forward(self, x):
+        return x * self.scale
+
+
+def test_buffer_assignment_registers():
+    m = _WithBuffers()
+    assert [n for n, _ in m.named_buffers()] == ["scale", "cache"]
+    assert list(m.state_dict()) == ["scale"]
+    assert list(m.parameters()) == []
+    assert isinstance(m.scale, Buffer) and m.scale.persistent and not m.cache.persistent
+    m.cache = Buffer(nb.ones(2))  # persistent now
+    assert list(m.state_dict()) == ["scale", "cache"]
+    m.scale = nb.full((3,), 2.0)  # a plain tensor assigned to a buffer name stays a buffer
+    assert_close(m(nb.ones(3)).numpy(), np.full(3, 2.0), 0)
+    m.to(nb.float64)
+    assert m.scale.dtype == nb.float64 and m.cache.dtype == nb.float64
+    clone = copy.deepcopy(m)
+    assert clone.cache.persistent and isinstance(clone.cache, Buffer)
+    with pytest.raises(TypeError, match="cannot assign 'Buffer' as parameter 'w'"):
+        m.register_parameter("w", None)
+        m.w = Buffer(nb.ones(1))
+    b = Buffer(nb.tensor([1.0, 2.0], requires_grad=True))
+    assert b.requires_grad and b.is_leaf
+    assert Buffer().shape == (0,)
+
+
+def test_buffer_before_module_init_raises():
+    class Early(Module):
+        def __init__(self) -> None:
+            self.b = Buffer(nb.ones(1))
+            super().__init__()
+
+    with pytest.raises(AttributeError, match="cannot assign buffer before Module.__init__"):
+        Early()
+
+
+@needs_torch
+def test_buffer_matches_torch():
+    class T(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.scale = torch.nn.Buffer(torch.ones(3))
+            self.cache = torch.nn.Buffer(torch.zeros(2), persistent=False)
+
+    t, m = T(), _WithBuffers()
+    assert [n for n, _ in t.named_buffers()] == [n for n, _ in m.named_buffers()]
+    assert list(t.state_dict()) == list(m.state_dict())
+
+
+# -- against PyTorch ----------------------------------------------------------------------------------
+@needs_torch
+@pytest.mark.parametrize("case", TORCH_CASES, ids=_case_id)
+def test_lazy_matches_torch(case):
+    cls, args, shape, target, _ = case
+    m, tm = cls(*args), getattr(torch.nn, cls.__name__)(*args)
+    if cls not in NORMS:  # torch >= 2.x norms also print bias=..., which nabla's norms do not take
+        assert repr(m) == repr(tm)
+    x = randn(*shape)
+    tm(torch.tensor(x))
+    m(nb.tensor(x))
+    assert type(m).__name__ == type(tm).__name__ == target.__name__
+    tsd = tm.state_dict()
+    assert list(m.state_dict()) == list(tsd)
+    assert {k: tuple(v.shape) for k, v in m.state_dict().items()} == {k: tuple(v.shape) for k, v in tsd.items()}
+    if cls not in NORMS:
+        assert repr(m) == repr(tm)
+    else:  # torch leaves num_features 0 when nothing was materialized
+        assert getattr(tm, "num_features", 0) in (0, m.num_features)
+        assert (m.affine, m.track_running_stats) == (tm.affine, tm.track_running_stats)
+    # With torch's weights: the same outputs and gradients.
+    m.load_state_dict(tsd)
+    tx, nx = torch.tensor(x, requires_grad=True), nb.tensor(x, requires_grad=True)
+    tout, nout = tm(tx), m(nx)
+    assert_close(nout.numpy(), tout.detach().numpy(), 1e-4)
+    cot = randn(*tout.shape)
+    (tout * torch.tensor(cot)).sum().backward()
+    (nout * nb.tensor(cot)).sum().backward()
+    assert_close(nx.grad.numpy(), tx.grad.numpy(), 1e-4)
+    grads = {n: p.grad for n, p in m.named_parameters()}
+    for name, p in tm.named_parameters():
+        assert_close(grads[name].numpy(), p.grad.numpy(), 1e-4)
+
+
+@needs_torch
+def test_load_torch_state_dict_into_uninitialized():
+    tm = torch.nn.LazyConv1d(6, 3)
+    tm(torch.randn(2, 4, 9))
+    m = LazyConv1d(6, 3)
+    m.load_state_dict(tm.state_dict())
+    assert m.in_channels == 4
+    x = randn(2, 4, 9)
+    assert_close(m(nb.tensor(x)).numpy(), tm(torch.tensor(x)).detach().numpy(), 1e-5)
