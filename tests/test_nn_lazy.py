@@ -20,22 +20,33 @@ import nabla as nb
 import nabla_optim as optim
 from nabla_nn.module import Module
 from nabla_nn.modules.container import Sequential
-from nabla_nn.modules.conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
+from nabla_nn.modules.conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from nabla_nn.modules.lazy import (
     LazyBatchNorm1d,
     LazyBatchNorm2d,
+    LazyBatchNorm3d,
     LazyConv1d,
     LazyConv2d,
+    LazyConv3d,
     LazyConvTranspose1d,
     LazyConvTranspose2d,
+    LazyConvTranspose3d,
     LazyInstanceNorm1d,
     LazyInstanceNorm2d,
+    LazyInstanceNorm3d,
     LazyLinear,
     UninitializedBuffer,
     UninitializedParameter,
 )
 from nabla_nn.modules.linear import Linear
-from nabla_nn.modules.normalization import BatchNorm1d, BatchNorm2d, InstanceNorm1d, InstanceNorm2d
+from nabla_nn.modules.normalization import (
+    BatchNorm1d,
+    BatchNorm2d,
+    BatchNorm3d,
+    InstanceNorm1d,
+    InstanceNorm2d,
+    InstanceNorm3d,
+)
 from nabla_nn.parameter import Buffer, Parameter, is_lazy
 
 try:
@@ -73,12 +84,16 @@ CASES = [
     (LazyInstanceNorm1d, (1e-5, 0.1, False, False), (4, 6), InstanceNorm1d, (4,)),
     (LazyInstanceNorm2d, (1e-5, 0.1, True, False), (2, 4, 3, 3), InstanceNorm2d, (4, 1e-5, 0.1, True)),
     (LazyInstanceNorm2d, (1e-5, 0.1, True, True), (4, 3, 3), InstanceNorm2d, (4, 1e-5, 0.1, True, True)),
+    (LazyConv3d, (6, 3), (2, 4, 4, 5, 5), Conv3d, (4, 6, 3)),
+    (LazyConvTranspose3d, (6, 3, 2), (4, 3, 3, 3), ConvTranspose3d, (4, 6, 3, 2)),
+    (LazyBatchNorm3d, (), (3, 4, 2, 2, 2), BatchNorm3d, (4,)),
+    (LazyInstanceNorm3d, (1e-5, 0.1, True, False), (2, 4, 2, 3, 3), InstanceNorm3d, (4, 1e-5, 0.1, True)),
 ]
 IDS = [f"{c[0].__name__}{c[1]}" for c in CASES]
 # PyTorch's lazy instance norms read the channels of an unbatched input from dim 1 (its length).
 _UNBATCHED_INSTANCE = {(LazyInstanceNorm1d, 2), (LazyInstanceNorm2d, 3)}
 TORCH_CASES = [c for c in CASES if (c[0], len(c[2])) not in _UNBATCHED_INSTANCE]
-NORMS = (LazyBatchNorm1d, LazyBatchNorm2d, LazyInstanceNorm1d, LazyInstanceNorm2d)
+NORMS = (LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d, LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d)
 
 
 def _case_id(case: tuple) -> str:

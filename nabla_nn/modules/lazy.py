@@ -43,19 +43,23 @@ from nabla import Tensor
 
 from ..module import IncompatibleKeys, Module
 from ..parameter import UninitializedBuffer, UninitializedParameter, is_lazy
-from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
+from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .linear import Linear, realized_buffer
-from .normalization import BatchNorm1d, BatchNorm2d, InstanceNorm1d, InstanceNorm2d
+from .normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
 
 __all__ = [
     "LazyBatchNorm1d",
     "LazyBatchNorm2d",
+    "LazyBatchNorm3d",
     "LazyConv1d",
     "LazyConv2d",
+    "LazyConv3d",
     "LazyConvTranspose1d",
     "LazyConvTranspose2d",
+    "LazyConvTranspose3d",
     "LazyInstanceNorm1d",
     "LazyInstanceNorm2d",
+    "LazyInstanceNorm3d",
     "LazyLinear",
     "LazyModuleMixin",
     "UninitializedBuffer",
@@ -375,6 +379,44 @@ class LazyConv2d(_LazyConvMixin, Conv2d):
         self._make_lazy(out_channels, bias, device, dtype)
 
 
+class LazyConv3d(_LazyConvMixin, Conv3d):
+    """A `Conv3d` whose `in_channels` is read from the first input (dim 1, or 0 unbatched).
+
+    Args:
+        out_channels: channels of the output.
+        kernel_size: int or (kD, kH, kW).
+        stride: int or (sD, sH, sW) (default 1).
+        padding: int, (pD, pH, pW), "valid" or "same" (default 0).
+        dilation: spacing between kernel taps (default 1).
+        groups: independent channel groups (default 1).
+        bias: whether to learn a bias (default True).
+        padding_mode: "zeros", "reflect", "replicate" or "circular".
+
+    Example:
+        >>> m = nn.LazyConv3d(33, 3)
+        >>> m(nb.randn(2, 16, 5, 6, 6)).shape, m.weight.shape
+        ((2, 33, 3, 4, 4), (33, 16, 3, 3, 3))
+    """
+
+    cls_to_become = Conv3d
+
+    def __init__(
+        self,
+        out_channels: int,
+        kernel_size: Any,
+        stride: Any = 1,
+        padding: Any = 0,
+        dilation: Any = 1,
+        groups: int = 1,
+        bias: bool = True,
+        padding_mode: str = "zeros",
+        device: Any = None,
+        dtype: Any = None,
+    ) -> None:
+        super().__init__(groups, out_channels, kernel_size, stride, padding, dilation, groups, False, padding_mode)
+        self._make_lazy(out_channels, bias, device, dtype)
+
+
 class LazyConvTranspose1d(_LazyConvMixin, ConvTranspose1d):
     """A `ConvTranspose1d` whose `in_channels` is read from the first input.
 
@@ -438,6 +480,48 @@ class LazyConvTranspose2d(_LazyConvMixin, ConvTranspose2d):
     """
 
     cls_to_become = ConvTranspose2d
+
+    def __init__(
+        self,
+        out_channels: int,
+        kernel_size: Any,
+        stride: Any = 1,
+        padding: Any = 0,
+        output_padding: Any = 0,
+        groups: int = 1,
+        bias: bool = True,
+        dilation: Any = 1,
+        padding_mode: str = "zeros",
+        device: Any = None,
+        dtype: Any = None,
+    ) -> None:
+        super().__init__(
+            groups, out_channels, kernel_size, stride, padding, output_padding, groups, False, dilation, padding_mode
+        )
+        self._make_lazy(out_channels, bias, device, dtype)
+
+
+class LazyConvTranspose3d(_LazyConvMixin, ConvTranspose3d):
+    """A `ConvTranspose3d` whose `in_channels` is read from the first input.
+
+    Args:
+        out_channels: channels of the output.
+        kernel_size: int or (kD, kH, kW).
+        stride: int or (sD, sH, sW) (default 1).
+        padding: zero padding removed from each side of the output (default 0).
+        output_padding: extra size added to one side of each output dim (default 0).
+        groups: independent channel groups (default 1).
+        bias: whether to learn a bias (default True).
+        dilation: spacing between kernel taps (default 1).
+        padding_mode: only "zeros".
+
+    Example:
+        >>> m = nn.LazyConvTranspose3d(33, 3, stride=2)
+        >>> m(nb.randn(2, 16, 3, 5, 5)).shape
+        (2, 33, 7, 11, 11)
+    """
+
+    cls_to_become = ConvTranspose3d
 
     def __init__(
         self,
@@ -576,6 +660,37 @@ class LazyBatchNorm2d(_LazyNormMixin, BatchNorm2d):
         super().__init__(eps, momentum, affine, track_running_stats, device, dtype)
 
 
+class LazyBatchNorm3d(_LazyNormMixin, BatchNorm3d):
+    """A `BatchNorm3d` whose `num_features` is read from the first input's dim 1.
+
+    Args:
+        eps: added to the variance for stability (default 1e-5).
+        momentum: running-stat update factor (default 0.1); None means a cumulative average.
+        affine: learn a per-channel weight and bias (default True).
+        track_running_stats: keep running-stat buffers (default True).
+
+    Example:
+        >>> m = nn.LazyBatchNorm3d()
+        >>> m(nb.randn(8, 16, 3, 5, 5)).shape, m.running_mean.shape
+        ((8, 16, 3, 5, 5), (16,))
+    """
+
+    cls_to_become = BatchNorm3d
+    _dims = (5,)
+    _layout = "(N, C, D, H, W)"
+
+    def __init__(
+        self,
+        eps: float = 1e-5,
+        momentum: float | None = 0.1,
+        affine: bool = True,
+        track_running_stats: bool = True,
+        device: Any = None,
+        dtype: Any = None,
+    ) -> None:
+        super().__init__(eps, momentum, affine, track_running_stats, device, dtype)
+
+
 class LazyInstanceNorm1d(_LazyNormMixin, InstanceNorm1d):
     """An `InstanceNorm1d` whose `num_features` is read from the first input's channel dim
     (dim 1 of (N, C, L), dim 0 of an unbatched (C, L)).
@@ -648,3 +763,40 @@ class LazyInstanceNorm2d(_LazyNormMixin, InstanceNorm2d):
 
     def _channel_dim(self, ndim: int) -> int:
         return ndim - 3
+
+
+class LazyInstanceNorm3d(_LazyNormMixin, InstanceNorm3d):
+    """An `InstanceNorm3d` whose `num_features` is read from the first input's channel dim
+    (dim 1 of (N, C, D, H, W), dim 0 of an unbatched (C, D, H, W)).
+
+    Args:
+        eps: added to the variance for stability (default 1e-5).
+        momentum: running-stat update factor (default 0.1).
+        affine: learn a per-channel weight and bias (default True, as PyTorch's lazy
+            instance norms, unlike InstanceNorm's False).
+        track_running_stats: keep running stats and use them in eval mode (default True, as
+            PyTorch's lazy instance norms).
+
+    Example:
+        >>> m = nn.LazyInstanceNorm3d(affine=False, track_running_stats=False)
+        >>> m(nb.randn(2, 3, 2, 5, 5)).shape, type(m).__name__
+        ((2, 3, 2, 5, 5), 'InstanceNorm3d')
+    """
+
+    cls_to_become = InstanceNorm3d
+    _dims = (4, 5)
+    _layout = "(N, C, D, H, W) or (C, D, H, W)"
+
+    def __init__(
+        self,
+        eps: float = 1e-5,
+        momentum: float | None = 0.1,
+        affine: bool = True,
+        track_running_stats: bool = True,
+        device: Any = None,
+        dtype: Any = None,
+    ) -> None:
+        super().__init__(eps, momentum, affine, track_running_stats, device, dtype)
+
+    def _channel_dim(self, ndim: int) -> int:
+        return ndim - 4
