@@ -50,6 +50,31 @@ def _realized(value: Any, name: str) -> Tensor:
     return t.data
 
 
+def _init_table(module: Module, weight: Any, freeze: bool, dtype: Any, device: Any) -> None:
+    """Give an Embedding or EmbeddingBag its table: `weight` (checked against its sizes) if
+    given, else PyTorch's default initialization (`reset_parameters`)."""
+    shape = (module.num_embeddings, module.embedding_dim)
+    if weight is None:
+        module.weight = empty_parameter(shape, dtype, device)
+        module.reset_parameters()
+        return
+    weight = _realized(weight, "_weight")
+    if tuple(weight.shape) != shape:
+        raise ValueError(
+            f"{type(module).__name__}: shape of _weight {tuple(weight.shape)} does not match "
+            f"(num_embeddings, embedding_dim) = {shape}"
+        )
+    module.weight = Parameter(weight, requires_grad=not freeze)
+
+
+def _pretrained(embeddings: Any) -> Tensor:
+    """`from_pretrained`'s table: realized and 2-D."""
+    weight = _realized(embeddings, "embeddings")
+    if weight.ndim != 2:
+        raise ValueError(f"Embeddings parameter is expected to be 2-dimensional, got shape {tuple(weight.shape)}")
+    return weight
+
+
 class Embedding(Module):
     """A table of `num_embeddings` vectors of size `embedding_dim`, looked up by integer index.
 
@@ -103,17 +128,7 @@ class Embedding(Module):
         self.norm_type = norm_type
         self.scale_grad_by_freq = scale_grad_by_freq
         self.sparse = sparse
-        if _weight is None:
-            self.weight = empty_parameter((num_embeddings, embedding_dim), dtype, device)
-            self.reset_parameters()
-        else:
-            weight = _realized(_weight, "_weight")
-            if tuple(weight.shape) != (num_embeddings, embedding_dim):
-                raise ValueError(
-                    f"Embedding: shape of _weight {tuple(weight.shape)} does not match "
-                    f"(num_embeddings, embedding_dim) = ({num_embeddings}, {embedding_dim})"
-                )
-            self.weight = Parameter(weight, requires_grad=not _freeze)
+        _init_table(self, _weight, _freeze, dtype, device)
 
     def reset_parameters(self) -> None:
         """PyTorch's default: N(0, 1), with the padding_idx row zeroed."""
@@ -171,9 +186,7 @@ class Embedding(Module):
             >>> emb(nb.tensor([1])).tolist()
             [[4.0, 5.099999904632568, 6.300000190734863]]
         """
-        weight = _realized(embeddings, "embeddings")
-        if weight.ndim != 2:
-            raise ValueError(f"Embeddings parameter is expected to be 2-dimensional, got shape {tuple(weight.shape)}")
+        weight = _pretrained(embeddings)
         rows, cols = weight.shape
         return cls(
             num_embeddings=rows,
@@ -250,17 +263,7 @@ class EmbeddingBag(Module):
         self.sparse = sparse
         self.include_last_offset = include_last_offset
         self.padding_idx = _padding_index(padding_idx, num_embeddings)
-        if _weight is None:
-            self.weight = empty_parameter((num_embeddings, embedding_dim), dtype, device)
-            self.reset_parameters()
-        else:
-            weight = _realized(_weight, "_weight")
-            if tuple(weight.shape) != (num_embeddings, embedding_dim):
-                raise ValueError(
-                    f"EmbeddingBag: shape of _weight {tuple(weight.shape)} does not match "
-                    f"(num_embeddings, embedding_dim) = ({num_embeddings}, {embedding_dim})"
-                )
-            self.weight = Parameter(weight, requires_grad=not _freeze)
+        _init_table(self, _weight, _freeze, dtype, device)
 
     def reset_parameters(self) -> None:
         """PyTorch's default: N(0, 1), with the padding_idx row zeroed."""
@@ -327,9 +330,7 @@ class EmbeddingBag(Module):
             >>> bag(nb.tensor([[0, 1]])).tolist()
             [[2.0, 3.0]]
         """
-        weight = _realized(embeddings, "embeddings")
-        if weight.ndim != 2:
-            raise ValueError(f"Embeddings parameter is expected to be 2-dimensional, got shape {tuple(weight.shape)}")
+        weight = _pretrained(embeddings)
         rows, cols = weight.shape
         return cls(
             num_embeddings=rows,
