@@ -617,17 +617,6 @@ class LazyBatchNorm1d(_LazyNormMixin, BatchNorm1d):
     _dims = (2, 3)
     _layout = "(N, C) or (N, C, L)"
 
-    def __init__(
-        self,
-        eps: float = 1e-5,
-        momentum: float | None = 0.1,
-        affine: bool = True,
-        track_running_stats: bool = True,
-        device: Any = None,
-        dtype: Any = None,
-    ) -> None:
-        super().__init__(eps, momentum, affine, track_running_stats, device, dtype)
-
 
 class LazyBatchNorm2d(_LazyNormMixin, BatchNorm2d):
     """A `BatchNorm2d` whose `num_features` is read from the first input's dim 1.
@@ -648,17 +637,6 @@ class LazyBatchNorm2d(_LazyNormMixin, BatchNorm2d):
     _dims = (4,)
     _layout = "(N, C, H, W)"
 
-    def __init__(
-        self,
-        eps: float = 1e-5,
-        momentum: float | None = 0.1,
-        affine: bool = True,
-        track_running_stats: bool = True,
-        device: Any = None,
-        dtype: Any = None,
-    ) -> None:
-        super().__init__(eps, momentum, affine, track_running_stats, device, dtype)
-
 
 class LazyBatchNorm3d(_LazyNormMixin, BatchNorm3d):
     """A `BatchNorm3d` whose `num_features` is read from the first input's dim 1.
@@ -678,17 +656,6 @@ class LazyBatchNorm3d(_LazyNormMixin, BatchNorm3d):
     cls_to_become = BatchNorm3d
     _dims = (5,)
     _layout = "(N, C, D, H, W)"
-
-    def __init__(
-        self,
-        eps: float = 1e-5,
-        momentum: float | None = 0.1,
-        affine: bool = True,
-        track_running_stats: bool = True,
-        device: Any = None,
-        dtype: Any = None,
-    ) -> None:
-        super().__init__(eps, momentum, affine, track_running_stats, device, dtype)
 
 
 class LazyInstanceNorm1d(_LazyNormMixin, InstanceNorm1d):
@@ -712,17 +679,6 @@ class LazyInstanceNorm1d(_LazyNormMixin, InstanceNorm1d):
     cls_to_become = InstanceNorm1d
     _dims = (2, 3)
     _layout = "(N, C, L) or (C, L)"
-
-    def __init__(
-        self,
-        eps: float = 1e-5,
-        momentum: float | None = 0.1,
-        affine: bool = True,
-        track_running_stats: bool = True,
-        device: Any = None,
-        dtype: Any = None,
-    ) -> None:
-        super().__init__(eps, momentum, affine, track_running_stats, device, dtype)
 
     def _channel_dim(self, ndim: int) -> int:
         return ndim - 2
@@ -750,17 +706,6 @@ class LazyInstanceNorm2d(_LazyNormMixin, InstanceNorm2d):
     _dims = (3, 4)
     _layout = "(N, C, H, W) or (C, H, W)"
 
-    def __init__(
-        self,
-        eps: float = 1e-5,
-        momentum: float | None = 0.1,
-        affine: bool = True,
-        track_running_stats: bool = True,
-        device: Any = None,
-        dtype: Any = None,
-    ) -> None:
-        super().__init__(eps, momentum, affine, track_running_stats, device, dtype)
-
     def _channel_dim(self, ndim: int) -> int:
         return ndim - 3
 
@@ -786,17 +731,6 @@ class LazyInstanceNorm3d(_LazyNormMixin, InstanceNorm3d):
     cls_to_become = InstanceNorm3d
     _dims = (4, 5)
     _layout = "(N, C, D, H, W) or (C, D, H, W)"
-
-    def __init__(
-        self,
-        eps: float = 1e-5,
-        momentum: float | None = 0.1,
-        affine: bool = True,
-        track_running_stats: bool = True,
-        device: Any = None,
-        dtype: Any = None,
-    ) -> None:
-        super().__init__(eps, momentum, affine, track_running_stats, device, dtype)
 
     def _channel_dim(self, ndim: int) -> int:
         return ndim - 4
