@@ -253,6 +253,8 @@ def test_bad_first_input_names_the_layer_and_keeps_it_lazy():
     with pytest.raises(ValueError, match=r"\(LazyConv2d 0 4 .*\) got input \(2, 3\), expected \(N, C, H, W\) or"):
         m(nb.ones(2, 3))
     assert type(m) is LazyConv2d and isinstance(m.weight, UninitializedParameter)
+    with pytest.raises(ValueError, match=r"got input \(2, 3\), expected \(N, C, D, H, W\) or \(C, D, H, W\)"):
+        LazyConv3d(4, 3)(nb.ones(2, 3))
     with pytest.raises(ValueError, match="in_channels must be divisible by groups .*in_channels=3 .*groups=2"):
         LazyConv1d(4, 3, groups=2)(nb.ones(1, 3, 5))
     with pytest.raises(ValueError, match=r"got input \(5,\), expected \(N, C\) or \(N, C, L\)"):

@@ -269,8 +269,7 @@ class _LazyConvMixin(LazyModuleMixin):
     def _get_in_channels(self, input: Any) -> int:
         n = self._n
         if not isinstance(input, Tensor) or input.ndim not in (n + 1, n + 2):
-            spatial = ("L",) if n == 1 else ("H", "W")
-            dims = ", ".join(("C", *spatial))
+            dims = ", ".join(("C", *{1: ("L",), 2: ("H", "W"), 3: ("D", "H", "W")}[n]))
             raise self.input_error(getattr(input, "shape", ()), f"(N, {dims}) or ({dims})")
         return int(input.shape[-n - 1])
 
