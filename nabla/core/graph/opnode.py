@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import weakref
 from typing import Any
 
@@ -19,33 +18,29 @@ def freeze(value: Any) -> Any:
     kind = type(value)  # exact-type checks first: this runs on every op call
     if kind in _EXACT:
         return value
-    if kind is tuple and all(type(v) in _EXACT for v in value):
-        return value
-    if isinstance(value, bool | int | str | DType) or value is None:
-        return value
-    if isinstance(value, float):
-        return ("f", repr(value)) if (math.isnan(value) or value == 0.0) else value
-    if isinstance(value, tuple | list):
-        if all(type(v) is int for v in value):  # shapes and axes: the common case
-            return tuple(value)
-        return tuple([freeze(v) for v in value])
-    if isinstance(value, dict):  # an op's kwargs: on every op call, so ints and int tuples inline
-        items = []
-        for k, v in value.items():
-            kind = type(v)
-            if kind is int or kind is bool or kind is str or v is None:
-                items.append((k, v))
-            elif kind is tuple and all(type(e) is int for e in v):
-                items.append((k, v))
-            else:
-                items.append((k, freeze(v)))
+    if kind is float:
+        return ("f", repr(value)) if value == 0.0 or value != value else value
+    if kind is tuple or kind is list:
+        # shapes and axes (ints), and an optimizer's (name, value) constants
+        if kind is tuple and all(type(v) in _EXACT for v in value):
+            return value
+        return tuple([v if type(v) in _EXACT else freeze(v) for v in value])
+    if kind is dict:  # an op's kwargs
+        items = [(k, v if type(v) in _EXACT else freeze(v)) for k, v in value.items()]
         if len(items) > 1:
             items.sort()  # keys are unique: values are never compared
         return tuple(items)
+    key = getattr(value, "structural_key", None)
+    if key is not None:
+        return key()
+    if isinstance(value, bool | int | str | DType):
+        return value
+    if isinstance(value, float):
+        return freeze(float(value))
+    if isinstance(value, tuple | list):
+        return tuple([freeze(v) for v in value])
     if hasattr(value, "item") and getattr(value, "ndim", None) == 0:  # NumPy scalars
         return freeze(value.item())
-    if hasattr(value, "structural_key"):
-        return value.structural_key()
     raise TypeError(f"static op argument {value!r} of type {type(value).__name__} is not hashable")
 
 
