@@ -194,4 +194,4 @@ def backward_program(grads: list[TensorImpl], boundary: set[int]) -> SubProgram:
 @register("call")
 def call(sub: SubProgram, args: list[Tensor]) -> tuple[Tensor, ...]:
     """Record `sub` as one op on `args` (plus the constants the trace captured)."""
-    return _call(*args, *[Tensor(c) for c in sub.consts], sub=sub)
+    return _call(*args, *[Tensor._operand(c) for c in sub.consts], sub=sub)

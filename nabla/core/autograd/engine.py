@@ -117,7 +117,7 @@ def backward_on_trace(
             if not retain_graph:
                 for k in plan.visited:
                     nodes[k].released = True
-            return {id(t): (t, Tensor(g)) for t, g in pairs}
+            return {id(t): (t, g) for t, g in pairs}
     if found:  # no signature, or one known not to be replayable
         return _run_rules(nodes, outputs, cotangents, wrt, retain_graph, create_graph)[0]
     with _replay.recording() as rec:
@@ -130,7 +130,7 @@ def backward_on_trace(
         return result
     # Later backwards of this structure record the backward as one `call`: so does this one,
     # so every step builds the same graph (one compile). The rules' nodes are dropped.
-    return {id(t): (t, Tensor(g)) for t, g in _replay.apply(plan, seen)}
+    return {id(t): (t, g) for t, g in _replay.apply(plan, seen)}
 
 
 def _run_rules(

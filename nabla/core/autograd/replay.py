@@ -229,20 +229,21 @@ def _fuse(plan: Plan, position: dict[int, int], grads: list[TensorImpl]) -> None
     ]
 
 
-def replay(plan: Plan, seen: list) -> list[tuple[TensorImpl, TensorImpl]]:
+def replay(plan: Plan, seen: list) -> list[tuple[TensorImpl, Tensor]]:
     """A backward replayed from its plan (`apply`, counted in `TAPE.replays`)."""
     TAPE.replays += 1
     return apply(plan, seen)
 
 
-def apply(plan: Plan, seen: list) -> list[tuple[TensorImpl, TensorImpl]]:
-    """The plan's gradients on the forward graph `seen` came from: one `call` op when the plan
-    has a sub-program, else its recorded nodes re-created."""
+def apply(plan: Plan, seen: list) -> list[tuple[TensorImpl, Tensor]]:
+    """The plan's gradients (per gradient: the tensor it is for, the gradient) on the forward
+    graph `seen` came from: one `call` op when the plan has a sub-program, else its recorded
+    nodes re-created."""
     if plan.sub is not None:
         with set_grad_enabled(False):
-            outs = OPS.call(plan.sub, [Tensor(seen[k]) for k in plan.sub_args])
+            outs = OPS.call(plan.sub, [Tensor._operand(seen[k]) for k in plan.sub_args])
         return [
-            (seen[t[1]], seen[g[1]] if g[0] == "f" else outs[g[1]]._impl)
+            (seen[t[1]], Tensor(seen[g[1]]) if g[0] == "f" else outs[g[1]])
             for (t, _), g in zip(plan.results, plan.sub_results, strict=True)
         ]
     made: list[list] = []
@@ -255,4 +256,4 @@ def apply(plan: Plan, seen: list) -> list[tuple[TensorImpl, TensorImpl]]:
         outs = [TensorImpl(shape, dtype, device=device, requires_grad=rg) for shape, dtype, device, rg in out_specs]
         node.set_outputs(outs)
         made.append(outs)
-    return [(resolve(target), resolve(grad)) for target, grad in plan.results]
+    return [(resolve(target), Tensor(resolve(grad))) for target, grad in plan.results]

@@ -58,6 +58,14 @@ class Tensor(TorchMethods):
 
     # -- construction -------------------------------------------------------------------
     @classmethod
+    def _operand(cls, impl: TensorImpl) -> Tensor:
+        """A facade through which library code passes `impl` to an op and then drops: not
+        tracked as a pending result (`Tensor(impl)` is, when unrealized)."""
+        t = object.__new__(cls)
+        t._impl, t._grad = impl, None
+        return t
+
+    @classmethod
     def from_numpy(cls, array: np.ndarray, *, dtype: DType | None = None, requires_grad: bool = False) -> Tensor:
         """Wrap a NumPy array as a realized tensor (copied if its dtype or layout must change)."""
         target = _dt.as_dtype(dtype) if dtype is not None else _dt.from_numpy_dtype(array.dtype)
