@@ -33,7 +33,7 @@ from nabla.core.common import dtypes as _dt
 from nabla.core.sharding import OpShardingRule
 from nabla.ops.base import AVal, Operation
 
-__all__ = ["MAX_MATH", "NUMPY_MATH", "FusedUpdate", "fused_update"]
+__all__ = ["MAX_MATH", "NUMPY_MATH", "FusedUpdate", "fused_update", "fused_update_"]
 
 
 class _NumpyMath:
@@ -238,6 +238,32 @@ def fused_update(
         ...     return p - (g + p * wd) * xp.cast(s["lr"], p), state
         >>> [(new_w, _)] = fused_update(sgd, [w], [w.grad], [()], {"lr": lr_t}, wd=0.01)
     """
+    inputs, kwargs = _operands(rule, params, grads, states, scalars, consts)
+    outs = _fused(*inputs, **kwargs)
+    per = 1 + kwargs["n_state"]
+    return [(outs[i], tuple(outs[i + 1 : i + per])) for i in range(0, len(outs), per)]
+
+
+def fused_update_(
+    rule: Callable,
+    params: list[Tensor],
+    grads: list[Tensor],
+    states: list[tuple[Tensor, ...]],
+    scalars: dict[str, Tensor],
+    **consts: Any,
+) -> None:
+    """`fused_update` that writes each new value into its tensor: every parameter and state
+    tensor then holds its updated value (a promise), keeping its `requires_grad`.
+
+    Example:
+        >>> fused_update_(sgd, [w], [w.grad], [()], {"lr": lr_t}, wd=0.01)  # w is updated
+    """
+    inputs, kwargs = _operands(rule, params, grads, states, scalars, consts)
+    _fused.call_into([t for p, s in zip(params, states, strict=True) for t in (p, *s)], *inputs, **kwargs)
+
+
+def _operands(rule: Callable, params: list, grads: list, states: list, scalars: dict, consts: dict) -> tuple:
+    """The fused op's inputs (the scalars, then per parameter p, g, *state) and kwargs."""
     n_state = len(states[0]) if states else 0
     names = tuple(sorted(scalars))
     inputs = [scalars[n] for n in names]
@@ -246,6 +272,4 @@ def fused_update(
             raise ValueError(f"fused_update: every parameter needs {n_state} state tensors, got {len(s)}")
         inputs += [p, g, *s]
     wrapped = _RULES.get(rule) or _RULES.setdefault(rule, _Rule(rule))
-    outs = _fused(*inputs, rule=wrapped, names=names, n_state=n_state, consts=tuple(sorted(consts.items())))
-    per = 1 + n_state
-    return [(outs[i], tuple(outs[i + 1 : i + per])) for i in range(0, len(outs), per)]
+    return inputs, {"rule": wrapped, "names": names, "n_state": n_state, "consts": tuple(sorted(consts.items()))}

@@ -48,7 +48,7 @@ from nabla.core.graph.tracing import tracing
 from nabla_nn.module import _assembled
 from nabla_nn.parameter import Parameter
 
-from .fused import fused_update
+from .fused import fused_update_
 
 __all__ = ["Optimizer", "ParamsT"]
 
@@ -390,13 +390,8 @@ class Optimizer:
             g = p._grad
             grads.append(g if g._impl.dtype is p._impl.dtype else g.to(p.dtype))
         scalars = {name: group.scalar(name) for name in self.scalar_names}
-        results = fused_update(self.rule, params, grads, states, scalars, **self.rule_consts(group))
-        updated: list[Tensor] = []
-        for p, old_state, (new_p, new_state) in zip(params, states, results, strict=True):
-            updated.append(p._adopt(new_p))
-            for t, new in zip(old_state, new_state, strict=True):
-                updated.append(t._adopt(new))
-        return updated
+        fused_update_(self.rule, params, grads, states, scalars, **self.rule_consts(group))
+        return [t for p, row in zip(params, states, strict=True) for t in (p, *row)]
 
     def _state_tensor(self, p: Parameter, key: str) -> Tensor:
         value = self.state[p].get(key)

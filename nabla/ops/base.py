@@ -128,6 +128,39 @@ class Operation:
 
     # -- the pipeline -----------------------------------------------------------------------
     def __call__(self, *args: Tensor, **kwargs: Any) -> Any:
+        outs, node, args, sharded, has_tangent = self.bind(args, kwargs)
+        if sharded or has_tangent:
+            tensors = self._finish(outs, node, args, sharded, has_tangent)
+        else:
+            tensors = [Tensor(o) for o in outs]
+        return tensors[0] if len(tensors) == 1 and not self.always_tuple else tuple(tensors)
+
+    def call_into(self, facades: list[Tensor], *args: Tensor, **kwargs: Any) -> None:
+        """Apply the op and point each of `facades` at its output, in order (an optimizer's
+        fused update writing its parameters and state; no output tensors are made for that).
+        The op must not be differentiable: the facades keep their `requires_grad`."""
+        outs, node, args, sharded, has_tangent = self.bind(args, kwargs)
+        if sharded or has_tangent:  # steps 7 and 8 work on output tensors
+            for facade, out in zip(facades, self._finish(outs, node, args, sharded, has_tangent), strict=True):
+                facade._adopt(out)
+            return
+        for facade, out in zip(facades, outs, strict=True):
+            facade._install(out)
+
+    def _finish(self, outs: list, node: OpNode, args: tuple, sharded: bool, has_tangent: bool) -> list[Tensor]:
+        """Steps 7 and 8 of an op call on sharded or forward-mode operands: the output tensors."""
+        tensors = [Tensor(o) for o in outs]
+        # 7. auto-reduction of partial sums (sharding layer; a no-op on unsharded tensors)
+        if sharded:
+            tensors = self.apply_auto_reduction(tensors)
+        # 8. forward-mode tangents
+        if has_tangent:
+            _apply_jvp(self, list(args), tensors, node.rule_kwargs)
+        return tensors
+
+    def bind(self, args: tuple, kwargs: dict) -> tuple[list[TensorImpl], OpNode, tuple, bool, bool]:
+        """Steps 1-6 of an op call: (output impls, their OpNode, the arguments as the op took
+        them, whether any is sharded, whether any has a forward-mode tangent)."""
         # Every op call of a training step runs this, so it is written for speed (one pass
         # over the inputs, no work for features not in use); the numbered steps are the pipeline.
         impls = [a._impl for a in args]
@@ -178,14 +211,7 @@ class Operation:
             TAPE.nodes.append(node)
         if CONFIG.eager_max_graph:  # debugging / shape oracle: build the MAX nodes now
             GRAPH_EAGER.build(node, outs)
-        tensors = [Tensor(o) for o in outs]
-        # 7. auto-reduction of partial sums (sharding layer; a no-op on unsharded tensors)
-        if sharded:
-            tensors = self.apply_auto_reduction(tensors)
-        # 8. forward-mode tangents
-        if has_tangent:
-            _apply_jvp(self, list(args), tensors, node.rule_kwargs)
-        return tensors[0] if len(tensors) == 1 and not self.always_tuple else tuple(tensors)
+        return outs, node, args, sharded, has_tangent
 
     # -- overridable pieces -------------------------------------------------------------
     def adapt_kwargs(self, impls: list[TensorImpl], kwargs: dict, batch_dims: int) -> dict:
