@@ -68,6 +68,7 @@ def count_ops(monkeypatch):
 @pytest.mark.parametrize("kind", ["mlp", "bn", "dropout"])
 def test_compiled_module_trains_exactly_like_the_op_by_op_loop(kind, monkeypatch):
     monkeypatch.setattr(replay, "_PLANS", {})  # the loop's first backward runs its rules (no replay yet)
+    monkeypatch.setattr(replay, "_LAST", [None])
     ref_losses, ref_state, ref_ops = _train(kind, compiled=False)
     losses, state, ops = _train(kind, compiled=True)
     np.testing.assert_allclose(losses, ref_losses, rtol=1e-5)

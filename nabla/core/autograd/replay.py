@@ -76,6 +76,7 @@ class Plan:
 
 _MISSING = object()
 _PLANS: dict = {}  # signature -> Plan, or None for "never replayable"; insertion ordered
+_LAST: list = [None]  # (signature, plan) last found: compared before hashing (signatures hash dtypes in Python)
 
 
 def _plain(impl: TensorImpl) -> bool:
@@ -141,12 +142,19 @@ def signature(
 
 def lookup(key: tuple) -> tuple[bool, Plan | None]:
     """(seen before, its plan: None if it cannot be replayed)."""
-    plan = _PLANS.get(key, _MISSING)  # one hash of the (large) key: no LRU reordering
-    return (False, None) if plan is _MISSING else (True, plan)
+    last = _LAST[0]
+    if last is not None and last[0] == key:  # a training loop: no hashing of the (large) key
+        return True, last[1]
+    plan = _PLANS.get(key, _MISSING)  # one hash: no LRU reordering
+    if plan is _MISSING:
+        return False, None
+    _LAST[0] = (key, plan)
+    return True, plan
 
 
 def remember(key: tuple, plan: Plan | None) -> None:
     _PLANS[key] = plan
+    _LAST[0] = None
     if len(_PLANS) > _PLANS_KEPT:
         del _PLANS[next(iter(_PLANS))]
 
