@@ -20,7 +20,8 @@ from max.dtype import DType
 from max.engine import InferenceSession
 from max.graph import DeviceRef, Graph, Module, TensorType
 
-from nabla.ops.conv import _conv2d, _conv2d_weight_grad, _conv_transpose2d
+from nabla.ops.conv import _conv2d, _conv_transpose2d
+from nabla.ops.conv_grad import _conv2d_weight_grad
 from nabla.ops.pooling import _max_pool2d, _max_pool2d_grad
 from nabla.ops.reduction import _sum
 

@@ -15,6 +15,7 @@ from . import (
     control_flow,
     conv,
     creation,
+    cumulative,
     custom,
     gather_scatter,
     indexing,
@@ -36,6 +37,7 @@ from .communication import *  # noqa: F403
 from .control_flow import *  # noqa: F403
 from .conv import *  # noqa: F403
 from .creation import *  # noqa: F403
+from .cumulative import *  # noqa: F403
 from .custom import *  # noqa: F403
 from .gather_scatter import *  # noqa: F403
 from .indexing import *  # noqa: F403
@@ -59,6 +61,7 @@ FAMILIES = (
     "control_flow",
     "conv",
     "creation",
+    "cumulative",
     "custom",
     "gather_scatter",
     "indexing",

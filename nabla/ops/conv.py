@@ -17,7 +17,8 @@ Inside the primitives padding is explicit per side, `(before, after)` for each s
 (`(top, bottom, left, right)` in 2-D), and a negative entry crops. The public functions turn
 PyTorch's arguments ("same", output_padding) into it, and the gradient rules use negative entries
 to drop rows a strided window never reads. conv1d runs the 2-D primitive on a height-1 image.
-The window helpers below are shared with `pooling.py`.
+The window arithmetic shared with `pooling.py` lives in `windows.py`; the weight-gradient
+primitives in `conv_grad.py`.
 
 Under vmap both operands arrive with one batch prefix (x `(P.., N, C, *S)`, w `(P.., O, C/g, *K)`);
 the kernels fold the prefix into the groups (one grouped convolution, `groups * prod(P)`), since a
@@ -33,181 +34,42 @@ and the spatial dims stay whole (no halo exchange). With groups > 1 the channel 
 
 from __future__ import annotations
 
-import itertools
 import math
 from typing import Any
 
 import numpy as np
-from max.dtype import DType
 from max.graph import ops
-from numpy.lib.stride_tricks import sliding_window_view
 
-from ..core.common import dtypes as _dt
 from ..core.sharding import OpShardingRule
 from ..core.tensor.tensor import Tensor, grad_enabled_for
 from . import batching as _batching
 from . import binary as _bin
 from . import view as _view
-from ._layout import as_nhwc, to_nchw
-from .base import AVal, Operation, public, shape_of
+from .base import AVal, Operation, public
+from .conv_grad import _conv2d_weight_grad, _conv3d_weight_grad, _weight_grad
+from .windows import (
+    Pads,
+    _axes,
+    _batched,
+    _channels_last,
+    _check_tensor,
+    _ints,
+    _lead,
+    _mx_from_nhwc,
+    _mx_pad,
+    _mx_place,
+    _mx_to_nhwc,
+    _np_pad,
+    _np_windows,
+    _offsets,
+    _out_sizes,
+    _pairs,
+    _shape,
+    _subscripts,
+    _transposed_sizes,
+)
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose2d", "conv_transpose3d"]
-
-Pads = tuple[int, ...]  # (before, after) per spatial dim, e.g. (top, bottom, left, right); negative entries crop
-
-
-# -- small helpers shared by the kernels ----------------------------------------------------------
-def _pairs(pads: Pads) -> list[tuple[int, int]]:
-    return list(zip(pads[::2], pads[1::2], strict=True))
-
-
-def _np_pad(x: np.ndarray, pads: Pads, value: float = 0.0) -> np.ndarray:
-    """Pad (positive) or crop (negative) the last `len(pads) // 2` axes of `x`."""
-    pairs = _pairs(pads)
-    n = len(pairs)
-    crop = tuple(slice(max(-a, 0), s - max(-b, 0)) for (a, b), s in zip(pairs, x.shape[-n:], strict=True))
-    x = x[(..., *crop)]
-    widths = [(0, 0)] * (x.ndim - n) + [(max(a, 0), max(b, 0)) for a, b in pairs]
-    if any(a or b for a, b in widths):
-        x = np.pad(x, widths, constant_values=value)
-    return x
-
-
-def _np_windows(x: np.ndarray, kernel: tuple, stride: tuple, dilation: tuple, out: tuple) -> np.ndarray:
-    """The (strided, dilated) windows of the last `len(kernel)` axes: shape (..., *out, *kernel), a view."""
-    n = len(kernel)
-    extent = tuple((k - 1) * d + 1 for k, d in zip(kernel, dilation, strict=True))
-    win = sliding_window_view(x, extent, axis=tuple(range(-n, 0)))
-    starts = tuple(slice(None, (o - 1) * s + 1, s) for o, s in zip(out, stride, strict=True))
-    return win[(..., *starts, *(slice(None, None, d) for d in dilation))]
-
-
-def _offsets(kernel: tuple, dilation: tuple) -> list[tuple[int, ...]]:
-    """(k, offset along each spatial axis) of every kernel element, k its flat index in PyTorch's
-    scan order (in 2-D: (k, row offset, column offset))."""
-    taps = itertools.product(*(range(k) for k in kernel))
-    return [(k, *(i * d for i, d in zip(tap, dilation, strict=True))) for k, tap in enumerate(taps)]
-
-
-def _out_size(size: int, before: int, after: int, kernel: int, stride: int, dilation: int) -> int:
-    return (size + before + after - dilation * (kernel - 1) - 1) // stride + 1
-
-
-def _out_sizes(size: tuple, pads: Pads, kernel: tuple, stride: tuple, dilation: tuple) -> tuple[int, ...]:
-    """`_out_size` of every spatial dim."""
-    return tuple(map(_out_size, size, pads[::2], pads[1::2], kernel, stride, dilation))
-
-
-def _transposed_sizes(size: tuple, pads: Pads, kernel: tuple, stride: tuple, dilation: tuple) -> tuple[int, ...]:
-    """A transposed convolution's output sizes: the full extent, cropped by `pads`."""
-    return tuple(
-        (n - 1) * s + d * (k - 1) + 1 - a - b
-        for n, (a, b), k, s, d in zip(size, _pairs(pads), kernel, stride, dilation, strict=True)
-    )
-
-
-def _subscripts(n: int) -> tuple[str, str]:
-    """einsum letters of `n` spatial dims and of their kernel taps."""
-    return "dhw"[3 - n :], "ijk"[:n]
-
-
-def _axes(n: int) -> tuple[str, ...]:
-    """Sharding factor names of `n` spatial dims."""
-    return tuple("dhw"[3 - n :])
-
-
-def _channels_last(n: int) -> list[int]:
-    """(N, C, *S) -> (N, *S, C) for `n` spatial dims (NHWC in 2-D)."""
-    return [0, *range(2, n + 2), 1]
-
-
-def _channels_first(n: int) -> list[int]:
-    return [0, n + 1, *range(1, n + 1)]
-
-
-def _shape(v: Any) -> tuple[int, ...]:
-    return shape_of(v)
-
-
-def _mx_pad(v: Any, pads: Pads, value: float = 0.0, trail: int = 0) -> Any:
-    """MAX: pad (positive) or crop (negative) the `len(pads) // 2` spatial axes of `v`, which `trail`
-    axes follow (0: (..., H, W); 1: NHWC)."""
-    shape, pairs = _shape(v), _pairs(pads)
-    lead = len(shape) - len(pairs) - trail
-    if min(pads) < 0:
-        sizes = shape[lead : lead + len(pairs)]
-        crop = [slice(max(-a, 0), s - max(-b, 0)) for (a, b), s in zip(pairs, sizes, strict=True)]
-        v = ops.slice_tensor(v, [slice(None)] * lead + crop + [slice(None)] * trail)
-    if max(pads) > 0:
-        widths = [max(p, 0) for p in pads]
-        v = ops.pad(v, [0, 0] * lead + widths + [0, 0] * trail, value=value)
-    return v
-
-
-def _mx_strided(v: Any, start: tuple, stride: tuple, out: tuple, trail: int = 0) -> Any:
-    """MAX: `v[..., r0::sh][:OH], [c0::sw][:OW]` on the spatial axes (`trail` as in `_mx_pad`)."""
-    lead = len(v.shape) - len(start) - trail
-    spatial = [slice(a, a + (o - 1) * s + 1, s) for a, s, o in zip(start, stride, out, strict=True)]
-    return ops.slice_tensor(v, [slice(None)] * lead + spatial + [slice(None)] * trail)
-
-
-def _mx_place(v: Any, start: tuple, stride: tuple, size: tuple) -> Any:
-    """MAX, the transpose of `_mx_strided`: put `v` (..., OH, OW) at rows start[0] + i*sh and
-    columns start[1] + j*sw of a zero tensor (..., size[0], size[1]) (likewise in 3-D)."""
-    n = len(start)
-    shape = _shape(v)
-    lead, inner = shape[:-n], shape[-n:]
-    if any(s != 1 for s in stride):  # insert stride-1 zeros between elements
-        v = ops.reshape(v, lead + tuple(d for o in inner for d in (o, 1)))
-        v = ops.pad(v, [0, 0] * len(lead) + [p for s in stride for p in (0, 0, 0, s - 1)])
-        v = ops.reshape(v, lead + tuple(o * s for o, s in zip(inner, stride, strict=True)))
-    pads = [p for a, z, o, s in zip(start, size, inner, stride, strict=True) for p in (a, z - a - o * s)]
-    return _mx_pad(v, tuple(pads))
-
-
-def _mx_channels_last(v: Any) -> Any:
-    """MAX: (N, C, *S) -> (N, *S, C); a 4-D value's NHWC twin when it has one."""
-    rank = len(_shape(v))
-    return as_nhwc(v) if rank == 4 else ops.permute(v, _channels_last(rank - 2))
-
-
-def _mx_to_nhwc(v: Any, spatial: int = 2) -> tuple[Any, tuple[int, ...]]:
-    """MAX: (..., C, *S) -> (N, *S, C) with the leading dims merged (a 4-D value's NHWC twin
-    when it has one: no permute); returns the lead dims."""
-    shape = _shape(v)
-    lead = shape[: -spatial - 1]
-    if len(lead) == 1:
-        return _mx_channels_last(v), lead
-    v = ops.reshape(v, (math.prod(lead),) + shape[-spatial - 1 :])
-    return ops.permute(v, _channels_last(spatial)), lead
-
-
-def _mx_from_nhwc(v: Any, lead: tuple[int, ...]) -> Any:
-    """MAX: the inverse of `_mx_to_nhwc`; a 4-D result keeps `v` as its NHWC twin."""
-    rank = len(_shape(v))
-    if len(lead) == 1 and rank == 4:
-        return to_nchw(v)
-    v = ops.permute(v, _channels_first(rank - 2))
-    return v if len(lead) == 1 else ops.reshape(v, lead + _shape(v)[1:])
-
-
-def _mx_pool(xp: Any, pool: Any) -> Any:
-    """MAX: run an NHWC pooling `pool` over the last two axes of the padded `xp (..., C, H, W)`."""
-    shape = _shape(xp)
-    v = ops.reshape(xp, (1,) + shape) if len(shape) < 3 else xp
-    xn, lead = _mx_to_nhwc(v)
-    y = _mx_from_nhwc(pool(xn), lead)
-    return ops.reshape(y, shape[:-2] + _shape(y)[-2:])
-
-
-def _mx_const(array: np.ndarray, like: Any) -> Any:
-    return ops.cast(ops.constant(array.astype(np.float32), DType.float32, device=like.device), like.dtype)
-
-
-def _lead(shape: tuple, rank: int, op: str, arg: str = "x") -> tuple[int, ...]:
-    if len(shape) < rank:
-        raise ValueError(f"{op}: {arg} must have rank >= {rank}, got shape {shape}")
-    return shape[:-rank]
 
 
 def _check_weight(x: tuple, w: tuple, op: str, spatial: int = 2) -> None:
@@ -241,7 +103,7 @@ def _fold(x: Any, w: Any, groups: int, spatial: int, permute: Any, reshape: Any,
     return x, w, groups * p, unfold
 
 
-_NP_ARRAYS = (np.transpose, np.reshape, np.shape)  # (permute, reshape, shape) for `_fold`, `_fold_batch`
+_NP_ARRAYS = (np.transpose, np.reshape, np.shape)  # (permute, reshape, shape) for `_fold`, conv_grad's `_fold_batch`
 _MX_ARRAYS = (lambda v, p: ops.permute(v, list(p)), ops.reshape, _shape)
 
 
@@ -251,16 +113,6 @@ def _np_fold(x: np.ndarray, w: np.ndarray, groups: int, spatial: int) -> tuple:
 
 def _mx_fold(x: Any, w: Any, groups: int, spatial: int) -> tuple:
     return _fold(x, w, groups, spatial, *_MX_ARRAYS)
-
-
-def _fold_batch(v: Any, prefix: tuple, permute: Any, reshape: Any, shape: Any) -> Any:
-    """(P.., N, C, *S) -> (N, P*C, *S): vmap's batch joins the channels as groups (the weight
-    gradient's operands, which share the prefix)."""
-    if not prefix:
-        return v
-    dims, b = tuple(shape(v)), len(prefix)
-    v = permute(v, [b, *range(b), *range(b + 1, len(dims))])
-    return reshape(v, (dims[b], math.prod(prefix) * dims[b + 1]) + dims[b + 2 :])
 
 
 def _apply(op: Operation, x: Tensor, w: Tensor, **kw: Any) -> Tensor:
@@ -427,154 +279,7 @@ class Conv3dOp(Conv2dOp):
     spatial = 3
 
 
-def _weight_grad(
-    inp: Tensor, gout: Tensor, kernel: tuple, stride: tuple, padding: Pads, dilation: tuple, groups: int
-) -> Tensor:
-    """`sum_{n,oh,ow} gout[n, o, oh, ow] * pad(inp)[n, c, oh*s + i*d, ow*s + j*d]` (likewise in
-    3-D): the weight gradient of a convolution (inp = x, gout = cotangent) and of its transpose
-    (inp = cotangent, gout = x). `padding` must be exact (every padded row is read).
-    Shape (O, C/G, *kernel)."""
-    n = len(kernel)
-    m = math.prod(inp.shape[: -n - 1])
-    inp = _view.reshape(inp, (m,) + inp.shape[-n - 1 :])
-    gout = _view.reshape(gout, (m,) + gout.shape[-n - 1 :])
-    return _prims(n)[2](
-        inp, gout, kernel=tuple(kernel), stride=stride, padding=padding, dilation=dilation, groups=groups
-    )
-
-
-class Conv2dWeightGradOp(Operation):
-    """`x (N, C, H, W)` and `g (N, O, OH, OW)` -> `(O, C/groups, kH, kW)`: conv2d's weight gradient
-    (Conv3dWeightGradOp: the same over (D, H, W)). Bilinear; the batch is contracted (a
-    batch-sharded operand leaves a partial sum).
-
-    MAX: a stride-1 convolution is one matmul per group. Flattened with the padded width Wp,
-    the input row read by offset (i, j) is the output row plus i*d*Wp + j*d, so each offset's
-    operand is a contiguous shift of the flattened input (g is zero-padded to Hp x Wp, which
-    zeroes the rows that wrap). Strided ones run as a convolution whose batch is C/G and whose
-    channels are the images."""
-
-    name = "conv2d_weight_grad"
-    partial_ok = (0, 1)
-    scales_partials = True
-    spatial = 2
-
-    def abstract_eval(self, x: AVal, g: AVal, *, kernel: tuple, groups: int, **kw: Any) -> AVal:
-        (xs, dtype), gs, n = x, g[0], self.spatial
-        if len(xs) < n + 2 or len(gs) != len(xs) or xs[: -n - 1] != gs[: -n - 1]:
-            raise ValueError(f"{self.name}: input {xs} and output gradient {gs} do not match")
-        return xs[: -n - 2] + (gs[-n - 1], xs[-n - 1] // groups) + tuple(kernel), dtype
-
-    def sharding_rule_for(self, in_shapes: list, out_shapes: list, kwargs: dict) -> OpShardingRule:
-        x, g = in_shapes
-        n, axes = self.spatial, _axes(self.spatial)
-        ci, co, sizes, whole = _channel_factors(kwargs["groups"], x[-n - 1], g[-n - 1], n)
-        x_dims = (("n",), ci, *((a,) for a in axes))
-        g_dims = (("n",), co, *((f"o{a}",) for a in axes))
-        out = (co, ci[-1:], *((f"k{a}",) for a in axes))
-        return OpShardingRule((x_dims, g_dims), (out,), sizes, frozenset(whole), "sum", self.partial_ok)
-
-    def local_kwargs(self, kwargs: dict, in_avals: list, out_shapes: list) -> dict:
-        n = self.spatial
-        per_group = out_shapes[0][-n - 1]
-        if kwargs["groups"] == 1 or not per_group:
-            return kwargs
-        return {**kwargs, "groups": in_avals[0][0][-n - 1] // per_group}  # a sharded group factor
-
-    def kernel(
-        self, x: Any, g: Any, *, kernel: tuple, stride: tuple, padding: Pads, dilation: tuple, groups: int
-    ) -> Any:
-        prefix = _shape(x)[: -self.spatial - 2]
-        x, g = _fold_batch(x, prefix, *_MX_ARRAYS), _fold_batch(g, prefix, *_MX_ARRAYS)
-        groups *= math.prod(prefix)
-        if all(s == 1 for s in stride):
-            res = _mx_wgrad_shifted(x, g, kernel, padding, dilation, groups)
-        else:
-            res = _mx_wgrad_conv(x, g, stride, padding, dilation, groups)
-        return ops.reshape(res, prefix + (_shape(res)[0] // math.prod(prefix),) + _shape(res)[1:])
-
-    def numpy_kernel(
-        self, x: np.ndarray, g: np.ndarray, *, kernel: tuple, stride: tuple, padding: Pads, dilation: tuple, groups: int
-    ) -> np.ndarray:
-        n = self.spatial
-        prefix = x.shape[: -n - 2]
-        p = math.prod(prefix)
-        x, g, groups = _fold_batch(x, prefix, *_NP_ARRAYS), _fold_batch(g, prefix, *_NP_ARRAYS), groups * p
-        m, c = x.shape[:2]
-        o, out = g.shape[1], g.shape[2:]
-        xg = _np_pad(x.reshape((m, groups, c // groups) + x.shape[2:]), padding)
-        win = _np_windows(xg, kernel, stride, dilation, out)
-        sp, taps = _subscripts(n)
-        gg = g.reshape((m, groups, o // groups) + out)
-        res = np.einsum(f"ngc{sp}{taps},ngo{sp}->goc{taps}", win, gg, optimize=True)
-        res = res.reshape(prefix + (o // p,) + res.shape[2:])  # (G, O/G, ...) -> (P.., O, ...)
-        return np.ascontiguousarray(res, dtype=x.dtype)
-
-    def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, kernel: tuple, **kw: Any) -> list:
-        x, g = primals
-        ct = cotangents[0]
-        conv, transpose, _ = _prims(self.spatial)
-        dx = _apply(transpose, g, ct, **kw) if x.requires_grad else None
-        dg = _apply(conv, x, ct, **kw) if g.requires_grad else None
-        return [dx, dg]
-
-    def jvp_rule(self, primals: list, tangents: list, outputs: list, **kw: Any) -> list:
-        x, g = primals
-        tx, tg = tangents
-        return [_bin.add(self(tx, g, **kw), self(x, tg, **kw))]
-
-
-class Conv3dWeightGradOp(Conv2dWeightGradOp):
-    """`x (N, C, D, H, W)` and `g (N, O, OD, OH, OW)` -> `(O, C/groups, kD, kH, kW)`."""
-
-    name = "conv3d_weight_grad"
-    spatial = 3
-
-
-def _mx_wgrad_shifted(x: Any, g: Any, kernel: tuple, padding: Pads, dilation: tuple, groups: int) -> Any:
-    """MAX, stride 1: per group, (K*C/G, M) shifted rows of the flattened padded input times
-    the (M, O/G) zero-padded output gradient, M = N * Hp * Wp (N * Dp * Hp * Wp in 3-D)."""
-    n = len(kernel)
-    b, c, size = _shape(x)[0], _shape(x)[1], _shape(x)[2:]
-    o, out = _shape(g)[1], _shape(g)[2:]
-    cg, og, sp = c // groups, o // groups, list(range(3, n + 3))
-    if groups == 1:  # the same layouts as below without the unit group axis (MAX's 2-D kernels are faster)
-        xt = _mx_pad(ops.permute(x, [1, 0, *range(2, n + 2)]), padding)  # (C, N, *Sp)
-        gt = _mx_channels_last(g)  # (N, *OS, O)
-    else:
-        xt = _mx_pad(ops.permute(ops.reshape(x, (b, groups, cg) + size), [1, 2, 0, *sp]), padding)
-        gt = ops.permute(ops.reshape(g, (b, groups, og) + out), [1, 0, *sp, 2])  # (G, N, *OS, O/G)
-    padded = _shape(xt)[-n:]
-    m, lead = b * math.prod(padded), () if groups == 1 else (groups,)
-    steps = [math.prod(padded[i + 1 :]) for i in range(n)]  # the flattened strides of the padded dims
-    offsets = [sum(a * s for a, s in zip(offs, steps, strict=True)) for _, *offs in _offsets(kernel, dilation)]
-    xt = ops.reshape(xt, lead + (cg, m))
-    xt = ops.pad(xt, [0, 0] * len(lead) + [0, 0, 0, offsets[-1]])  # the rows the last shift reads
-    zeros = [p for a, q in zip(padded, out, strict=True) for p in (0, a - q)]
-    gt = ops.pad(gt, [0, 0] * len(lead) + [0, 0, *zeros, 0, 0])  # zeroes the wrapped rows
-    sliced = [ops.slice_tensor(xt, [slice(None)] * len(lead) + [slice(None), slice(s, s + m)]) for s in offsets]
-    cols = ops.reshape(ops.stack(sliced, axis=len(lead)), lead + (len(offsets) * cg, m))
-    res = ops.matmul(cols, ops.reshape(gt, lead + (m, og)))  # (G.., K*C/G, O/G)
-    res = ops.permute(ops.reshape(res, (groups, *kernel, cg, og)), [0, n + 2, n + 1, *range(1, n + 1)])
-    return ops.reshape(res, (o, cg) + tuple(kernel))
-
-
-def _mx_wgrad_conv(x: Any, g: Any, stride: tuple, padding: Pads, dilation: tuple, groups: int) -> Any:
-    """MAX, any stride: a convolution of the input (batch C/G, channels (G, N)) with the output
-    gradient as its filter (G*O/G, N, *OS); stride and dilation swap roles."""
-    n = len(stride)
-    b, c, size = _shape(x)[0], _shape(x)[1], _shape(x)[2:]
-    o, out = _shape(g)[1], _shape(g)[2:]
-    cg, og, sp = c // groups, o // groups, list(range(3, n + 3))
-    a = ops.reshape(ops.permute(ops.reshape(x, (b, groups, cg) + size), [2, 1, 0, *sp]), (cg, groups * b) + size)
-    f = ops.reshape(ops.permute(ops.reshape(g, (b, groups, og) + out), [1, 2, 0, *sp]), (o, b) + out)
-    res = Conv2dOp._kernel(a, f, stride=dilation, padding=padding, dilation=stride, groups=groups)  # (C/G, O, *K)
-    return ops.permute(res, [1, 0, *range(2, n + 2)])
-
-
-_conv2d_weight_grad = Conv2dWeightGradOp()
 _conv2d = Conv2dOp()
-_conv3d_weight_grad = Conv3dWeightGradOp()
 _conv3d = Conv3dOp()
 
 
@@ -683,41 +388,7 @@ _conv_transpose2d = ConvTranspose2dOp()
 _conv_transpose3d = ConvTranspose3dOp()
 
 
-# -- argument checking ----------------------------------------------------------------------------
-def _ints(value: Any, n: int, op: str, arg: str, minimum: int) -> tuple[int, ...]:
-    """An int or a tuple of `n` ints (each >= minimum), as a tuple of `n` ints."""
-    items = (value,) * n if isinstance(value, int | np.integer) and not isinstance(value, bool) else value
-    if (
-        not isinstance(items, tuple | list)
-        or len(items) != n
-        or not all(isinstance(v, int | np.integer) and not isinstance(v, bool) for v in items)
-    ):
-        raise TypeError(f"{op}: {arg} must be an int or a tuple of {n} ints, got {value!r}")
-    items = tuple(int(v) for v in items)
-    if any(v < minimum for v in items):
-        what = "positive" if minimum == 1 else "non-negative"
-        raise ValueError(f"{op}: {arg} must be {what}, got {value!r}")
-    return items
-
-
-def _check_tensor(x: Any, op: str, arg: str) -> None:
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{op}: {arg} must be a Tensor, got {type(x).__name__}")
-    if not _dt.is_float(x.dtype):
-        raise TypeError(f"{op}: {arg} must have a floating-point dtype, got {x.dtype.name}")
-
-
-def _batched(x: Any, spatial: int, op: str) -> tuple[Tensor, bool]:
-    """Accept (C, *spatial) or (N, C, *spatial): returns the batched tensor and whether the input
-    was unbatched."""
-    _check_tensor(x, op, "input")
-    if x.ndim not in (spatial + 1, spatial + 2):
-        raise ValueError(
-            f"{op}: expected a {spatial + 1}-D (unbatched) or {spatial + 2}-D (batched) input, got shape {x.shape}"
-        )
-    return (_view.unsqueeze(x, 0), True) if x.ndim == spatial + 1 else (x, False)
-
-
+# -- argument checking (the checks shared with pooling are in windows.py) -------------------------
 def _check_groups(groups: Any, op: str) -> int:
     if not isinstance(groups, int | np.integer) or isinstance(groups, bool) or groups < 1:
         raise ValueError(f"{op}: groups must be a positive int, got {groups!r}")

@@ -8,8 +8,8 @@ Primitives (each with MAX lowering, NumPy kernel, VJP and JVP side by side):
     avg_pool2d          window sum over a per-window divisor
     avg_pool2d_grad     its transpose
 
-Padding inside the primitives is explicit per side, as in `conv.py`, whose window helpers these
-kernels share. The 1-D functions run the 2-D primitives on a height-1 image;
+Padding inside the primitives is explicit per side, as in `conv.py`; the window helpers both
+use are in `windows.py`. The 1-D functions run the 2-D primitives on a height-1 image;
 `adaptive_avg_pool2d` is composite.
 
 Sharding (`_spatial_rule`): the leading (batch, channel) dims pass through, the two spatial dims
@@ -34,7 +34,8 @@ from . import reduction as _red
 from . import view as _view
 from ._layout import as_nhwc, nhwc, to_nchw
 from .base import AVal, Operation, public
-from .conv import (  # the window helpers are shared with convolution
+from .creation import tensor
+from .windows import (  # the window helpers are shared with convolution
     Pads,
     _batched,
     _check_tensor,
@@ -50,7 +51,6 @@ from .conv import (  # the window helpers are shared with convolution
     _out_size,
     _shape,
 )
-from .creation import tensor
 
 __all__ = ["adaptive_avg_pool2d", "avg_pool1d", "avg_pool2d", "max_pool1d", "max_pool2d"]
 

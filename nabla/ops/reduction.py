@@ -1,8 +1,9 @@
-"""Reductions over any set of axes, with keepdims, and the scans and normalisations built on them.
+"""Reductions over any set of axes, with keepdims, and the normalisations built on them.
 
 Primitives (forward, MAX lowering, NumPy kernel, VJP and JVP side by side): sum, prod, max, min,
-argmax, argmin, cumsum, cumprod, softmax, log_softmax. Composites (derivatives for free): mean,
-var, std, logsumexp, norm, any, all.
+argmax, argmin, softmax, log_softmax. Composites (derivatives for free): mean, var, std,
+logsumexp, norm, any, all. The scans (cumsum, cumprod) are in cumulative.py, built on this
+module's one-axis base class (`_AxisOperation`) and argument helpers.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from . import view as _view
 from ._layout import NHWC, nhwc
 from .base import AVal, Operation, public, shape_of
 from .cast import cast
-from .communication import reshard, window, windowable
+from .communication import reshard, windowable
 from .creation import full, tensor
 
 __all__ = [
@@ -38,8 +39,6 @@ __all__ = [
     "any",
     "argmax",
     "argmin",
-    "cumprod",
-    "cumsum",
     "log_softmax",
     "logsumexp",
     "max",
@@ -338,7 +337,7 @@ _prod = ProdOp()
 _logsumexp = LogsumexpOp()
 
 
-# -- scans -------------------------------------------------------------------------------------
+# -- one-axis ops (softmax below; cumsum and cumprod in cumulative.py) -------------------------
 class _AxisOperation(Operation):
     """One input, one `axis` (physical after adapt_kwargs), output of the input's shape."""
 
@@ -350,96 +349,6 @@ class _AxisOperation(Operation):
 
     def sharding_rule_for(self, in_shapes: list, out_shapes: list, kwargs: dict) -> OpShardingRule:
         return _rules.elementwise(in_shapes, out_shapes, whole=(kwargs["axis"],))
-
-
-def _np_shift_in(x: np.ndarray, axis: int, fill: Any) -> np.ndarray:
-    """`x` moved one step along `axis`, `fill` entering at the front (an exclusive scan's input)."""
-    if x.shape[axis] == 0:
-        return x
-    head = np.full_like(np.take(x, [0], axis=axis), fill)
-    return np.concatenate([head, np.take(x, np.arange(x.shape[axis] - 1), axis=axis)], axis=axis)
-
-
-class CumsumOp(_AxisOperation):
-    """Inclusive (or `exclusive`) running sum along `axis`, front to back (or `reverse`)."""
-
-    name = "cumsum"
-
-    def kernel(self, x: Any, *, axis: int, exclusive: bool, reverse: bool) -> Any:
-        return ops.cumsum(x, axis=axis, exclusive=exclusive, reverse=reverse)
-
-    def numpy_kernel(self, x: np.ndarray, *, axis: int, exclusive: bool, reverse: bool) -> np.ndarray:
-        if reverse:
-            x = np.flip(x, axis)
-        if exclusive:
-            x = _np_shift_in(x, axis, 0)
-        out = np.cumsum(x, axis=axis, dtype=x.dtype)
-        return np.flip(out, axis) if reverse else out
-
-    def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, axis: int, exclusive: bool, reverse: bool):
-        # y_j = sum_{i<=j} x_i, so dx_i = sum_{j>=i} g_j: the same scan run the other way.
-        return [_cumsum(cotangents[0], axis=axis, exclusive=exclusive, reverse=not reverse)]
-
-    def jvp_rule(self, primals: list, tangents: list, outputs: list, *, axis: int, exclusive: bool, reverse: bool):
-        return [_cumsum(tangents[0], axis=axis, exclusive=exclusive, reverse=reverse)]
-
-
-def _max_shift_in(x: Any, axis: int, shift: int, fill: Any) -> Any:
-    """MAX: `x` moved `shift` steps along `axis`, `fill` entering at the front."""
-    n = int(x.shape[axis])
-    head_shape = list(shape_of(x))
-    head_shape[axis] = shift
-    head = ops.broadcast_to(ops.constant(fill, x.dtype, x.device), head_shape)
-    index = [slice(None)] * x.rank
-    index[axis] = slice(0, n - shift)
-    return ops.concat([head, ops.slice_tensor(x, index)], axis=axis)
-
-
-class CumprodOp(_AxisOperation):
-    """Running product along `axis`. MAX has no cumprod: the kernel is a log-depth
-    (Hillis-Steele) scan, ceil(log2 n) multiplies of the tensor by a shifted copy of itself.
-    The derivative is exact with zeros in the input (see `vjp_rule`)."""
-
-    name = "cumprod"
-
-    def kernel(self, x: Any, *, axis: int) -> Any:
-        shift, n = 1, int(x.shape[axis])
-        while shift < n:
-            x = ops.mul(x, _max_shift_in(x, axis, shift, 1))
-            shift *= 2
-        return x
-
-    def numpy_kernel(self, x: np.ndarray, *, axis: int) -> np.ndarray:
-        return np.cumprod(x, axis=axis, dtype=x.dtype)
-
-    @staticmethod
-    def _zero_masks(x: Tensor, axis: int) -> tuple[Tensor, Tensor, Tensor]:
-        """(no zero at or before i, i is the first zero, cumprod with the first zero set to 1)."""
-        is_zero = _bin.equal(x, 0)
-        zeros_so_far = _cumsum(cast(is_zero, x.dtype), axis=axis, exclusive=False, reverse=False)
-        before = _bin.equal(zeros_so_far, 0)
-        first = _bin.logical_and(is_zero, _bin.equal(zeros_so_far, 1))
-        return before, first, _cumprod(_bin.where_(first, 1.0, x), axis=axis)
-
-    def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, axis: int) -> list:
-        # dx_i = sum_{j>=i} g_j prod_{k<=j, k!=i} x_k. Before the first zero z that is
-        # rcumsum(g*y)_i / x_i (terms j >= z vanish on both sides); at z it is rcumsum(g*y')_z with
-        # y' the cumprod with x_z set to 1; after z every term holds the factor x_z = 0.
-        (x,), g, y = primals, cotangents[0], outputs[0]
-        before, first, y_first = self._zero_masks(x, axis)
-        safe = _bin.where_(before, x, 1.0)
-        rsum = _cumsum(_bin.mul(g, y), axis=axis, exclusive=False, reverse=True)
-        at_first = _cumsum(_bin.mul(g, y_first), axis=axis, exclusive=False, reverse=True)
-        return [_bin.where_(before, _bin.div(rsum, safe), _bin.where_(first, at_first, 0.0))]
-
-    def jvp_rule(self, primals: list, tangents: list, outputs: list, *, axis: int) -> list:
-        # dy_j = y_j sum_{i<=j} t_i / x_i before the first zero z, and t_z y'_j from z on.
-        (x,), t, y = primals, tangents[0], outputs[0]
-        before, first, y_first = self._zero_masks(x, axis)
-        safe = _bin.where_(before, x, 1.0)
-        t_first = sum(_bin.where_(first, t, 0.0), (axis,), True)
-        pre = _bin.mul(y, _cumsum(_bin.div(t, safe), axis=axis, exclusive=False, reverse=False))
-        return [_bin.where_(before, pre, _bin.mul(t_first, y_first))]
 
 
 # -- softmax -----------------------------------------------------------------------------------
@@ -525,7 +434,7 @@ class LogSoftmaxOp(_SoftmaxBase):
         return [_bin.sub(t, sum(_bin.mul(_un.exp(y), t), (axis,), True))]
 
 
-_cumsum, _cumprod, _softmax, _log_softmax = CumsumOp(), CumprodOp(), SoftmaxOp(), LogSoftmaxOp()
+_softmax, _log_softmax = SoftmaxOp(), LogSoftmaxOp()
 _safe_softmax = SafeSoftmaxOp()
 
 
@@ -787,7 +696,7 @@ def all(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:  # noqa:
     return _bin.equal(sum(_bin.equal(x, 0), axes, bool(keepdims)), 0)
 
 
-# -- scans and softmax -------------------------------------------------------------------------
+# -- one-axis helpers (cumulative.py uses them too) and softmax --------------------------------
 def _single_axis(axis: Any, rank: int, op: str) -> int:
     """One axis, PyTorch-style: a 0-d tensor accepts dim 0 or -1."""
     if rank == 0:
@@ -835,74 +744,6 @@ def _sharded_axis(x: Tensor, axis: Any, name: str) -> int | None:
         return None
     a = _single_axis(axis, x.ndim, name)
     return a if x.shape[a] and windowable(x, a) else None
-
-
-@public()
-def cumsum(x: Tensor, axis: int) -> Tensor:
-    """Running sum along `axis`. Bool and int inputs give int64, as in PyTorch.
-
-    Example:
-        >>> nabla.cumsum(nabla.tensor([1.0, 2.0, 3.0]), 0).numpy()
-        array([1., 3., 6.], dtype=float32)
-    """
-    _check(x, "cumsum")
-    if not _dt.is_float(x.dtype):
-        x = cast(x, _dt.int64)
-    if (a := _sharded_axis(x, axis, "cumsum")) is not None:
-        return _scan_over_pieces(_cumsum_pieces, x, a)
-    return _along_axis(_cumsum, x, axis, "cumsum", exclusive=False, reverse=False)
-
-
-def _scan_over_pieces(scan: Any, x: Tensor, axis: int) -> Tensor:
-    """A running sum or product along an axis split over devices, blocked: `scan(blocks, axis)`
-    scans each device's piece (axis + 1 of `blocks`) and combines it with the pieces before
-    it, of which only one total each is gathered, never the data. An uneven split is first
-    zero-extended to an even one (windows: each device moves a few rows); the appended zeros
-    come after every kept position, so they change none of them."""
-    parts, n = x.sharding.mesh.axes_size(x.sharding.dim_axes[axis]), x.shape[axis]
-    even = -(-n // parts) * parts
-    padded = x if even == n else window(x, axis, 0, even)
-    shape = padded.shape
-    blocks = _view.reshape(padded, shape[:axis] + (parts, even // parts) + shape[axis + 1 :])
-    out = _view.reshape(scan(blocks, axis), shape)
-    return out if even == n else window(out, axis, 0, n)
-
-
-def _cumsum_pieces(blocks: Tensor, axis: int) -> Tensor:
-    """Each piece's running sums plus the totals of the pieces before it."""
-    local = _cumsum(blocks, axis=axis + 1, exclusive=False, reverse=False)
-    totals = sum(blocks, axis + 1, keepdims=True)
-    return _bin.add(local, _cumsum(totals, axis=axis, exclusive=True, reverse=False))
-
-
-def _cumprod_pieces(blocks: Tensor, axis: int) -> Tensor:
-    """Each piece's running products times the products of the pieces before it (no division,
-    so zeros are exact): the pieces' last running products, shifted one piece on (a window
-    brings the previous device's; the first gets 1), scanned."""
-    local = _cumprod(blocks, axis=axis + 1)
-    last = local[(slice(None),) * (axis + 1) + (slice(-1, None),)]
-    parts = blocks.shape[axis]
-    first = np.zeros((parts,) + (1,) * (blocks.ndim - axis - 1))
-    first[0] = 1
-    shifted = _bin.add(window(last, axis, -1, parts), tensor(first, blocks.dtype))  # the window gives piece 0 a 0
-    return _bin.mul(local, _cumprod(shifted, axis=axis))
-
-
-@public()
-def cumprod(x: Tensor, axis: int) -> Tensor:
-    """Running product along `axis`. Bool and int inputs give int64. The gradient is exact with
-    zeros in `x` (as PyTorch's).
-
-    Example:
-        >>> nabla.cumprod(nabla.tensor([1.0, 2.0, 3.0]), 0).numpy()
-        array([1., 2., 6.], dtype=float32)
-    """
-    _check(x, "cumprod")
-    if not _dt.is_float(x.dtype):
-        x = cast(x, _dt.int64)
-    if (a := _sharded_axis(x, axis, "cumprod")) is not None:
-        return _scan_over_pieces(_cumprod_pieces, x, a)
-    return _along_axis(_cumprod, x, axis, "cumprod")
 
 
 @public()

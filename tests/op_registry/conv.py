@@ -1,7 +1,9 @@
-"""Registry entries for nabla.ops.conv and nabla.ops.pooling (convolution and pooling, PyTorch layouts).
+"""Registry entries for nabla.ops.conv, nabla.ops.conv_grad and nabla.ops.pooling (convolution, its
+weight gradient, and pooling; PyTorch layouts).
 
 The references are deliberately naive (loops over output positions) and independent of the
-kernels in nabla/ops/conv.py and pooling.py: they follow PyTorch's definitions directly.
+kernels in nabla/ops/conv.py, conv_grad.py, pooling.py and their shared window helpers (windows.py):
+they follow PyTorch's definitions directly.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Registry entries for nabla.ops.reduction: reductions, moments, norms, scans, softmax."""
+"""Registry entries for nabla.ops.reduction (reductions, moments, norms, softmax) and nabla.ops.cumulative (scans)."""
 
 from __future__ import annotations
 
