@@ -30,6 +30,7 @@ from max.graph import ops
 
 from nabla import Tensor
 from nabla.core.common import dtypes as _dt
+from nabla.core.graph.artifacts import source_hash
 from nabla.core.sharding import OpShardingRule
 from nabla.ops.base import AVal, Operation
 
@@ -190,13 +191,15 @@ _fused = FusedUpdate()
 
 class _Rule:
     """A rule as a static op argument: keyed by its qualified name (two optimizers sharing a
-    rule share compiled models)."""
+    rule share compiled models) and its module's source (a model stored on disk for a rule
+    is never loaded after the rule's code changed)."""
 
-    __slots__ = ("fn", "key")
+    __slots__ = ("code", "fn", "key")
 
     def __init__(self, fn: Callable) -> None:
         self.fn = fn
         self.key = f"{fn.__module__}.{fn.__qualname__}"
+        self.code = source_hash(fn.__module__)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)
@@ -204,8 +207,8 @@ class _Rule:
     def __repr__(self) -> str:
         return self.key
 
-    def structural_key(self) -> str:
-        return self.key
+    def structural_key(self) -> tuple[str, str]:
+        return self.key, self.code
 
 
 _RULES: dict[Callable, _Rule] = {}
@@ -272,4 +275,15 @@ def _operands(rule: Callable, params: list, grads: list, states: list, scalars: 
             raise ValueError(f"fused_update: every parameter needs {n_state} state tensors, got {len(s)}")
         inputs += [p, g, *s]
     wrapped = _RULES.get(rule) or _RULES.setdefault(rule, _Rule(rule))
-    return inputs, {"rule": wrapped, "names": names, "n_state": n_state, "consts": tuple(sorted(consts.items()))}
+    return inputs, {"rule": wrapped, "names": names, "n_state": n_state, "consts": _Consts(sorted(consts.items()))}
+
+
+class _Consts(tuple):
+    """A rule's constants, (name, value) pairs by name, keyed by their `repr` (exact for the
+    bools and floats rules take: -0.0 and 0.0 differ, nan matches itself): one call a step
+    where freezing them pair by pair made ~15."""
+
+    __slots__ = ()
+
+    def structural_key(self) -> tuple:
+        return ("consts", tuple.__repr__(self))

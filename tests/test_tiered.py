@@ -435,6 +435,22 @@ def test_store_names_are_stable_and_refuse_process_local_keys():
     assert artifacts.stable_text((1.0, -0.0, "a", None, True)) == "(f1.0,f-0.0,'a',None,True,)"
 
 
+def test_store_names_cover_the_helper_modules_a_lowering_imports():
+    # conv's kernels call window helpers in nabla/ops/windows.py and its weight gradient lives
+    # in conv_grad.py: editing either must change the stored model's name.
+    found = artifacts._lowering_modules("nabla.ops.conv")
+    assert {"nabla.ops.conv", "nabla.ops.windows", "nabla.ops.conv_grad", "nabla.ops.base"} <= found
+    assert not any(m.startswith("nabla.core.") for m in found)  # the graph layer is hashed on its own
+
+
+def test_an_optimizer_rule_keys_by_its_code():
+    from nabla_optim.adam import Adam
+    from nabla_optim.fused import _Rule
+
+    key = _Rule(Adam.rule).structural_key()
+    assert key == (f"{Adam.rule.__module__}.{Adam.rule.__qualname__}", artifacts.source_hash("nabla_optim.adam"))
+
+
 _CALL_DIGEST = """
 import sys
 import numpy as np

@@ -3,7 +3,8 @@
 A model is stored as a MAX `.mef` file named by a digest of:
   - the evaluation's structural key (ops, static arguments, input types, layouts),
   - the MAX version, the host CPU, and the source of every module whose code lowers the
-    program's ops (so editing a lowering, or upgrading MAX, can never load a stale model).
+    program's ops, with the modules of ours they import from (so editing a lowering or a
+    helper it calls, or upgrading MAX, can never load a stale model).
 
 Keys holding anything without a stable text form (a process-local token, a custom kernel
 package) are not stored. Files are written to a temporary name and renamed, so a reader never
@@ -32,7 +33,10 @@ from max.dtype import DType
 
 from ..common.config import CONFIG
 
-_FORMAT = 1  # bump when the digest recipe or the file layout changes
+_FORMAT = 2  # bump when the digest recipe or the file layout changes
+# Where kernels and their helpers live (the graph layer, which lowers every program, is in
+# `_environment`; the rest of the core builds traces, not MAX graphs).
+_KERNEL_PACKAGES = ("nabla.ops.", "nabla_nn.", "nabla_optim.")
 
 
 class NotPersistable(Exception):
@@ -64,10 +68,30 @@ def stable_text(value: Any) -> str:
 
 
 @functools.cache
-def _source_hash(module_name: str) -> str:
+def source_hash(module_name: str) -> str:
+    """A digest of a module's source file (of its name, for a module without one): code a
+    stored model depends on that no op's module holds (an optimizer's rule) goes into its key."""
     path = getattr(sys.modules.get(module_name), "__file__", None)
     data = Path(path).read_bytes() if path else module_name.encode()
     return hashlib.sha256(data).hexdigest()[:16]
+
+
+@functools.cache
+def _lowering_modules(module_name: str) -> frozenset[str]:
+    """`module_name` and every kernel module it reaches through the names it imports (`from
+    .windows import _np_pad`, `from . import conv as _conv`): the code an op's kernels may run."""
+    found, todo = set(), [module_name]
+    while todo:
+        name = todo.pop()
+        if name in found:
+            continue
+        found.add(name)
+        module = sys.modules.get(name)
+        for value in vars(module).values() if module is not None else ():
+            dep = value.__name__ if type(value) is type(sys) else getattr(value, "__module__", None)
+            if isinstance(dep, str) and dep.startswith(_KERNEL_PACKAGES) and dep not in found:
+                todo.append(dep)
+    return frozenset(found)
 
 
 def _host() -> str:
@@ -88,7 +112,7 @@ def _host() -> str:
 def _environment() -> str:
     """MAX version, host CPU, and the graph layer's own source (it lowers every program)."""
     graph_modules = sorted(m for m in sys.modules if m.startswith(__package__ + "."))
-    parts = [str(_FORMAT), max_core.__version__, _host(), *(_source_hash(m) for m in graph_modules)]
+    parts = [str(_FORMAT), max_core.__version__, _host(), *(source_hash(m) for m in graph_modules)]
     return "|".join(parts)
 
 
@@ -100,8 +124,8 @@ def digest(key: tuple, ops: list) -> str | None:
         return None
     if any(getattr(op, "custom_extensions", ()) for op in ops):
         return None  # custom kernel packages are outside the key
-    modules = sorted({type(op).__module__ for op in ops})
-    code = "|".join(f"{m}:{_source_hash(m)}" for m in modules)
+    modules = sorted(set().union(*[_lowering_modules(type(op).__module__) for op in ops]))
+    code = "|".join(f"{m}:{source_hash(m)}" for m in modules)
     return hashlib.sha256(f"{_environment()}\n{code}\n{text}".encode()).hexdigest()[:40]
 
 
