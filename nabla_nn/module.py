@@ -25,7 +25,7 @@ from nabla.core.common.hooks import RemovableHandle, add_hook
 from nabla.ops.view import grad_hook
 
 from . import serialization
-from .parameter import Buffer, Parameter
+from .parameter import Buffer, Parameter, is_lazy
 
 __all__ = ["Module", "RemovableHandle", "IncompatibleKeys"]
 
@@ -523,42 +523,59 @@ class Module:
         Values may be Tensors or NumPy arrays; they are realized, so a loaded model's
         training step has the same structure as any other. A parameter sharded on a
         DeviceMesh keeps its layout (the loaded value is split to it), and an unsharded one
-        stays unsharded whatever layout the loaded value had.
+        stays unsharded whatever layout the loaded value had. Lazy submodules (LazyLinear, ...)
+        are first materialized to the loaded shapes under their prefix (their
+        `_materialize_from_state_dict`); a failed load undoes that too, so it changes nothing.
         """
         if not isinstance(state_dict, Mapping):
             raise TypeError(f"load_state_dict: expected a mapping of name -> tensor, got {type(state_dict).__name__}")
-        targets = self.state_dict(keep_vars=True)
-        missing = [k for k in targets if k not in state_dict]
-        unexpected = [k for k in state_dict if k not in targets]
-        problems = []
-        values: list[tuple[Tensor, Tensor]] = []
-        for key, target in targets.items():
-            if key not in state_dict:
-                continue
-            value = state_dict[key]
-            if not isinstance(value, Tensor | np.ndarray | np.generic) and hasattr(value, "__array__"):
-                value = _foreign_array(value)  # another library's tensor (a torch state_dict)
-            if isinstance(value, np.ndarray | np.generic):
-                value = nb.Tensor.from_numpy(np.array(value, copy=True))  # the caller may reuse the array
-            if not isinstance(value, Tensor):
-                kind = f"{type(value).__module__}.{type(value).__qualname__}"
-                problems.append(f"{key}: expected a nabla Tensor or a NumPy array, got {kind}")
-            elif tuple(value.shape) != tuple(target.shape):
-                problems.append(f"{key}: shape {tuple(value.shape)} in the state_dict, the module has {target.shape}")
-            elif value.dtype != target.dtype and not assign:
-                problems.append(
-                    f"{key}: dtype {value.dtype.name} in the state_dict, the module has {target.dtype.name}"
+        undo: list[Callable[[], None]] = []
+        try:
+            problems = _materialize_lazy(self, state_dict, undo)
+            targets = self.state_dict(keep_vars=True)
+            missing = [k for k in targets if k not in state_dict]
+            unexpected = [k for k in state_dict if k not in targets]
+            values: list[tuple[Tensor, Tensor]] = []
+            for key, target in targets.items():
+                if key not in state_dict:
+                    continue
+                value = state_dict[key]
+                if is_lazy(target) or _is_placeholder(value):
+                    if not (is_lazy(target) and _is_placeholder(value)):  # both: nothing to copy (as PyTorch)
+                        which = "the module's tensor" if is_lazy(target) else "the state_dict's value"
+                        problems.append(f"{key}: {which} is an uninitialized placeholder (run a dry run first)")
+                    continue
+                if not isinstance(value, Tensor | np.ndarray | np.generic) and hasattr(value, "__array__"):
+                    value = _foreign_array(value)  # another library's tensor (a torch state_dict)
+                if isinstance(value, np.ndarray | np.generic):
+                    value = nb.Tensor.from_numpy(np.array(value, copy=True))  # the caller may reuse the array
+                if not isinstance(value, Tensor):
+                    kind = f"{type(value).__module__}.{type(value).__qualname__}"
+                    problems.append(f"{key}: expected a nabla Tensor or a NumPy array, got {kind}")
+                elif tuple(value.shape) != tuple(target.shape):
+                    problems.append(
+                        f"{key}: shape {tuple(value.shape)} in the state_dict, the module has {target.shape}"
+                    )
+                elif value.dtype != target.dtype and not assign:
+                    problems.append(
+                        f"{key}: dtype {value.dtype.name} in the state_dict, the module has {target.dtype.name}"
+                    )
+                else:
+                    values.append((target, value))
+            if strict and (missing or unexpected):
+                problems += [f"missing key(s): {', '.join(missing)}"] if missing else []
+                problems += [f"unexpected key(s): {', '.join(unexpected)}"] if unexpected else []
+            if problems:
+                raise RuntimeError(
+                    f"Error(s) in loading state_dict for {type(self).__name__}:\n  " + "\n  ".join(problems)
                 )
-            else:
-                values.append((target, value))
-        if strict and (missing or unexpected):
-            problems += [f"missing key(s): {', '.join(missing)}"] if missing else []
-            problems += [f"unexpected key(s): {', '.join(unexpected)}"] if unexpected else []
-        if problems:
-            raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}:\n  " + "\n  ".join(problems))
-        nb.evaluate(*(v for _, v in values))
-        values = [(target, _in_layout_of(target, value)) for target, value in values]
-        nb.evaluate(*(v for _, v in values))
+            nb.evaluate(*(v for _, v in values))
+            values = [(target, _in_layout_of(target, value)) for target, value in values]
+            nb.evaluate(*(v for _, v in values))
+        except BaseException:
+            for step in reversed(undo):  # put every materialized lazy tensor back: the load changed nothing
+                step()
+            raise
         for target, value in values:
             target.data = value
         return IncompatibleKeys(missing, unexpected)
@@ -596,6 +613,25 @@ class Module:
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
+
+
+def _materialize_lazy(module: Module, state_dict: Mapping[str, Any], undo: list[Callable[[], None]]) -> list[str]:
+    """Call `_materialize_from_state_dict(prefix, state_dict)` on every submodule that defines it
+    (the lazy modules), adding their undo steps to `undo`; returns the problems they report."""
+    problems: list[str] = []
+    for name, sub in module.named_modules(remove_duplicate=False):
+        hook = getattr(type(sub), "_materialize_from_state_dict", None)
+        if hook is not None:
+            steps, found = hook(sub, f"{name}." if name else "", state_dict)
+            undo += steps
+            problems += found
+    return problems
+
+
+def _is_placeholder(value: Any) -> bool:
+    """Whether a state_dict value is an uninitialized lazy tensor: ours, or PyTorch's (a lazy
+    torch module's state_dict), recognized by its mixin's name so torch need not be imported."""
+    return is_lazy(value) or any(c.__name__ == "UninitializedTensorMixin" for c in type(value).__mro__)
 
 
 def _foreign_array(value: Any) -> Any:

@@ -104,7 +104,7 @@ class _UninitializedTensor:
         raise RuntimeError(
             f"Can't access the shape of an uninitialized parameter or buffer ({type(self).__name__}). "
             "Call the lazy module's forward with a dummy batch (a dry run) to initialize its parameters first, "
-            "or load a state_dict into the lazy module itself"
+            "or load a state_dict into it (or into a module holding it)"
         )
 
     @property

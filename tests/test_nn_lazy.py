@@ -3,9 +3,10 @@ UninitializedParameter / UninitializedBuffer and nn.Buffer.
 
 Without torch: placeholders before the dry run, shapes and classes after it, default init,
 outputs equal to the regular layer holding the same weights, state_dict loading into an
-uninitialized module (and its undo on failure), optimizers after the dry run, Buffer
-registration. Against PyTorch (when installed): state_dict keys and shapes after the dry run,
-reprs before and after, outputs and gradients with torch's weights, and Buffer semantics.
+uninitialized module, directly or through a parent module (and its undo on failure),
+optimizers after the dry run, Buffer registration. Against PyTorch (when installed): state_dict
+keys and shapes after the dry run, reprs before and after, outputs and gradients with torch's
+weights, loading through a parent (classes, shapes, outputs, missing keys), and Buffer semantics.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import pytest
 import nabla as nb
 import nabla_optim as optim
 from nabla_nn.module import Module
+from nabla_nn.modules.activation import ReLU
 from nabla_nn.modules.container import Sequential
 from nabla_nn.modules.conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from nabla_nn.modules.lazy import (
@@ -230,6 +232,91 @@ def test_nested_lazy_module_after_a_dry_run_loads():
     assert_close(model[1].weight.numpy(), other[1].weight.numpy(), 0)
 
 
+# (lazy class, its args, the regular class, its args, input shape, the size attribute)
+PARENT_CASES = [
+    (LazyLinear, (4,), Linear, (5, 4), (3, 5), "in_features"),
+    (LazyConv2d, (4, 3, 1, 1), Conv2d, (3, 4, 3, 1, 1), (2, 3, 6, 6), "in_channels"),
+    (LazyBatchNorm1d, (), BatchNorm1d, (7,), (6, 7), "num_features"),
+]
+
+
+def _parent_sd(ref: Module, prefix: str = "0.") -> dict:
+    return {prefix + k: v for k, v in ref.state_dict().items()}
+
+
+@pytest.mark.parametrize("strict", [True, False], ids=["strict", "non-strict"])
+@pytest.mark.parametrize("case", PARENT_CASES, ids=lambda c: c[0].__name__)
+def test_load_through_a_parent_materializes(case, strict):
+    """model.load_state_dict(sd) materializes a lazy submodule from its prefix's entries; the
+    first forward keeps the loaded values and makes it the regular class."""
+    cls, args, regular, regular_args, shape, size = case
+    ref = regular(*regular_args)
+    x = nb.tensor(randn(*shape))
+    ref(x)  # a BatchNorm's running stats move away from their defaults
+    ref.train(False)
+    model = Sequential(Sequential(cls(*args), ReLU()))  # nested: the prefix is "0.0."
+    lazy = model[0][0]
+    result = model.load_state_dict(_parent_sd(ref, "0.0."), strict=strict)
+    assert result.missing_keys == [] and result.unexpected_keys == []
+    assert type(lazy) is cls and not _lazy_tensors(lazy)  # PyTorch's class until the first forward
+    assert getattr(lazy, size) == getattr(ref, size)
+    for name, value in ref.state_dict().items():
+        assert_close(lazy.state_dict()[name].numpy(), value.numpy(), 0)
+    model.train(False)
+    assert_close(model(x).numpy(), np.maximum(ref(x).numpy(), 0))
+    assert type(lazy) is regular and repr(lazy) == repr(ref)
+    for name, value in ref.state_dict().items():  # the dry run did not re-initialize them
+        assert_close(lazy.state_dict()[name].numpy(), value.numpy(), 0)
+
+
+def test_load_through_a_parent_missing_keys_stay_lazy():
+    model = Sequential(LazyLinear(4), ReLU(), LazyLinear(2))
+    sd = _parent_sd(Linear(3, 4))
+    with pytest.raises(RuntimeError, match=r"for Sequential:\n  missing key\(s\): 2\.weight, 2\.bias$"):
+        model.load_state_dict(sd)
+    assert isinstance(model[0].weight, UninitializedParameter) and model[0].in_features == 0  # unchanged
+    result = model.load_state_dict(sd, strict=False)
+    assert result.missing_keys == ["2.weight", "2.bias"] and result.unexpected_keys == []
+    assert model[0].weight.shape == (4, 3) and model[0].in_features == 3
+    assert len(_lazy_tensors(model[2])) == 2 and model[2].in_features == 0 and type(model[2]) is LazyLinear
+    assert_close(model[0].weight.numpy(), sd["0.weight"].numpy(), 0)
+    assert model(nb.ones(5, 3)).shape == (5, 2)  # the dry run initializes what was not loaded
+    assert model[2].weight.shape == (2, 4) and type(model[2]) is Linear
+    assert_close(model[0].weight.numpy(), sd["0.weight"].numpy(), 0)
+
+
+def test_failed_load_through_a_parent_leaves_the_model_unchanged():
+    model = Sequential(LazyLinear(4), LazyBatchNorm1d(), Linear(4, 2))
+    lin, bn, last = model
+    before = last.weight.numpy().copy()
+    good = {**_parent_sd(Linear(3, 4)), **_parent_sd(BatchNorm1d(4), "1."), **_parent_sd(Linear(4, 2), "2.")}
+
+    def assert_unchanged():
+        assert type(lin) is LazyLinear and type(bn) is LazyBatchNorm1d
+        assert len(_lazy_tensors(lin)) == 2 and len(_lazy_tensors(bn)) == 4
+        assert lin.in_features == 0 and bn.num_features == 0 and bn.num_batches_tracked.item() == 0
+        assert_close(last.weight.numpy(), before, 0)
+
+    bad_shape = {**good, "2.weight": np.zeros((3, 4), np.float32)}  # a regular layer's shape
+    with pytest.raises(RuntimeError, match=r"2\.weight: shape \(3, 4\) in the state_dict, the module has"):
+        model.load_state_dict(bad_shape)
+    assert_unchanged()
+    with pytest.raises(RuntimeError, match=r"unexpected key\(s\): extra"):
+        model.load_state_dict({**good, "extra": np.zeros(1, np.float32)})
+    assert_unchanged()
+    bad_lazy = {**good, "0.bias": np.zeros(5, np.float32)}  # fits no LazyLinear(4)
+    with pytest.raises(RuntimeError, match=r"for Sequential:\n  0\.bias: shape \(5,\) in the state_dict, expected"):
+        model.load_state_dict(bad_lazy, strict=False)
+    assert_unchanged()
+    bad_dtype = {**good, "1.running_var": np.ones(4)}  # float64: the second lazy module fails after the first
+    with pytest.raises(RuntimeError, match=r"1\.running_var: dtype float64 in the state_dict"):
+        model.load_state_dict(bad_dtype)
+    assert_unchanged()
+    model.load_state_dict(good)  # and a good load still works afterwards
+    assert lin.weight.shape == (4, 3) and bn.num_features == 4 and not _lazy_tensors(bn)
+    assert_close(last.weight.numpy(), good["2.weight"].numpy(), 0)
+
+
 @pytest.mark.parametrize("early", [False, True], ids=["after-dry-run", "before-dry-run"])
 def test_optimizer_and_training(early):
     """The documented order: dry run, then the optimizer. One created before it also works in
@@ -378,3 +465,52 @@ def test_load_torch_state_dict_into_uninitialized():
     assert m.in_channels == 4
     x = randn(2, 4, 9)
     assert_close(m(nb.tensor(x)).numpy(), tm(torch.tensor(x)).detach().numpy(), 1e-5)
+
+
+def _torch_parent_sd(ref, x: np.ndarray) -> dict:
+    ref(torch.tensor(x))  # a BatchNorm's running stats move away from their defaults
+    return {"0." + k: v for k, v in ref.state_dict().items()}
+
+
+@needs_torch
+@pytest.mark.parametrize("case", PARENT_CASES, ids=lambda c: c[0].__name__)
+def test_load_through_a_parent_matches_torch(case):
+    cls, args, regular, regular_args, shape, size = case
+    x = randn(*shape)
+    sd = _torch_parent_sd(getattr(torch.nn, regular.__name__)(*regular_args), x)
+    tmodel = torch.nn.Sequential(getattr(torch.nn, cls.__name__)(*args), torch.nn.ReLU())
+    model = Sequential(cls(*args), ReLU())
+    tresult, result = tmodel.load_state_dict(sd), model.load_state_dict(sd)
+    assert (result.missing_keys, result.unexpected_keys) == (tresult.missing_keys, tresult.unexpected_keys) == ([], [])
+    assert type(model[0]).__name__ == type(tmodel[0]).__name__ == cls.__name__
+    tsd = tmodel.state_dict()
+    assert list(model.state_dict()) == list(tsd)
+    assert {k: tuple(v.shape) for k, v in model.state_dict().items()} == {k: tuple(v.shape) for k, v in tsd.items()}
+    assert getattr(tmodel[0], size) == 0  # torch leaves it 0 after a load
+    tmodel.eval(), model.train(False)
+    tout = tmodel(torch.tensor(x)).detach().numpy()
+    assert_close(model(nb.tensor(x)).numpy(), tout, 1e-5)
+    assert type(model[0]).__name__ == type(tmodel[0]).__name__ == regular.__name__
+    # nabla took the size from the loaded shapes; torch's LazyLinear sets it now, LazyConv/LazyBatchNorm keep 0
+    assert getattr(model[0], size) == shape[-1 if cls is LazyLinear else 1]
+    assert getattr(tmodel[0], size) in (0, getattr(model[0], size))
+
+
+@needs_torch
+def test_missing_keys_through_a_parent_match_torch():
+    sd = {"0.weight": torch.randn(4, 3), "0.bias": torch.randn(4)}
+    tmodel = torch.nn.Sequential(torch.nn.LazyLinear(4), torch.nn.ReLU(), torch.nn.LazyLinear(2))
+    model = Sequential(LazyLinear(4), ReLU(), LazyLinear(2))
+    tresult, result = tmodel.load_state_dict(sd, strict=False), model.load_state_dict(sd, strict=False)
+    assert (result.missing_keys, result.unexpected_keys) == (tresult.missing_keys, tresult.unexpected_keys)
+    assert result.missing_keys == ["2.weight", "2.bias"]
+    assert [type(p).__name__ for p in model.parameters()] == [type(p).__name__ for p in tmodel.parameters()]
+    with pytest.raises(RuntimeError, match=r"2\.weight.*2\.bias"):
+        tmodel.load_state_dict(sd)
+    with pytest.raises(RuntimeError, match=r"missing key\(s\): 2\.weight, 2\.bias"):
+        model.load_state_dict(sd)
+    # An uninitialized torch state_dict loads into an uninitialized model (nothing to copy), as in torch.
+    lazy_sd = torch.nn.Sequential(torch.nn.LazyLinear(4)).state_dict()
+    fresh, tfresh = Sequential(LazyLinear(4)), torch.nn.Sequential(torch.nn.LazyLinear(4))
+    assert tuple(fresh.load_state_dict(lazy_sd)) == tuple(tfresh.load_state_dict(lazy_sd)) == ([], [])
+    assert len(_lazy_tensors(fresh[0])) == 2 and type(fresh[0]) is LazyLinear

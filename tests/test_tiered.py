@@ -27,6 +27,8 @@ from nabla.core.graph.background import CompileFailed
 from nabla.core.graph.program import Program
 from nabla.core.graph.symbolic import SymInt, _resolver, make_symbolic_pair, resolve_program
 from nabla.core.graph.tiered import TieredExecutor
+from nabla_optim.adam import Adam
+from nabla_optim.fused import _Rule
 
 NUMPY = executors.get_executor_impl("numpy")
 
@@ -444,9 +446,6 @@ def test_store_names_cover_the_helper_modules_a_lowering_imports():
 
 
 def test_an_optimizer_rule_keys_by_its_code():
-    from nabla_optim.adam import Adam
-    from nabla_optim.fused import _Rule
-
     key = _Rule(Adam.rule).structural_key()
     assert key == (f"{Adam.rule.__module__}.{Adam.rule.__qualname__}", artifacts.source_hash("nabla_optim.adam"))
 

@@ -17,13 +17,16 @@ created earlier also works once the dry run has happened, but code meant to run 
 should not rely on it. Convert dtypes (`model.to(nb.float64)`) before the dry run or after it:
 a placeholder keeps the dtype it is given.
 
-`lazy.load_state_dict(sd)` with initialized values materializes the placeholders to the
-loaded shapes first (PyTorch's `_lazy_load_hook`), and also sets the inferred size attribute
-from them (PyTorch leaves it 0); a failed load leaves the module as it was. Loading through a
-parent module (`model.load_state_dict(sd)` where `model` contains a lazy module) needs
-`Module.load_state_dict` to call each submodule's `_lazy_load_hook(state_dict, prefix)` first;
-until it does, that raises the uninitialized-shape error: run a dry run, or load into the lazy
-module itself.
+`load_state_dict(sd)` with initialized values materializes the placeholders to the loaded
+shapes first (PyTorch's `_lazy_load_hook`), whether it is called on the lazy module itself or
+on a model containing it (`nn.Sequential(nn.LazyLinear(4)).load_state_dict(sd)`): before
+checking anything, `Module.load_state_dict` calls `_materialize_from_state_dict(prefix,
+state_dict)` on every submodule that defines it. A lazy module whose keys are not in `sd`
+stays uninitialized. As in PyTorch, the module keeps its lazy class until its first forward
+(which keeps the loaded values and makes it `cls_to_become`), but unlike PyTorch it also sets
+the inferred size attribute from the loaded shapes at once (PyTorch leaves it 0), and a failed
+load (a shape, dtype or strict key error anywhere in the model) leaves every lazy module
+uninitialized, as it was.
 
 Unlike PyTorch, every module sets its size attribute from the first input even when it has
 nothing to materialize (`affine=False, track_running_stats=False` norms), because nabla's
@@ -41,7 +44,7 @@ import numpy as np
 
 from nabla import Tensor
 
-from ..module import IncompatibleKeys, Module
+from ..module import Module
 from ..parameter import UninitializedBuffer, UninitializedParameter, is_lazy
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .linear import Linear, realized_buffer
@@ -69,10 +72,14 @@ __all__ = [
 
 def _loaded_shape(value: Any) -> tuple[int, ...] | None:
     """The shape of a state_dict value (a nabla Tensor, a NumPy array, a torch tensor), or None
-    for a placeholder (an uninitialized module's state_dict) or something without one."""
+    for a placeholder (an uninitialized module's state_dict, ours or PyTorch's, whose shape
+    raises) or something without one."""
     if is_lazy(value):
         return None
-    shape = getattr(value, "shape", None)
+    try:
+        shape = getattr(value, "shape", None)
+    except RuntimeError:  # torch's UninitializedParameter
+        return None
     return None if shape is None else tuple(int(s) for s in shape)
 
 
@@ -81,8 +88,15 @@ class LazyModuleMixin:
 
     A subclass lists the regular class second (`class LazyLinear(LazyModuleMixin, Linear)`),
     sets `cls_to_become`, creates placeholders in `__init__` and implements
-    `initialize_parameters(*args, **kwargs)` (materialize, then `reset_parameters()`) and
-    `_infer_from_loaded()` (set the size attribute from materialized tensors).
+    `initialize_parameters(*args, **kwargs)` (materialize, then `reset_parameters()`),
+    `_infer_from_loaded()` (set the size attribute from materialized tensors) and
+    `_expected_shapes()`. `Module.load_state_dict` calls `_materialize_from_state_dict` on it
+    (directly or through a parent), so loading initialized values materializes it:
+
+        >>> lazy = nn.LazyLinear(3)
+        >>> _ = nn.Sequential(lazy).load_state_dict({f"0.{k}": v for k, v in nn.Linear(5, 3).state_dict().items()})
+        >>> lazy.in_features, lazy.weight.shape
+        (5, (3, 5))
     """
 
     cls_to_become: type | None = None
@@ -117,9 +131,17 @@ class LazyModuleMixin:
         if module.cls_to_become is not None:
             module.__class__ = module.cls_to_become
 
-    def _lazy_load_hook(self, state_dict: Mapping[str, Any], prefix: str) -> list[Callable[[], None]]:
-        """Materialize the placeholders `state_dict` has initialized values for (under `prefix`)
-        to those values' shapes; returns the undo steps (run them if the load fails)."""
+    def _materialize_from_state_dict(
+        self, prefix: str, state_dict: Mapping[str, Any]
+    ) -> tuple[list[Callable[[], None]], list[str]]:
+        """`Module.load_state_dict`'s first step (PyTorch's `_lazy_load_hook`): materialize the
+        placeholders `state_dict` has initialized values for (keys `prefix + name`) to those
+        values' shapes and, once none is left, set the size attribute from them.
+
+        Returns the undo steps (the caller runs them, last first, if the load fails) and the
+        problems found (loaded shapes that fit no such module); keys absent from `state_dict`
+        leave their placeholders as they are.
+        """
         undo: list[Callable[[], None]] = []
         stores = itertools.chain(self._parameters.items(), self._buffers.items())  # type: ignore[attr-defined]
         try:
@@ -129,16 +151,16 @@ class LazyModuleMixin:
                     continue
                 undo.append(_restorer(tensor))
                 tensor.materialize(shape)
-            if undo and not self.has_uninitialized_params():
-                saved = dict(self.__dict__)
-                undo.append(lambda: _restore_attributes(self, saved))
-                self._infer_from_loaded()
-                self._check_loaded(prefix)
+            if not undo or self.has_uninitialized_params():
+                return undo, []
+            saved = dict(self.__dict__)
+            undo.append(lambda: _restore_attributes(self, saved))
+            self._infer_from_loaded()
+            return undo, self._check_loaded(prefix)
         except Exception:
             for step in reversed(undo):
                 step()
             raise
-        return undo
 
     def _infer_from_loaded(self) -> None:
         """Set the size attribute from materialized tensors (each lazy class implements it)."""
@@ -148,45 +170,19 @@ class LazyModuleMixin:
         """Each tensor's shape for the current size attribute (each lazy class implements it)."""
         raise NotImplementedError(f"_expected_shapes is not implemented for {type(self).__name__}")
 
-    def _check_loaded(self, prefix: str) -> None:
-        """A RuntimeError unless the loaded shapes agree with each other and the constructor's
-        arguments (a (3, 5) weight with a (4,) bias fits no LazyLinear(3))."""
+    def _check_loaded(self, prefix: str) -> list[str]:
+        """The loaded shapes that disagree with each other or the constructor's arguments (a
+        (3, 5) weight with a (4,) bias fits no LazyLinear(3)), as load_state_dict problems."""
         stores = {**self._parameters, **self._buffers}  # type: ignore[attr-defined]
+        problems = []
         for name, shape in self._expected_shapes().items():
             tensor = stores.get(name)
             if tensor is not None and tuple(tensor.shape) != shape:
-                raise RuntimeError(
-                    f"Error(s) in loading state_dict for {type(self).__name__}:\n  {prefix}{name}: shape "
-                    f"{tuple(tensor.shape)} in the state_dict, expected {shape} for {self._get_name()}"
-                    f"({self.extra_repr()})"
+                problems.append(
+                    f"{prefix}{name}: shape {tuple(tensor.shape)} in the state_dict, expected {shape} for "
+                    f"{self._get_name()}({self.extra_repr()})"
                 )
-
-    def load_state_dict(
-        self, state_dict: Mapping[str, Any], strict: bool = True, assign: bool = False
-    ) -> IncompatibleKeys:
-        """Module.load_state_dict, after materializing placeholders to the loaded shapes.
-
-        Args:
-            state_dict: name -> tensor or array, as for `Module.load_state_dict`.
-            strict: whether missing and unexpected keys are errors.
-            assign: as for `Module.load_state_dict`.
-
-        Example:
-            >>> lazy = nn.LazyLinear(3)
-            >>> _ = lazy.load_state_dict(nn.Linear(5, 3).state_dict())
-            >>> lazy.in_features, lazy.weight.shape
-            (5, (3, 5))
-        """
-        undo: list[Callable[[], None]] = []
-        try:
-            for name, module in self.named_modules():  # type: ignore[attr-defined]
-                if isinstance(module, LazyModuleMixin):
-                    undo += module._lazy_load_hook(state_dict, f"{name}." if name else "")
-            return super().load_state_dict(state_dict, strict, assign)  # type: ignore[misc]
-        except Exception:
-            for step in reversed(undo):
-                step()
-            raise
+        return problems
 
 
 def _restorer(tensor: Tensor) -> Callable[[], None]:
