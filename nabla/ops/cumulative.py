@@ -19,8 +19,8 @@ from . import reduction as _red
 from . import view as _view
 from .base import public, shape_of
 from .cast import cast
-from .communication import window
 from .creation import tensor
+from .spmd import window
 
 __all__ = ["cumprod", "cumsum"]
 

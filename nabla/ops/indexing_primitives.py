@@ -37,8 +37,9 @@ from . import binary as _bin
 from . import control_flow as _cf
 from .base import AVal, Operation, shape_of
 from .cast import cast
-from .communication import shard, window, windowable
+from .communication import shard
 from .creation import full, zeros_like
+from .spmd import window, windowable
 
 __all__: list[str] = []  # internal: reached through indexing.py and gather_scatter.py
 

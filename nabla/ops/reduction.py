@@ -29,8 +29,9 @@ from . import view as _view
 from ._layout import NHWC, nhwc
 from .base import AVal, Operation, public, shape_of
 from .cast import cast
-from .communication import reshard, windowable
+from .communication import reshard
 from .creation import full, tensor
+from .spmd import windowable
 
 __all__ = [
     "all",

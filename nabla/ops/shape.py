@@ -31,7 +31,8 @@ from . import reduction as _red
 from ._sharding import picked, whole_dims
 from .base import AVal, Operation, public, shape_of
 from .cast import cast
-from .communication import reshard, shard, window, windowable
+from .communication import reshard, shard
+from .spmd import window, windowable
 from .view import broadcast_to, normalize_axis, permute, reshape, unsqueeze
 
 __all__ = [

@@ -28,8 +28,9 @@ from . import reduction as _red
 from . import view as _view
 from .base import AVal, Operation, public
 from .cast import cast
-from .communication import reshard, window, windowable
+from .communication import reshard
 from .creation import tensor
+from .spmd import window, windowable
 
 __all__ = ["argsort", "sort", "topk"]
 

@@ -24,8 +24,8 @@ from . import creation as _cr
 from . import reduction as _red
 from ._sharding import picked
 from .base import AVal, Operation, public
-from .communication import windowable
 from .shape import _check_tensor, _empty, _int, _shift, _slice, _static_shape, _zero_pad, moveaxis
+from .spmd import windowable
 from .view import normalize_axis, permute, reshape, unsqueeze
 
 __all__ = ["diagonal", "tril", "triu"]

@@ -18,8 +18,9 @@ from ..core.common.context import vmap_level, vmap_sizes
 from ..core.common.pytree import broadcast_prefix, leaf_paths, tree_flatten, tree_unflatten
 from ..core.tensor.tensor import Tensor
 from ..ops.batching import broadcast_batch, move_from_batch, move_to_batch
-from ..ops.communication import shard, shard_batch_level
+from ..ops.communication import shard
 from ..ops.creation import tensor
+from ..ops.spmd import shard_batch_level
 
 AxisSpec = int | None | tuple | list | dict
 

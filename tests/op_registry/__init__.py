@@ -36,9 +36,10 @@ NOT_OPS = {"Operation", "tensor", "asarray", "from_numpy", "manual_seed", "broad
 # checks their values and VJP/JVP rules through vmap) and `call`, a compiled sub-program run as
 # one op (nabla/ops/call.py; tests/test_compile_call.py checks it against op-by-op recording).
 TRANSFORM_OPS = {"move_to_batch", "move_from_batch", "broadcast_batch", "call"}
-# The communication family (nabla/ops/communication.py) needs a mesh and, for collectives, a
-# shard_map; tests/test_sharding.py checks every one of them (values, gradients, errors)
-# against the unsharded computation, and test_sharding_max.py compiles them on MAX.
+# The communication family (nabla/ops/communication.py, and `window` in nabla/ops/spmd.py) needs
+# a mesh and, for collectives, a shard_map; tests/test_sharding.py checks every one of them
+# (values, gradients, errors) against the unsharded computation, and test_sharding_max.py
+# compiles them on MAX.
 SHARDING_OPS = {
     "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "ppermute", "broadcast", "axis_index",
     "shard", "reshard", "unshard", "shard_slice", "relabel", "window",
