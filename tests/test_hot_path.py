@@ -12,7 +12,7 @@ from max.driver import Buffer
 
 import nabla as nb
 import nabla_nn as nn
-from nabla.core.graph.executors import storage_item
+from nabla.core.graph.executors import input_buffers, storage_item
 from nabla.core.graph.opnode import freeze
 
 
@@ -74,3 +74,15 @@ def test_module_call_without_hooks_is_the_forward():
     np.testing.assert_allclose(m(nb.ones(2)).numpy(), [3.0, 3.0])
     handle.remove()
     np.testing.assert_allclose(m(nb.ones(2)).numpy(), [2.0, 2.0])
+
+
+def test_an_array_handed_to_max_as_a_buffer_reads_back_as_that_array():
+    # A model's NumPy input becomes a zero-copy Buffer once; reading the Buffer back would wait
+    # on MAX's hazard tracking (80-120 us), so the value reads as the original array.
+    a = np.arange(6, dtype=np.int64)
+    t = nb.Tensor.from_numpy(a)
+    [buffer] = input_buffers([t._impl])
+    assert type(buffer) is Buffer and t._impl.data is buffer
+    assert t.numpy() is a
+    t._impl.set_realized(np.zeros(6, np.int64))  # new storage (an optimizer's new learning rate)
+    assert t.numpy() is not a and not t.numpy().any()

@@ -27,7 +27,7 @@ import numpy as np
 import nabla as nb
 from nabla import Tensor
 from nabla.core.common import dtypes as _dt
-from nabla.core.graph.executors import storage_to_numpy
+from nabla.core.graph.executors import host_array
 
 from ._checks import check_float as _float
 from ._checks import number as _number
@@ -291,7 +291,7 @@ def _check_target_values(target: Tensor, c: int, ignore_index: int, op: str) -> 
     impl = target._impl
     if not impl.is_realized or impl.batch_dims or target.numel() == 0:
         return
-    data = storage_to_numpy(impl.data) if impl.sharding is None else target.numpy()
+    data = host_array(impl) if impl.sharding is None else target.numpy()
     # Two reductions, called as ufuncs (no ndarray.min wrapper): this runs on every training step.
     if np.minimum.reduce(data, axis=None) >= 0 and np.maximum.reduce(data, axis=None) < c:
         return

@@ -82,6 +82,7 @@ class TensorImpl:
         "graph_values_epoch",
         "facade",
         "weak_type",
+        "host",
         "__weakref__",
     )
 
@@ -113,6 +114,8 @@ class TensorImpl:
         self.graph_values_epoch = -1  # -1 marks a promise without eager graph values
         self.facade: weakref.ref | None = None  # the leaf Tensor whose .grad backward fills
         self.weak_type = False  # a Python scalar made a tensor (compile input): promotes like one
+        # (Buffer, ndarray): the NumPy array a realized Buffer `data` views (see `host_array`)
+        self.host: tuple | None = None
 
     @property
     def is_realized(self) -> bool:

@@ -16,7 +16,7 @@ from max.dtype import DType
 from ..common import dtypes as _dt
 from ..common.context import is_grad_enabled
 from ..graph.engine import GRAPH
-from ..graph.executors import storage_item, storage_to_numpy
+from ..graph.executors import host_array, storage_item, storage_to_numpy
 from ..graph.tracing import TRACE, note_grad, note_grad_read, note_mutation
 from .dispatch import OPS
 from .impl import RETAINED, Device, TensorImpl
@@ -295,7 +295,7 @@ class Tensor(TorchMethods):
         spec = self._impl.sharding
         if spec is not None:  # the global value, assembled on the host from the devices' pieces
             return spec.assemble([storage_to_numpy(p) for p in data], self._impl.physical_shape)
-        return storage_to_numpy(data)
+        return host_array(self._impl)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         array = self.numpy()
