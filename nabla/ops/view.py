@@ -94,6 +94,8 @@ class ReshapeOp(Operation):
 def _resolve_shape(shape: Any, old: tuple[int, ...]) -> tuple[int, ...]:
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
     size = int(math.prod(old))
+    if all(type(s) is int and s >= 0 for s in shape) and math.prod(shape) == size:
+        return shape  # the common case (every layer's head split), in one pass
     if sum(1 for s in shape if s == -1) > 1:
         raise ValueError(f"reshape: only one dimension can be -1, got {shape}")
     known = int(math.prod([s for s in shape if s != -1]))
