@@ -126,12 +126,18 @@ def cumsum(x: Tensor, axis: int) -> Tensor:
         >>> nabla.cumsum(nabla.tensor([1.0, 2.0, 3.0]), 0).numpy()
         array([1., 3., 6.], dtype=float32)
     """
-    _red._check(x, "cumsum")
+    return _scan(x, axis, "cumsum", _cumsum_pieces, _cumsum, exclusive=False, reverse=False)
+
+
+def _scan(x: Tensor, axis: int, name: str, pieces: Any, op: Any, **kwargs: Any) -> Tensor:
+    """cumsum / cumprod: ints widened to int64, then `op` along `axis`, or blocked by `pieces`
+    when the axis is split over devices."""
+    _red._check(x, name)
     if not _dt.is_float(x.dtype):
         x = cast(x, _dt.int64)
-    if (a := _red._sharded_axis(x, axis, "cumsum")) is not None:
-        return _scan_over_pieces(_cumsum_pieces, x, a)
-    return _red._along_axis(_cumsum, x, axis, "cumsum", exclusive=False, reverse=False)
+    if (a := _red._sharded_axis(x, axis, name)) is not None:
+        return _scan_over_pieces(pieces, x, a)
+    return _red._along_axis(op, x, axis, name, **kwargs)
 
 
 def _scan_over_pieces(scan: Any, x: Tensor, axis: int) -> Tensor:
@@ -178,9 +184,4 @@ def cumprod(x: Tensor, axis: int) -> Tensor:
         >>> nabla.cumprod(nabla.tensor([1.0, 2.0, 3.0]), 0).numpy()
         array([1., 2., 6.], dtype=float32)
     """
-    _red._check(x, "cumprod")
-    if not _dt.is_float(x.dtype):
-        x = cast(x, _dt.int64)
-    if (a := _red._sharded_axis(x, axis, "cumprod")) is not None:
-        return _scan_over_pieces(_cumprod_pieces, x, a)
-    return _red._along_axis(_cumprod, x, axis, "cumprod")
+    return _scan(x, axis, "cumprod", _cumprod_pieces, _cumprod)
