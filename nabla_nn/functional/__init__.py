@@ -14,6 +14,7 @@ from .ctc import *  # noqa: F403
 from .dropout import *  # noqa: F403
 from .extra import *  # noqa: F403
 from .fold import *  # noqa: F403
+from .fractional_pooling import *  # noqa: F403
 from .linear import *  # noqa: F403
 from .loss import *  # noqa: F403
 from .normalization import *  # noqa: F403

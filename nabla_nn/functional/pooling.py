@@ -100,9 +100,14 @@ def _window_argmax(x: Tensor, table: np.ndarray) -> Tensor:
     is_max, is_nan = nb.equal(win, top), nb.isnan(win)
     if ok is not None:  # positions past the window (gathered from index 0) never win
         is_max, is_nan = nb.logical_and(ok, is_max), nb.logical_and(ok, is_nan)
+    return _first_max_or_last_nan(is_max, is_nan, nb.tensor(table), plane, axis)
+
+
+def _first_max_or_last_nan(is_max: Tensor, is_nan: Tensor, idx: Tensor, plane: int, axis: int) -> Tensor:
+    """The flat index `idx` (in [0, plane)) of the last NaN along `axis`, else of the first
+    maximum: PyTorch's `val > max || isnan(val)` scan, when `idx` grows in scan order."""
     # One reduction for both rules: a NaN at i scores plane + i (the last wins), a maximum at i
     # scores plane - 1 - i (the first wins), anything else -1; every window has a real element.
-    idx = nb.tensor(table)
     score = nb.where(is_nan, idx + plane, nb.where(is_max, (plane - 1) - idx, -1))
     best = nb.max(score, axis=axis)
     return nb.where(nb.greater_equal(best, plane), best - plane, (plane - 1) - best)

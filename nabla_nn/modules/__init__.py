@@ -2,6 +2,7 @@
 
 from . import (
     activation,
+    adaptive,
     attention,
     channel_shuffle,
     container,
@@ -25,6 +26,7 @@ from . import (
     upsampling,
 )
 from .activation import *  # noqa: F403
+from .adaptive import *  # noqa: F403
 from .attention import *  # noqa: F403
 from .channel_shuffle import *  # noqa: F403
 from .container import *  # noqa: F403
@@ -51,6 +53,7 @@ __all__ = [
     name
     for m in (
         activation,
+        adaptive,
         attention,
         channel_shuffle,
         container,

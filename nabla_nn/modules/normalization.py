@@ -1,5 +1,6 @@
 """Normalization layers (PyTorch's `batchnorm`, `instancenorm` and `normalization` modules):
-BatchNorm1d/2d/3d, InstanceNorm1d/2d/3d, LayerNorm, RMSNorm, GroupNorm.
+BatchNorm1d/2d/3d, InstanceNorm1d/2d/3d, LayerNorm, RMSNorm, GroupNorm, LocalResponseNorm and the
+legacy CrossMapLRN2d.
 
 BatchNorm's running statistics are buffers updated in place in training mode, and the
 cumulative-average momentum (momentum=None) is computed from the `num_batches_tracked`
@@ -18,6 +19,7 @@ from nabla import Tensor
 
 from .. import functional as F
 from .. import init
+from ..functional._checks import check_float
 from ..module import Module
 from .linear import _check_device, _float_dtype, empty_parameter, realized_buffer
 
@@ -25,6 +27,7 @@ __all__ = [
     "BatchNorm1d",
     "BatchNorm2d",
     "BatchNorm3d",
+    "CrossMapLRN2d",
     "GroupNorm",
     "InstanceNorm1d",
     "InstanceNorm2d",
@@ -478,6 +481,60 @@ class LocalResponseNorm(Module):
         if input.ndim < 3:
             raise self.input_error(input.shape, "(N, C, *) with at least 3 dims")
         return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self) -> str:
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
+class CrossMapLRN2d(Module):
+    """PyTorch's legacy cross-channel local response normalization of (N, C, H, W):
+    `x * (k + alpha / size * sum of x^2 over a window of channels) ** -beta`.
+
+    The window is PyTorch's (ported from Lua Torch), which differs from `LocalResponseNorm`'s
+    (that one averages over `size` channels padded size // 2 before, (size - 1) // 2 after): with
+    p = int((size - 1) / 2 + 1), channel c sums channels [c - p + 1, c + p - 1] (clipped to
+    [0, C)), plus channel 0 for every c >= p, as PyTorch's running sum never subtracts channel
+    0. Forward values match PyTorch; the gradient is the exact derivative of that forward (by
+    autodiff), where PyTorch's hand-written backward is not (it fails `gradcheck`, and raises for
+    size=1).
+
+    Args:
+        size: the window size (a positive int; an even size sums size - 1 neighbours, as PyTorch).
+        alpha: multiplicative factor (default 1e-4), divided by `size`.
+        beta: exponent (default 0.75).
+        k: additive factor (default 1).
+
+    Example:
+        >>> nn.CrossMapLRN2d(3, alpha=1e-3)(nb.randn(2, 8, 5, 5)).shape
+        (2, 8, 5, 5)
+    """
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1) -> None:
+        super().__init__()
+        if isinstance(size, bool) or not isinstance(size, int | np.integer) or size < 1:
+            raise ValueError(f"CrossMapLRN2d: size must be a positive int, got {size!r}")
+        self.size = size
+        self.alpha = alpha
+        self.beta = beta
+        self.k = k
+
+    def forward(self, input: Tensor) -> Tensor:
+        if input.ndim != 4:
+            raise self.input_error(input.shape, "(N, C, H, W)")
+        check_float(input, "CrossMapLRN2d")
+        c = input.shape[1]
+        half = int((self.size - 1) / 2 + 1) - 1  # channels summed on each side
+        sq = input * input
+        padded = nb.pad(sq, [0, 0, 0, 0, half, half])
+        acc = padded[:, 0:c]
+        for i in range(1, 2 * half + 1):
+            acc = acc + padded[:, i : i + c]
+        if c > half + 1:  # channel 0, left in every window from c = half + 1 on
+            first = np.zeros((1, c, 1, 1), dtype=bool)
+            first[:, half + 1 :] = True
+            acc = acc + nb.where(nb.tensor(first), sq[:, 0:1], 0.0)
+        scale = acc * (self.alpha / self.size) + self.k
+        return input * nb.pow(scale, -self.beta)
 
     def extra_repr(self) -> str:
         return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"

@@ -1,5 +1,5 @@
 """Pooling layers (PyTorch's `torch.nn.modules.pooling`): 1-D, 2-D and 3-D max, average, adaptive
-and power-average pooling, and max unpooling."""
+and power-average pooling, max unpooling, and 2-D / 3-D fractional max pooling."""
 
 from __future__ import annotations
 
@@ -20,6 +20,8 @@ __all__ = [
     "AvgPool1d",
     "AvgPool2d",
     "AvgPool3d",
+    "FractionalMaxPool2d",
+    "FractionalMaxPool3d",
     "LPPool1d",
     "LPPool2d",
     "LPPool3d",
@@ -525,6 +527,99 @@ class LPPool3d(_LPPoolNd):
     Example:
         >>> nn.LPPool3d(2, 3, stride=2)(nb.randn(20, 16, 50, 44, 31)).shape
         (20, 16, 24, 21, 15)
+    """
+
+    _n = 3
+
+
+class _FractionalMaxPoolNd(Module):
+    _n = 2
+
+    def __init__(
+        self,
+        kernel_size: Any,
+        output_size: Any = None,
+        output_ratio: Any = None,
+        return_indices: bool = False,
+        _random_samples: Tensor | None = None,
+    ) -> None:
+        super().__init__()
+        n, name = self._n, type(self).__name__
+        if self._n == 3 and (
+            (isinstance(kernel_size, int) and kernel_size <= 0)
+            or (isinstance(kernel_size, tuple | list) and not all(k > 0 for k in kernel_size))
+        ):
+            raise ValueError(f"kernel_size must be greater than 0, but got {kernel_size}")
+        self.kernel_size = _ntuple(kernel_size, n)
+        self.return_indices = return_indices
+        self.register_buffer("_random_samples", _random_samples)
+        self.output_size = _ntuple(output_size, n) if output_size is not None else None
+        self.output_ratio = _ntuple(output_ratio, n) if output_ratio is not None else None
+        if output_size is None and output_ratio is None:
+            raise ValueError(f"{name} requires specifying either an output size, or a pooling ratio")
+        if output_size is not None and output_ratio is not None:
+            raise ValueError("only one of output_size and output_ratio may be specified")
+        if self.output_ratio is not None and not all(0 < r < 1 for r in self.output_ratio):
+            raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
+
+    def forward(self, input: Tensor) -> Any:
+        _check_rank(self, input, self._n)
+        pool = F.fractional_max_pool2d if self._n == 2 else F.fractional_max_pool3d
+        return pool(
+            input,
+            self.kernel_size,
+            self.output_size,
+            self.output_ratio,
+            self.return_indices,
+            _random_samples=self._random_samples,
+        )
+
+
+def _ntuple(value: Any, n: int) -> Any:
+    """PyTorch's `_pair` / `_triple`: a sequence as a tuple, anything else repeated n times."""
+    return tuple(value) if isinstance(value, tuple | list) else (value,) * n
+
+
+class FractionalMaxPool2d(_FractionalMaxPoolNd):
+    """2-D fractional max pooling over (N, C, H, W) or (C, H, W): kH x kW windows placed with
+    pseudo-random steps so that the output has the requested size (Graham, "Fractional
+    Max-Pooling"; PyTorch's regions, see `F.fractional_max_pool2d`).
+
+    Args:
+        kernel_size: window size, int or (kH, kW).
+        output_size: the output size oH x oW, int or (oH, oW).
+        output_ratio: instead of output_size: the output size as a fraction of the input's, a
+            number or (rH, rW) in (0, 1).
+        return_indices: also return the argmax indices (h * W + w), as `max_unpool2d` takes them.
+        _random_samples: optional fixed (N, C, 2) samples in [0, 1) (a buffer, in the state_dict
+            when given, as PyTorch's); None draws new samples from nabla's generator every call.
+
+    Example:
+        >>> nn.FractionalMaxPool2d(3, output_size=(13, 12))(nb.randn(20, 16, 50, 32)).shape
+        (20, 16, 13, 12)
+        >>> nn.FractionalMaxPool2d(3, output_ratio=(0.5, 0.5))(nb.randn(20, 16, 50, 32)).shape
+        (20, 16, 25, 16)
+    """
+
+    _n = 2
+
+
+class FractionalMaxPool3d(_FractionalMaxPoolNd):
+    """3-D fractional max pooling over (N, C, T, H, W) or (C, T, H, W) (PyTorch's regions, see
+    `F.fractional_max_pool3d`).
+
+    Args:
+        kernel_size: window size, int or (kT, kH, kW) (each > 0).
+        output_size: the output size, int or (oT, oH, oW).
+        output_ratio: instead of output_size: the output size as a fraction of the input's, a
+            number or (rT, rH, rW) in (0, 1).
+        return_indices: also return the argmax indices ((t * H + h) * W + w).
+        _random_samples: optional fixed (N, C, 3) samples in [0, 1) (a buffer, in the state_dict
+            when given); None draws new samples from nabla's generator every call.
+
+    Example:
+        >>> nn.FractionalMaxPool3d(3, output_size=(13, 12, 11))(nb.randn(2, 4, 50, 32, 16)).shape
+        (2, 4, 13, 12, 11)
     """
 
     _n = 3
