@@ -437,6 +437,40 @@ def test_keys_split_along_the_sequence_run_ring_attention(causal, q_len, q_split
         np.testing.assert_allclose(g.numpy(), r.numpy(), rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize(("q_split", "mask_kind"), [(True, None), (False, None), (True, "keys"), (True, "rows")])
+def test_ring_attention_pads_a_sequence_that_does_not_split_evenly(causal, q_split, mask_kind):
+    # 10 positions over 4 devices (3 3 2 2): each piece is zero-extended to 3, the padding's
+    # keys are masked out and its query rows dropped; still no gather of the keys.
+    mesh = DeviceMesh("dpsp", (2, 4), ("dp", "sp"))
+    q, k, v = arr(2, 3, 10, 4), arr(2, 3, 10, 4), arr(2, 3, 10, 5)
+    mask = None
+    if mask_kind == "keys":  # (B, 1, 1, S) key padding: its key dim travels with k's blocks
+        mask = np.ones((2, 1, 1, 10), bool)
+        mask[1, ..., 7:] = False
+    elif mask_kind == "rows":  # (1, 1, L, S) additive: rows split like q's, every key on each device
+        mask = np.random.default_rng(3).standard_normal((1, 1, 10, 10)).astype(np.float32)
+    qs = nb.shard(nb.tensor(q), mesh, P("dp", None, "sp" if q_split else None))
+    ks, vs = (nb.shard(nb.tensor(t), mesh, P("dp", None, "sp")) for t in (k, v))
+    masks = () if mask is None else (nb.tensor(mask),)
+
+    def f(a, b, c, *m):
+        return (nb.dot_product_attention(a, b, c, *m, is_causal=causal) ** 2).sum()
+
+    y = nb.dot_product_attention(qs, ks, vs, *masks, is_causal=causal)
+    assert comm_ops(y).count("ppermute") >= 6 and "all_gather" not in comm_ops(y)
+    assert y.shape == (2, 3, 10, 5) and y.sharding.dim_axes == qs.sharding.dim_axes
+    want = nb.dot_product_attention(nb.tensor(q), nb.tensor(k), nb.tensor(v), *masks, is_causal=causal)
+    np.testing.assert_allclose(y.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
+    argnums = (0, 1, 2, 3) if mask_kind == "rows" else (0, 1, 2)
+    got = nb.grad(f, argnums)(qs, ks, vs, *masks)
+    assert "all_gather" not in comm_ops(*got)
+    ref = nb.grad(f, argnums)(nb.tensor(q), nb.tensor(k), nb.tensor(v), *masks)
+    for g, r in zip(got, ref, strict=True):
+        assert g.shape == r.shape
+        np.testing.assert_allclose(g.numpy(), r.numpy(), rtol=1e-4, atol=1e-5)
+
+
 @pytest.mark.parametrize("mask_kind", ["key-padding", "float-per-query", "bool-full"])
 def test_ring_attention_takes_masks_whose_key_blocks_travel_with_the_keys(mask_kind):
     mesh = DeviceMesh("dpsp", (2, 4), ("dp", "sp"))

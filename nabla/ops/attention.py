@@ -38,6 +38,7 @@ from .communication import MANUAL, _conform_tensor, _relabel, axis_index, ppermu
 from .control_flow import where as _where
 from .gather_scatter import index_select
 from .linalg import matmul
+from .spmd import window
 from .view import broadcast_shapes, reshape, sum_to_shape, transpose
 
 __all__ = ["dot_product_attention"]
@@ -294,9 +295,10 @@ def dot_product_attention(
 def _ring_layout(q: Tensor, k: Tensor, v: Tensor, *mask: Tensor) -> list | None:
     """The layouts of q, k, v (and the mask) for ring attention, or None for the one-op path.
     The ring applies when k and v are split alike along the key sequence over some mesh axes
-    (and nowhere along the head dims), evenly; q may be split along its sequence over the same
-    axes (sequence parallelism) or not at all. A mask is laid out to match: its key dim like
-    k's (its blocks travel with k's), its query dim like q's. The one op would gather the keys."""
+    (and nowhere along the head dims); q may be split along its sequence over the same axes
+    (sequence parallelism) or not at all. A mask is laid out to match: its key dim like k's
+    (its blocks travel with k's), its query dim like q's. The one op would gather the keys.
+    An uneven split is padded to an even one in the ring (`_ring_attention`)."""
     ks, vs = k._impl.sharding, v._impl.sharding
     if ks is None or vs is None or ks.manual or ks.partial or vs.partial or MANUAL.meshes:
         return None
@@ -308,7 +310,7 @@ def _ring_layout(q: Tensor, k: Tensor, v: Tensor, *mask: Tensor) -> list | None:
     mesh, n = ks.mesh, ks.mesh.axes_size(axes)
     qs = q._impl.sharding
     q_split = qs is not None and qs.mesh == mesh and qs.dim_axes[-2] == axes
-    if k.shape[-2] % n or (q_split and q.shape[-2] % n):
+    if k.shape[-2] < n or (q_split and q.shape[-2] < n):  # a device without keys: the one op
         return None
     lead = [list(a) for a in ks.dim_axes[:-2]]
     layouts = [ShardingSpec(mesh, [*lead, list(axes) if q_split else [], []]), ks, vs]
@@ -333,14 +335,20 @@ def _ring_attention(
     weighted values), as Ring Attention (Liu et al. 2023) and flash attention do. Rows that
     keep no key give zeros, as the one op does. The result has q's layout. Attention dropout
     scales each block's weights in the weighted values (not in the row sums, which normalize
-    the undropped weights) by a mask drawn on the device for that block."""
+    the undropped weights) by a mask drawn on the device for that block.
+
+    A sequence that does not split evenly is zero-extended to one that does (a window: each
+    device moves a few rows); the appended keys are masked out, the appended query rows
+    dropped from the result."""
     q_spec, k_spec = layouts[0], layouts[1]
     mesh, axes = k_spec.mesh, k_spec.dim_axes[-2]
+    n, length, keys = mesh.axes_size(axes), q.shape[-2], k.shape[-2]
     local = ShardingSpec.replicated_on(mesh, q.ndim, manual=True)
-    pieces = [
-        _relabel(_conform_tensor(x, spec), out=local, src=spec)
-        for x, spec in zip((q, k, v, *mask), layouts, strict=True)
-    ]
+    tensors = [_conform_tensor(x, spec) for x, spec in zip((q, k, v, *mask), layouts, strict=True)]
+    for i, dim in _padded_dims(tensors, layouts, axes):
+        size = tensors[i].shape[dim]
+        tensors[i] = window(tensors[i], dim, 0, -(-size // n) * n)
+    pieces = [_relabel(x, out=local, src=x._impl.sharding) for x in tensors]
     drop = None
     if dropout_p > 0.0:
         # A block's mask depends on which data it covers, not on the device holding it: devices
@@ -358,10 +366,24 @@ def _ring_attention(
             scale=scale,
             causal=causal,
             drop=drop,
+            keys=keys,
         )
     finally:
         MANUAL.meshes.pop()
-    return _relabel(out, out=q_spec, src=out._impl.sharding)
+    out = _relabel(out, out=tensors[0]._impl.sharding, src=out._impl.sharding)
+    return out if out.shape[-2] == length else window(out, out.ndim - 2, 0, length)
+
+
+def _padded_dims(tensors: list, layouts: list, axes: tuple) -> list[tuple[int, int]]:
+    """(tensor, dim) of every sequence dim split over the ring's axes unevenly: q's rows, the
+    keys of k and v, the mask's rows and key columns where they are split."""
+    n = layouts[1].mesh.axes_size(axes)
+    return [
+        (i, dim)
+        for i, (x, spec) in enumerate(zip(tensors, layouts, strict=True))
+        for dim in (x.ndim - 2, x.ndim - 1)
+        if spec.dim_axes[dim] == axes and x.shape[dim] % n
+    ]
 
 
 def _ring_body(
@@ -375,10 +397,11 @@ def _ring_body(
     scale: float,
     causal: bool,
     drop: tuple | None = None,
+    keys: int | None = None,
 ) -> Tensor:
     """One device's part (inside manual mode): its queries against each key block in turn.
     `drop`: (dropout probability, the step's seed, the mesh axes besides the ring's that lay out
-    the data)."""
+    the data). `keys`: the sequence's real length, when k and v were padded past it."""
     lq, sk = q.shape[-2], k.shape[-2]
     me = axis_index(axes)
     perm = [(i, (i + 1) % n) for i in range(n)]  # after t passes a device holds block (me - t) mod n
@@ -402,8 +425,11 @@ def _ring_body(
         block = _bin.remainder(_bin.add(me, n - t), n)  # where the keys held now come from
         cols = _bin.add(_creation.arange(sk), _bin.mul(block, sk))
         if m_block is not None:
-            mb = m_block if rotate or m_block.shape[-1] == 1 else index_select(m_block, -1, cols)
+            taken = cols if keys is None or keys == n * sk else _bin.minimum(cols, m_block.shape[-1] - 1)
+            mb = m_block if rotate or m_block.shape[-1] == 1 else index_select(m_block, -1, taken)
             s = _where(mb, s, neg) if mb.dtype == _dt.bool_ else _bin.add(s, mb)
+        if keys is not None and keys < n * sk:  # the padding's keys take no part
+            s = _where(_bin.less(reshape(cols, (1, sk)), keys), s, neg)
         if causal:
             s = _where(_bin.greater_equal(rows, reshape(cols, (1, sk))), s, neg)
         m_new = _bin.maximum(m, _red.max(_view.detach(s), axis=-1, keepdims=True))
