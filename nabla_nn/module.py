@@ -207,7 +207,7 @@ class Module:
         if isinstance(value, Parameter):
             if params is None:
                 raise AttributeError("cannot assign parameters before Module.__init__() call")
-            self._forget(name)
+            self._forget(name, keep=params)
             self.register_parameter(name, value)
         elif params is not None and name in params:
             if value is not None:
@@ -218,7 +218,7 @@ class Module:
         elif isinstance(value, Module):
             if params is None:
                 raise AttributeError("cannot assign module before Module.__init__() call")
-            self._forget(name)
+            self._forget(name, keep=self._modules)
             self._modules[name] = value
         elif params is not None and name in self._modules:
             if value is not None:
@@ -235,10 +235,13 @@ class Module:
         else:
             object.__setattr__(self, name, value)
 
-    def _forget(self, name: str) -> None:
+    def _forget(self, name: str, keep: dict | None = None) -> None:
+        """Drop `name` from every store but `keep`, the one it is being assigned in: there a
+        new value takes the old one's place, so state_dict keys keep their order (PyTorch's)."""
         self.__dict__.pop(name, None)
         for d in (self._parameters, self._buffers, self._modules):
-            d.pop(name, None)
+            if d is not keep:
+                d.pop(name, None)
         self._non_persistent_buffers.discard(name)
 
     def __getattr__(self, name: str) -> Any:
@@ -275,7 +278,7 @@ class Module:
         self._check_name(name, "parameter")
         if param is not None and not isinstance(param, Parameter):
             raise TypeError(f"cannot assign '{type(param).__name__}' object to parameter '{name}' (Parameter or None)")
-        self._forget(name)
+        self._forget(name, keep=self._parameters)
         self._parameters[name] = param
 
     def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
@@ -288,7 +291,7 @@ class Module:
             raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' (Tensor or None)")
         if isinstance(tensor, Parameter):
             raise TypeError(f"buffer '{name}' cannot be a Parameter; use register_parameter")
-        self._forget(name)
+        self._forget(name, keep=self._buffers)
         self._buffers[name] = tensor
         if not persistent:
             self._non_persistent_buffers.add(name)
@@ -298,7 +301,7 @@ class Module:
         if module is not None and not isinstance(module, Module):
             raise TypeError(f"{type(module).__name__} is not a Module subclass")
         self._check_name(name, "module")
-        self._forget(name)
+        self._forget(name, keep=self._modules)
         self._modules[name] = module
 
     register_module = add_module

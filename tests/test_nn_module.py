@@ -406,3 +406,19 @@ def test_full_backward_hook_matches_torch_and_errors():
     lin.register_full_backward_hook(lambda mod, gi, go: (gi[0], gi[0]))
     with pytest.raises(RuntimeError, match="a full backward hook returned 2 values, but grad_input has 1"):
         (lin(nb.tensor(xa)) ** 2).sum().backward()
+
+
+def test_replacing_a_child_parameter_or_buffer_keeps_its_place_in_the_state_dict():
+    # As PyTorch: fine-tuning's `model.fc = nn.Linear(...)` keeps the key order of the checkpoint.
+    model = nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 1))
+    keys = list(model.state_dict())
+    model[0] = nn.Linear(2, 3)
+    model.add_module("1", nn.Tanh())
+    assert list(model.state_dict()) == keys and list(model._modules) == ["0", "1", "2"]
+    bn = nn.BatchNorm1d(3)
+    bn.weight = nn.Parameter(nb.ones(3))
+    bn.register_buffer("running_mean", nb.zeros(3))
+    assert list(bn.state_dict()) == ["weight", "bias", "running_mean", "running_var", "num_batches_tracked"]
+    bn.extra = 5
+    bn.extra = nn.Parameter(nb.ones(1))  # a plain attribute becomes a parameter
+    assert "extra" in dict(bn.named_parameters())

@@ -803,3 +803,50 @@ def test_torch_optimizer_state_dict_round_trips_through_a_sharded_optimizer():
     for (name, got), want in zip(model.state_dict().items(), tmodel.state_dict().values(), strict=True):
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-6, err_msg=name)
     assert_same_optimizer_state(opt.state_dict(), topt.state_dict())
+
+
+# -- SyncBatchNorm -------------------------------------------------------------------------------
+@pytest.mark.parametrize("shape", [(8, 3), (6, 3, 5, 4)], ids=["NC", "NCHW"])
+def test_sync_batch_norm_takes_statistics_over_the_whole_split_batch(shape):
+    x = RNG.standard_normal(shape).astype(np.float32) * 3 + 1
+    sync, plain = nn.SyncBatchNorm(3), nn.BatchNorm1d(3) if len(shape) == 2 else nn.BatchNorm2d(3)
+    xs = shard_batch(nb.tensor(x), DP, "dp")
+    y = sync(xs)
+    assert "all_gather" not in count_collectives(y) and count_collectives(y).get("all_reduce", 0) >= 1
+    np.testing.assert_allclose(y.numpy(), plain(nb.tensor(x)).numpy(), rtol=1e-5, atol=1e-5)
+    for name in ("running_mean", "running_var", "num_batches_tracked"):
+        np.testing.assert_allclose(getattr(sync, name).numpy(), getattr(plain, name).numpy(), rtol=1e-5)
+    with pytest.raises(ValueError, match=r"SyncBatchNorm.*\(N, 3, \*\)"):
+        sync(nb.ones(3))
+
+
+def test_convert_sync_batchnorm_keeps_parameters_buffers_and_mode():
+    nb.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.Sequential(nn.Flatten(), nn.BatchNorm1d(16)))
+    model[2][1].eval()
+    x = nb.tensor(RNG.standard_normal((5, 3, 4, 4)).astype(np.float32))
+    weight = model[1].weight
+    want = model(x).numpy()
+    model[1].running_mean.data = nb.zeros(4)  # undo the reference forward's running-stat update
+    model[1].running_var.data = nb.ones(4)
+    model[1].num_batches_tracked.data = nb.tensor(np.array(0, np.int64))
+    converted = nn.SyncBatchNorm.convert_sync_batchnorm(model)
+    assert converted is model and type(model[1]) is nn.SyncBatchNorm and type(model[2][1]) is nn.SyncBatchNorm
+    assert model[1].weight is weight and model[1].training and not model[2][1].training
+    assert list(model.state_dict()) == [
+        "0.weight", "0.bias", "1.weight", "1.bias", "1.running_mean", "1.running_var", "1.num_batches_tracked",
+        "2.1.weight", "2.1.bias", "2.1.running_mean", "2.1.running_var", "2.1.num_batches_tracked",
+    ]  # fmt: skip
+    np.testing.assert_allclose(model(x).numpy(), want, rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="process_group must be None"):
+        nn.SyncBatchNorm.convert_sync_batchnorm(model, process_group="world")
+
+
+@needs_torch
+def test_sync_batch_norm_matches_torch_outside_distributed_training():
+    x = RNG.standard_normal((6, 3, 5)).astype(np.float32)
+    ours, theirs = nn.SyncBatchNorm(3, momentum=None), torch.nn.SyncBatchNorm(3, momentum=None)
+    np.testing.assert_allclose(ours(nb.tensor(x)).numpy(), theirs(torch.tensor(x)).detach().numpy(), atol=1e-5)
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    for key, value in theirs.state_dict().items():
+        np.testing.assert_allclose(ours.state_dict()[key].numpy(), value.numpy(), rtol=1e-5)

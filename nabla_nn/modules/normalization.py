@@ -35,6 +35,7 @@ __all__ = [
     "LayerNorm",
     "LocalResponseNorm",
     "RMSNorm",
+    "SyncBatchNorm",
 ]
 
 
@@ -195,6 +196,83 @@ class BatchNorm3d(_BatchNorm):
     def _check_input(self, input: Tensor) -> None:
         if input.ndim != 5 or input.shape[1] != self.num_features:
             raise self.input_error(input.shape, f"(N, {self.num_features}, D, H, W)")
+
+
+class SyncBatchNorm(_BatchNorm):
+    """Batch normalization over (N, C, *) input whose statistics cover the whole batch, also
+    when the batch is split over devices (PyTorch's SyncBatchNorm for data parallelism).
+
+    nabla's SPMD layer already computes BatchNorm's statistics over the global batch: on a
+    batch sharded over a mesh the sums become all-reduces. So this is BatchNorm for any rank
+    from 2 up; `convert_sync_batchnorm` swaps it in for a model's BatchNorm layers, as in
+    PyTorch, keeping their parameters, buffers and mode.
+
+    Args:
+        num_features: C.
+        eps: added to the variance for stability (default 1e-5).
+        momentum: running-stat update factor (default 0.1); None means a cumulative average.
+        affine: learn a per-channel weight and bias (default True).
+        track_running_stats: keep running-stat buffers (default True).
+        process_group: PyTorch's communicator; nabla's is the mesh the batch is laid out on,
+            so only None is accepted.
+
+    Example:
+        >>> model = nn.SyncBatchNorm.convert_sync_batchnorm(nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8)))
+        >>> type(model[1]).__name__
+        'SyncBatchNorm'
+    """
+
+    def __init__(
+        self,
+        num_features: int,
+        eps: float = 1e-5,
+        momentum: float | None = 0.1,
+        affine: bool = True,
+        track_running_stats: bool = True,
+        process_group: Any = None,
+        device: Any = None,
+        dtype: Any = None,
+    ) -> None:
+        _no_process_group(process_group)
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
+
+    def _check_input(self, input: Tensor) -> None:
+        if input.ndim < 2 or input.shape[1] != self.num_features:
+            raise self.input_error(input.shape, f"(N, {self.num_features}, *)")
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module: Module, process_group: Any = None) -> Module:
+        """`module` with every BatchNorm1d/2d/3d in it replaced by a SyncBatchNorm holding the
+        same parameters, buffers and training mode (`module` itself if it is one).
+
+        Args:
+            module: a model, or a single BatchNorm layer.
+            process_group: only None (see the class).
+        """
+        _no_process_group(process_group)
+        out = module
+        if isinstance(module, BatchNorm1d | BatchNorm2d | BatchNorm3d):
+            out = cls(module.num_features, module.eps, module.momentum, module.affine, module.track_running_stats)
+            for name in ("weight", "bias"):
+                if module._parameters.get(name) is not None:
+                    out._parameters[name] = module._parameters[name]
+            for name in ("running_mean", "running_var", "num_batches_tracked"):
+                if module._buffers.get(name) is not None:
+                    out._buffers[name] = module._buffers[name]
+            out.train(module.training)
+        for name, child in list(module.named_children()):
+            converted = cls.convert_sync_batchnorm(child, process_group)
+            if converted is not child:
+                out.add_module(name, converted)
+        return out
+
+
+def _no_process_group(process_group: Any) -> None:
+    if process_group is not None:
+        raise ValueError(
+            "SyncBatchNorm: process_group must be None: the statistics cover the batch over the mesh it is laid "
+            f"out on, got {process_group!r}"
+        )
 
 
 class _InstanceNorm(_NormBase):
