@@ -16,11 +16,13 @@ from . import data, functional, init, parallel, utils
 from .module import IncompatibleKeys, Module, RemovableHandle
 from .modules import *  # noqa: F403
 from .modules import __all__ as _modules_all
+from .parallel import DataParallel
 from .parameter import Buffer, Parameter
 from .serialization import load, save
 
 __all__ = [
     "Buffer",
+    "DataParallel",
     "IncompatibleKeys",
     "Module",
     "Parameter",

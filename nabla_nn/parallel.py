@@ -40,7 +40,7 @@ from nabla.ops.communication import count_collectives
 
 from .module import Module
 
-__all__ = ["colwise", "count_collectives", "rowwise", "shard_batch", "shard_module"]
+__all__ = ["DataParallel", "colwise", "count_collectives", "rowwise", "shard_batch", "shard_module"]
 
 Spec = P | ShardingSpec | None
 Pattern = str | re.Pattern
@@ -262,3 +262,62 @@ def shard_batch(batch: Any, mesh: DeviceMesh, axis: str | tuple[str, ...] = "dp"
         return nb.shard(leaf, mesh, spec)
 
     return nb.tree_map(one, batch)
+
+
+class DataParallel(Module):
+    """PyTorch's `nn.DataParallel` as SPMD: the batch dimension `dim` of every tensor or array
+    input is split over the devices (a one-axis mesh "dp", simulated on a CPU), the module
+    runs once on the whole batch with replicated parameters, so their gradients are all-reduced
+    sums as PyTorch's, and each output comes back whole. The wrapped model is `self.module`,
+    so state_dict keys start with "module." as in PyTorch.
+
+    Args:
+        module: the model.
+        device_ids: the devices to split over; None or one device: the module's own forward.
+        output_device: where outputs are gathered (accepted for PyTorch's signature; outputs
+            are ordinary whole tensors).
+        dim: the batch dimension of the inputs (default 0).
+
+    Example:
+        >>> model = nn.DataParallel(nn.Linear(4, 2), device_ids=[0, 1])
+        >>> model(nb.randn(6, 4)).sharding is None
+        True
+    """
+
+    def __init__(
+        self, module: Module, device_ids: Iterable[int] | None = None, output_device: Any = None, dim: int = 0
+    ) -> None:
+        super().__init__()
+        if not isinstance(module, Module):
+            raise TypeError(f"DataParallel: module must be a nabla_nn.Module, got {type(module).__name__}")
+        ids = [0] if device_ids is None else [int(d) for d in device_ids]
+        self.module, self.device_ids, self.output_device, self.dim = module, ids, output_device, dim
+        self._mesh = DeviceMesh(f"data_parallel_{len(ids)}", (len(ids),), ("dp",), ids) if len(ids) > 1 else None
+
+    def forward(self, *inputs: Any, **kwargs: Any) -> Any:
+        mesh = self._mesh
+        if mesh is None:
+            return self.module(*inputs, **kwargs)
+        dim, n = self.dim, mesh.size
+
+        def split(leaf: Any) -> Any:
+            if isinstance(leaf, np.ndarray | np.generic):
+                leaf = nb.tensor(np.asarray(leaf))
+            if not isinstance(leaf, Tensor) or leaf.ndim == 0:
+                return leaf
+            d = dim % leaf.ndim if -leaf.ndim <= dim < leaf.ndim else None
+            if d is None or leaf.shape[d] < n:
+                raise ValueError(
+                    f"DataParallel: inputs are split along dim {dim} over {n} devices, got a tensor of shape "
+                    f"{tuple(leaf.shape)}"
+                )
+            return nb.shard(leaf, mesh, P(*([None] * d), "dp"))
+
+        def whole(leaf: Any) -> Any:
+            return nb.unshard(leaf) if isinstance(leaf, Tensor) else leaf
+
+        out = self.module(*nb.tree_map(split, inputs), **nb.tree_map(split, kwargs))
+        return nb.tree_map(whole, out)
+
+    def extra_repr(self) -> str:
+        return f"device_ids={self.device_ids}, dim={self.dim}"

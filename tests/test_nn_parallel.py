@@ -850,3 +850,33 @@ def test_sync_batch_norm_matches_torch_outside_distributed_training():
     assert list(ours.state_dict()) == list(theirs.state_dict())
     for key, value in theirs.state_dict().items():
         np.testing.assert_allclose(ours.state_dict()[key].numpy(), value.numpy(), rtol=1e-5)
+
+
+# -- DataParallel ---------------------------------------------------------------------------------
+def test_data_parallel_splits_the_batch_and_trains_like_the_module():
+    nb.manual_seed(0)
+    ref = nn.Sequential(nn.Linear(12, 8), nn.ReLU(), nn.Linear(8, 4))
+    nb.manual_seed(0)
+    model = nn.DataParallel(nn.Sequential(nn.Linear(12, 8), nn.ReLU(), nn.Linear(8, 4)), device_ids=[0, 1, 2])
+    assert list(model.state_dict()) == [f"module.{k}" for k in ref.state_dict()]  # PyTorch's keys
+    opts = [optim.SGD(m.parameters(), lr=0.1) for m in (ref, model)]
+    for x, y in classification(3, n=7):  # 7 rows over 3 devices: an uneven split
+        losses = []
+        for m, opt in zip((ref, model), opts, strict=True):
+            opt.zero_grad()
+            out = m(nb.tensor(x))
+            loss = F.cross_entropy(out, nb.tensor(y))
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        assert out.sharding is None and out.shape == (7, 4)  # gathered back whole
+        np.testing.assert_allclose(losses[1], losses[0], rtol=1e-5)
+    for a, b in zip(ref.parameters(), model.parameters(), strict=True):
+        np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=1e-5, atol=1e-6)
+    seen = []
+    model.module.register_forward_pre_hook(lambda mod, args: seen.append(args[0].sharding))
+    model(nb.tensor(classification(1)[0][0]))
+    assert seen[0].mesh.size == 3 and seen[0].dim_axes[0] == ("dp",)  # the module ran on the split batch
+    with pytest.raises(ValueError, match=r"split along dim 0 over 3 devices, got a tensor of shape \(2, 12\)"):
+        model(nb.ones(2, 12))
+    assert nn.DataParallel(ref)(nb.ones(2, 12)).shape == (2, 4)  # one device: the module's own forward
