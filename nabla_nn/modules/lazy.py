@@ -249,7 +249,7 @@ class LazyLinear(LazyModuleMixin, Linear):
         return {"weight": (self.out_features, self.in_features), "bias": (self.out_features,)}
 
 
-class _LazyConvMixin(LazyModuleMixin):
+class _LazyConvBase(LazyModuleMixin):
     """Shared by the lazy convolutions: in_channels from the input's channel dim."""
 
     _n: int
@@ -297,6 +297,51 @@ class _LazyConvMixin(LazyModuleMixin):
         return {"weight": (*lead, *self.kernel_size), "bias": (c_out,)}
 
 
+class _LazyConvMixin(_LazyConvBase):
+    """The lazy Conv1d/2d/3d constructor (the regular one's arguments but in_channels)."""
+
+    def __init__(
+        self,
+        out_channels: int,
+        kernel_size: Any,
+        stride: Any = 1,
+        padding: Any = 0,
+        dilation: Any = 1,
+        groups: int = 1,
+        bias: bool = True,
+        padding_mode: str = "zeros",
+        device: Any = None,
+        dtype: Any = None,
+    ) -> None:
+        # in_channels=groups passes the base checks; the placeholders replace its tensors.
+        super().__init__(groups, out_channels, kernel_size, stride, padding, dilation, groups, False, padding_mode)
+        self._make_lazy(out_channels, bias, device, dtype)
+
+
+class _LazyConvTransposeMixin(_LazyConvBase):
+    """The lazy ConvTranspose1d/2d/3d constructor (the regular one's arguments but in_channels)."""
+
+    def __init__(
+        self,
+        out_channels: int,
+        kernel_size: Any,
+        stride: Any = 1,
+        padding: Any = 0,
+        output_padding: Any = 0,
+        groups: int = 1,
+        bias: bool = True,
+        dilation: Any = 1,
+        padding_mode: str = "zeros",
+        device: Any = None,
+        dtype: Any = None,
+    ) -> None:
+        # in_channels=groups passes the base checks; the placeholders replace its tensors.
+        super().__init__(
+            groups, out_channels, kernel_size, stride, padding, output_padding, groups, False, dilation, padding_mode
+        )
+        self._make_lazy(out_channels, bias, device, dtype)
+
+
 class LazyConv1d(_LazyConvMixin, Conv1d):
     """A `Conv1d` whose `in_channels` is read from the first input (dim 1, or 0 unbatched).
 
@@ -317,23 +362,6 @@ class LazyConv1d(_LazyConvMixin, Conv1d):
     """
 
     cls_to_become = Conv1d
-
-    def __init__(
-        self,
-        out_channels: int,
-        kernel_size: Any,
-        stride: Any = 1,
-        padding: Any = 0,
-        dilation: Any = 1,
-        groups: int = 1,
-        bias: bool = True,
-        padding_mode: str = "zeros",
-        device: Any = None,
-        dtype: Any = None,
-    ) -> None:
-        # in_channels=groups passes the base checks; the placeholders replace its tensors.
-        super().__init__(groups, out_channels, kernel_size, stride, padding, dilation, groups, False, padding_mode)
-        self._make_lazy(out_channels, bias, device, dtype)
 
 
 class LazyConv2d(_LazyConvMixin, Conv2d):
@@ -357,22 +385,6 @@ class LazyConv2d(_LazyConvMixin, Conv2d):
 
     cls_to_become = Conv2d
 
-    def __init__(
-        self,
-        out_channels: int,
-        kernel_size: Any,
-        stride: Any = 1,
-        padding: Any = 0,
-        dilation: Any = 1,
-        groups: int = 1,
-        bias: bool = True,
-        padding_mode: str = "zeros",
-        device: Any = None,
-        dtype: Any = None,
-    ) -> None:
-        super().__init__(groups, out_channels, kernel_size, stride, padding, dilation, groups, False, padding_mode)
-        self._make_lazy(out_channels, bias, device, dtype)
-
 
 class LazyConv3d(_LazyConvMixin, Conv3d):
     """A `Conv3d` whose `in_channels` is read from the first input (dim 1, or 0 unbatched).
@@ -395,24 +407,8 @@ class LazyConv3d(_LazyConvMixin, Conv3d):
 
     cls_to_become = Conv3d
 
-    def __init__(
-        self,
-        out_channels: int,
-        kernel_size: Any,
-        stride: Any = 1,
-        padding: Any = 0,
-        dilation: Any = 1,
-        groups: int = 1,
-        bias: bool = True,
-        padding_mode: str = "zeros",
-        device: Any = None,
-        dtype: Any = None,
-    ) -> None:
-        super().__init__(groups, out_channels, kernel_size, stride, padding, dilation, groups, False, padding_mode)
-        self._make_lazy(out_channels, bias, device, dtype)
 
-
-class LazyConvTranspose1d(_LazyConvMixin, ConvTranspose1d):
+class LazyConvTranspose1d(_LazyConvTransposeMixin, ConvTranspose1d):
     """A `ConvTranspose1d` whose `in_channels` is read from the first input.
 
     Args:
@@ -434,27 +430,8 @@ class LazyConvTranspose1d(_LazyConvMixin, ConvTranspose1d):
 
     cls_to_become = ConvTranspose1d
 
-    def __init__(
-        self,
-        out_channels: int,
-        kernel_size: Any,
-        stride: Any = 1,
-        padding: Any = 0,
-        output_padding: Any = 0,
-        groups: int = 1,
-        bias: bool = True,
-        dilation: Any = 1,
-        padding_mode: str = "zeros",
-        device: Any = None,
-        dtype: Any = None,
-    ) -> None:
-        super().__init__(
-            groups, out_channels, kernel_size, stride, padding, output_padding, groups, False, dilation, padding_mode
-        )
-        self._make_lazy(out_channels, bias, device, dtype)
 
-
-class LazyConvTranspose2d(_LazyConvMixin, ConvTranspose2d):
+class LazyConvTranspose2d(_LazyConvTransposeMixin, ConvTranspose2d):
     """A `ConvTranspose2d` whose `in_channels` is read from the first input.
 
     Args:
@@ -476,27 +453,8 @@ class LazyConvTranspose2d(_LazyConvMixin, ConvTranspose2d):
 
     cls_to_become = ConvTranspose2d
 
-    def __init__(
-        self,
-        out_channels: int,
-        kernel_size: Any,
-        stride: Any = 1,
-        padding: Any = 0,
-        output_padding: Any = 0,
-        groups: int = 1,
-        bias: bool = True,
-        dilation: Any = 1,
-        padding_mode: str = "zeros",
-        device: Any = None,
-        dtype: Any = None,
-    ) -> None:
-        super().__init__(
-            groups, out_channels, kernel_size, stride, padding, output_padding, groups, False, dilation, padding_mode
-        )
-        self._make_lazy(out_channels, bias, device, dtype)
 
-
-class LazyConvTranspose3d(_LazyConvMixin, ConvTranspose3d):
+class LazyConvTranspose3d(_LazyConvTransposeMixin, ConvTranspose3d):
     """A `ConvTranspose3d` whose `in_channels` is read from the first input.
 
     Args:
@@ -517,25 +475,6 @@ class LazyConvTranspose3d(_LazyConvMixin, ConvTranspose3d):
     """
 
     cls_to_become = ConvTranspose3d
-
-    def __init__(
-        self,
-        out_channels: int,
-        kernel_size: Any,
-        stride: Any = 1,
-        padding: Any = 0,
-        output_padding: Any = 0,
-        groups: int = 1,
-        bias: bool = True,
-        dilation: Any = 1,
-        padding_mode: str = "zeros",
-        device: Any = None,
-        dtype: Any = None,
-    ) -> None:
-        super().__init__(
-            groups, out_channels, kernel_size, stride, padding, output_padding, groups, False, dilation, padding_mode
-        )
-        self._make_lazy(out_channels, bias, device, dtype)
 
 
 class _LazyNormMixin(LazyModuleMixin):
