@@ -679,3 +679,13 @@ def test_dropout_errors() -> None:
     with pytest.warns(UserWarning, match="3-D input"):
         y = F.dropout2d(nb.ones(4, 50, 6), 0.5).numpy()
     assert np.all(y.min(-1) == y.max(-1))
+
+
+@pytest.mark.parametrize("index", [7, -1])
+def test_embedding_rejects_known_indices_out_of_range_at_the_call(index):
+    # Flattened, the indices would reach the lookup unchecked (MAX does not check them).
+    with pytest.raises(IndexError, match=f"embedding: index {index} is out of range for a table of 5 rows"):
+        F.embedding(nb.tensor([[0, index]]), nb.ones(5, 3))
+    with pytest.raises(IndexError, match=f"embedding_bag: index {index} is out of range"):
+        F.embedding_bag(nb.tensor([[0, index]]), nb.ones(5, 3))
+    assert F.embedding(nb.tensor([[0, 4]]), nb.ones(5, 3)).shape == (1, 2, 3)

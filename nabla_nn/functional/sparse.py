@@ -18,8 +18,21 @@ import numpy as np
 import nabla as nb
 from nabla import Tensor
 from nabla.core.common import dtypes as _dt
+from nabla.core.graph.executors import host_array
 
 __all__ = ["embedding", "embedding_bag", "one_hot"]
+
+
+def _check_indices(input: Tensor, n: int, op: str) -> None:
+    """IndexError for indices outside [0, n) when their values are known (a realized batch):
+    after flattening they would reach the lookup unchecked, and MAX does not check them."""
+    impl = input._impl
+    if impl.data is None or impl.batch_dims or impl.sharding is not None:
+        return
+    data = host_array(impl)
+    if data.size and not (np.minimum.reduce(data, axis=None) >= 0 and np.maximum.reduce(data, axis=None) < n):
+        bad = data[(data < 0) | (data >= n)]
+        raise IndexError(f"{op}: index {int(bad.flat[0])} is out of range for a table of {n} rows (num_embeddings)")
 
 
 def _padding_idx(padding_idx: Any, num_embeddings: int, op: str = "embedding") -> int | None:
@@ -117,6 +130,7 @@ def embedding(
     if weight.ndim != 2:
         raise ValueError(f"embedding: weight must be 2-D (num_embeddings, embedding_dim), got shape {weight.shape}")
     pad = _padding_idx(padding_idx, weight.shape[0])
+    _check_indices(input, weight.shape[0], "embedding")
     if max_norm is None and not scale_grad_by_freq and input.sharding is not None:
         # indices on a mesh: `take` keeps their layout (flattening would merge split dims and
         # gather); unsharded, MAX runs the flat lookup faster (1.3 vs 2.0 ms for W3's, fwd + bwd)
@@ -311,6 +325,7 @@ def embedding_bag(
     if mode == "max" and scale_grad_by_freq:
         raise ValueError(f"{op}: max mode does not support scaling the gradient by the frequency")
     pad = _padding_idx(padding_idx, weight.shape[0], op)
+    _check_indices(input, weight.shape[0], op)
     flat = nb.reshape(input, (input.numel(),))
     if input.ndim == 2:
         if offsets is not None:
