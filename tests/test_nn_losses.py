@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import nabla as nb
+import nabla_nn as nn
 import nabla_nn.functional as F
 
 try:
@@ -492,3 +493,67 @@ def test_weighted_regression_losses_match_torch() -> None:
                 getattr(F, name)(nb.tensor(x), nb.tensor(y), reduction=reduction, weight=nb.tensor(w)),
                 getattr(TF, name)(torch.tensor(x), torch.tensor(y), reduction=reduction, weight=torch.tensor(w)),
             )
+
+
+# -- linear_cross_entropy / LinearCrossEntropyLoss ----------------------------------------------
+_LCE_CASES = {
+    "basic": dict(x=(6, 8), w=(5, 8), target="index", kw={}),
+    "unbatched": dict(x=(8,), w=(5, 8), target="index", kw={}),
+    "k-dim-bias": dict(x=(6, 8), w=(5, 3, 8), target="index", kw={"linear_bias": (5, 3)}),
+    "probabilities": dict(x=(6, 8), w=(5, 8), target="probs", kw={"label_smoothing": 0.1}),
+    "weighted-ignored": dict(x=(6, 8), w=(5, 8), target="index", kw={"weight": (5,), "ignore_index": 2}),
+    "sum-smoothed": dict(x=(6, 8), w=(5, 8), target="index", kw={"reduction": "sum", "label_smoothing": 0.2}),
+    "none": dict(x=(6, 8), w=(5, 3, 8), target="index", kw={"reduction": "none"}),
+}
+
+
+@needs_torch
+@pytest.mark.parametrize("case", list(_LCE_CASES))
+def test_linear_cross_entropy_matches_torch(case):
+    c = _LCE_CASES[case]
+    rng = np.random.default_rng(1)
+    x, w = _randn(*c["x"]), _randn(*c["w"], scale=0.5)
+    logits_shape = (*c["x"][:-1], c["w"][0], *c["w"][1:-1])
+    if c["target"] == "index":
+        t = rng.integers(0, c["w"][0], size=logits_shape[:1] + logits_shape[2:] if len(c["x"]) == 2 else ())
+    else:
+        t = rng.dirichlet(np.ones(c["w"][0]), size=c["x"][0]).astype(np.float32)
+    kw = {k: (_randn(*v) if isinstance(v, tuple) else v) for k, v in c["kw"].items()}
+    if "weight" in kw:
+        kw["weight"] = np.abs(kw["weight"]) + 0.1
+    nkw = {k: nb.tensor(v) if isinstance(v, np.ndarray) else v for k, v in kw.items()}
+    tkw = {k: torch.tensor(v) if isinstance(v, np.ndarray) else v for k, v in kw.items()}
+    nx, nw = nb.tensor(x, requires_grad=True), nb.tensor(w, requires_grad=True)
+    tx, tw = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)
+    got = F.linear_cross_entropy(nx, nw, nb.tensor(t), **nkw)
+    want = TF.linear_cross_entropy(tx, tw, torch.tensor(t), **tkw)
+    _close(got.numpy(), want, 1e-5)
+    got.sum().backward()
+    want.sum().backward()
+    _close(nx.grad.numpy(), tx.grad, 1e-4)
+    _close(nw.grad.numpy(), tw.grad, 1e-4)
+
+
+@needs_torch
+def test_linear_cross_entropy_loss_module_matches_torch_and_loads_its_state_dict():
+    theirs = torch.nn.LinearCrossEntropyLoss(8, 5, out_features=(3,), bias=True, label_smoothing=0.1)
+    ours = nn.LinearCrossEntropyLoss(8, 5, out_features=(3,), bias=True, label_smoothing=0.1)
+    assert {k: tuple(v.shape) for k, v in ours.state_dict().items()} == {
+        k: tuple(v.shape) for k, v in theirs.state_dict().items()
+    }
+    ours.load_state_dict({k: v.detach().numpy() for k, v in theirs.state_dict().items()})
+    x, t = _randn(6, 8), np.random.default_rng(2).integers(0, 5, size=(6, 3))
+    _close(ours(nb.tensor(x), nb.tensor(t)).numpy(), theirs(torch.tensor(x), torch.tensor(t)), 1e-5)
+
+
+def test_linear_cross_entropy_errors_name_the_shapes():
+    with pytest.raises(RuntimeError, match="expected input with dimensionality 1 or 2, got 3"):
+        F.linear_cross_entropy(nb.ones(2, 3, 4), nb.ones(5, 4), nb.tensor([0, 1]))
+    with pytest.raises(RuntimeError, match="last dimensions .in_features., got 4 and 3"):
+        F.linear_cross_entropy(nb.ones(2, 4), nb.ones(5, 3), nb.tensor([0, 1]))
+    with pytest.raises(RuntimeError, match=r"expected linear_bias shape \(5,\), got \(4,\)"):
+        F.linear_cross_entropy(nb.ones(2, 4), nb.ones(5, 4), nb.tensor([0, 1]), linear_bias=nb.ones(4))
+    with pytest.raises(RuntimeError, match="requires batched input"):
+        F.linear_cross_entropy(nb.ones(4), nb.ones(5, 2, 4), nb.tensor([0, 1]))
+    with pytest.raises(RuntimeError, match="ignore_index cannot be specified when target contains probabilities"):
+        F.linear_cross_entropy(nb.ones(2, 4), nb.ones(5, 4), nb.ones(2, 5) / 5, ignore_index=0)

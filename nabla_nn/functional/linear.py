@@ -1,16 +1,19 @@
-"""Linear maps: `linear` (x @ W.T + b) and `bilinear` (x1^T A x2 + b), PyTorch's weight layouts."""
+"""Linear maps: `linear` (x @ W.T + b) and `bilinear` (x1^T A x2 + b), PyTorch's weight layouts, and
+`linear_cross_entropy` (a linear map's logits scored by cross entropy)."""
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import nabla as nb
 from nabla import Tensor
 
 from ._checks import check_float as _check
 from ._checks import check_same_dtype as _same_dtype
+from .loss import cross_entropy
 
-__all__ = ["bilinear", "linear"]
+__all__ = ["bilinear", "linear", "linear_cross_entropy"]
 
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
@@ -76,3 +79,71 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None
         _check(bias, "bilinear", "bias")
         out = out + bias
     return out
+
+
+def linear_cross_entropy(
+    input: Tensor,
+    linear_weight: Tensor,
+    target: Tensor,
+    *,
+    linear_bias: Tensor | None = None,
+    weight: Tensor | None = None,
+    reduction: str = "mean",
+    ignore_index: int | None = None,
+    label_smoothing: float = 0.0,
+    options: Any = None,
+) -> Tensor:
+    """`cross_entropy(linear(input, linear_weight, linear_bias), target, ...)` (PyTorch's).
+
+    Args:
+        input: (N, in_features) or (in_features,).
+        linear_weight: (C, in_features), or (C, d1, ..., dK, in_features) for a K-dimensional
+            loss (batched input only): the logits are then (N, C, d1, ..., dK).
+        target: class indices (N,) / (N, d1, ...) or class probabilities of the logits' shape.
+        linear_bias: (C,) or (C, d1, ..., dK).
+        weight, reduction, label_smoothing: as `cross_entropy`.
+        ignore_index: as `cross_entropy` (None: -100); not with probability targets.
+        options: PyTorch's chunking options (`LinearCrossEntropyOptions`), a memory saving for
+            its eager kernels; accepted and unused: the whole step is one compiled MAX graph.
+
+    Example:
+        >>> F.linear_cross_entropy(nb.randn(4, 8), nb.randn(10, 8), nb.tensor([1, 0, 9, 3])).shape
+        ()
+    """
+    if not 1 <= input.ndim <= 2:
+        raise RuntimeError(f"linear_cross_entropy: expected input with dimensionality 1 or 2, got {input.ndim}")
+    if linear_weight.ndim < 2:
+        raise RuntimeError(
+            f"linear_cross_entropy: expected linear_weight with dimensionality at least 2, got {linear_weight.ndim}"
+        )
+    batch, n_in = input.shape[:-1], input.shape[-1]
+    if n_in != linear_weight.shape[-1]:
+        raise RuntimeError(
+            "linear_cross_entropy: expected equal input and linear_weight last dimensions (in_features), "
+            f"got {n_in} and {linear_weight.shape[-1]}"
+        )
+    classes, extra = linear_weight.shape[0], tuple(linear_weight.shape[1:-1])
+    if linear_bias is not None and tuple(linear_bias.shape) != (classes, *extra):
+        raise RuntimeError(
+            f"linear_cross_entropy: expected linear_bias shape {(classes, *extra)}, got {tuple(linear_bias.shape)}"
+        )
+    if extra and not batch:
+        raise RuntimeError(
+            f"linear_cross_entropy: K-dimensional loss defined by linear_weight shape {tuple(linear_weight.shape)} "
+            f"requires batched input, (N, {n_in}), got unbatched input with shape {tuple(input.shape)}"
+        )
+    logits_shape = (*batch, classes, *extra)
+    if tuple(target.shape) == logits_shape and ignore_index is not None:
+        raise RuntimeError("linear_cross_entropy: ignore_index cannot be specified when target contains probabilities")
+    flat = math.prod(extra) * classes
+    w = nb.reshape(linear_weight, (flat, n_in)) if extra else linear_weight
+    b = nb.reshape(linear_bias, (flat,)) if extra and linear_bias is not None else linear_bias
+    logits = nb.reshape(linear(input, w, b), logits_shape)
+    return cross_entropy(
+        logits,
+        target,
+        weight=weight,
+        reduction=reduction,
+        ignore_index=-100 if ignore_index is None else ignore_index,
+        label_smoothing=label_smoothing,
+    )

@@ -4,6 +4,7 @@ class weights (`weight`, `pos_weight`) are buffers, as in PyTorch, so they move 
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -12,6 +13,7 @@ from nabla import Tensor
 
 from .. import functional as F
 from ..module import Module
+from .linear import Linear
 
 __all__ = [
     "BCELoss",
@@ -19,6 +21,7 @@ __all__ = [
     "CosineEmbeddingLoss",
     "CrossEntropyLoss",
     "GaussianNLLLoss",
+    "LinearCrossEntropyLoss",
     "HingeEmbeddingLoss",
     "HuberLoss",
     "KLDivLoss",
@@ -528,3 +531,73 @@ class GaussianNLLLoss(_Loss):
 
     def forward(self, input: Tensor, target: Tensor, var: Tensor | float) -> Tensor:
         return F.gaussian_nll_loss(input, target, var, full=self.full, eps=self.eps, reduction=self.reduction)
+
+
+class LinearCrossEntropyLoss(_WeightedLoss):
+    """Cross entropy of a learned linear map's logits: `F.linear_cross_entropy(input,
+    self.linear.weight, target, ...)` (PyTorch's). For a K-dimensional loss the weight is stored
+    flat, (C * d1 * ... * dK, in_features), and reshaped in `forward`, as PyTorch does.
+
+    Args:
+        in_features: size of each input sample.
+        num_classes: C.
+        out_features: (d1, ..., dK) for a K-dimensional loss (default ()).
+        bias: whether the linear map has a bias (default False).
+        reduction: "mean", "sum" or "none".
+        weight: a per-class weight (C,).
+        ignore_index: class-index targets equal to it contribute nothing (None: -100).
+        label_smoothing: in [0, 1].
+        options: PyTorch's chunking options: accepted and unused (see `F.linear_cross_entropy`).
+
+    Example:
+        >>> loss = nn.LinearCrossEntropyLoss(8, 10)
+        >>> loss(nb.randn(4, 8), nb.tensor([1, 0, 9, 3])).shape, loss.linear.weight.shape
+        ((), (10, 8))
+    """
+
+    def __init__(
+        self,
+        in_features: int,
+        num_classes: int,
+        *,
+        out_features: tuple[int, ...] = (),
+        bias: bool = False,
+        device: Any = None,
+        dtype: Any = None,
+        reduction: str = "mean",
+        weight: Any = None,
+        ignore_index: int | None = None,
+        label_smoothing: float = 0.0,
+        options: Any = None,
+    ) -> None:
+        if weight is not None and tuple(weight.shape) != (num_classes,):
+            raise RuntimeError(f"expected weight shape to be {(num_classes,)}, got {tuple(weight.shape)}")
+        if not 0.0 <= label_smoothing <= 1.0:
+            raise RuntimeError(f"expected label_smoothing to be in range [0, 1], got {label_smoothing}")
+        super().__init__(weight, None, None, reduction)
+        self.num_classes, self.out_features = num_classes, tuple(out_features)
+        self.ignore_index, self.label_smoothing, self.options = ignore_index, label_smoothing, options
+        self.linear = Linear(in_features, math.prod(self.out_features) * num_classes, bias, device, dtype)
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        lin = self.linear
+        weight = lin.weight.reshape((self.num_classes, *self.out_features, lin.in_features))
+        bias = None if lin.bias is None else lin.bias.reshape((self.num_classes, *self.out_features))
+        return F.linear_cross_entropy(
+            input,
+            weight,
+            target,
+            linear_bias=bias,
+            weight=self.weight,
+            reduction=self.reduction,
+            ignore_index=self.ignore_index,
+            label_smoothing=self.label_smoothing,
+            options=self.options,
+        )
+
+    def extra_repr(self) -> str:
+        return (
+            f"in_features={self.linear.in_features}, num_classes={self.num_classes}, "
+            f"out_features={self.out_features}, bias={self.linear.bias is not None}, reduction={self.reduction}, "
+            f"ignore_index={self.ignore_index}, label_smoothing={self.label_smoothing}, options={self.options}"
+        )
