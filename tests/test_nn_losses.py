@@ -557,3 +557,11 @@ def test_linear_cross_entropy_errors_name_the_shapes():
         F.linear_cross_entropy(nb.ones(4), nb.ones(5, 2, 4), nb.tensor([0, 1]))
     with pytest.raises(RuntimeError, match="ignore_index cannot be specified when target contains probabilities"):
         F.linear_cross_entropy(nb.ones(2, 4), nb.ones(5, 4), nb.ones(2, 5) / 5, ignore_index=0)
+
+
+def test_nll_loss_2d_is_nll_loss_with_pytorchs_deprecation_warning():
+    x = nb.tensor(_randn(2, 3, 4, 4))
+    t = nb.tensor(np.random.default_rng(0).integers(0, 3, size=(2, 4, 4)))
+    with pytest.warns(FutureWarning, match="NLLLoss2d` has been deprecated"):
+        loss = nn.NLLLoss2d(ignore_index=1)
+    np.testing.assert_allclose(loss(x, t).numpy(), nn.NLLLoss(ignore_index=1)(x, t).numpy())

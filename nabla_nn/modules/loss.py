@@ -5,6 +5,7 @@ class weights (`weight`, `pos_weight`) are buffers, as in PyTorch, so they move 
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 import numpy as np
@@ -22,6 +23,7 @@ __all__ = [
     "CrossEntropyLoss",
     "GaussianNLLLoss",
     "LinearCrossEntropyLoss",
+    "NLLLoss2d",
     "HingeEmbeddingLoss",
     "HuberLoss",
     "KLDivLoss",
@@ -601,3 +603,20 @@ class LinearCrossEntropyLoss(_WeightedLoss):
             f"out_features={self.out_features}, bias={self.linear.bias is not None}, reduction={self.reduction}, "
             f"ignore_index={self.ignore_index}, label_smoothing={self.label_smoothing}, options={self.options}"
         )
+
+
+class NLLLoss2d(NLLLoss):
+    """Deprecated in PyTorch (a FutureWarning at construction): `NLLLoss`, which takes the same
+    (N, C, H, W) input.
+
+    Example:
+        >>> loss = nn.NLLLoss2d()  # FutureWarning: use nn.NLLLoss
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        warnings.warn(
+            "`NLLLoss2d` has been deprecated. Please use `NLLLoss` instead as a drop-in replacement.",
+            FutureWarning,
+            stacklevel=2,
+        )
+        super().__init__(*args, **kwargs)
