@@ -689,3 +689,20 @@ def test_embedding_rejects_known_indices_out_of_range_at_the_call(index):
     with pytest.raises(IndexError, match=f"embedding_bag: index {index} is out of range"):
         F.embedding_bag(nb.tensor([[0, index]]), nb.ones(5, 3))
     assert F.embedding(nb.tensor([[0, 4]]), nb.ones(5, 3)).shape == (1, 2, 3)
+
+
+@needs_torch
+@pytest.mark.parametrize("pad", [0, 2])
+def test_conv_tbc_matches_torch_with_gradients(pad):
+    rng = np.random.default_rng(4)
+    arrays = [rng.standard_normal(s).astype(np.float32) for s in ((9, 2, 4), (3, 4, 5), (5,))]
+    ours = [nb.tensor(a, requires_grad=True) for a in arrays]
+    theirs = [torch.tensor(a, requires_grad=True) for a in arrays]
+    y, t = F.conv_tbc(*ours, pad), torch.conv_tbc(*theirs, pad)
+    np.testing.assert_allclose(y.numpy(), t.detach().numpy(), rtol=1e-5, atol=1e-5)
+    (y**2).sum().backward()
+    (t**2).sum().backward()
+    for a, b in zip(ours, theirs, strict=True):
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-4, atol=1e-4)
+    with pytest.raises(RuntimeError, match=r"conv_tbc: input has 4 channels, weight \(3, 2, 5\) expects 2"):
+        F.conv_tbc(ours[0], nb.ones(3, 2, 5), ours[2])

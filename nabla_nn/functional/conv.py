@@ -3,7 +3,8 @@
 conv1d / conv2d / conv3d / conv_transpose2d / conv_transpose3d are nabla's primitives re-exported
 as they are (they take PyTorch's arguments and `input=`; NCL / NCHW / NCDHW inputs, OIHW / OIDHW
 weights, "same"/"valid" padding); conv_transpose1d runs the 2-D transposed convolution on a
-height-1 image; `pad` is nabla.pad with PyTorch's `value=None` default.
+height-1 image; conv_tbc is conv1d in the time-batch-channel layout; `pad` is nabla.pad with
+PyTorch's `value=None` default.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import numpy as np
 import nabla as nb
 from nabla import Tensor, conv1d, conv2d, conv3d, conv_transpose2d, conv_transpose3d
 
-__all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "pad"]
+__all__ = ["conv1d", "conv2d", "conv3d", "conv_tbc", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "pad"]
 
 
 _ARGS = ("stride", "padding", "output_padding", "dilation")
@@ -28,6 +29,38 @@ def _one(v: Any, op: str, arg: str) -> int:
     if isinstance(v, bool) or not isinstance(v, int | np.integer):
         raise TypeError(f"{op}: {arg} must be an int or a tuple of 1 int, got {v!r}")
     return int(v)
+
+
+def conv_tbc(input: Tensor, weight: Tensor, bias: Tensor, pad: int = 0) -> Tensor:
+    """1-D convolution in the time-batch-channel layout (PyTorch's `conv_tbc`, fairseq's):
+    `out[t] = bias + sum_k input[t + k - pad] @ weight[k]`.
+
+    Args:
+        input: (T, B, C_in).
+        weight: (K, C_in, C_out).
+        bias: (C_out,).
+        pad: zeros added at both ends of the time axis.
+
+    Example:
+        >>> F.conv_tbc(nb.ones(10, 2, 4), nb.ones(3, 4, 6), nb.zeros(6), pad=1).shape
+        (10, 2, 6)
+    """
+    op = "conv_tbc"
+    for t, arg in ((input, "input"), (weight, "weight"), (bias, "bias")):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{op}: {arg} must be a Tensor, got {type(t).__name__}")
+    if input.ndim != 3 or weight.ndim != 3 or bias.ndim != 1:
+        raise RuntimeError(
+            f"{op}: expected input (T, B, C_in), weight (K, C_in, C_out) and bias (C_out,), got shapes "
+            f"{tuple(input.shape)}, {tuple(weight.shape)} and {tuple(bias.shape)}"
+        )
+    if weight.shape[1] != input.shape[2] or bias.shape[0] != weight.shape[2]:
+        raise RuntimeError(
+            f"{op}: input has {input.shape[2]} channels, weight {tuple(weight.shape)} expects {weight.shape[1]} "
+            f"in and {weight.shape[2]} out, bias has {bias.shape[0]}"
+        )
+    out = conv1d(nb.permute(input, (1, 2, 0)), nb.permute(weight, (2, 1, 0)), bias, padding=_one(pad, op, "pad"))
+    return nb.permute(out, (2, 0, 1))
 
 
 def conv_transpose1d(
