@@ -144,8 +144,7 @@ class Operation:
             for facade, out in zip(facades, self._finish(outs, node, args, sharded, has_tangent), strict=True):
                 facade._adopt(out)
             return
-        for facade, out in zip(facades, outs, strict=True):
-            facade._install(out)
+        Tensor._install_all(facades, outs)
 
     def _finish(self, outs: list, node: OpNode, args: tuple, sharded: bool, has_tangent: bool) -> list[Tensor]:
         """Steps 7 and 8 of an op call on sharded or forward-mode operands: the output tensors."""

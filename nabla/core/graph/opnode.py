@@ -88,13 +88,12 @@ class OpNode:
     def set_outputs(self, impls: list) -> None:
         """Make `impls` the node's outputs. They own the node; it refers to them weakly, so
         dropped outputs are freed."""
-        refs, avals = [], []
         for index, impl in enumerate(impls):
             impl.output_refs = self
             impl.output_index = index
-            refs.append(weakref.ref(impl))
-            avals.append((impl.physical_shape, impl.dtype))
-        self._refs, self.out_avals = tuple(refs), tuple(avals)
+        ref = weakref.ref
+        self._refs = tuple([ref(impl) for impl in impls])
+        self.out_avals = tuple([(impl.physical_shape, impl.dtype) for impl in impls])
 
     @property
     def num_outputs(self) -> int:

@@ -248,6 +248,22 @@ class Tensor(TorchMethods):
             impl = OPS.detach(value)._impl
         self._install(impl)
 
+    @staticmethod
+    def _install_all(facades: list[Tensor], impls: list) -> None:
+        """`_install` of each impl into its facade (an optimizer's update writing ~3 tensors per
+        parameter every step): one check of the trace state, the per-facade work inlined."""
+        if TRACE.state is not None:  # nabla.compile records each mutation
+            for facade, impl in zip(facades, impls, strict=True):
+                facade._install(impl)
+            return
+        track, ref = GRAPH.add_unrealized, weakref.ref
+        for facade, impl in zip(facades, impls, strict=True):
+            grad = impl.requires_grad = facade._impl.requires_grad
+            facade._impl = impl
+            if impl.data is None:
+                track(facade)
+            impl.facade = ref(facade) if grad else None
+
     def _install(self, impl: TensorImpl) -> None:
         """Make `impl` this facade's value outside autodiff, keeping `requires_grad`."""
         note_mutation(self)
