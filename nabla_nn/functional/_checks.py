@@ -42,3 +42,17 @@ def in_place(input: Tensor, out: Tensor, inplace: bool) -> Tensor:
     """PyTorch's `inplace=True`: `input` takes the result and is returned, so every name bound
     to it (and the tensor it is a view of) sees it; else the new tensor `out`."""
     return input.copy_(out) if inplace and out is not input else out
+
+
+_UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def all_below(data: np.ndarray, n: int) -> bool:
+    """Whether every value of an integer array lies in [0, n) (class targets, embedding
+    indices: checked every training step). One reduction: read as unsigned, a negative value
+    is larger than any n."""
+    if data.dtype.kind == "i":
+        data = data.view(_UNSIGNED[data.itemsize])
+    elif data.dtype.kind not in "ub":
+        return bool(np.minimum.reduce(data, axis=None) >= 0 and np.maximum.reduce(data, axis=None) < n)
+    return bool(np.maximum.reduce(data, axis=None) < n)

@@ -29,6 +29,7 @@ from nabla import Tensor
 from nabla.core.common import dtypes as _dt
 from nabla.core.graph.executors import host_array
 
+from ._checks import all_below
 from ._checks import check_float as _float
 from ._checks import number as _number
 from .fused_loss import fused_cross_entropy, target_weights
@@ -292,8 +293,7 @@ def _check_target_values(target: Tensor, c: int, ignore_index: int, op: str) -> 
     if not impl.is_realized or impl.batch_dims or target.numel() == 0:
         return
     data = host_array(impl) if impl.sharding is None else target.numpy()
-    # Two reductions, called as ufuncs (no ndarray.min wrapper): this runs on every training step.
-    if np.minimum.reduce(data, axis=None) >= 0 and np.maximum.reduce(data, axis=None) < c:
+    if all_below(data, c):
         return
     bad = data[((data < 0) | (data >= c)) & (data != ignore_index)]
     if bad.size:

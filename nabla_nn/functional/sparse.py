@@ -20,6 +20,8 @@ from nabla import Tensor
 from nabla.core.common import dtypes as _dt
 from nabla.core.graph.executors import host_array
 
+from ._checks import all_below
+
 __all__ = ["embedding", "embedding_bag", "one_hot"]
 
 
@@ -30,7 +32,7 @@ def _check_indices(input: Tensor, n: int, op: str) -> None:
     if impl.data is None or impl.batch_dims or impl.sharding is not None:
         return
     data = host_array(impl)
-    if data.size and not (np.minimum.reduce(data, axis=None) >= 0 and np.maximum.reduce(data, axis=None) < n):
+    if data.size and not all_below(data, n):
         bad = data[(data < 0) | (data >= n)]
         raise IndexError(f"{op}: index {int(bad.flat[0])} is out of range for a table of {n} rows (num_embeddings)")
 
