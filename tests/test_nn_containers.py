@@ -205,3 +205,9 @@ def test_train_eval_reaches_every_container_child():
     assert not any(m.training for m in net.modules())
     net.train()
     assert all(m.training for m in net.modules())
+
+
+def test_container_is_pytorchs_deprecated_module_of_keyword_children():
+    with pytest.warns(FutureWarning, match="nn.Container` is deprecated"):
+        box = nn.Container(fc=nn.Linear(2, 3), act=nn.ReLU())
+    assert list(box._modules) == ["fc", "act"] and list(box.state_dict()) == ["fc.weight", "fc.bias"]

@@ -5,6 +5,7 @@ keys), so state_dict keys match ("layers.1.weight")."""
 from __future__ import annotations
 
 import operator
+import warnings
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
@@ -16,7 +17,7 @@ from nabla import Tensor
 from ..module import Module
 from ..parameter import Parameter
 
-__all__ = ["ModuleDict", "ModuleList", "ParameterDict", "ParameterList", "Sequential"]
+__all__ = ["Container", "ModuleDict", "ModuleList", "ParameterDict", "ParameterList", "Sequential"]
 
 
 def _index(idx: Any, size: int, what: str) -> int:
@@ -487,3 +488,23 @@ class ParameterDict(Module):
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError("ParameterDict has no forward")
+
+
+class Container(Module):
+    """Deprecated in PyTorch (a FutureWarning at construction): a Module whose keyword
+    arguments become its children. Subclass `Module` instead.
+
+    Example:
+        >>> box = nn.Container(fc=nn.Linear(2, 3))  # FutureWarning
+    """
+
+    def __init__(self, **kwargs: Module) -> None:
+        warnings.warn(
+            "`nn.Container` is deprecated. All of its functionality is now implemented in `nn.Module`. "
+            "Subclass that instead.",
+            FutureWarning,
+            stacklevel=2,
+        )
+        super().__init__()
+        for key, value in kwargs.items():
+            self.add_module(key, value)
