@@ -706,3 +706,44 @@ def test_conv_tbc_matches_torch_with_gradients(pad):
         np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-4, atol=1e-4)
     with pytest.raises(RuntimeError, match=r"conv_tbc: input has 4 channels, weight \(3, 2, 5\) expects 2"):
         F.conv_tbc(ours[0], nb.ones(3, 2, 5), ours[2])
+
+
+_GROUPED = {  # (mat_a shape, mat_b shape, offs): PyTorch's CPU kernel wants 16-byte strides
+    "rows": ((16, 8), (3, 8, 16), [4, 9, 16]),
+    "columns": ((3, 8, 16), (16, 32), [8, 16, 32]),
+    "k-slices": ((8, 16), (16, 8), [4, 9, 16]),
+    "batched": ((3, 8, 16), (3, 16, 8), None),
+    "rows-past-the-end": ((16, 8), (3, 8, 16), [4, 9, 12]),
+}
+
+
+@needs_torch
+@pytest.mark.parametrize("case", list(_GROUPED))
+def test_grouped_mm_matches_torch_with_gradients(case):
+    a_shape, b_shape, offs = _GROUPED[case]
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal(a_shape).astype(np.float32), rng.standard_normal(b_shape).astype(np.float32)
+    na, nb_ = nb.tensor(a, requires_grad=True), nb.tensor(b, requires_grad=True)
+    ta, tb = torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)
+    n_offs = None if offs is None else nb.tensor(np.array(offs, np.int32))
+    t_offs = None if offs is None else torch.tensor(offs, dtype=torch.int32)
+    y, t = F.grouped_mm(na, nb_, offs=n_offs), TF.grouped_mm(ta, tb, offs=t_offs)
+    rows = slice(0, offs[-1]) if case == "rows-past-the-end" else slice(None)  # torch leaves the rest unspecified
+    np.testing.assert_allclose(y.numpy()[rows], t.detach().numpy()[rows], rtol=1e-5, atol=1e-5)
+    if case == "rows-past-the-end":
+        assert not y.numpy()[offs[-1] :].any()  # ours are zeros
+        return
+    cot = rng.standard_normal(t.shape).astype(np.float32)
+    (y * nb.tensor(cot)).sum().backward()
+    (t * torch.tensor(cot)).sum().backward()
+    np.testing.assert_allclose(na.grad.numpy(), ta.grad.numpy(), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(nb_.grad.numpy(), tb.grad.numpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_grouped_mm_errors_name_the_operands():
+    with pytest.raises(RuntimeError, match="offs is required for a 2-D @ 3-D product"):
+        F.grouped_mm(nb.ones(4, 2), nb.ones(3, 2, 5))
+    with pytest.raises(RuntimeError, match="offs has 2 groups, the 3-D operand mat_b has 3"):
+        F.grouped_mm(nb.ones(4, 2), nb.ones(3, 2, 5), offs=nb.tensor(np.array([2, 4], np.int32)))
+    with pytest.raises(RuntimeError, match=r"contraction dims differ: mat_a \(4, 2\), mat_b \(3, 4, 5\)"):
+        F.grouped_mm(nb.ones(4, 2), nb.ones(3, 4, 5), offs=nb.tensor(np.array([1, 2, 4], np.int32)))

@@ -1,5 +1,6 @@
 """Linear maps: `linear` (x @ W.T + b) and `bilinear` (x1^T A x2 + b), PyTorch's weight layouts, and
-`linear_cross_entropy` (a linear map's logits scored by cross entropy)."""
+`linear_cross_entropy` (a linear map's logits scored by cross entropy) and `grouped_mm` (one matmul
+per group of rows or columns: a Mixture-of-Experts layer)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from ._checks import check_float as _check
 from ._checks import check_same_dtype as _same_dtype
 from .loss import cross_entropy
 
-__all__ = ["bilinear", "linear", "linear_cross_entropy"]
+__all__ = ["bilinear", "grouped_mm", "linear", "linear_cross_entropy"]
 
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
@@ -147,3 +148,77 @@ def linear_cross_entropy(
         ignore_index=-100 if ignore_index is None else ignore_index,
         label_smoothing=label_smoothing,
     )
+
+
+def grouped_mm(
+    mat_a: Tensor, mat_b: Tensor, *, offs: Tensor | None = None, bias: Tensor | None = None, out_dtype: Any = None
+) -> Tensor:
+    """PyTorch's grouped matrix multiply (Mixture-of-Experts layers): one product per group,
+    the groups a jagged dimension delimited by `offs` (group g ends at offs[g]) or a leading
+    group dimension.
+
+    - 2-D @ 3-D (G, K, N), `offs` over mat_a's rows: rows of group g times mat_b[g] -> (M, N).
+    - 3-D (G, M, K) @ 2-D (K, N), `offs` over mat_b's columns: mat_a[g] times group g's
+      columns -> (M, N).
+    - 2-D (M, K) @ 2-D (K, N), `offs` over K: group g's slice of K -> (G, M, N).
+    - 3-D @ 3-D, no `offs`: a batched matmul -> (G, M, N).
+
+    Rows or columns past offs[-1] are zeros (PyTorch leaves them unspecified). Static shapes
+    make each group's product run over the whole jagged dimension, masked: G times the
+    FLOPs of PyTorch's CUDA kernel, which is what MoE layers with few experts can afford.
+
+    Args:
+        mat_a, mat_b: as above.
+        offs: 1-D int tensor of G increasing group ends (required exactly when a 2-D operand is
+            jagged).
+        bias: added to the result (broadcast).
+        out_dtype: the result's dtype (default mat_a's).
+
+    Example:
+        >>> F.grouped_mm(nb.randn(6, 4), nb.randn(3, 4, 5), offs=nb.tensor([2, 4, 6], dtype=nb.int32)).shape
+        (6, 5)
+    """
+    op = "grouped_mm"
+    if mat_a.ndim not in (2, 3) or mat_b.ndim not in (2, 3):
+        raise RuntimeError(
+            f"{op}: mat_a and mat_b must be 2-D or 3-D, got {tuple(mat_a.shape)} and {tuple(mat_b.shape)}"
+        )
+    if mat_a.shape[-1] != mat_b.shape[-2]:
+        raise RuntimeError(f"{op}: contraction dims differ: mat_a {tuple(mat_a.shape)}, mat_b {tuple(mat_b.shape)}")
+    jagged = mat_a.ndim == 2 or mat_b.ndim == 2
+    if jagged != (offs is not None):
+        raise RuntimeError(
+            f"{op}: offs {'is required' if jagged else 'must be None'} for a {mat_a.ndim}-D @ {mat_b.ndim}-D product"
+        )
+    if mat_a.ndim == 3 and mat_b.ndim == 3:
+        if mat_a.shape[0] != mat_b.shape[0]:
+            raise RuntimeError(f"{op}: group counts differ: {mat_a.shape[0]} and {mat_b.shape[0]}")
+        out = nb.matmul(mat_a, mat_b)
+    else:
+        if offs.ndim != 1:
+            raise RuntimeError(f"{op}: offs must be 1-D, got shape {tuple(offs.shape)}")
+        groups = offs.shape[0]
+        if mat_a.ndim == 3 and mat_a.shape[0] != groups or mat_b.ndim == 3 and mat_b.shape[0] != groups:
+            raise RuntimeError(
+                f"{op}: offs has {groups} groups, the 3-D operand {'mat_a' if mat_a.ndim == 3 else 'mat_b'} has {(mat_a if mat_a.ndim == 3 else mat_b).shape[0]}"
+            )
+        if mat_a.ndim == 2 and mat_b.ndim == 3:  # rows of mat_a by group
+            full = nb.einsum("mk,gkn->gmn", mat_a, mat_b)
+            out = nb.sum(full * _group_mask(offs, mat_a.shape[0], full.dtype)[:, :, None], axis=0)
+        elif mat_a.ndim == 3:  # columns of mat_b by group
+            full = nb.einsum("gmk,kn->gmn", mat_a, mat_b)
+            out = nb.sum(full * _group_mask(offs, mat_b.shape[1], full.dtype)[:, None, :], axis=0)
+        else:  # slices of K by group
+            out = nb.einsum("mk,kn,gk->gmn", mat_a, mat_b, _group_mask(offs, mat_a.shape[1], mat_a.dtype))
+    if bias is not None:
+        out = out + bias
+    return out if out_dtype is None else out.to(out_dtype)
+
+
+def _group_mask(offs: Tensor, n: int, dtype: Any) -> Tensor:
+    """(G, n): 1 where position i of the jagged dimension lies in group g (offs[g-1] <= i <
+    offs[g]), 0 elsewhere and past offs[-1]."""
+    pos = nb.reshape(nb.arange(n, dtype=offs.dtype), (1, n))
+    ends = nb.reshape(offs, (-1, 1))
+    starts = nb.concatenate([nb.zeros(1, 1, dtype=offs.dtype), ends[:-1]], axis=0)
+    return nb.cast((pos >= starts) & (pos < ends), dtype)
