@@ -198,10 +198,9 @@ def grouped_mm(
         if offs.ndim != 1:
             raise RuntimeError(f"{op}: offs must be 1-D, got shape {tuple(offs.shape)}")
         groups = offs.shape[0]
-        if mat_a.ndim == 3 and mat_a.shape[0] != groups or mat_b.ndim == 3 and mat_b.shape[0] != groups:
-            raise RuntimeError(
-                f"{op}: offs has {groups} groups, the 3-D operand {'mat_a' if mat_a.ndim == 3 else 'mat_b'} has {(mat_a if mat_a.ndim == 3 else mat_b).shape[0]}"
-            )
+        name, batched = ("mat_a", mat_a) if mat_a.ndim == 3 else ("mat_b", mat_b)
+        if batched.ndim == 3 and batched.shape[0] != groups:
+            raise RuntimeError(f"{op}: offs has {groups} groups, the 3-D operand {name} has {batched.shape[0]}")
         if mat_a.ndim == 2 and mat_b.ndim == 3:  # rows of mat_a by group
             full = nb.einsum("mk,gkn->gmn", mat_a, mat_b)
             out = nb.sum(full * _group_mask(offs, mat_a.shape[0], full.dtype)[:, :, None], axis=0)
