@@ -1,7 +1,8 @@
 """PyTorch's Tensor methods that are other methods or ops under another name or argument
 convention (`x.t()`, `x.add(y, alpha=2)`, `x.new_zeros(3)`, `x.eq(y)`, `x.narrow(0, 1, 2)`):
 a mixin of `Tensor`, so code written for torch.Tensor runs unchanged. Each is a line or two over
-the op library (reached through the dispatch table) and Tensor's own methods. Also torch's
+the op library (reached through the dispatch table) and Tensor's own methods, as are the
+elementwise methods (`x.exp()`, `x.maximum(y)`: the ops of the same name). Also torch's
 gradient-hook registration (`register_hook`), whose hooks the autograd engine runs.
 """
 
@@ -11,7 +12,7 @@ import builtins
 import weakref
 from collections import namedtuple
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -19,6 +20,9 @@ from ..common import dtypes as _dt
 from ..common.hooks import RemovableHandle, add_hook
 from .dispatch import OPS
 from .impl import GRAD_HOOKS
+
+if TYPE_CHECKING:  # annotations only: tensor.py imports this module
+    from .tensor import Tensor
 
 # What max(dim) / min(dim) / kthvalue / median(dim) return, as torch's return_types.
 ValuesIndices = namedtuple("ValuesIndices", ["values", "indices"])
@@ -296,6 +300,156 @@ class TorchMethods:
     def element_size(self) -> int:
         """Bytes per element."""
         return self.dtype.size_in_bytes
+
+    # -- elementwise methods (the ops of the same name) -------------------------------------------------------------
+    def exp(self) -> Tensor:
+        return OPS.exp(self)
+
+    def log(self) -> Tensor:
+        return OPS.log(self)
+
+    def sqrt(self) -> Tensor:
+        return OPS.sqrt(self)
+
+    def tanh(self) -> Tensor:
+        return OPS.tanh(self)
+
+    def relu(self) -> Tensor:
+        return OPS.relu(self)
+
+    def sigmoid(self) -> Tensor:
+        return OPS.sigmoid(self)
+
+    def pow(self, exponent: Any) -> Tensor:
+        return OPS.pow(self, exponent)
+
+    def matmul(self, other: Any) -> Tensor:
+        return OPS.matmul(self, other)
+
+    def abs(self) -> Tensor:
+        return OPS.abs(self)
+
+    def sign(self) -> Tensor:
+        return OPS.sign(self)
+
+    def expm1(self) -> Tensor:
+        return OPS.expm1(self)
+
+    def log1p(self) -> Tensor:
+        return OPS.log1p(self)
+
+    def log2(self) -> Tensor:
+        return OPS.log2(self)
+
+    def rsqrt(self) -> Tensor:
+        return OPS.rsqrt(self)
+
+    def square(self) -> Tensor:
+        return OPS.square(self)
+
+    def reciprocal(self) -> Tensor:
+        return OPS.reciprocal(self)
+
+    def sin(self) -> Tensor:
+        return OPS.sin(self)
+
+    def cos(self) -> Tensor:
+        return OPS.cos(self)
+
+    def tan(self) -> Tensor:
+        return OPS.tan(self)
+
+    def sinh(self) -> Tensor:
+        return OPS.sinh(self)
+
+    def cosh(self) -> Tensor:
+        return OPS.cosh(self)
+
+    def asin(self) -> Tensor:
+        return OPS.asin(self)
+
+    def acos(self) -> Tensor:
+        return OPS.acos(self)
+
+    def atan(self) -> Tensor:
+        return OPS.atan(self)
+
+    def erf(self) -> Tensor:
+        return OPS.erf(self)
+
+    def floor(self) -> Tensor:
+        return OPS.floor(self)
+
+    def ceil(self) -> Tensor:
+        return OPS.ceil(self)
+
+    def trunc(self) -> Tensor:
+        return OPS.trunc(self)
+
+    def isnan(self) -> Tensor:
+        return OPS.isnan(self)
+
+    def isinf(self) -> Tensor:
+        return OPS.isinf(self)
+
+    def isfinite(self) -> Tensor:
+        return OPS.isfinite(self)
+
+    def logical_not(self) -> Tensor:
+        return OPS.logical_not(self)
+
+    def neg(self) -> Tensor:
+        return OPS.neg(self)
+
+    def silu(self) -> Tensor:
+        return OPS.silu(self)
+
+    def gelu(self, approximate: str = "none") -> Tensor:
+        return OPS.gelu(self, approximate)
+
+    def softplus(self, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+        return OPS.softplus(self, beta, threshold)
+
+    def round(self, decimals: int = 0) -> Tensor:
+        return OPS.round(self, decimals)
+
+    def clamp(self, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
+        return OPS.clamp(self, min, max)
+
+    clip = clamp
+
+    def nan_to_num(self, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Tensor:
+        return OPS.nan_to_num(self, nan, posinf, neginf)
+
+    def masked_fill(self, mask: Tensor, value: Any) -> Tensor:
+        return OPS.masked_fill(self, mask, value)
+
+    def logical_and(self, other: Any) -> Tensor:
+        return OPS.logical_and(self, other)
+
+    def logical_or(self, other: Any) -> Tensor:
+        return OPS.logical_or(self, other)
+
+    def logical_xor(self, other: Any) -> Tensor:
+        return OPS.logical_xor(self, other)
+
+    def maximum(self, other: Any) -> Tensor:
+        return OPS.maximum(self, other)
+
+    def minimum(self, other: Any) -> Tensor:
+        return OPS.minimum(self, other)
+
+    def remainder(self, other: Any) -> Tensor:
+        return OPS.remainder(self, other)
+
+    def atan2(self, other: Any) -> Tensor:
+        return OPS.atan2(self, other)
+
+    def dot(self, other: Any) -> Tensor:
+        return OPS.dot(self, other)
+
+    def outer(self, other: Any) -> Tensor:
+        return OPS.outer(self, other)
 
 
 def _scaled(other: Any, alpha: Any) -> Any:
