@@ -22,9 +22,9 @@ import nabla as nb
 from nabla import Tensor
 from nabla.core.common import dtypes as _dt
 from nabla.core.common.hooks import RemovableHandle, add_hook
-from nabla.ops.view import grad_hook
 
 from . import serialization
+from .backward_hooks import _BackwardHookCall
 from .parameter import Buffer, Parameter, is_lazy
 
 __all__ = ["Module", "RemovableHandle", "IncompatibleKeys"]
@@ -768,84 +768,6 @@ def _unflatten_module(definition: _ModuleDef, leaves: list) -> Module:
                 if value is not None and id(value) in replace:
                     store[name] = replace[id(value)]
     return clone
-
-
-class _BackwardHookCall:
-    """One call of a module with backward hooks (PyTorch's BackwardHook): one `grad_hook`
-    identity over its input tensors and one over its output tensors gather the module's
-    gradients together, so the hooks see them all at once, and only this call's part of an
-    input's gradient (a tensor also used elsewhere gets its other parts elsewhere)."""
-
-    def __init__(self, module: Module) -> None:
-        self.module = module
-        self.n_args = 0
-        self.positions: list[int] = []  # the positional arguments that take a gradient
-        self.grad_output: tuple = ()
-        self.constants: dict[int, Tensor] = {}
-
-    def wrap_inputs(self, args: tuple) -> tuple:
-        self.n_args = len(args)
-        self.positions = [i for i, a in enumerate(args) if isinstance(a, Tensor) and a.requires_grad]
-        if not self.positions:
-            return args
-        # Other tensor arguments get zeros in grad_input (PyTorch's BackwardHookFunction marks
-        # them non-differentiable, which materializes zeros).
-        self.constants = {i: a for i, a in enumerate(args) if isinstance(a, Tensor) and not a.requires_grad}
-        wrapped = grad_hook([args[i] for i in self.positions], self._input_grads)
-        new = list(args)
-        for i, w in zip(self.positions, wrapped, strict=True):
-            new[i] = w
-        return tuple(new)
-
-    def wrap_outputs(self, out: Any) -> Any:
-        leaves, tree = nb.tree_flatten(out)
-        idx = [i for i, o in enumerate(leaves) if isinstance(o, Tensor) and o.requires_grad]
-        if not idx:
-            return out
-        for i, w in zip(idx, grad_hook([leaves[i] for i in idx], self._output_grads), strict=True):
-            leaves[i] = w
-        return nb.tree_unflatten(tree, leaves)
-
-    def _hooks(self, kind: str) -> list:
-        return [hook for k, hook in tuple(self.module._backward_hooks.values()) if k == kind]
-
-    def _output_grads(self, cotangents: list) -> list:
-        grad_output = tuple(cotangents)
-        for hook in self._hooks("pre"):
-            result = hook(self.module, grad_output)
-            if result is not None:
-                grad_output = _replacement(result, grad_output, "a full backward pre-hook", "grad_output")
-        self.grad_output = grad_output
-        if not self.positions:  # no input takes a gradient: the hooks run now, as in PyTorch
-            self._run_full((None,) * self.n_args)
-        return list(grad_output)
-
-    def _input_grads(self, cotangents: list) -> list:
-        grad_input: list = [None] * self.n_args
-        for i, g in zip(self.positions, cotangents, strict=True):
-            grad_input[i] = g
-        for i, a in self.constants.items():
-            grad_input[i] = nb.zeros_like(a)
-        result = self._run_full(tuple(grad_input))
-        return [result[i] for i in self.positions]
-
-    def _run_full(self, grad_input: tuple) -> tuple:
-        for hook in self._hooks("full"):
-            result = hook(self.module, grad_input, self.grad_output)
-            if result is not None:
-                grad_input = _replacement(result, grad_input, "a full backward hook", "grad_input")
-        return grad_input
-
-
-def _replacement(result: Any, old: tuple, who: str, what: str) -> tuple:
-    """A hook's replacement for `old`: as many entries, None where a gradient stays zero."""
-    new = tuple(result) if isinstance(result, tuple | list) else (result,)
-    if len(new) != len(old):
-        raise RuntimeError(f"{who} returned {len(new)} values, but {what} has {len(old)}")
-    for n, o in zip(new, old, strict=True):
-        if n is not None and o is not None and tuple(n.shape) != tuple(o.shape):
-            raise RuntimeError(f"{who} returned a gradient of shape {tuple(n.shape)} for one of shape {tuple(o.shape)}")
-    return tuple(nb.zeros_like(o) if n is None and o is not None else n for n, o in zip(new, old, strict=True))
 
 
 def _clone_structure(module: Module, memo: dict) -> Module:
