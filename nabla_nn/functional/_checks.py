@@ -56,3 +56,13 @@ def all_below(data: np.ndarray, n: int) -> bool:
     elif data.dtype.kind not in "ub":
         return bool(np.minimum.reduce(data, axis=None) >= 0 and np.maximum.reduce(data, axis=None) < n)
     return bool(np.maximum.reduce(data, axis=None) < n)
+
+
+def first_outside(data: np.ndarray, n: int, ignore: int | None = None) -> int | None:
+    """The first value of an integer array outside [0, n), other than `ignore`; None when
+    there is none (the common case costs one reduction: `all_below`)."""
+    if not data.size or all_below(data, n):
+        return None
+    outside = (data < 0) | (data >= n)
+    bad = data[outside if ignore is None else outside & (data != ignore)]
+    return int(bad.flat[0]) if bad.size else None

@@ -29,8 +29,8 @@ from nabla import Tensor
 from nabla.core.common import dtypes as _dt
 from nabla.core.graph.executors import host_array
 
-from ._checks import all_below
 from ._checks import check_float as _float
+from ._checks import first_outside
 from ._checks import number as _number
 from .fused_loss import fused_cross_entropy, target_weights
 
@@ -292,12 +292,9 @@ def _check_target_values(target: Tensor, c: int, ignore_index: int, op: str) -> 
     impl = target._impl
     if not impl.is_realized or impl.batch_dims or target.numel() == 0:
         return
-    data = host_array(impl) if impl.sharding is None else target.numpy()
-    if all_below(data, c):
-        return
-    bad = data[((data < 0) | (data >= c)) & (data != ignore_index)]
-    if bad.size:
-        raise IndexError(f"{op}: target {int(bad.flat[0])} is out of bounds for {c} classes")
+    bad = first_outside(host_array(impl) if impl.sharding is None else target.numpy(), c, ignore_index)
+    if bad is not None:
+        raise IndexError(f"{op}: target {bad} is out of bounds for {c} classes")
 
 
 def _pick(logp: Tensor, target: Tensor, weight: Tensor | None, ignore_index: int, class_dim: int) -> tuple:

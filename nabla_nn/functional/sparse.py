@@ -20,7 +20,7 @@ from nabla import Tensor
 from nabla.core.common import dtypes as _dt
 from nabla.core.graph.executors import host_array
 
-from ._checks import all_below
+from ._checks import first_outside
 
 __all__ = ["embedding", "embedding_bag", "one_hot"]
 
@@ -31,10 +31,9 @@ def _check_indices(input: Tensor, n: int, op: str) -> None:
     impl = input._impl
     if impl.data is None or impl.batch_dims or impl.sharding is not None:
         return
-    data = host_array(impl)
-    if data.size and not all_below(data, n):
-        bad = data[(data < 0) | (data >= n)]
-        raise IndexError(f"{op}: index {int(bad.flat[0])} is out of range for a table of {n} rows (num_embeddings)")
+    bad = first_outside(host_array(impl), n)
+    if bad is not None:
+        raise IndexError(f"{op}: index {bad} is out of range for a table of {n} rows (num_embeddings)")
 
 
 def _padding_idx(padding_idx: Any, num_embeddings: int, op: str = "embedding") -> int | None:
