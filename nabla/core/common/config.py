@@ -13,6 +13,7 @@
 | NABLA_COMPILE_WORKER       | auto: `process` (default) or `thread`, where background compiles run |
 | NABLA_ARTIFACTS            | `0`: do not read or write compiled models on disk            |
 | MODULAR_THREAD_BUSY_WAIT_US | how long (us) MAX's CPU workers spin after a task before they sleep: nabla's default 100 (see `BUSY_WAIT_US`) |
+| NABLA_WORKER_NICE          | how many nice levels (0-19) MAX's CPU worker threads run below the Python thread: default 10, `0` leaves them as MAX starts them (see `nabla/core/graph/workers.py`) |
 
 Executors: `numpy` runs each op's NumPy kernel (the semantics reference); `max` compiles every
 new graph structure before running it; `auto` answers at once on NumPy and switches to the MAX
@@ -40,6 +41,17 @@ class Config:
     log_recompiles: bool = False
     model_cache_size: int = 1024
     auto_dynamic: bool = True
+    worker_nice: int = 10
+
+
+def _worker_nice(text: str) -> int:
+    try:
+        value = int(text.strip())
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 19:
+        raise ValueError(f"NABLA_WORKER_NICE must be an integer from 0 to 19, got {text!r}")
+    return value
 
 
 def _from_env() -> Config:
@@ -54,6 +66,7 @@ def _from_env() -> Config:
         log_recompiles=_flag("NABLA_LOG_RECOMPILES"),
         model_cache_size=int(os.environ.get("NABLA_MODEL_CACHE_SIZE", "1024")),
         auto_dynamic=os.environ.get("NABLA_AUTO_DYNAMIC", "1").strip().lower() not in ("0", "false", "no", "off"),
+        worker_nice=_worker_nice(os.environ.get("NABLA_WORKER_NICE", "10")),
     )
 
 

@@ -23,6 +23,7 @@ from max.graph import DeviceRef, Graph, Module, TensorType
 from ..common.dtypes import to_numpy_dtype
 from .artifacts import STORE
 from .program import PerDevice, Program, Step
+from .workers import lower_worker_priority
 
 _ITEM_DTYPES = (DType.float32, DType.int64, DType.float64, DType.int32)
 
@@ -373,6 +374,7 @@ class MaxExecutor(Executor):
             with self._lock:
                 if self._session is None:
                     self._session = InferenceSession(devices=[CPU()])
+                    lower_worker_priority()  # MAX's workers exist now
         return self._session
 
     def build_module(self, program: Program, resolve: Any = None) -> Any:
