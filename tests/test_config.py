@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from nabla.core.common import config
-from nabla.core.graph.workers import is_max_worker
+from nabla.core.common.workers import is_max_worker
 
 _SPIN = config._BUSY_WAIT_VARS
 # Starting a MAX session reads the spin settings; MAX aborts the process when they disagree.
@@ -41,7 +41,8 @@ def test_a_spin_set_for_either_max_setting_is_used_for_both(name):
 # Starting nabla's MAX session lowers MAX's CPU workers below the Python thread (workers.py).
 _NICE_PROBE = (
     "import os\n"
-    "from nabla.core.graph import executors, workers\n"
+    "from nabla.core.common import workers\n"
+    "from nabla.core.graph import executors\n"
     "executors.get_executor_impl('max').session\n"
     "ids = workers.max_worker_ids()\n"
     "print(len(ids), *sorted({os.getpriority(os.PRIO_PROCESS, t) for t in ids}), os.getpriority(os.PRIO_PROCESS, 0))\n"

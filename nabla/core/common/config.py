@@ -13,7 +13,7 @@
 | NABLA_COMPILE_WORKER       | auto: `process` (default) or `thread`, where background compiles run |
 | NABLA_ARTIFACTS            | `0`: do not read or write compiled models on disk            |
 | MODULAR_THREAD_BUSY_WAIT_US | how long (us) MAX's CPU workers spin after a task before they sleep: nabla's default 100 (see `BUSY_WAIT_US`) |
-| NABLA_WORKER_NICE          | how many nice levels (0-19) MAX's CPU worker threads run below the Python thread: default 10, `0` leaves them as MAX starts them (see `nabla/core/graph/workers.py`) |
+| NABLA_WORKER_NICE          | how many nice levels (0-19) MAX's CPU worker threads run below the Python thread: default 10, `0` leaves them as MAX starts them (see `nabla/core/common/workers.py`) |
 
 Executors: `numpy` runs each op's NumPy kernel (the semantics reference); `max` compiles every
 new graph structure before running it; `auto` answers at once on NumPy and switches to the MAX

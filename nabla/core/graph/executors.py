@@ -21,9 +21,9 @@ from max.engine import InferenceSession
 from max.graph import DeviceRef, Graph, Module, TensorType
 
 from ..common.dtypes import to_numpy_dtype
+from ..common.workers import lower_worker_priority
 from .artifacts import STORE
 from .program import PerDevice, Program, Step
-from .workers import lower_worker_priority
 
 _ITEM_DTYPES = (DType.float32, DType.int64, DType.float64, DType.int32)
 

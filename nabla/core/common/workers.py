@@ -19,7 +19,7 @@ import os
 import re
 from pathlib import Path
 
-from ..common.config import CONFIG
+from .config import CONFIG
 
 _TASKS = Path("/proc/self/task")
 _WORKER_NAME = re.compile("\U0001f525 Thread[0-9]+")  # how MAX names them
