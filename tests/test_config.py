@@ -38,12 +38,16 @@ def test_a_spin_set_for_either_max_setting_is_used_for_both(name):
     assert _probe(**{name: "7"}) == "7 7"
 
 
-# Starting nabla's MAX session lowers MAX's CPU workers below the Python thread (workers.py).
+# nabla's MAX executor lowers MAX's CPU workers below the Python thread (common/workers.py):
+# when its session starts and, until it has found them all, at its first executions.
 _NICE_PROBE = (
     "import os\n"
+    "import numpy as np\n"
+    "import nabla as nb\n"
     "from nabla.core.common import workers\n"
-    "from nabla.core.graph import executors\n"
-    "executors.get_executor_impl('max').session\n"
+    "nb.set_executor('max')\n"
+    "x = nb.Tensor.from_numpy(np.ones(3, np.float32))\n"
+    "for _ in range(4): (x * 2).numpy()\n"
     "ids = workers.max_worker_ids()\n"
     "print(len(ids), *sorted({os.getpriority(os.PRIO_PROCESS, t) for t in ids}), os.getpriority(os.PRIO_PROCESS, 0))\n"
 )

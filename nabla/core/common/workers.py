@@ -9,8 +9,10 @@ one, so the spin costs nothing (3.1-3.7 ms a step), and while a model executes t
 thread sleeps, so the workers still get every core.
 
 Linux only (threads are found in /proc/self/task); elsewhere, or where the system refuses, the
-threads keep their priority. A lower priority can not be raised back without privileges, so
-this runs once, when the MAX session starts, and `NABLA_WORKER_NICE=0` turns it off.
+threads keep their priority. The MAX executor calls this when its session starts and, until
+every worker has been found (they name themselves a moment after they start), before its
+first executions. A lower priority can not be raised back without privileges;
+`NABLA_WORKER_NICE=0` turns it off.
 """
 
 from __future__ import annotations
@@ -47,19 +49,27 @@ def max_worker_ids() -> list[int]:
     return ids
 
 
-def lower_worker_priority(levels: int | None = None) -> int:
-    """Give MAX's workers `levels` (default `NABLA_WORKER_NICE`) nice levels below this
-    process's; returns how many threads changed."""
+def lower_worker_priority(levels: int | None = None) -> bool:
+    """Give MAX's workers `levels` (default `NABLA_WORKER_NICE`) nice levels below the main
+    thread. Returns whether that is settled: every worker MAX starts (one per usable core) was
+    found, or there is nothing to do. A worker names itself some time after it starts, so a
+    call right after MAX's device appears may find none of them: call again later."""
     levels = CONFIG.worker_nice if levels is None else levels
     if levels <= 0 or not hasattr(os, "setpriority"):
-        return 0
+        return True
     target = min(19, os.getpriority(os.PRIO_PROCESS, os.getpid()) + levels)  # the main thread's
-    changed = 0
-    for tid in max_worker_ids():
+    ids = max_worker_ids()
+    for tid in ids:
         try:
             if os.getpriority(os.PRIO_PROCESS, tid) < target:
                 os.setpriority(os.PRIO_PROCESS, tid, target)
-                changed += 1
         except OSError:  # the thread ended, or the system does not allow it
             continue
-    return changed
+    return len(ids) >= _usable_cores()
+
+
+def _usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1

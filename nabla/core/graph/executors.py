@@ -26,6 +26,7 @@ from .artifacts import STORE
 from .program import PerDevice, Program, Step
 
 _ITEM_DTYPES = (DType.float32, DType.int64, DType.float64, DType.int32)
+_WORKER_CHECKS = 16
 
 
 def storage_item(data: Any) -> Any:
@@ -367,6 +368,7 @@ class MaxExecutor(Executor):
         self._lock = threading.RLock()  # session creation and model initialization
         self._compile_lock = threading.Lock()  # MAX compiles one model at a time anyway
         self._graph_counter = 0
+        self._worker_checks = _WORKER_CHECKS  # executions left that look for MAX's workers
 
     @property
     def session(self) -> Any:
@@ -374,7 +376,7 @@ class MaxExecutor(Executor):
             with self._lock:
                 if self._session is None:
                     self._session = InferenceSession(devices=[CPU()])
-                    lower_worker_priority()  # MAX's workers exist now
+                    self._worker_checks = 0 if lower_worker_priority() else _WORKER_CHECKS
         return self._session
 
     def build_module(self, program: Program, resolve: Any = None) -> Any:
@@ -440,6 +442,8 @@ class MaxExecutor(Executor):
             return None
 
     def run(self, model: Any, inputs: list) -> list:
+        if self._worker_checks:  # until MAX's workers have all named themselves (workers.py)
+            self._worker_checks = 0 if lower_worker_priority() else self._worker_checks - 1
         if isinstance(model, _ShardedModel):
             flat = [storage_to_buffer(p) for d in inputs for p in _pieces(d)]
             return model.regroup(_execute(model.model, flat))
