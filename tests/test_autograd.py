@@ -6,15 +6,11 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
+from _oracle import torch
 
 import nabla as nb
 from nabla_nn import Parameter
 from nabla_optim import SGD
-
-try:
-    import torch
-except ImportError:
-    torch = None
 
 RNG = np.random.default_rng(2024)
 EPS = 1e-6

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+from _oracle import needs_torch, torch
 
 import nabla as nb
 import nabla_optim as optim
@@ -18,13 +19,6 @@ from nabla_nn.utils import (
     parameters_to_vector,
     vector_to_parameters,
 )
-
-try:
-    import torch
-except ImportError:  # torch is an optional oracle
-    torch = None
-
-needs_torch = pytest.mark.skipif(torch is None, reason="PyTorch is not installed")
 
 SHAPES = ((3, 4), (5,), (2, 2, 2))
 

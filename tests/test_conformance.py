@@ -11,16 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _oracle import torch
 from op_registry import NOT_OPS, REGISTRY, SHARDING_OPS, TRANSFORM_OPS, OpSpec, Sample
 from op_registry.spec import diff_indices, float_args, rng_for
 
 import nabla as nb
 from nabla.core.common import dtypes as _dt
-
-try:
-    import torch
-except ImportError:
-    torch = None
 
 CASES = [
     pytest.param(spec, sample, id=sid)

@@ -8,18 +8,12 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
+from _oracle import needs_torch, torch
 
 import nabla as nb
 import nabla_optim as optim
 from nabla_nn.parameter import Parameter
 from nabla_optim import lr_scheduler as sched_mod
-
-try:
-    import torch
-except ImportError:  # torch is an optional oracle
-    torch = None
-
-needs_torch = pytest.mark.skipif(torch is None, reason="PyTorch is not installed")
 
 STEPS = 30
 

@@ -12,19 +12,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _oracle import TF, needs_torch, torch
 
 import nabla as nb
 import nabla_nn as nn
 import nabla_nn.functional as F
 
-try:
-    import torch
-    import torch.nn.functional as TF
-except ImportError:  # torch is an optional oracle
-    torch = None
-    TF = None
-
-needs_torch = pytest.mark.skipif(torch is None, reason="PyTorch is not installed")
 RNG = np.random.default_rng(11)
 # torch warns when it initializes a zero-sized cluster projection (in_features // div_value**i == 0)
 pytestmark = pytest.mark.filterwarnings("ignore:Initializing zero-element tensors:UserWarning")

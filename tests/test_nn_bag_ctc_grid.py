@@ -14,6 +14,7 @@ import warnings
 
 import numpy as np
 import pytest
+from _oracle import TF, needs_torch, torch
 
 import nabla as nb
 from nabla_nn.functional.ctc import ctc_loss
@@ -23,13 +24,6 @@ from nabla_nn.modules.channel_shuffle import ChannelShuffle
 from nabla_nn.modules.ctc import CTCLoss
 from nabla_nn.modules.sparse import EmbeddingBag
 
-try:
-    import torch
-    import torch.nn.functional as TF
-except ImportError:  # torch is an optional oracle
-    torch = None
-
-needs_torch = pytest.mark.skipif(torch is None, reason="PyTorch is not installed")
 RNG = np.random.default_rng(11)
 
 

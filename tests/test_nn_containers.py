@@ -9,16 +9,10 @@ from collections import OrderedDict
 
 import numpy as np
 import pytest
+from _oracle import needs_torch, torch
 
 import nabla as nb
 import nabla_nn as nn
-
-try:
-    import torch
-except ImportError:  # torch is an optional oracle
-    torch = None
-
-needs_torch = pytest.mark.skipif(torch is None, reason="PyTorch is not installed")
 
 
 def _build(net, m) -> None:

@@ -15,6 +15,7 @@ import math
 
 import numpy as np
 import pytest
+from _oracle import needs_torch, torch
 from op_registry import REGISTRY
 from op_registry.conv import _conv3d_ref, _conv_transpose3d_ref
 
@@ -22,12 +23,6 @@ import nabla as nb
 import nabla_nn.functional as F
 from nabla_nn.modules.conv import Conv3d, ConvTranspose3d
 
-try:
-    import torch
-except ImportError:  # torch is an optional oracle
-    torch = None
-
-needs_torch = pytest.mark.skipif(torch is None, reason="PyTorch is not installed")
 RNG = np.random.default_rng(3)
 
 

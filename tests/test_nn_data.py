@@ -6,6 +6,7 @@ from collections import namedtuple
 
 import numpy as np
 import pytest
+from _oracle import needs_torch, torch
 
 import nabla as nb
 from nabla_nn import data
@@ -20,13 +21,10 @@ from nabla_nn.data import (
     random_split,
 )
 
-try:
-    import torch
+if torch is not None:
     import torch.utils.data as tud
-except ImportError:
-    torch = None
-
-needs_torch = pytest.mark.skipif(torch is None, reason="PyTorch is not installed")
+else:
+    tud = None
 
 
 def _xy(n=10):

@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 import pytest
+from _oracle import needs_torch, torch
 
 import nabla as nb
 import nabla_nn as nn
@@ -30,12 +31,6 @@ from nabla_nn.modules.padding import (
 )
 from nabla_nn.modules.rnn_cells import GRUCell, LSTMCell, RNNCell
 
-try:
-    import torch
-except ImportError:  # torch is an optional oracle
-    torch = None
-
-needs_torch = pytest.mark.skipif(torch is None, reason="PyTorch is not installed")
 RNG = np.random.default_rng(7)
 IN, HID, BATCH = 3, 5, 2
 CELLS = {"RNNCell": RNNCell, "LSTMCell": LSTMCell, "GRUCell": GRUCell}

@@ -16,6 +16,7 @@ import warnings
 
 import numpy as np
 import pytest
+from _oracle import TF, needs_torch, torch
 
 import nabla as nb
 from nabla_nn.functional.extra import (
@@ -31,14 +32,6 @@ from nabla_nn.modules.distance import PairwiseDistance
 from nabla_nn.modules.extra_losses import MultiLabelMarginLoss, MultiMarginLoss, TripletMarginWithDistanceLoss
 from nabla_nn.modules.fold import Fold, Unfold
 
-try:
-    import torch
-    import torch.nn.functional as TF
-except ImportError:  # torch is an optional oracle
-    torch = None
-    TF = None
-
-needs_torch = pytest.mark.skipif(torch is None, reason="PyTorch is not installed")
 RNG = np.random.default_rng(11)
 REDUCTIONS = ["none", "mean", "sum"]
 

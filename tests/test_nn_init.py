@@ -6,15 +6,11 @@ import math
 
 import numpy as np
 import pytest
+from _oracle import torch
 
 import nabla as nb
 from nabla_nn import init
 from nabla_nn.parameter import Parameter
-
-try:
-    import torch
-except ImportError:
-    torch = None
 
 
 def _p(*shape: int) -> Parameter:

@@ -16,6 +16,7 @@ import math
 
 import numpy as np
 import pytest
+from _oracle import needs_torch, torch
 
 import nabla as nb
 import nabla_optim as optim
@@ -51,12 +52,6 @@ from nabla_nn.modules.normalization import (
 )
 from nabla_nn.parameter import Buffer, Parameter, is_lazy
 
-try:
-    import torch
-except ImportError:  # torch is an optional oracle
-    torch = None
-
-needs_torch = pytest.mark.skipif(torch is None, reason="PyTorch is not installed")
 RNG = np.random.default_rng(5)
 
 

@@ -13,6 +13,7 @@ import re
 
 import numpy as np
 import pytest
+from _oracle import needs_torch, torch
 
 import nabla as nb
 import nabla_nn as nn
@@ -21,13 +22,6 @@ import nabla_optim as optim
 from nabla import DeviceMesh, P
 from nabla_nn import serialization as S
 from nabla_nn.parallel import colwise, count_collectives, rowwise, shard_batch, shard_module
-
-try:
-    import torch
-except ImportError:  # torch is an optional oracle
-    torch = None
-
-needs_torch = pytest.mark.skipif(torch is None, reason="PyTorch is not installed")
 
 RNG = np.random.default_rng(0)
 DP = DeviceMesh("dp2", (2,), ("dp",))

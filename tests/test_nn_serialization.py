@@ -15,20 +15,17 @@ from collections import OrderedDict
 import numpy as np
 import pytest
 import safetensors.numpy as st_numpy
+from _oracle import needs_torch, torch
 
 import nabla as nb
 import nabla_nn as nn
 from nabla_nn import serialization as S
 from nabla_nn.parameter import Parameter
 
-try:
+if torch is not None:
     import safetensors.torch as st_torch
-    import torch
-except ImportError:
-    torch = None
+else:
     st_torch = None
-
-needs_torch = pytest.mark.skipif(torch is None, reason="PyTorch is not installed")
 
 
 # -- helpers ----------------------------------------------------------------------------------------

@@ -13,16 +13,12 @@ import copy
 
 import numpy as np
 import pytest
+from _oracle import torch
 
 import nabla as nb
 import nabla_nn as nn
 import nabla_nn.functional as F
 import nabla_optim as optim
-
-try:
-    import torch
-except ImportError:
-    torch = None
 
 RNG = np.random.default_rng(0)
 

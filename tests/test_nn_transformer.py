@@ -14,16 +14,11 @@ import warnings
 
 import numpy as np
 import pytest
+from _oracle import needs_torch, torch
 
 import nabla as nb
 import nabla_nn as nn
 
-try:
-    import torch
-except ImportError:  # torch is an optional oracle
-    torch = None
-
-needs_torch = pytest.mark.skipif(torch is None, reason="PyTorch is not installed")
 RNG = np.random.default_rng(1)
 E, HEADS, FF = 8, 2, 16
 

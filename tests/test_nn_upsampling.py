@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _oracle import TF, needs_torch, torch
 
 import nabla as nb
 from nabla_nn.functional.upsampling import (
@@ -24,13 +25,6 @@ from nabla_nn.modules.upsampling import (
     UpsamplingNearest2d,
 )
 
-try:
-    import torch
-    import torch.nn.functional as TF
-except ImportError:  # torch is an optional oracle
-    torch = None
-
-needs_torch = pytest.mark.skipif(torch is None, reason="PyTorch is not installed")
 RNG = np.random.default_rng(0)
 
 

@@ -4,13 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _oracle import torch
 
 import nabla as nb
-
-try:
-    import torch
-except ImportError:
-    torch = None
 
 RNG = np.random.default_rng(1234)
 

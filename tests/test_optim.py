@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
+from _oracle import needs_torch, torch
 from max.graph import DeviceRef, Graph, TensorType
 
 import nabla as nb
@@ -13,13 +14,6 @@ import nabla_optim as optim
 from nabla.ops.base import Operation
 from nabla_nn.parameter import Parameter
 from nabla_optim.fused import fused_update
-
-try:
-    import torch
-except ImportError:  # torch is an optional oracle
-    torch = None
-
-needs_torch = pytest.mark.skipif(torch is None, reason="PyTorch is not installed")
 
 SHAPES = ((4, 3), (3,))
 

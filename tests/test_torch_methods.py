@@ -6,13 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _oracle import torch
 
 import nabla as nb
-
-try:
-    import torch
-except ImportError:
-    torch = None
 
 A = np.array([[0.5, -1.5, 2.25, 3.0], [-0.75, 1.0, -2.5, 0.25], [4.0, -3.5, 0.0, 1.5]], np.float32)
 

@@ -6,16 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _oracle import needs_torch, torch
+from _oracle import torch_func as tf
 
 import nabla as nb
-
-try:
-    import torch
-    import torch.func as tf
-except ImportError:
-    torch = None
-
-needs_torch = pytest.mark.skipif(torch is None, reason="torch is not installed")
 
 RNG = np.random.default_rng(7)
 
