@@ -9,10 +9,10 @@ one, so the spin costs nothing (3.1-3.7 ms a step), and while a model executes t
 thread sleeps, so the workers still get every core.
 
 Linux only (threads are found in /proc/self/task); elsewhere, or where the system refuses, the
-threads keep their priority. The MAX executor calls this when its session starts and, until
-every worker has been found (they name themselves a moment after they start), before its
-first executions. A lower priority can not be raised back without privileges;
-`NABLA_WORKER_NICE=0` turns it off.
+threads keep their priority. The MAX executor calls this before its first executions, until
+every worker has been found: they name themselves a moment after they start, so a look right
+after MAX's device appears often finds none. A lower priority can not be raised back without
+privileges; `NABLA_WORKER_NICE=0` turns it off.
 """
 
 from __future__ import annotations
@@ -52,10 +52,10 @@ def max_worker_ids() -> list[int]:
 def lower_worker_priority(levels: int | None = None) -> bool:
     """Give MAX's workers `levels` (default `NABLA_WORKER_NICE`) nice levels below the main
     thread. Returns whether that is settled: every worker MAX starts (one per usable core) was
-    found, or there is nothing to do. A worker names itself some time after it starts, so a
-    call right after MAX's device appears may find none of them: call again later."""
+    found, or there is nothing to do (turned off, or no /proc to find threads in). A worker
+    names itself some time after it starts: while some are missing, call again later."""
     levels = CONFIG.worker_nice if levels is None else levels
-    if levels <= 0 or not hasattr(os, "setpriority"):
+    if levels <= 0 or not hasattr(os, "setpriority") or not _TASKS.is_dir():
         return True
     target = min(19, os.getpriority(os.PRIO_PROCESS, os.getpid()) + levels)  # the main thread's
     ids = max_worker_ids()

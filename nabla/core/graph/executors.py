@@ -376,7 +376,6 @@ class MaxExecutor(Executor):
             with self._lock:
                 if self._session is None:
                     self._session = InferenceSession(devices=[CPU()])
-                    self._worker_checks = 0 if lower_worker_priority() else _WORKER_CHECKS
         return self._session
 
     def build_module(self, program: Program, resolve: Any = None) -> Any:
@@ -442,7 +441,7 @@ class MaxExecutor(Executor):
             return None
 
     def run(self, model: Any, inputs: list) -> list:
-        if self._worker_checks:  # until MAX's workers have all named themselves (workers.py)
+        if self._worker_checks:  # until MAX's workers, named a moment after they start, are all found
             self._worker_checks = 0 if lower_worker_priority() else self._worker_checks - 1
         if isinstance(model, _ShardedModel):
             flat = [storage_to_buffer(p) for d in inputs for p in _pieces(d)]
