@@ -45,6 +45,8 @@ def _cases() -> list:
         # blocked scans and a two-stage topk over an uneven split: only per-piece values gathered
         nb.cumsum(xr, 0) + nb.cumprod(xr, 0),
         *nb.topk(xr, 1, 0, largest=False),
+        # sort over the pieces: odd-even transposition between neighbours (6 rows extended to 8)
+        *nb.sort(xr, 0),
         # causal attention over a sequence split unevenly (6 over 4): masks by global position
         nb.dot_product_attention(
             nb.shard(nb.tensor(xa.reshape(1, 1, 6, 5)), MESH4, P(None, None, "x")),

@@ -1,8 +1,8 @@
 """SPMD sharding: ops that work along a split dimension without gathering it.
 
 Moving data along a sharded dim (slices, flips, rolls, pads, concatenation) by windows, takes and
-scatters along a split axis, softmax, cumulative sums and products, topk and diagonals over a split
-axis. Everything runs on the NumPy executor with simulated devices; results and gradients are
+scatters along a split axis, softmax, cumulative sums and products, topk, sort and diagonals over a
+split axis. Everything runs on the NumPy executor with simulated devices; results and gradients are
 compared with the unsharded computation. Shared meshes and helpers live in `test_sharding.py`.
 """
 
@@ -170,8 +170,10 @@ def test_topk_along_a_split_axis_gathers_only_each_devices_candidates(shape, mes
     a.reshape(-1)[::5] = 0.5  # ties across devices resolve by index, as in one topk
     x = nb.shard(nb.tensor(a), mesh, spec)
     values, indices = nb.topk(x, k, axis, largest=largest)
-    # each device's own top k, gathered (values and their indices): k per device, not the axis
-    assert comm_ops(values, indices) == ["all_gather"] * 2 + ["window"] * windows
+    # each device's own top k, gathered (values and their indices): k per device, not the axis;
+    # an uneven split's extension for the smallest k is the row's maximum (all-reduced)
+    extension = ["all_reduce"] if windows and not largest else []
+    assert comm_ops(values, indices) == ["all_gather"] * 2 + extension + ["window"] * windows
     expected = nb.topk(nb.tensor(a), k, axis, largest=largest)
     np.testing.assert_array_equal(indices.numpy(), expected.indices.numpy())
     np.testing.assert_array_equal(values.numpy(), expected.values.numpy())
@@ -186,9 +188,65 @@ def test_topk_along_a_split_axis_of_ints_and_of_few_elements():
     assert values.numpy().tolist() == [[0]] and indices.numpy().tolist() == [[6]]
     values, indices = nb.topk(x, 2, 1)
     assert values.numpy().tolist() == [[9, 9]] and indices.numpy().tolist() == [[2, 3]]
-    values, indices = nb.topk(x, 3, 1)  # k as large as a piece: the axis is gathered, as before
-    assert comm_ops(values, indices) == ["all_gather"]
+    values, indices = nb.topk(x, 3, 1)  # k as large as a piece: a sort over the pieces, then its first k
+    assert "all_gather" not in comm_ops(values, indices) and values.sharding.dim_axes == ((), ("x",))
     assert values.numpy().tolist() == [[9, 9, 9]] and indices.numpy().tolist() == [[2, 3, 7]]
+
+
+def test_topk_of_the_smallest_keeps_nan_over_an_uneven_split():
+    a = np.array([[np.nan, 2.0, np.nan, np.inf, np.nan, np.nan, 1.0, np.nan, np.nan]], np.float32)
+    x = nb.shard(nb.tensor(a), MESH4, P(None, "x"))  # 9 over 4: extended by the row's maximum, nan
+    for k in (2, 5):  # each device's candidates, and a sort over the pieces
+        values, indices = nb.topk(x, k, 1, largest=False)
+        expected = nb.topk(nb.tensor(a), k, 1, largest=False)
+        np.testing.assert_array_equal(values.numpy(), expected.values.numpy())
+        np.testing.assert_array_equal(indices.numpy(), expected.indices.numpy())
+
+
+# -- sort along a split axis: odd-even transposition of the pieces, the result split alike -------------
+@pytest.mark.parametrize(
+    ("shape", "mesh", "spec", "axis", "windows"),
+    [
+        ((3, 16), MESH4, P(None, "x"), 1, 16),  # 4 rounds, each a window to either neighbour for values and indices
+        ((16, 2), MESH22, P(("a", "b"), None), 0, 16),  # a compound split
+        ((8, 2), MESH22, P("a", "b"), 0, 4),  # two pieces: one round; the other dim stays split
+        ((2, 18), MESH4, P(None, "x"), 1, 19),  # uneven (5 5 5 3): extended by values that sort last, then cut
+    ],
+    ids=str,
+)
+@pytest.mark.parametrize("descending", [False, True])
+def test_sort_along_a_split_axis_keeps_it_split(shape, mesh, spec, axis, windows, descending):
+    a, w = arr(*shape), arr(*shape)
+    a.reshape(-1)[::5] = 0.5  # ties across devices keep their index order, as in one stable sort
+    x = nb.shard(nb.tensor(a), mesh, spec)
+    values, indices = nb.sort(x, axis, descending=descending)
+    assert values.sharding.dim_axes == indices.sharding.dim_axes == x.sharding.dim_axes
+    # no device holds more than two pieces: windows between neighbours, no gather
+    extension = ["all_reduce"] if shape[axis] % 4 and not descending else []
+    assert comm_ops(values, indices) == extension + ["window"] * windows
+    expected = nb.sort(nb.tensor(a), axis, descending=descending)
+    np.testing.assert_array_equal(indices.numpy(), expected.indices.numpy())
+    np.testing.assert_array_equal(values.numpy(), expected.values.numpy())
+    np.testing.assert_array_equal(nb.argsort(x, axis, descending).numpy(), expected.indices.numpy())
+    grad = nb.grad(lambda t: (nb.sort(t, axis, descending=descending).values * nb.tensor(w)).sum())
+    g = grad(x)
+    assert g.sharding.dim_axes == x.sharding.dim_axes
+    np.testing.assert_array_equal(g.numpy(), grad(nb.tensor(a)).numpy())
+
+
+@pytest.mark.parametrize("descending", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+def test_sort_along_an_uneven_split_with_nan_inf_and_integer_extremes(descending, dtype):
+    if dtype == np.float32:  # nan sorts last ascending and first descending, as in PyTorch
+        row = [np.inf, np.nan, 1.0, -np.inf, np.nan, 1.0, np.inf, -2.0, np.nan, -np.inf, 0.0]
+    else:  # the extension ties with the integer extremes and sorts after them by index
+        row = [2**31 - 1, 5, -(2**31), 0, 2**31 - 1, -(2**31), 5, 7, -1, 2**31 - 1, 3]
+    a = np.array([row, row[::-1]], dtype)
+    x = nb.shard(nb.tensor(a), MESH4, P(None, "x"))  # 11 over 4
+    values, indices = nb.sort(x, 1, descending=descending)
+    expected = nb.sort(nb.tensor(a), 1, descending=descending)
+    np.testing.assert_array_equal(values.numpy(), expected.values.numpy())
+    np.testing.assert_array_equal(indices.numpy(), expected.indices.numpy())
 
 
 @pytest.mark.parametrize(

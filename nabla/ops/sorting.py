@@ -8,6 +8,9 @@ JVP gathers the tangent there, through two small private primitives (`sort_scatt
 
 NaN: the NumPy executor orders nan as the largest value (as PyTorch); MAX's top_k does not
 order nan, so sorting tensors that hold nan is unspecified on MAX.
+
+Along an axis split over devices, nothing gathers the axis: topk selects from each device's own
+top k (`_topk_over_pieces`), and sort merges neighbouring pieces in rounds (`_sort_over_pieces`).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from .base import AVal, Operation, public
 from .cast import cast
 from .communication import reshard
 from .creation import tensor
+from .shape import _slice, concatenate
 from .spmd import window, windowable
 
 __all__ = ["argsort", "sort", "topk"]
@@ -186,40 +190,97 @@ def _select(op: _SelectOp, x: Tensor, k: int | None, axis: Any, largest: bool, n
     if x.ndim == 0:  # PyTorch: a 0-d tensor is its own sort/topk (k may be 0 or 1)
         values, indices = op(_view.reshape(x, (1,)), k=1, axis=0, largest=bool(largest))
         return _view.reshape(values, ()), _view.reshape(indices, ())
-    if op is _topk and windowable(x, a):
+    if windowable(x, a) and k:
         parts = x.sharding.mesh.axes_size(x.sharding.dim_axes[a])
-        if 0 < k < -(-n // parts):  # else every element is a candidate: gathering the axis is as cheap
+        if k < -(-n // parts):  # the candidates are each device's own top k
             return _topk_over_pieces(x, int(k), a, bool(largest), parts)
+        values, indices = _sort_over_pieces(x, a, bool(largest), parts)
+        if k < n:  # topk: the first k of the sorted axis, still split
+            values, indices = window(values, a, 0, int(k)), window(indices, a, 0, int(k))
+        return values, indices
     return op(x, k=int(k), axis=a, largest=bool(largest))
+
+
+def _extended(x: Tensor, axis: int, parts: int, largest: bool) -> Tensor:
+    """`x` with its split axis extended to `parts` equal pieces (a window) by values that sort
+    after every element of their row, ties resolving by index: -inf (the integer minimum) for
+    a descending order; for an ascending one the row's maximum, which is nan for a row that
+    holds nan (nan sorts last). Unchanged when the axis already splits evenly."""
+    n, dtype = x.shape[axis], x.dtype
+    m = -(-n // parts)
+    if m * parts == n:
+        return x
+    kept = np.arange(m * parts).reshape((-1,) + (1,) * (x.ndim - axis - 1)) < n
+    if not largest:
+        worst = _red.max(x, axis, keepdims=True)  # an all-reduce of each device's row maxima
+    elif _dt.is_float(dtype):
+        worst = tensor(np.asarray(-np.inf, _dt.to_numpy_dtype(dtype)))
+    else:
+        worst = tensor(np.asarray(np.iinfo(_dt.to_numpy_dtype(dtype)).min, _dt.to_numpy_dtype(dtype)))
+    return _bin.where_(tensor(kept), window(x, axis, 0, m * parts), worst)
+
+
+def _blocks(x: Tensor, axis: int, parts: int) -> Tensor:
+    """(.., parts * m, ..) -> (.., parts, m, ..): each device's piece becomes a row of its own."""
+    return _view.reshape(x, x.shape[:axis] + (parts, x.shape[axis] // parts) + x.shape[axis + 1 :])
+
+
+def _block_offsets(parts: int, m: int, rank: int, axis: int) -> Tensor:
+    """The global position of each block's first element, shaped to broadcast over the blocks."""
+    return tensor((np.arange(parts) * m).reshape((parts,) + (1,) * (rank - axis - 1)), _dt.int64)
 
 
 def _topk_over_pieces(x: Tensor, k: int, axis: int, largest: bool, parts: int) -> tuple[Tensor, Tensor]:
     """topk along an axis split over devices: each device's own top k are the candidates, and
     only they are gathered for the final selection (the data never is). Candidates stay in
     index order among equal values, so ties resolve as in one topk. An uneven split is first
-    extended to an even one (a window) with values that never win."""
-    n, dtype = x.shape[axis], x.dtype
-    m = -(-n // parts)
-    if m * parts != n:
-        x = window(x, axis, 0, m * parts)
-        kept = np.arange(m * parts).reshape((-1,) + (1,) * (x.ndim - axis - 1)) < n
-        if _dt.is_float(dtype):
-            worst = -np.inf if largest else np.inf
-        else:
-            info = np.iinfo(_dt.to_numpy_dtype(dtype))
-            worst = info.min if largest else info.max
-        x = _bin.where_(tensor(kept), x, tensor(np.asarray(worst, _dt.to_numpy_dtype(dtype))))
-    shape = x.shape
-    blocks = _view.reshape(x, shape[:axis] + (parts, m) + shape[axis + 1 :])
-    values, indices = _topk(blocks, k=k, axis=axis + 1, largest=largest)  # each piece's own
-    offsets = np.arange(parts).reshape((parts,) + (1,) * (x.ndim - axis)) * m
-    indices = _bin.add(indices, tensor(offsets, _dt.int64))  # global positions
+    extended to an even one (`_extended`)."""
+    x = _extended(x, axis, parts, largest)
+    shape, m = x.shape, x.shape[axis] // parts
+    values, indices = _topk(_blocks(x, axis, parts), k=k, axis=axis + 1, largest=largest)  # each piece's own
+    indices = _bin.add(indices, _block_offsets(parts, m, x.ndim + 1, axis))  # global positions
     candidates = shape[:axis] + (parts * k,) + shape[axis + 1 :]
     values, indices = _view.reshape(values, candidates), _view.reshape(indices, candidates)
     dims = [() if d == axis else axes for d, axes in enumerate(values.sharding.dim_axes)]
     values, indices = (reshard(t, t.sharding.with_dims(dims)) for t in (values, indices))  # the gather
     top, pick = _topk(values, k=k, axis=axis, largest=largest)
     return top, _gather(indices, pick, axis=axis)
+
+
+def _sort_over_pieces(x: Tensor, axis: int, descending: bool, parts: int) -> tuple[Tensor, Tensor]:
+    """sort along an axis split over devices, the result split alike: no device ever holds
+    more than two pieces. Each device sorts its piece; then, in `parts` rounds of odd-even
+    transposition, neighbouring devices (pairs starting at even positions, then at odd ones)
+    swap pieces (windows of one block), sort the two together and keep the lower or the upper
+    half. Merging the lower piece first keeps equal values in index order, so the result is
+    the stable sort's. An uneven split is extended by values that sort last, then cut."""
+    n = x.shape[axis]
+    x = _extended(x, axis, parts, descending)
+    m, rank = x.shape[axis] // parts, x.ndim + 1
+    values, indices = _sort(_blocks(x, axis, parts), k=m, axis=axis + 1, largest=descending)
+    indices = _bin.add(indices, _block_offsets(parts, m, rank, axis))
+    position = np.arange(parts).reshape((parts,) + (1,) * (rank - axis - 1))
+    for r in range(parts):
+        lower_np = (position % 2 == r % 2) & (position + 1 < parts)
+        if not lower_np.any():  # two devices: the second round pairs nobody
+            continue
+        lower = tensor(lower_np)
+        active = tensor(lower_np | ((position % 2 != r % 2) & (position >= 1)))
+        halves = []
+        for t in (values, indices):
+            partner = _bin.where_(lower, window(t, axis, 1, parts), window(t, axis, -1, parts))
+            halves.append(concatenate([_bin.where_(lower, t, partner), _bin.where_(lower, partner, t)], axis + 1))
+        merged, pick = _sort(halves[0], k=2 * m, axis=axis + 1, largest=descending)
+        merged_indices = _gather(halves[1], pick, axis=axis + 1)
+        values, indices = (
+            _bin.where_(active, _bin.where_(lower, _slice(t, axis + 1, 0, m), _slice(t, axis + 1, m, 2 * m)), old)
+            for t, old in ((merged, values), (merged_indices, indices))
+        )
+    flat = x.shape
+    values, indices = _view.reshape(values, flat), _view.reshape(indices, flat)
+    if flat[axis] != n:  # the extension sorted last: cut it off
+        values, indices = window(values, axis, 0, n), window(indices, axis, 0, n)
+    return values, indices
 
 
 @public()
