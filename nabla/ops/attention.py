@@ -38,7 +38,7 @@ from .communication import MANUAL, _conform_tensor, _relabel, axis_index, ppermu
 from .control_flow import where as _where
 from .gather_scatter import index_select
 from .linalg import matmul
-from .spmd import window
+from .spmd import evened, window
 from .view import broadcast_shapes, reshape, sum_to_shape, transpose
 
 __all__ = ["dot_product_attention"]
@@ -342,12 +342,11 @@ def _ring_attention(
     dropped from the result."""
     q_spec, k_spec = layouts[0], layouts[1]
     mesh, axes = k_spec.mesh, k_spec.dim_axes[-2]
-    n, length, keys = mesh.axes_size(axes), q.shape[-2], k.shape[-2]
+    length, keys = q.shape[-2], k.shape[-2]
     local = ShardingSpec.replicated_on(mesh, q.ndim, manual=True)
     tensors = [_conform_tensor(x, spec) for x, spec in zip((q, k, v, *mask), layouts, strict=True)]
     for i, dim in _padded_dims(tensors, layouts, axes):
-        size = tensors[i].shape[dim]
-        tensors[i] = window(tensors[i], dim, 0, -(-size // n) * n)
+        tensors[i] = evened(tensors[i], dim)
     pieces = [_relabel(x, out=local, src=x._impl.sharding) for x in tensors]
     drop = None
     if dropout_p > 0.0:

@@ -20,7 +20,7 @@ from . import view as _view
 from .base import public, shape_of
 from .cast import cast
 from .creation import tensor
-from .spmd import window
+from .spmd import evened, split_parts, window
 
 __all__ = ["cumprod", "cumsum"]
 
@@ -146,13 +146,12 @@ def _scan_over_pieces(scan: Any, x: Tensor, axis: int) -> Tensor:
     it, of which only one total each is gathered, never the data. An uneven split is first
     zero-extended to an even one (windows: each device moves a few rows); the appended zeros
     come after every kept position, so they change none of them."""
-    parts, n = x.sharding.mesh.axes_size(x.sharding.dim_axes[axis]), x.shape[axis]
-    even = -(-n // parts) * parts
-    padded = x if even == n else window(x, axis, 0, even)
+    parts, n = split_parts(x, axis), x.shape[axis]
+    padded = evened(x, axis)
     shape = padded.shape
-    blocks = _view.reshape(padded, shape[:axis] + (parts, even // parts) + shape[axis + 1 :])
+    blocks = _view.reshape(padded, shape[:axis] + (parts, shape[axis] // parts) + shape[axis + 1 :])
     out = _view.reshape(scan(blocks, axis), shape)
-    return out if even == n else window(out, axis, 0, n)
+    return out if shape[axis] == n else window(out, axis, 0, n)
 
 
 def _cumsum_pieces(blocks: Tensor, axis: int) -> Tensor:

@@ -34,7 +34,7 @@ from .cast import cast
 from .communication import reshard
 from .creation import tensor
 from .shape import _slice, concatenate
-from .spmd import window, windowable
+from .spmd import evened, split_parts, window, windowable
 
 __all__ = ["argsort", "sort", "topk"]
 
@@ -191,7 +191,7 @@ def _select(op: _SelectOp, x: Tensor, k: int | None, axis: Any, largest: bool, n
         values, indices = op(_view.reshape(x, (1,)), k=1, axis=0, largest=bool(largest))
         return _view.reshape(values, ()), _view.reshape(indices, ())
     if windowable(x, a) and k:
-        parts = x.sharding.mesh.axes_size(x.sharding.dim_axes[a])
+        parts = split_parts(x, a)
         if k < -(-n // parts):  # the candidates are each device's own top k
             return _topk_over_pieces(x, int(k), a, bool(largest), parts)
         values, indices = _sort_over_pieces(x, a, bool(largest), parts)
@@ -201,23 +201,22 @@ def _select(op: _SelectOp, x: Tensor, k: int | None, axis: Any, largest: bool, n
     return op(x, k=int(k), axis=a, largest=bool(largest))
 
 
-def _extended(x: Tensor, axis: int, parts: int, largest: bool) -> Tensor:
-    """`x` with its split axis extended to `parts` equal pieces (a window) by values that sort
-    after every element of their row, ties resolving by index: -inf (the integer minimum) for
-    a descending order; for an ascending one the row's maximum, which is nan for a row that
+def _extended(x: Tensor, axis: int, largest: bool) -> Tensor:
+    """`x` with its split axis extended to equal pieces (`evened`) by values that sort after
+    every element of their row, ties resolving by index: -inf (the integer minimum) for a
+    descending order; for an ascending one the row's maximum, which is nan for a row that
     holds nan (nan sorts last). Unchanged when the axis already splits evenly."""
-    n, dtype = x.shape[axis], x.dtype
-    m = -(-n // parts)
-    if m * parts == n:
+    padded, n = evened(x, axis), x.shape[axis]
+    if padded.shape[axis] == n:
         return x
-    kept = np.arange(m * parts).reshape((-1,) + (1,) * (x.ndim - axis - 1)) < n
+    kept = np.arange(padded.shape[axis]).reshape((-1,) + (1,) * (x.ndim - axis - 1)) < n
     if not largest:
         worst = _red.max(x, axis, keepdims=True)  # an all-reduce of each device's row maxima
-    elif _dt.is_float(dtype):
-        worst = tensor(np.asarray(-np.inf, _dt.to_numpy_dtype(dtype)))
     else:
-        worst = tensor(np.asarray(np.iinfo(_dt.to_numpy_dtype(dtype)).min, _dt.to_numpy_dtype(dtype)))
-    return _bin.where_(tensor(kept), window(x, axis, 0, m * parts), worst)
+        np_dtype = _dt.to_numpy_dtype(x.dtype)
+        lowest = -np.inf if _dt.is_float(x.dtype) else np.iinfo(np_dtype).min
+        worst = tensor(np.asarray(lowest, np_dtype))
+    return _bin.where_(tensor(kept), padded, worst)
 
 
 def _blocks(x: Tensor, axis: int, parts: int) -> Tensor:
@@ -235,7 +234,7 @@ def _topk_over_pieces(x: Tensor, k: int, axis: int, largest: bool, parts: int) -
     only they are gathered for the final selection (the data never is). Candidates stay in
     index order among equal values, so ties resolve as in one topk. An uneven split is first
     extended to an even one (`_extended`)."""
-    x = _extended(x, axis, parts, largest)
+    x = _extended(x, axis, largest)
     shape, m = x.shape, x.shape[axis] // parts
     values, indices = _topk(_blocks(x, axis, parts), k=k, axis=axis + 1, largest=largest)  # each piece's own
     indices = _bin.add(indices, _block_offsets(parts, m, x.ndim + 1, axis))  # global positions
@@ -255,7 +254,7 @@ def _sort_over_pieces(x: Tensor, axis: int, descending: bool, parts: int) -> tup
     half. Merging the lower piece first keeps equal values in index order, so the result is
     the stable sort's. An uneven split is extended by values that sort last, then cut."""
     n = x.shape[axis]
-    x = _extended(x, axis, parts, descending)
+    x = _extended(x, axis, descending)
     m, rank = x.shape[axis] // parts, x.ndim + 1
     values, indices = _sort(_blocks(x, axis, parts), k=m, axis=axis + 1, largest=descending)
     indices = _bin.add(indices, _block_offsets(parts, m, rank, axis))

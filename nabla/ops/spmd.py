@@ -241,3 +241,17 @@ def window(x: Tensor, dim: int, offset: int, length: int, reverse: bool = False)
     spec = x._impl.sharding
     kw = {"dim": dim, "offset": offset, "length": length, "size": x._impl.physical_shape[dim], "reverse": reverse}
     return _window(x, out=spec, src=spec, **kw)
+
+
+def split_parts(x: Tensor, dim: int) -> int:
+    """How many pieces the sharded `dim` of `x` is split into (the product of its mesh axes)."""
+    spec = x._impl.sharding
+    return spec.mesh.axes_size(spec.dim_axes[dim])
+
+
+def evened(x: Tensor, dim: int) -> Tensor:
+    """`x` with its sharded `dim` zero-extended (a window: each device moves a few rows) to the
+    next size that splits evenly; `x` itself when it already does."""
+    n, parts = x.shape[dim], split_parts(x, dim)
+    even = -(-n // parts) * parts
+    return x if even == n else window(x, dim, 0, even)
