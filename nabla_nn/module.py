@@ -97,21 +97,15 @@ class Module:
         backward = _BackwardHookCall(self) if self._backward_hooks and nb.is_grad_enabled() else None
         if backward is not None:
             args = backward.wrap_inputs(args)
+        # Compiled: with parameters (or inputs) that require grad, the forward joins the lazy
+        # step as one differentiable op; otherwise it runs its cached model.
         compiled = self._compiled
-        if compiled is None:
-            out = self.forward(*args, **kwargs)
-        elif self._needs_autodiff():  # the forward joins the lazy step as one op
-            out = compiled.lazy_call(self, *args, **kwargs)
-        else:
-            out = compiled(self, *args, **kwargs)
+        out = self.forward(*args, **kwargs) if compiled is None else compiled(self, *args, **kwargs)
         for hook, with_kwargs in tuple(self._forward_hooks.values()):
             result = hook(self, args, kwargs, out) if with_kwargs else hook(self, args, out)
             if result is not None:
                 out = result
         return out if backward is None else backward.wrap_outputs(out)
-
-    def _needs_autodiff(self) -> bool:
-        return nb.is_grad_enabled() and any(p.requires_grad for p in self.parameters())
 
     def register_forward_hook(
         self, hook: Callable, *, prepend: bool = False, with_kwargs: bool = False

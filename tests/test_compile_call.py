@@ -178,3 +178,66 @@ def test_vmap_and_jvp_run_a_compiled_module_inline():
     _, t = nb.jvp(model, (nb.tensor(X),), (nb.ones_like(nb.tensor(X)),))
     _, t_ref = nb.jvp(ref, (nb.tensor(X),), (nb.ones_like(nb.tensor(X)),))
     np.testing.assert_allclose(t.numpy(), t_ref.numpy(), rtol=1e-5)
+
+
+def test_outputs_of_a_compiled_function_carry_autodiff_like_torch_compile():
+    """Outputs that depend on tensors requiring grad (an argument, or a parameter the function
+    captures) carry autodiff history, as torch.compile's do: backward() after the call fills the
+    same grads as the plain function. No backward inside, so the function is recorded as one op."""
+    model = _model("mlp")
+    ref = _model("mlp")
+    forward = nb.compile(lambda x: model(x))
+    x, xr = nb.tensor(X, requires_grad=True), nb.tensor(X, requires_grad=True)
+    for _ in range(2):
+        F.cross_entropy(forward(x), nb.tensor(Y)).backward()
+        F.cross_entropy(ref(xr), nb.tensor(Y)).backward()
+    np.testing.assert_allclose(x.grad.numpy(), xr.grad.numpy(), rtol=1e-5, atol=1e-7)
+    for p, pr in zip(model.parameters(), ref.parameters(), strict=True):
+        np.testing.assert_allclose(p.grad.numpy(), pr.grad.numpy(), rtol=1e-5, atol=1e-7)
+    assert (forward.stats.traces, forward.stats.misses, forward.stats.hits) == (1, 1, 1)
+    with nb.no_grad():  # without autodiff it runs a compiled model at once
+        out = forward(x)
+    assert out._impl.is_realized and not out.requires_grad
+    assert forward.stats.recompile_reasons[-1] == "grad mode enabled -> disabled (no_grad)"
+
+
+def test_frozen_module_compiled_still_differentiates_its_input():
+    model = _model("mlp")
+    model.requires_grad_(False)
+    model.compile()
+    x = nb.tensor(X, requires_grad=True)
+    (model(x) ** 2).sum().backward()
+    xr = nb.tensor(X, requires_grad=True)
+    (_model("mlp")(xr) ** 2).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), xr.grad.numpy(), rtol=1e-5, atol=1e-6)
+    assert all(p.grad is None for p in model.parameters())
+
+
+def test_thawing_a_captured_parameter_retraces_so_its_gradient_flows():
+    model = _model("mlp")
+    model.requires_grad_(False)
+    forward = nb.compile(lambda x: model(x).sum())
+    assert not forward(nb.tensor(X)).requires_grad  # nothing requires grad: a compiled model
+    model[0].weight.requires_grad_(True)
+    forward(nb.tensor(X)).backward()
+    assert model[0].weight.grad is not None and model[2].weight.grad is None
+    assert forward.stats.recompile_reasons == ["a captured tensor changed shape, dtype or requires_grad"]
+
+
+def test_a_compiled_step_that_calls_backward_keeps_its_compiled_model():
+    """A function that calls backward() inside (a training step) is compiled as before, even
+    though the loss it returns has autodiff history."""
+    model = _model("mlp")
+    opt = optim.SGD(model.parameters(), lr=0.1)
+
+    @nb.compile
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    losses = [step(nb.tensor(X), nb.tensor(Y)).item() for _ in range(3)]
+    assert losses[-1] < losses[0]
+    assert (step.stats.traces, step.stats.hits) == (1, 2)

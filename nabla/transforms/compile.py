@@ -18,6 +18,10 @@ What becomes a model input on every call:
 In-place updates (`p.sub_(...)`, `x[i] = v`) and `.grad` assignments made inside the function
 are replayed on the real tensors after each call, so a PyTorch-style training step (forward,
 backward, optimizer update) compiles into one model.
+
+Outputs that carry autodiff history (grad enabled, an input or captured tensor requiring grad,
+no backward inside) make the call one differentiable `call` op in the lazy trace instead
+(`_calls`, `lazy_call`), as torch.compile's outputs keep their autograd graph.
 """
 
 from __future__ import annotations
@@ -90,7 +94,7 @@ class _Source:
     getter: Callable[[], Tensor] | None = None  # for "captured"
     label: str = ""  # for "captured": where the tensor lives ("global 'W'")
     target: tuple = ()  # for "grad": whose .grad, as in `_facade`
-    aval: tuple = ()  # (physical shape, dtype) seen at trace time, for "captured"
+    aval: tuple = ()  # (physical shape, dtype, requires_grad) seen at trace time, for "captured"
 
 
 @dataclass
@@ -134,6 +138,9 @@ class CompiledFunction:
         # Tensors whose caller's .grad some trace read, by identity: (target, label) each; their
         # grads' state is part of every key (empty for steps that zero grads before backward).
         self._grad_watch: dict[tuple, tuple] = {}
+        # Structures whose outputs carry autodiff history (inputs or captured tensors that
+        # require grad, no backward inside): with grad enabled they are recorded as a `call` op.
+        self._differentiable: set[tuple] = set()
         functools.update_wrapper(self, fn)
 
     def __repr__(self) -> str:
@@ -158,30 +165,47 @@ class CompiledFunction:
         if inside:
             # Under jvp/vmap: run the function inline so the outer transform sees its ops.
             return self.fn(*args, **kwargs)
-        return self._run(self._entry_for(self._entries, (), args, kwargs, values, treedef, leaves), values)
+        structure = _structure(treedef, leaves)
+        if self._differentiable and is_grad_enabled() and structure in self._differentiable:
+            return self._lazy(args, kwargs, values, treedef, leaves, structure)
+        try:
+            # (grad mode is part of the key, as torch.compile guards on it: see `_lazy`)
+            entry = self._entry_for(
+                self._entries, (is_grad_enabled(),), args, kwargs, values, treedef, leaves, structure
+            )
+        except _Differentiable as signal:
+            # As torch.compile's: outputs that depend on tensors requiring grad (a parameter the
+            # function reads) carry autodiff history, so `backward()` after the call reaches them.
+            self._differentiable.add(structure)
+            return self._lazy(args, kwargs, values, treedef, leaves, structure, signal)
+        return self._run(entry, values)
 
     def lazy_call(self, *args: Any, **kwargs: Any) -> Any:
         """Record the function as one differentiable `call` op in the lazy trace; nothing runs.
 
-        What `Module.compile` does when gradients are recorded: the forward is one op (traced
-        once per input signature), `backward()` adds one more, and the training step is still
-        one cached model. Under jvp or vmap the function runs inline instead.
+        Calling the function does this by itself when its outputs carry autodiff history (as
+        `Module.compile`'s forward in a training step: one op, traced once per input signature;
+        `backward()` adds one more, and the step is still one cached model). Under jvp or vmap
+        the function runs inline instead.
         """
         values, treedef, leaves = self._flatten(args, kwargs)
         if _inside_transform(values) not in (False, "grad"):
             return self.fn(*args, **kwargs)
         return self._lazy(args, kwargs, values, treedef, leaves)
 
-    def _lazy(self, args: tuple, kwargs: dict, values: list, treedef: Any, leaves: list[_Leaf]) -> Any:
+    def _lazy(self, args, kwargs, values, treedef, leaves, structure=None, made=None) -> Any:
         # Grad mode is part of the key: a trace under no_grad records nothing to differentiate.
-        entry = self._entry_for(self._calls, (is_grad_enabled(),), args, kwargs, values, treedef, leaves)
+        prefix = (is_grad_enabled(),)
+        entry = self._entry_for(self._calls, prefix, args, kwargs, values, treedef, leaves, structure, made)
         return self._record_call(entry, values)
 
-    def _entry_for(self, cache: OrderedDict, prefix: tuple, args, kwargs, values, treedef, leaves) -> _Entry:
+    def _entry_for(self, cache, prefix, args, kwargs, values, treedef, leaves, structure=None, made=None) -> _Entry:
         """The cached entry for this signature, or a new trace. `cache` is `_entries` (compiled
-        models) or `_calls` (SubPrograms for `call` ops, keyed also by `prefix`)."""
+        models) or `_calls` (SubPrograms for `call` ops, keyed also by `prefix`); `structure`
+        is `_structure(treedef, leaves)` where the caller has it; `made`, the `_Differentiable`
+        signal of a miss in `_entries` whose trace becomes this `_calls` entry."""
         lazy = cache is self._calls
-        structure = (treedef, tuple((lf.kind, lf.key if lf.kind != "scalar" else lf.key[0]) for lf in leaves))
+        structure = _structure(treedef, leaves) if structure is None else structure
         key = (*prefix, self._key(treedef, leaves, values, structure, lazy))
         entry = cache.get(key)
         if entry is not None and self._captures_current(entry):
@@ -189,14 +213,19 @@ class CompiledFunction:
             self.stats.hits += 1
             return entry
         labels = self._labels(args, kwargs)  # only a miss needs names for its explanation
-        reason = self._explain(key[-1], entry, labels, [k[-1] for k in cache])
+        reason = made.reason if made else self._explain(key, entry, labels, [*self._entries, *self._calls])
         if GRAPH._no_recompile_depth:
             verb, noun = ("retrace", "traced") if lazy else ("recompile", "compiled")
             what = reason or f"nothing is {noun} for this function yet"
             raise RecompileError(f"no_recompile: {getattr(self.fn, '__qualname__', '?')} would {verb}: {what}")
         specialize = bool(self._static_scalars) and structure in self._static_scalars
+        traced_args = (args, kwargs, values, leaves, labels, specialize, structure)
         compiles = self.stats.compiles
-        entry = self._trace(args, kwargs, values, leaves, labels, specialize, structure, lazy)
+        try:
+            entry = self._call_entry(*made.made, leaves) if made else self._trace(*traced_args, lazy)
+        except _Differentiable as signal:
+            signal.reason = reason  # (the miss is counted, and explained, by the `_calls` entry)
+            raise
         for target, label in entry.grad_reads:
             self._grad_watch.setdefault(_identity(target), (target, label))
         served = not lazy and self.stats.compiles == compiles and get_executor_impl(CONFIG.executor).makes_max_models
@@ -242,9 +271,13 @@ class CompiledFunction:
                 continue
             arg_leaves, arg_def = tree_flatten(arg)
             arg_defs.append(arg_def)
+            plain = i not in self.dynamic_dims  # (a module's parameters: every leaf a tensor)
             for j, v in enumerate(arg_leaves):
                 values.append(v)
-                leaves.append(self._classify(v, i, functools.partial(self._leaf_label, i, arg, j)))
+                if plain and isinstance(v, Tensor):
+                    leaves.append(_tensor_leaf(v._impl, v._impl.logical_shape))
+                else:
+                    leaves.append(self._classify(v, i, functools.partial(self._leaf_label, i, arg, j)))
         for name in sorted(kwargs):
             for j, v in enumerate(tree_leaves(kwargs[name])):
                 values.append(v)
@@ -282,7 +315,7 @@ class CompiledFunction:
                     raise ValueError(
                         f"compile: dynamic_dims names dim {d} of {label()}, which has shape {impl.logical_shape}"
                     )
-            return _Leaf("tensor", (impl.dtype, shape, impl.batch_dims, impl.requires_grad, impl.sharding_key))
+            return _tensor_leaf(impl, shape)
         if isinstance(v, float | int) and not isinstance(v, bool):
             return _Leaf("scalar", (float if isinstance(v, float) else int, v))  # np.float64 is a float
         try:
@@ -321,13 +354,17 @@ class CompiledFunction:
         return tuple(out)
 
     def _explain(self, key: tuple, stale: _Entry | None, labels: list[str], keys: list[tuple]) -> str | None:
+        """Why `key` (grad mode, signature) missed, against the closest of the cached `keys`
+        (compiled models and `call` programs alike)."""
         if stale is not None:
-            return "a captured tensor was rebound to one of another shape or dtype"
+            return "a captured tensor changed shape, dtype or requires_grad"
         if not keys:
             return None
-        closest = max(keys, key=lambda k: similarity(k, key))
+        closest = max(keys, key=lambda k: similarity(k[-1], key[-1]))
+        if closest[-1] == key[-1] and closest[0] != key[0]:
+            return "grad mode {} -> {}".format(*("enabled" if k[0] else "disabled (no_grad)" for k in (closest, key)))
         grad_labels = [_grad_label(target, label, labels) for target, label in self._grad_watch.values()]
-        return describe(closest, key, labels, grad_labels)
+        return describe(closest[-1], key[-1], labels, grad_labels)
 
     def _record_miss(self, reason: str | None, served: bool) -> None:
         """Count a miss; log why. `served`: a MAX model already built (a symbolic one for this
@@ -365,7 +402,9 @@ class CompiledFunction:
         """Trace for `lazy_call`: the program becomes a SubProgram (no compile; dynamic dims do
         not apply, since the enclosing graph has static shapes)."""
         placeholders = self._placeholders(values, leaves, specialize)
-        traced = self._run_traced(args, kwargs, placeholders)
+        return self._call_entry(placeholders, self._run_traced(args, kwargs, placeholders), leaves)
+
+    def _call_entry(self, placeholders: list, traced: _Traced, leaves: list[_Leaf]) -> _Entry:
         if traced.grads:
             raise RuntimeError(
                 f"compile: {getattr(self.fn, '__qualname__', '?')} assigns .grad (calls backward()), so it cannot "
@@ -379,6 +418,8 @@ class CompiledFunction:
         sizes = self._dynamic_sizes(values, leaves, labels)
         placeholders = self._placeholders(values, leaves, specialize)
         traced = self._run_traced(args, kwargs, placeholders)
+        if traced.differentiable and not traced.grads:
+            raise _Differentiable((placeholders, traced))  # a `call` op instead: nothing to compile
         plan = None
         if sizes:
             probes = []
@@ -473,6 +514,7 @@ class CompiledFunction:
                     targets.append(_as_target(o))
                 else:
                     out_slots.append(("const", o))
+            differentiable = is_grad_enabled() and any(t._impl.requires_grad for t in targets)
             mut = []
             for f, new, _ in mutated:
                 mut.append((f, len(targets)))
@@ -488,7 +530,7 @@ class CompiledFunction:
             if outside:  # reached through attributes (a module's pending weight): inputs, read each call
                 GRAPH.evaluate(outside)
             collected = collect([t._impl for t in targets], placeholders=True)
-        return _Traced(collected, out_def, out_slots, mut, grd, state, scan, start_seq)
+        return _Traced(collected, out_def, out_slots, mut, grd, state, scan, start_seq, differentiable)
 
     def _sources(self, traced: _Traced, leaves: list[_Leaf], placeholders: list) -> list[_Source]:
         """Where each program input comes from on every call."""
@@ -545,7 +587,7 @@ class CompiledFunction:
         )
 
     def _captured_source(self, impl: TensorImpl, traced: _Traced) -> _Source:
-        aval = (impl.physical_shape, impl.dtype)
+        aval = (impl.physical_shape, impl.dtype, impl.requires_grad)  # a thawed parameter retraces
         found = traced.scan.by_impl.get(id(impl))
         if found is not None:
             label, getter = found
@@ -563,7 +605,7 @@ class CompiledFunction:
         for s in entry.sources:
             if s.kind == "captured":
                 impl = s.getter()._impl
-                if (impl.physical_shape, impl.dtype) != s.aval:
+                if (impl.physical_shape, impl.dtype, impl.requires_grad) != s.aval:
                     return False
         return True
 
@@ -688,6 +730,28 @@ class _Traced:
     state: TraceState
     scan: Scan
     start_seq: int  # impls created by the trace have a larger seq
+    differentiable: bool  # an output has autodiff history (grad enabled, an input requires grad)
+
+
+class _Differentiable(Exception):  # noqa: N818 (a signal, not an error)
+    """Raised by a trace for `__call__` whose outputs carry autodiff history; `made` is that
+    trace (placeholders, _Traced), which becomes the `call` op's program."""
+
+    def __init__(self, made: tuple) -> None:
+        super().__init__()
+        self.made = made
+        self.reason: str | None = None  # why `_entries` missed
+
+
+def _tensor_leaf(impl: TensorImpl, shape: tuple) -> _Leaf:
+    """A tensor leaf's signature; `shape` has symbolic names for its dynamic dims."""
+    return _Leaf("tensor", (impl.dtype, shape, impl.batch_dims, impl.requires_grad, impl.sharding_key))
+
+
+def _structure(treedef: Any, leaves: list[_Leaf]) -> tuple:
+    """A call's signature without scalar values and dynamic sizes (what specialization and
+    differentiability are remembered by)."""
+    return (treedef, tuple((lf.kind, lf.key if lf.kind != "scalar" else lf.key[0]) for lf in leaves))
 
 
 def _inside_transform(values: list) -> bool | str:

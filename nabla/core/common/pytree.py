@@ -11,6 +11,7 @@ from typing import Any
 _REGISTRY: dict[type, tuple[Callable, Callable]] = {}
 _SUBCLASS_CACHE: dict[type, tuple[Callable, Callable] | None] = {}
 _KEYS: dict[type, Callable[[Hashable], list[str]]] = {}  # how `leaf_paths` names a node's children
+_LEAF_TYPES: set[type] = set()  # types `_children` found to be leaves (a tensor): skipped at once
 
 
 def _registered(t: type) -> tuple[Callable, Callable] | None:
@@ -48,13 +49,30 @@ def register_pytree_node(
     if keys is not None:
         _KEYS[cls] = keys
     _SUBCLASS_CACHE.clear()
+    _LEAF_TYPES.clear()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class PyTreeDef:
     kind: Any  # None for a leaf, else the node type
     aux: Any
     children: tuple[PyTreeDef, ...]
+
+    # Compiled functions key every call by its treedef: each node hashes its subtree once.
+    def __hash__(self) -> int:
+        try:
+            return self.__dict__["_hash"]
+        except KeyError:
+            h = hash((self.kind, self.aux, self.children))
+            object.__setattr__(self, "_hash", h)
+            return h
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if not isinstance(other, PyTreeDef) or hash(self) != hash(other):
+            return False
+        return self.kind == other.kind and self.aux == other.aux and self.children == other.children
 
     def __repr__(self) -> str:
         if self.kind is None:
@@ -101,11 +119,12 @@ def _children(node: Any) -> tuple[type, Hashable, list[Any]] | None:
 
 
 def _flatten(node: Any, leaves: list[Any], is_leaf: Callable[[Any], bool] | None) -> PyTreeDef:
-    if is_leaf is not None and is_leaf(node):
+    if type(node) in _LEAF_TYPES if is_leaf is None else is_leaf(node):
         leaves.append(node)
         return _LEAF
     info = _children(node)
-    if info is None:
+    if info is None:  # (whether a node has children depends on its type alone)
+        _LEAF_TYPES.add(type(node))
         leaves.append(node)
         return _LEAF
     kind, aux, kids = info
