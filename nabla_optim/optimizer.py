@@ -12,7 +12,9 @@ the first step on, so that a training loop compiles once and then only hits the 
     whose storage is replaced when the Python value changes, so a new learning rate never
     recompiles. Scalar math on them (bias corrections) runs in float64 inside the graph and is
     cast to the parameter's dtype, as PyTorch does it in Python doubles;
-  - other hyperparameters (eps, weight_decay, ...) are constants baked into the graph.
+  - other hyperparameters (eps, weight_decay, ...) are constants baked into the graph (part of
+    the fused op's key; inside `nabla.compile` a guard on them, and on the state's layout,
+    makes the compiled step trace again when they change or a state_dict is loaded).
 
 Each step records ONE op per param group (`nabla_optim.fused`): the per-parameter math is a
 *rule* written once with operators, run on every parameter of the group inside that op. A
@@ -44,7 +46,7 @@ import numpy as np
 import nabla as nb
 from nabla import Tensor
 from nabla.core.common import dtypes as _dt
-from nabla.core.graph.tracing import tracing
+from nabla.core.graph.tracing import note_guard, tracing
 from nabla_nn.module import _assembled
 from nabla_nn.parameter import Parameter
 
@@ -221,10 +223,13 @@ class Optimizer:
     # float64 would promote float32 arrays in the NumPy kernel).
     const_names: tuple[str, ...] = ()
     flag_names: tuple[str, ...] = ()
+    # Scheduled hyperparameters whose being zero decides which state exists (a momentum buffer).
+    structural_names: tuple[str, ...] = ()
 
     def __init__(self, params: ParamsT, defaults: dict[str, Any]) -> None:
         self.defaults = defaults
         self.state: defaultdict[Tensor, dict[str, Any]] = defaultdict(dict)
+        self._state_epoch = 0  # counts loads that replaced state tensors: a compiled step retraces
         self.param_groups: list[dict[str, Any]] = []
         if isinstance(params, Tensor):
             raise TypeError(
@@ -319,14 +324,18 @@ class Optimizer:
 
         Args:
             set_to_none: set `.grad` to None (the default; the next backward assigns fresh
-                gradients). With False, existing gradients become realized zeros instead.
+                gradients). With False, each existing gradient tensor is zeroed in place (its
+                storage becomes realized zeros), as PyTorch's `grad.zero_()`.
         """
         for group in self.param_groups:
             for p in group["params"]:
                 if set_to_none:  # without reading .grad: a compiled step must not depend on it
                     p.grad = None
-                elif p.grad is not None:
-                    p.grad = realized_zeros_like(p.grad)
+                elif (g := p.grad) is not None:
+                    if tracing():  # a compiled step replays .grad assignments, not writes into the caller's .grad
+                        p.grad = realized_zeros_like(g)
+                    else:
+                        g.data = realized_zeros_like(g)
 
     # -- step -----------------------------------------------------------------------------
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
@@ -353,6 +362,8 @@ class Optimizer:
     def _record_updates(self) -> list[Tensor]:
         """Record every parameter's update lazily; returns the tensors it changed."""
         updated: list[Tensor] = []
+        if tracing():  # (a compiled step bakes these in: it must trace again when they change)
+            note_guard(self._trace_guard, f"{type(self).__name__}'s hyperparameters, param groups or loaded state")
         for i, group in enumerate(self.param_groups):
             if not isinstance(group, _ParamGroup):  # a dict put in param_groups by hand
                 group = self.param_groups[i] = _ParamGroup(group)
@@ -392,6 +403,19 @@ class Optimizer:
         scalars = {name: group.scalar(name) for name in self.scalar_names}
         fused_update_(self.rule, params, grads, states, scalars, **self.rule_consts(group))
         return [t for p, row in zip(params, states, strict=True) for t in (p, *row)]
+
+    def _trace_guard(self) -> tuple:
+        """What a traced step depends on besides its graph inputs: each group's constants and
+        parameters, whether its structural hyperparameters are zero, and the loaded state."""
+        groups = tuple(
+            (
+                tuple(self.rule_consts(g).items()) if self.rule is not None else (),
+                tuple(g[k] == 0 for k in self.structural_names),
+                tuple(map(id, g["params"])),
+            )
+            for g in self.param_groups
+        )
+        return groups, self._state_epoch
 
     def _state_tensor(self, p: Parameter, key: str) -> Tensor:
         value = self.state[p].get(key)
@@ -521,8 +545,10 @@ class Optimizer:
             group.update(saved)
 
     def _install_state(self, new_state: dict[Parameter, dict[str, Any]]) -> None:
-        """Replace the state, reusing each existing Tensor object (a compiled step captured it)."""
+        """Replace the state, reusing each existing Tensor object (a compiled step captured it);
+        a state with other entries makes a compiled step trace again (`_trace_guard`)."""
         old = self.state
+        before = _state_layout(old)
         self.state = defaultdict(dict)
         for p, values in new_state.items():
             previous = old.get(p, {})
@@ -535,6 +561,15 @@ class Optimizer:
                 else:
                     merged[k] = v
             self.state[p] = merged
+        if _state_layout(self.state) != before:
+            self._state_epoch += 1
+
+
+def _state_layout(state: dict) -> dict:
+    """Per parameter, its state entries: Tensor objects by identity, other values by value."""
+    return {
+        id(p): tuple((k, id(v) if isinstance(v, Tensor) else v) for k, v in s.items()) for p, s in state.items() if s
+    }
 
 
 def _load_value(p: Parameter, index: Any, key: str, value: Any) -> Any:

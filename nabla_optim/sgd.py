@@ -84,6 +84,7 @@ class SGD(Optimizer):
     scalar_names = ("lr", "momentum")
     const_names = ("weight_decay", "dampening")
     flag_names = ("nesterov", "maximize")
+    structural_names = ("momentum",)
 
     def __init__(
         self,

@@ -799,3 +799,75 @@ def test_pytorch_implementation_switches_are_accepted_and_change_nothing():
         np.testing.assert_array_equal(results[0], results[1], err_msg=cls.__name__)
         with pytest.raises(NotImplementedError, match="differentiable=True"):
             cls([Parameter(nb.ones(2))], lr=0.1, differentiable=True)
+
+
+def _quadratic_run(make_opt, change, compiled: bool, steps: int = 4) -> tuple[np.ndarray, dict, object]:
+    """`steps` SGD-style steps on sum(p * p * x); `change(opt)` runs after the second."""
+    p = Parameter(nb.tensor(np.linspace(0.5, 1.5, 3, dtype=np.float32)))
+    opt = make_opt([p])
+    x = nb.tensor(np.array([1.0, 2.0, 3.0], np.float32))
+
+    def step(x):
+        opt.zero_grad()
+        (p * p * x).sum().backward()
+        opt.step()
+
+    run = nb.compile(step) if compiled else step
+    for i in range(steps):
+        if i == 2:
+            change(opt)
+        run(x)
+    state = {k: v.numpy() for k, v in opt.state[p].items()} if opt.state[p] else {}
+    return p.numpy(), state, getattr(run, "stats", None)
+
+
+def _set(**values):
+    def change(opt):
+        opt.param_groups[0].update(values)
+
+    return change
+
+
+@pytest.mark.parametrize(
+    ("make_opt", "change"),
+    [
+        (lambda ps: optim.SGD(ps, lr=0.1), _set(weight_decay=1.0)),
+        (lambda ps: optim.SGD(ps, lr=0.1), _set(maximize=True)),
+        (lambda ps: optim.SGD(ps, lr=0.1), _set(momentum=0.9)),  # a momentum buffer appears
+        (lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9), _set(nesterov=True)),
+        (lambda ps: optim.Adam(ps, lr=0.1), _set(eps=1e-2, weight_decay=0.5)),
+        (lambda ps: optim.RMSprop(ps, lr=0.01), _set(alpha=0.5, centered=True)),
+        (
+            lambda ps: optim.Adam(ps, lr=0.1),
+            lambda o: o.load_state_dict(optim.Adam([Parameter(nb.ones(3))]).state_dict()),
+        ),
+    ],
+)
+def test_a_compiled_step_retraces_when_baked_in_hyperparameters_or_the_loaded_state_change(make_opt, change):
+    """Constants baked into the traced step (weight decay, eps, flags, whether momentum is zero)
+    and the state a state_dict load installs are guarded: the compiled step traces again and
+    matches the eager loop (it kept the old values before)."""
+    p_eager, state_eager, _ = _quadratic_run(make_opt, change, compiled=False)
+    p_comp, state_comp, stats = _quadratic_run(make_opt, change, compiled=True)
+    np.testing.assert_allclose(p_comp, p_eager, rtol=1e-6)
+    assert state_comp.keys() == state_eager.keys()
+    for k in state_eager:
+        np.testing.assert_allclose(state_comp[k], state_eager[k], rtol=1e-6)
+    assert stats.misses == 2 and stats.recompile_reasons[-1].endswith(
+        "hyperparameters, param groups or loaded state changed"
+    )
+
+
+def test_a_scheduled_learning_rate_does_not_retrace_a_compiled_step():
+    _, _, stats = _quadratic_run(lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9), _set(lr=0.01, momentum=0.5), True)
+    assert (stats.misses, stats.hits) == (1, 3)
+
+
+def test_zero_grad_without_set_to_none_zeroes_the_gradient_in_place():
+    p = Parameter(nb.ones(3))
+    opt = optim.SGD([p], lr=0.1)
+    (p * p).sum().backward()
+    g = p.grad
+    opt.zero_grad(set_to_none=False)
+    assert p.grad is g and g._impl.is_realized  # as torch's grad.zero_(): a reference sees zeros
+    np.testing.assert_array_equal(g.numpy(), np.zeros(3, np.float32))

@@ -109,6 +109,7 @@ class _Entry:
     grad_reads: list  # (target, label or None for an argument): whose caller's .grad the trace read
     plan: DynamicPlan | None
     name_checks: list  # (getter, id of the Tensor object seen at trace time, label)
+    guards: list  # (getter, value at trace time, label): Python values the trace depends on
     out_layouts: list  # per program output: (ShardingSpec or None, global shape) as traced
 
 
@@ -208,12 +209,13 @@ class CompiledFunction:
         structure = _structure(treedef, leaves) if structure is None else structure
         key = (*prefix, self._key(treedef, leaves, values, structure, lazy))
         entry = cache.get(key)
-        if entry is not None and self._captures_current(entry):
+        stale = None if entry is None else self._stale(entry)
+        if entry is not None and stale is None:
             cache.move_to_end(key)
             self.stats.hits += 1
             return entry
         labels = self._labels(args, kwargs)  # only a miss needs names for its explanation
-        reason = made.reason if made else self._explain(key, entry, labels, [*self._entries, *self._calls])
+        reason = made.reason if made else self._explain(key, stale, labels, [*self._entries, *self._calls])
         if GRAPH._no_recompile_depth:
             verb, noun = ("retrace", "traced") if lazy else ("recompile", "compiled")
             what = reason or f"nothing is {noun} for this function yet"
@@ -353,11 +355,11 @@ class CompiledFunction:
                 out.append((g._impl.dtype, g._impl.sharding_key, shape))
         return tuple(out)
 
-    def _explain(self, key: tuple, stale: _Entry | None, labels: list[str], keys: list[tuple]) -> str | None:
+    def _explain(self, key: tuple, stale: str | None, labels: list[str], keys: list[tuple]) -> str | None:
         """Why `key` (grad mode, signature) missed, against the closest of the cached `keys`
         (compiled models and `call` programs alike)."""
-        if stale is not None:
-            return "a captured tensor changed shape, dtype or requires_grad"
+        if stale is not None:  # the key is cached, but what the trace read has changed
+            return stale
         if not keys:
             return None
         closest = max(keys, key=lambda k: similarity(k[-1], key[-1]))
@@ -583,6 +585,7 @@ class CompiledFunction:
             grad_reads=[(t, label) for _, t, label in _grad_reads(traced, placeholders)],
             plan=plan,
             name_checks=traced.scan.checks,
+            guards=traced.state.guards,
             out_layouts=[(t.sharding, t.physical_shape) for t in traced.collected.targets],
         )
 
@@ -598,16 +601,20 @@ class CompiledFunction:
         const = Tensor(impl)
         return _Source("captured", getter=lambda: const, label="a constant", aval=aval)
 
-    def _captures_current(self, entry: _Entry) -> bool:
-        for getter, seen, _ in entry.name_checks:
+    def _stale(self, entry: _Entry) -> str | None:
+        """None while what the entry's trace read still holds; else why it must trace again."""
+        for getter, seen, label in entry.name_checks:
             if id(getter()) != seen:
-                return False
+                return f"{label} was rebound to another tensor"
         for s in entry.sources:
             if s.kind == "captured":
                 impl = s.getter()._impl
                 if (impl.physical_shape, impl.dtype, impl.requires_grad) != s.aval:
-                    return False
-        return True
+                    return f"{s.label} changed shape, dtype or requires_grad"
+        for getter, seen, label in entry.guards:
+            if getter() != seen:
+                return f"{label} changed"
+        return None
 
     # -- execution -----------------------------------------------------------------------
     def _run(self, entry: _Entry, values: list) -> Any:

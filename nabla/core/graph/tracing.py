@@ -10,12 +10,15 @@ compiled function. While a trace is active
   - in-place updates of tensors (`p.sub_(...)`, `x[i] = v`) and `.grad` assignments are
     recorded, so the compiled function can replay them as extra outputs,
   - reads of a `.grad` the function has not assigned yet are recorded: its value before the
-    call (None or a tensor, e.g. the gradient `backward()` accumulates into) is an input.
+    call (None or a tensor, e.g. the gradient `backward()` accumulates into) is an input,
+  - code whose ops depend on a Python value it reads (an optimizer's weight decay) registers a
+    guard, and the compiled function traces again when that value changes.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 CONCRETIZATION_MESSAGE = (
@@ -42,6 +45,7 @@ class TraceState:
         self.grads: dict[int, tuple] = {}  # id(facade) -> (facade, its .grad before the first assignment)
         self.grad_reads: dict[int, tuple] = {}  # id(facade) -> (facade, its .grad before the call), if read
         self.facades: dict[int, Any] = {}  # id(input impl) -> a Tensor seen holding it
+        self.guards: list[tuple] = []  # (getter, its value at trace time, label): see `note_guard`
         # Impls created before this seq (the caller sets it) are the trace's inputs; one still
         # pending (`model.weight.mul_(2)` before the call) is computed first, not inlined.
         self.start_seq = 0
@@ -74,6 +78,14 @@ class trace_scope:
 def note_seed(impl: Any) -> None:
     if TRACE.state is not None:
         TRACE.state.seeds.append(impl)
+
+
+def note_guard(getter: Callable[[], Any], label: str) -> None:
+    """While tracing: the ops being recorded depend on the Python value `getter()` returns (it
+    must be cheap and compare with ==); the compiled function traces again when it changes,
+    and `label` says what changed."""
+    if TRACE.state is not None:
+        TRACE.state.guards.append((getter, getter(), label))
 
 
 def note_mutation(facade: Any) -> None:
