@@ -25,7 +25,7 @@ from .adamax import Adamax
 from .adamw import AdamW
 from .lion import Lion
 from .nadam import NAdam
-from .optimizer import Optimizer
+from .optimizer import Optimizer, register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 from .rmsprop import RMSprop
 from .sgd import SGD
 
@@ -40,4 +40,6 @@ __all__ = [
     "Optimizer",
     "RMSprop",
     "lr_scheduler",
+    "register_optimizer_step_post_hook",
+    "register_optimizer_step_pre_hook",
 ]

@@ -47,7 +47,7 @@ class AdamW(Adam):
         check_implementation(differentiable)
         super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize, decoupled_weight_decay=True)
 
-    def load_state_dict(self, state_dict: dict) -> None:
-        super().load_state_dict(state_dict)
+    def _load_state_dict(self, state_dict: dict) -> None:
+        super()._load_state_dict(state_dict)
         for group in self.param_groups:  # as PyTorch: AdamW always decouples
             group["decoupled_weight_decay"] = True

@@ -46,13 +46,30 @@ import numpy as np
 import nabla as nb
 from nabla import Tensor
 from nabla.core.common import dtypes as _dt
+from nabla.core.common.hooks import RemovableHandle, add_hook
 from nabla.core.graph.tracing import note_guard, tracing
 from nabla_nn.module import _assembled
 from nabla_nn.parameter import Parameter
 
 from .fused import fused_update_
 
-__all__ = ["Optimizer", "ParamsT"]
+__all__ = ["Optimizer", "ParamsT", "register_optimizer_step_post_hook", "register_optimizer_step_pre_hook"]
+
+# Hooks every optimizer's step runs (before its own): PyTorch's global step hooks.
+_GLOBAL_STEP_PRE_HOOKS: dict[int, Callable] = {}
+_GLOBAL_STEP_POST_HOOKS: dict[int, Callable] = {}
+
+
+def register_optimizer_step_pre_hook(hook: Callable) -> RemovableHandle:
+    """Run `hook(optimizer, args, kwargs)` before every optimizer's `step()`; it may return
+    new `(args, kwargs)`. Returns a handle whose `remove()` unregisters it."""
+    return add_hook(_GLOBAL_STEP_PRE_HOOKS, hook)
+
+
+def register_optimizer_step_post_hook(hook: Callable) -> RemovableHandle:
+    """Run `hook(optimizer, args, kwargs)` after every optimizer's `step()`."""
+    return add_hook(_GLOBAL_STEP_POST_HOOKS, hook)
+
 
 ParamsT = Iterable[Parameter] | Iterable[dict[str, Any]] | Iterable[tuple[str, Parameter]]
 
@@ -230,6 +247,13 @@ class Optimizer:
         self.defaults = defaults
         self.state: defaultdict[Tensor, dict[str, Any]] = defaultdict(dict)
         self._state_epoch = 0  # counts loads that replaced state tensors: a compiled step retraces
+        # PyTorch's optimizer hooks, id -> hook (see the register_* methods)
+        self._step_pre_hooks: dict[int, Callable] = {}
+        self._step_post_hooks: dict[int, Callable] = {}
+        self._state_dict_pre_hooks: dict[int, Callable] = {}
+        self._state_dict_post_hooks: dict[int, Callable] = {}
+        self._load_state_dict_pre_hooks: dict[int, Callable] = {}
+        self._load_state_dict_post_hooks: dict[int, Callable] = {}
         self.param_groups: list[dict[str, Any]] = []
         if isinstance(params, Tensor):
             raise TypeError(
@@ -348,6 +372,26 @@ class Optimizer:
         Args:
             closure: re-evaluates the model and returns the loss (run with grad enabled).
         """
+        if self._step_pre_hooks or self._step_post_hooks or _GLOBAL_STEP_PRE_HOOKS or _GLOBAL_STEP_POST_HOOKS:
+            return self._step_with_hooks(closure)
+        return self._step(closure)
+
+    def _step_with_hooks(self, closure: Callable[[], Any] | None) -> Any:
+        # As PyTorch: hooks see the step's arguments with the optimizer first.
+        args: tuple = (self,) if closure is None else (self, closure)
+        kwargs: dict[str, Any] = {}
+        for hook in (*_GLOBAL_STEP_PRE_HOOKS.values(), *self._step_pre_hooks.values()):
+            result = hook(self, args, kwargs)
+            if result is not None:
+                if not (isinstance(result, tuple) and len(result) == 2):
+                    raise RuntimeError(f"an optimizer step pre-hook must return None or (args, kwargs), got {result!r}")
+                args, kwargs = result
+        loss = type(self)._step(*args, **kwargs)
+        for hook in (*_GLOBAL_STEP_POST_HOOKS.values(), *self._step_post_hooks.values()):
+            hook(self, args, kwargs)
+        return loss
+
+    def _step(self, closure: Callable[[], Any] | None = None) -> Any:
         loss = None
         if closure is not None:
             with nb.enable_grad():
@@ -448,6 +492,39 @@ class Optimizer:
         """The graph input holding a scheduled hyperparameter of `group`."""
         return group.scalar(name)
 
+    # -- hooks (PyTorch's) ------------------------------------------------------------------
+    def register_step_pre_hook(self, hook: Callable) -> RemovableHandle:
+        """Run `hook(optimizer, args, kwargs)` before each `step()` (`args` starts with the
+        optimizer, as PyTorch's); a non-None result must be new `(args, kwargs)` for the step.
+
+        Example:
+            >>> handle = opt.register_step_pre_hook(lambda o, args, kwargs: print("stepping"))
+            >>> handle.remove()
+        """
+        return add_hook(self._step_pre_hooks, hook)
+
+    def register_step_post_hook(self, hook: Callable) -> RemovableHandle:
+        """Run `hook(optimizer, args, kwargs)` after each `step()`."""
+        return add_hook(self._step_post_hooks, hook)
+
+    def register_state_dict_pre_hook(self, hook: Callable, prepend: bool = False) -> RemovableHandle:
+        """Run `hook(optimizer)` before `state_dict()` builds the dict."""
+        return add_hook(self._state_dict_pre_hooks, hook, prepend=prepend)
+
+    def register_state_dict_post_hook(self, hook: Callable, prepend: bool = False) -> RemovableHandle:
+        """Run `hook(optimizer, state_dict)` on what `state_dict()` returns; a non-None result
+        replaces it."""
+        return add_hook(self._state_dict_post_hooks, hook, prepend=prepend)
+
+    def register_load_state_dict_pre_hook(self, hook: Callable, prepend: bool = False) -> RemovableHandle:
+        """Run `hook(optimizer, state_dict)` before `load_state_dict()` loads it; a non-None
+        result is loaded instead."""
+        return add_hook(self._load_state_dict_pre_hooks, hook, prepend=prepend)
+
+    def register_load_state_dict_post_hook(self, hook: Callable, prepend: bool = False) -> RemovableHandle:
+        """Run `hook(optimizer)` after `load_state_dict()` has loaded."""
+        return add_hook(self._load_state_dict_post_hooks, hook, prepend=prepend)
+
     # -- state dict -----------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
         """The optimizer's state in PyTorch's layout.
@@ -464,6 +541,15 @@ class Optimizer:
             >>> sd["state"][0]["exp_avg"].sharding is None   # even for a sharded parameter
             True
         """
+        for hook in tuple(self._state_dict_pre_hooks.values()):
+            hook(self)
+        out = self._state_dict()
+        for hook in tuple(self._state_dict_post_hooks.values()):
+            result = hook(self, out)
+            out = out if result is None else result
+        return out
+
+    def _state_dict(self) -> dict[str, Any]:
         index: dict[int, int] = {}
         groups = []
         for group in self.param_groups:
@@ -502,6 +588,14 @@ class Optimizer:
         Example:
             >>> opt.load_state_dict(torch_opt.state_dict())   # into a sharded model's optimizer too
         """
+        for hook in tuple(self._load_state_dict_pre_hooks.values()):
+            result = hook(self, state_dict)
+            state_dict = state_dict if result is None else result
+        self._load_state_dict(state_dict)
+        for hook in tuple(self._load_state_dict_post_hooks.values()):
+            hook(self)
+
+    def _load_state_dict(self, state_dict: dict[str, Any]) -> None:
         if not isinstance(state_dict, dict) or "state" not in state_dict or "param_groups" not in state_dict:
             keys = sorted(state_dict) if isinstance(state_dict, dict) else type(state_dict).__name__
             raise ValueError(f"optimizer state_dict must be a dict with 'state' and 'param_groups', got {keys}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 
 import numpy as np
@@ -871,3 +872,48 @@ def test_zero_grad_without_set_to_none_zeroes_the_gradient_in_place():
     opt.zero_grad(set_to_none=False)
     assert p.grad is g and g._impl.is_realized  # as torch's grad.zero_(): a reference sees zeros
     np.testing.assert_array_equal(g.numpy(), np.zeros(3, np.float32))
+
+
+def _hook_trace(lib, opt_cls, make_param) -> list:
+    """Which optimizer hooks run, in order, with what they see (the same code for both libraries)."""
+    p = make_param()
+    opt = opt_cls([p], lr=0.1)
+    seen: list = []
+    handles = [
+        lib.register_optimizer_step_pre_hook(lambda o, a, k: seen.append(("global pre", len(a), sorted(k)))),
+        opt.register_step_pre_hook(lambda o, a, k: seen.append(("pre", o is opt))),
+        opt.register_step_post_hook(lambda o, a, k: seen.append(("post", len(a)))),
+        opt.register_state_dict_pre_hook(lambda o: seen.append("sd pre")),
+        opt.register_state_dict_post_hook(lambda o, sd: {**sd, "extra": 1}),
+        opt.register_load_state_dict_pre_hook(lambda o, sd: {k: v for k, v in sd.items() if k != "extra"}),
+        opt.register_load_state_dict_post_hook(lambda o: seen.append("load post")),
+    ]
+    (p * p).sum().backward()
+    opt.step()
+    opt.step(lambda: None)
+    sd = opt.state_dict()
+    seen.append(sorted(sd))
+    opt.load_state_dict(sd)
+    for h in handles:
+        h.remove()
+    opt.step()
+    return seen
+
+
+@needs_torch
+def test_optimizer_hooks_match_torch():
+    ours = _hook_trace(optim, optim.SGD, lambda: Parameter(nb.ones(3)))
+    theirs = _hook_trace(
+        sys.modules[torch.optim.Optimizer.__module__], torch.optim.SGD, lambda: torch.nn.Parameter(torch.ones(3))
+    )
+    assert ours == theirs
+    assert ours[0] == ("global pre", 1, []) and ours[-2] == ["extra", "param_groups", "state"]
+
+
+def test_a_step_pre_hook_can_replace_the_closure():
+    p = Parameter(nb.ones(2))
+    opt = optim.SGD([p], lr=0.5)
+    opt.register_step_pre_hook(lambda o, args, kwargs: ((o, lambda: 42.0), {}))
+    (p * p).sum().backward()
+    assert opt.step() == 42.0
+    np.testing.assert_allclose(p.numpy(), [0.0, 0.0])
