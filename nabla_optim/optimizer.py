@@ -356,10 +356,7 @@ class Optimizer:
                 if set_to_none:  # without reading .grad: a compiled step must not depend on it
                     p.grad = None
                 elif (g := p.grad) is not None:
-                    if tracing():  # a compiled step replays .grad assignments, not writes into the caller's .grad
-                        p.grad = realized_zeros_like(g)
-                    else:
-                        g.data = realized_zeros_like(g)
+                    g.data = realized_zeros_like(g)
 
     # -- step -----------------------------------------------------------------------------
     def step(self, closure: Callable[[], Any] | None = None) -> Any:

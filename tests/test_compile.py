@@ -511,3 +511,36 @@ def test_python_scalar_changing_type_recompiles_with_a_reason():
     np.testing.assert_allclose(g(x, 3).numpy(), [2.0, 4.0])
     np.testing.assert_allclose(g(x, 0.5).numpy(), [3.0, 6.0])
     assert g.stats.recompile_reasons == ["n type int -> float"]
+
+
+def _accumulating_run(compiled: bool, zero) -> tuple[np.ndarray, list]:
+    """Steps that reset the caller's .grad in place (`zero(p)`), then backward() and update."""
+    p = Parameter(nb.ones(3))
+
+    def step(x):
+        if p.grad is not None:
+            zero(p)
+        (p * p * x).sum().backward()
+        with nb.no_grad():
+            p.sub_(p.grad * 0.1)
+
+    run = nb.compile(step) if compiled else step
+    grads = []
+    for _ in range(4):
+        run(nb.tensor(np.array([1.0, 2.0, 3.0], np.float32)))
+        grads.append(p.grad.numpy().copy())
+    return p.numpy(), grads
+
+
+@pytest.mark.parametrize(
+    "zero",
+    [lambda p: p.grad.mul_(0.0), lambda p: setattr(p.grad, "data", nb.zeros(3))],
+    ids=["mul_", "data"],
+)
+def test_in_place_writes_to_the_callers_grad_inside_a_compiled_step(zero):
+    """The value an in-place op gives the caller's `.grad` inside the trace is the trace's own
+    (it was computed once and baked in, or read back from the old gradient, before)."""
+    p_eager, g_eager = _accumulating_run(False, zero)
+    p_comp, g_comp = _accumulating_run(True, zero)
+    np.testing.assert_allclose(p_comp, p_eager, rtol=1e-6)
+    np.testing.assert_allclose(g_comp, g_eager, rtol=1e-6)

@@ -917,3 +917,21 @@ def test_a_step_pre_hook_can_replace_the_closure():
     (p * p).sum().backward()
     assert opt.step() == 42.0
     np.testing.assert_allclose(p.numpy(), [0.0, 0.0])
+
+
+def test_zero_grad_without_set_to_none_in_a_compiled_step_matches_eager():
+    def run(compiled: bool) -> np.ndarray:
+        p = Parameter(nb.tensor(np.array([1.0, 2.0, 3.0], np.float32)))
+        opt = optim.SGD([p], lr=0.1, momentum=0.9)
+
+        def step(x):
+            opt.zero_grad(set_to_none=False)
+            (p * p * x).sum().backward()
+            opt.step()
+
+        f = nb.compile(step) if compiled else step
+        for _ in range(4):
+            f(nb.ones(3))
+        return p.numpy()
+
+    np.testing.assert_allclose(run(True), run(False), rtol=1e-6)

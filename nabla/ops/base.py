@@ -173,7 +173,10 @@ class Operation:
         if state is not None:  # nabla.compile: remember who holds captured tensors
             for a in args:
                 if a._impl.data is not None or a._impl.seq < state.start_seq:
-                    state.facades.setdefault(id(a._impl), a)
+                    # (not a value an in-place op of the trace put there: `g.data = zeros` is a constant)
+                    before = state.mutated.get(id(a))
+                    if before is None or before[1] is a._impl:
+                        state.facades.setdefault(id(a._impl), a)
         traced = requires_grad and self.differentiable and is_grad_enabled()
         # 2. adapt logical kwargs to physical ones (axes shift by batch_dims)
         adapted = self.adapt_kwargs(impls, kwargs, batch_dims)

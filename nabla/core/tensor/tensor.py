@@ -182,8 +182,16 @@ class Tensor(TorchMethods):
     def grad(self) -> Tensor | None:
         if TRACE.state is not None and note_grad_read(self):  # nabla.compile: the caller's .grad
             g = self._grad  # is an input, read again on each call: computed, not a recipe to bake in
-            if g is not None and g._impl.data is None and g._impl.output_refs is not None:
-                GRAPH.evaluate([g._impl])  # (pending; an argument's .grad is a placeholder)
+            # (pending from before the trace; an argument's .grad is a placeholder, and a value an
+            # in-place op inside the trace gave it, `p.grad.mul_(0)`, is part of the trace)
+            impl = None if g is None else g._impl
+            if (
+                impl is not None
+                and impl.data is None
+                and impl.output_refs is not None
+                and impl.seq < TRACE.state.start_seq
+            ):
+                GRAPH.evaluate([impl])
         return self._grad
 
     @grad.setter
