@@ -421,3 +421,33 @@ def test_jvp_of_power_with_a_constant_exponent_at_negative_base():
     _, t = nb.jvp(lambda v: v**3, (x,), (nb.ones(2),))
     np.testing.assert_allclose(t.numpy(), [3.0, 12.0])
     np.testing.assert_allclose(nb.hessian(lambda v: (v**3).sum())(x).numpy(), np.diag([-6.0, 12.0]))
+
+
+@pytest.mark.parametrize("name", FUNCS)
+def test_forward_over_forward_equals_the_hessian(name):
+    """jacfwd(jacfwd(f)): an inner level's rule that uses the op's outputs (exp's y * t, softmax)
+    sees them with their outer tangents (it saw constants, and the result was wrong)."""
+    w = nb.tensor(_r(*np.shape(FUNCS[name](nb.tensor(_r(2, 3))).numpy())))
+    f = lambda x: (FUNCS[name](x) * w).sum()  # noqa: E731
+    x = nb.tensor(_r(2, 3))
+    _close(nb.jacfwd(nb.jacfwd(f))(x), nb.hessian(f)(x).numpy(), rtol=1e-5, atol=1e-6)
+    xv = x.numpy()  # d/dt [exp(v) v] at v = x + t x
+    _close(nb.jvp(lambda v: nb.jvp(nb.exp, (v,), (v,))[1], (x,), (x,))[1], np.exp(xv) * xv * (xv + 1))
+
+
+@pytest.mark.parametrize(
+    ("fn", "point"),
+    [
+        (lambda x: x.prod(), [1.5, 0.0, 2.0, -1.0]),
+        (lambda x: x.prod(), [1.5, 0.0, 0.0, -1.0]),
+        (lambda x: (nb.cumprod(x, 0) * nb.tensor([0.3, -1.2, 0.7, 2.0], dtype=nb.float64)).sum(), [1.5, 0.0, 2.0, -1.0]),
+        (lambda x: (nb.cumprod(x, 0) * nb.tensor([0.3, -1.2, 0.7, 2.0], dtype=nb.float64)).sum(), [0.0, 2.0, 3.0, 0.5]),
+    ],
+)
+def test_second_derivatives_of_products_at_zeros(fn, point):
+    """prod's and cumprod's derivatives keep the zero factors (a constant 0 lost d/dx_zero):
+    every mode's Hessian equals central differences of the gradient (exact for polynomials)."""
+    x = np.array(point)
+    want = numeric_jacobian(nb.grad(fn), x, eps=1e-3)
+    for hess in (nb.hessian(fn), nb.jacfwd(nb.jacfwd(fn)), nb.jacrev(nb.jacrev(fn)), nb.jacfwd(nb.jacrev(fn))):
+        _close(hess(nb.tensor(x)), want, rtol=1e-6, atol=1e-6)

@@ -321,7 +321,9 @@ def _scan(impls: list[TensorImpl], collective: bool) -> tuple[int, bool, bool, b
 
 def _apply_jvp(op: Operation, primals: list[Tensor], outputs: list[Tensor], kwargs: dict) -> None:
     limit = _JVP.limit
-    levels = sorted({lv for p in primals if p._impl.tangent for lv in p._impl.tangent if lv < limit}, reverse=True)
+    # Outer (lower) levels first: a rule for an inner level may use the outputs (exp's y * t),
+    # which must already carry their outer tangents for the tangent of the tangent to be right.
+    levels = sorted({lv for p in primals if p._impl.tangent for lv in p._impl.tangent if lv < limit})
     for level in levels:
         tangents, zeros = [], set()
         for p in primals:

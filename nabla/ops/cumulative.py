@@ -71,7 +71,8 @@ def _max_shift_in(x: Any, axis: int, shift: int, fill: Any) -> Any:
 class CumprodOp(_red._AxisOperation):
     """Running product along `axis`. MAX has no cumprod: the kernel is a log-depth
     (Hillis-Steele) scan, ceil(log2 n) multiplies of the tensor by a shifted copy of itself.
-    The derivative is exact with zeros in the input (see `vjp_rule`)."""
+    The derivative is exact with zeros in the input (see `vjp_rule`); second derivatives are
+    exact with at most one zero per row (the mixed term of two zeros is dropped)."""
 
     name = "cumprod"
 
@@ -97,22 +98,32 @@ class CumprodOp(_red._AxisOperation):
     def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, axis: int) -> list:
         # dx_i = sum_{j>=i} g_j prod_{k<=j, k!=i} x_k. Before the first zero z that is
         # rcumsum(g*y)_i / x_i (terms j >= z vanish on both sides); at z it is rcumsum(g*y')_z with
-        # y' the cumprod with x_z set to 1; after z every term holds the factor x_z = 0.
+        # y' the cumprod with x_z set to 1; after z (x_i nonzero) it is x_z rcumsum(g*y')_i / x_i,
+        # the value 0 with x_z kept as a factor, so second derivatives see it.
         (x,), g, y = primals, cotangents[0], outputs[0]
         before, first, y_first = self._zero_masks(x, axis)
         safe = _bin.where_(before, x, 1.0)
         rsum = _cumsum(_bin.mul(g, y), axis=axis, exclusive=False, reverse=True)
         at_first = _cumsum(_bin.mul(g, y_first), axis=axis, exclusive=False, reverse=True)
-        return [_bin.where_(before, _bin.div(rsum, safe), _bin.where_(first, at_first, 0.0))]
+        x_first = _red.sum(_bin.where_(first, x, 0.0), (axis,), True)
+        nonzero = _bin.not_equal(x, 0)
+        after = _bin.where_(nonzero, _bin.div(_bin.mul(at_first, x_first), _bin.where_(nonzero, x, 1.0)), 0.0)
+        return [_bin.where_(before, _bin.div(rsum, safe), _bin.where_(first, at_first, after))]
 
     def jvp_rule(self, primals: list, tangents: list, outputs: list, *, axis: int) -> list:
-        # dy_j = y_j sum_{i<=j} t_i / x_i before the first zero z, and t_z y'_j from z on.
+        # dy_j = y_j sum_{i<=j} t_i / x_i before the first zero z; from z on, t_z y'_j plus
+        # x_z y'_j sum_{i<=j, x_i != 0} t_i / x_i (the value 0, kept for second derivatives).
         (x,), t, y = primals, tangents[0], outputs[0]
         before, first, y_first = self._zero_masks(x, axis)
         safe = _bin.where_(before, x, 1.0)
         t_first = _red.sum(_bin.where_(first, t, 0.0), (axis,), True)
+        x_first = _red.sum(_bin.where_(first, x, 0.0), (axis,), True)
         pre = _bin.mul(y, _cumsum(_bin.div(t, safe), axis=axis, exclusive=False, reverse=False))
-        return [_bin.where_(before, pre, _bin.mul(t_first, y_first))]
+        nonzero = _bin.not_equal(x, 0)
+        rates = _bin.where_(nonzero, _bin.div(t, _bin.where_(nonzero, x, 1.0)), 0.0)
+        rates = _cumsum(rates, axis=axis, exclusive=False, reverse=False)
+        post = _bin.mul(y_first, _bin.add(t_first, _bin.mul(x_first, rates)))
+        return [_bin.where_(before, pre, post)]
 
 
 _cumsum, _cumprod = CumsumOp(), CumprodOp()

@@ -44,7 +44,7 @@ from ..core.graph.engine import GRAPH, RecompileError
 from ..core.graph.executors import get_executor_impl
 from ..core.graph.program import collect
 from ..core.graph.symbolic import PROBE_STEPS, DynamicPlan, SymbolicProgramError, make_symbolic, run_prepared
-from ..core.graph.tracing import ConcretizationError, TraceState, trace_scope
+from ..core.graph.tracing import ConcretizationError, TraceState, trace_scope, tracing
 from ..core.tensor.impl import TensorImpl, next_seq
 from ..core.tensor.tensor import Tensor
 from ..ops.call import SubProgram, call
@@ -157,6 +157,8 @@ class CompiledFunction:
 
     # -- call ---------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if tracing():  # called while another compiled function traces: its ops join that trace
+            return self.fn(*args, **kwargs)
         values, treedef, leaves = self._flatten(args, kwargs)
         inside = _inside_transform(values)
         if inside == "grad":
@@ -501,19 +503,22 @@ class CompiledFunction:
             call_args, call_kwargs = _rebuild(args, kwargs, placeholders, self.static_argnums)
             try:
                 out = self.fn(*call_args, **call_kwargs)
+                out_leaves, out_def = tree_flatten(out)
+                # The values as the function left them, before its in-place updates are undone
+                # below (`y.add_(1); return y`, a residual `out += x`, a `.grad` scaled in place).
+                out_now = [o._impl if isinstance(o, Tensor) else o for o in out_leaves]
             finally:
                 mutated = [(f, f._impl, orig) for f, orig in state.mutated.values()]
-                grads = [(f, f._grad, orig) for f, orig in state.grads.values()]
+                grads = [(f, None if f._grad is None else f._grad._impl, orig) for f, orig in state.grads.values()]
                 for f, _, orig in mutated:  # the trace must not change the real tensors
                     f._impl = orig
                 for f, _, orig in grads:
                     f._grad = orig
-            out_leaves, out_def = tree_flatten(out)
             targets, out_slots = [], []
-            for o in out_leaves:
+            for o, now in zip(out_leaves, out_now, strict=True):
                 if isinstance(o, Tensor):
                     out_slots.append(("out", len(targets)))
-                    targets.append(_as_target(o))
+                    targets.append(_as_target(Tensor(now)))
                 else:
                     out_slots.append(("const", o))
             differentiable = is_grad_enabled() and any(t._impl.requires_grad for t in targets)
@@ -527,7 +532,7 @@ class CompiledFunction:
                     grd.append((f, None))
                 else:
                     grd.append((f, len(targets)))
-                    targets.append(_as_target(g))
+                    targets.append(_as_target(Tensor(g)))
             outside = outside_promises([t._impl for t in targets], start_seq)
             if outside:  # reached through attributes (a module's pending weight): inputs, read each call
                 GRAPH.evaluate(outside)
