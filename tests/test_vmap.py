@@ -623,3 +623,11 @@ def test_composed_transforms_build_valid_max_graphs():
         nb.vmap(nb.vmap(nb.grad(lambda v: (v * v).sum())), in_axes=1)(nb.tensor(_r(2, 3, 4)))
     finally:
         nb.set_eager_max_graph(False, verify_shapes=False)
+
+
+def test_in_place_write_of_a_mapped_value_into_an_unmapped_tensor_raises():
+    """As torch.func.vmap: it would need a value per batch element; the tensor stays usable."""
+    acc = nb.zeros((2,))
+    with pytest.raises(RuntimeError, match="vmap: add_ is not possible"):
+        nb.vmap(lambda x: (acc.add_(x), x)[1])(nb.ones((3, 2)))
+    np.testing.assert_array_equal(acc.numpy(), [0.0, 0.0])

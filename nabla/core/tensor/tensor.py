@@ -523,6 +523,11 @@ class Tensor(TorchMethods):
             raise RuntimeError(f"{what}: a leaf tensor that requires grad is used in an in-place operation")
         if new.shape != self.shape:
             raise RuntimeError(f"{what}: result shape {new.shape} does not match the tensor's shape {self.shape}")
+        if new._impl.batch_dims > self._impl.batch_dims:  # (as torch.func.vmap refuses it)
+            raise RuntimeError(
+                f"vmap: {what} is not possible because the tensor is not mapped over but the value written "
+                "into it is (it would need a different value per batch element); use the out-of-place op"
+            )
         if new.dtype != self.dtype:
             new = OPS.cast(new, self.dtype)
         if self._impl.is_leaf and self._impl.requires_grad:
