@@ -608,3 +608,18 @@ def test_a_compiled_function_called_inside_another_is_inlined():
     x = nb.tensor(np.array([1.0, 2.0], np.float32))
     np.testing.assert_allclose(outer(x).numpy(), np.sin([1.0, 2.0]) * 2, rtol=1e-6)
     assert inner.stats.traces == 0  # its ops joined the outer trace
+
+
+def test_a_tensor_passed_twice_is_one_input_so_in_place_ops_see_each_other():
+    def f(a, b):
+        a.add_(1)
+        b.mul_(3)
+        return a + b
+
+    g = nb.compile(f)
+    x, xe = nb.ones(2), nb.ones(2)
+    np.testing.assert_array_equal(g(x, x).numpy(), f(xe, xe).numpy())  # [12, 12]
+    np.testing.assert_array_equal(x.numpy(), xe.numpy())  # [6, 6]
+    y, z = nb.ones(2), nb.ones(2)
+    np.testing.assert_array_equal(g(y, z).numpy(), [5.0, 5.0])  # distinct tensors: another signature
+    assert g.stats.recompile_reasons == ["b kind alias -> tensor"]

@@ -80,7 +80,7 @@ class CompileStats:
 
 @dataclass
 class _Leaf:
-    kind: str  # "tensor", "scalar", "static"
+    kind: str  # "tensor", "scalar", "static", "alias" (the tensor of leaf `key` again)
     key: Any
 
 
@@ -286,6 +286,11 @@ class CompiledFunction:
             for j, v in enumerate(tree_leaves(kwargs[name])):
                 values.append(v)
                 leaves.append(self._classify(v, name, lambda n=name, j=j: f"kwarg {n!r}{leaf_paths(kwargs[n])[j]}"))
+        if len(values) > 1:  # a tensor passed twice is one placeholder: in-place ops see each other
+            first: dict[int, int] = {}
+            for i, v in enumerate(values):
+                if isinstance(v, Tensor) and (j := first.setdefault(id(v), i)) != i:
+                    leaves[i] = _Leaf("alias", j)
         # == tree_flatten(([args, with static ones as None], kwargs))[1]
         treedef = PyTreeDef(tuple, 2, (PyTreeDef(list, len(args), tuple(arg_defs)), tree_structure(kwargs)))
         return values, treedef, leaves
@@ -483,6 +488,8 @@ class CompiledFunction:
                     g = v._grad._impl
                     t._grad = Tensor(TensorImpl(shape, g.dtype, batch_dims=impl.batch_dims, sharding=g.sharding))
                 out.append(t)
+            elif lf.kind == "alias":
+                out.append(out[lf.key])
             elif lf.kind == "scalar" and not specialize:
                 impl = TensorImpl((), _SCALAR_DTYPES[lf.key[0]])
                 impl.weak_type = True
