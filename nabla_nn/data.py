@@ -48,8 +48,11 @@ __all__ = [
 ]
 
 
-class Dataset(abc.ABC):
+class Dataset:
     """A map-style dataset: `dataset[i]` is the i-th sample, `len(dataset)` the number of samples.
+
+    As in PyTorch, only `__getitem__` is needed (`__len__` is optional: a DataLoader over a
+    dataset without one needs a sampler or batch_sampler).
 
     Example:
         >>> class Squares(Dataset):
@@ -62,11 +65,8 @@ class Dataset(abc.ABC):
         array([0., 1., 4., 9.], dtype=float32)
     """
 
-    @abc.abstractmethod
-    def __getitem__(self, index: int) -> Any: ...
-
-    @abc.abstractmethod
-    def __len__(self) -> int: ...
+    def __getitem__(self, index: int) -> Any:
+        raise NotImplementedError("Subclasses of Dataset should implement __getitem__.")
 
     def __add__(self, other: Dataset) -> ConcatDataset:
         return ConcatDataset([self, other])
@@ -298,15 +298,17 @@ def _stack(batch: Sequence[Any]) -> Tensor:
 
 
 def _convert(sample: Any) -> Any:
-    """Without batching (`batch_size=None`): arrays become Tensors, containers are walked."""
-    if isinstance(sample, np.ndarray):
-        return Tensor.from_numpy(sample)
+    """Without batching (`batch_size=None`), PyTorch's `default_convert`: NumPy arrays and
+    scalars become Tensors (string and object arrays stay), containers are walked, and a plain
+    tuple comes back as a list."""
+    if isinstance(sample, np.ndarray | np.generic) and sample.dtype.kind not in "SUO":
+        return Tensor.from_numpy(np.asarray(sample))
     if isinstance(sample, Mapping):
         return {k: _convert(v) for k, v in sample.items()}
     if isinstance(sample, tuple) and hasattr(sample, "_fields"):
         return type(sample)(*(_convert(v) for v in sample))
     if isinstance(sample, list | tuple):
-        return type(sample)(_convert(v) for v in sample)
+        return [_convert(v) for v in sample]
     return sample
 
 
@@ -315,14 +317,18 @@ class DataLoader:
     """Iterate over a dataset in batches (PyTorch's `torch.utils.data.DataLoader`, single process).
 
     Args:
-        dataset: a map-style dataset (`__getitem__` and `__len__`).
+        dataset: a map-style dataset (`__getitem__`, and `__len__` unless a sampler gives the order)
+            or an IterableDataset.
         batch_size: samples per batch; None yields samples one by one, unbatched.
-        shuffle: visit samples in a new random order every epoch (every `iter(loader)`).
+        shuffle: visit samples in a new random order every epoch (every `iter(loader)`); None
+            is False (PyTorch's default).
         drop_last: drop the last batch if it is smaller than `batch_size`.
         seed: seed of the loader's `numpy.random.default_rng`; the same seed gives the same
             sequence of epoch orders. None seeds from the OS.
         collate_fn: turns a list of samples into a batch (default: `default_collate`).
-        sampler: an iterable of dataset indices giving each epoch's order (instead of shuffle).
+        sampler: an iterable of dataset indices giving each epoch's order (instead of shuffle);
+            read lazily, so it may be a generator or endless (`len(loader)` then raises
+            TypeError, as in PyTorch).
         batch_sampler: an iterable of index lists, one per batch (instead of batch_size,
             shuffle, sampler and drop_last).
         generator: a `numpy.random.Generator` to shuffle with (instead of seed).
@@ -350,7 +356,7 @@ class DataLoader:
         self,
         dataset: Dataset,
         batch_size: int | None = 1,
-        shuffle: bool = False,
+        shuffle: bool | None = None,
         drop_last: bool = False,
         seed: int | None = None,
         collate_fn: Callable[[list[Any]], Any] | None = None,
@@ -365,6 +371,7 @@ class DataLoader:
         prefetch_factor: int | None = None,
         persistent_workers: bool = False,
     ) -> None:
+        shuffle = False if shuffle is None else shuffle
         if not isinstance(num_workers, int | np.integer) or num_workers < 0:
             raise ValueError(f"DataLoader: num_workers must be a non-negative int, got {num_workers!r}")
         if sampler is not None and shuffle:
@@ -395,10 +402,12 @@ class DataLoader:
                 "DataLoader with IterableDataset: the stream decides the order; shuffle, sampler and batch_sampler "
                 "are not allowed"
             )
-        if not isinstance(dataset, IterableDataset) and not (
-            hasattr(dataset, "__getitem__") and hasattr(dataset, "__len__")
-        ):
-            raise TypeError(f"DataLoader: dataset must define __getitem__ and __len__, got {type(dataset).__name__}")
+        if not isinstance(dataset, IterableDataset) and not hasattr(dataset, "__getitem__"):
+            # (`__len__` is needed only without a sampler: len() raises then, as in PyTorch)
+            raise TypeError(
+                f"DataLoader: dataset must define __getitem__ (and __len__) or be an IterableDataset, "
+                f"got {type(dataset).__name__}"
+            )
         self.dataset = dataset
         self.batch_size = None if batch_size is None else int(batch_size)
         self.shuffle = shuffle
@@ -417,12 +426,6 @@ class DataLoader:
             return n
         return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
 
-    def _order(self) -> np.ndarray | None:
-        """This epoch's sample order: the sampler's, a shuffle, or None (in order)."""
-        if self.sampler is not None:
-            return np.fromiter((int(i) for i in self.sampler), dtype=np.int64)
-        return self._rng.permutation(len(self.dataset)) if self.shuffle else None
-
     def __iter__(self) -> Iterator[Any]:
         if isinstance(self.dataset, IterableDataset):
             yield from self._stream()
@@ -432,16 +435,34 @@ class DataLoader:
             for indices in self.batch_sampler:
                 yield self._batch(np.asarray(list(indices), dtype=np.int64), fast)
             return
-        order = self._order()
-        n = len(self.dataset) if order is None else len(order)
+        if self.sampler is not None:
+            yield from self._sampled(fast)
+            return
+        n = len(self.dataset)
+        order = self._rng.permutation(n) if self.shuffle else None
         if self.batch_size is None:
             for i in range(n) if order is None else order:
-                item = self.dataset[int(i)]
-                yield _convert(item) if self.collate_fn is None else self.collate_fn(item)
+                yield self._single(int(i))
             return
         for start in range(0, len(self) * self.batch_size, self.batch_size):
             stop = min(start + self.batch_size, n)
             yield self._batch(slice(start, stop) if order is None else order[start:stop], fast)
+
+    def _sampled(self, fast: Callable[[Any], list[Tensor]] | None) -> Iterator[Any]:
+        """Batches in the sampler's order, read from it lazily (it may be a generator, or endless)."""
+        indices = (int(i) for i in self.sampler)
+        if self.batch_size is None:
+            for i in indices:
+                yield self._single(i)
+            return
+        while chunk := list(itertools.islice(indices, self.batch_size)):
+            if len(chunk) < self.batch_size and self.drop_last:
+                return
+            yield self._batch(np.asarray(chunk, dtype=np.int64), fast)
+
+    def _single(self, index: int) -> Any:
+        item = self.dataset[index]
+        return _convert(item) if self.collate_fn is None else self.collate_fn(item)
 
     def _stream(self) -> Iterator[Any]:
         """Batches of an IterableDataset, taken from its stream in order."""

@@ -12,6 +12,8 @@ import copy
 import inspect
 import itertools
 import sys
+import types
+import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, NamedTuple
@@ -28,6 +30,9 @@ from .backward_hooks import _BackwardHookCall
 from .parameter import Buffer, Parameter, is_lazy
 
 __all__ = ["Module", "RemovableHandle", "IncompatibleKeys"]
+
+
+_EXTRA_STATE_KEY = "_extra_state"  # PyTorch's key suffix for get_extra_state's value
 
 
 class IncompatibleKeys(NamedTuple):
@@ -79,36 +84,53 @@ class Module:
         return self.forward(*args, **kwargs)
 
     def _call_with_extras(self, args: tuple, kwargs: dict) -> Any:
-        for hook, with_kwargs in tuple(self._forward_pre_hooks.values()):
-            if with_kwargs:
-                result = hook(self, args, kwargs)
+        forward_hooks = tuple(self._forward_hooks.values())
+        out, ran = None, 0  # `ran`: forward hooks started, so an error runs only the always_call ones after them
+        try:
+            for hook, with_kwargs in tuple(self._forward_pre_hooks.values()):
+                if with_kwargs:
+                    result = hook(self, args, kwargs)
+                    if result is not None:
+                        if not (isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], dict)):
+                            raise RuntimeError(
+                                "a forward pre-hook registered with with_kwargs=True must return None or a tuple "
+                                f"(args, kwargs), got {type(result).__name__}"
+                            )
+                        args, kwargs = result
+                        args = args if isinstance(args, tuple) else (args,)
+                    continue
+                result = hook(self, args)
                 if result is not None:
-                    if not (isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], dict)):
-                        raise RuntimeError(
-                            "a forward pre-hook registered with with_kwargs=True must return None or a tuple "
-                            f"(args, kwargs), got {type(result).__name__}"
+                    args = result if isinstance(result, tuple) else (result,)
+            backward = _BackwardHookCall(self) if self._backward_hooks and nb.is_grad_enabled() else None
+            if backward is not None:
+                args = backward.wrap_inputs(args)
+            # Compiled: with parameters (or inputs) that require grad, the forward joins the lazy
+            # step as one differentiable op; otherwise it runs its cached model.
+            compiled = self._compiled
+            out = self.forward(*args, **kwargs) if compiled is None else compiled(self, *args, **kwargs)
+            for hook, with_kwargs, _ in forward_hooks:
+                ran += 1
+                result = hook(self, args, kwargs, out) if with_kwargs else hook(self, args, out)
+                if result is not None:
+                    out = result
+        except Exception:
+            for hook, with_kwargs, always_call in forward_hooks[ran:]:
+                if always_call:  # PyTorch: runs on the way out of a failed call; its own error only warns
+                    try:
+                        result = hook(self, args, kwargs, out) if with_kwargs else hook(self, args, out)
+                        out = out if result is None else result
+                    except Exception as e:
+                        warnings.warn(
+                            "module forward hook with ``always_call=True`` raised an exception that was silenced "
+                            f"as another error was raised in forward: {e}",
+                            stacklevel=2,
                         )
-                    args, kwargs = result
-                    args = args if isinstance(args, tuple) else (args,)
-                continue
-            result = hook(self, args)
-            if result is not None:
-                args = result if isinstance(result, tuple) else (result,)
-        backward = _BackwardHookCall(self) if self._backward_hooks and nb.is_grad_enabled() else None
-        if backward is not None:
-            args = backward.wrap_inputs(args)
-        # Compiled: with parameters (or inputs) that require grad, the forward joins the lazy
-        # step as one differentiable op; otherwise it runs its cached model.
-        compiled = self._compiled
-        out = self.forward(*args, **kwargs) if compiled is None else compiled(self, *args, **kwargs)
-        for hook, with_kwargs in tuple(self._forward_hooks.values()):
-            result = hook(self, args, kwargs, out) if with_kwargs else hook(self, args, out)
-            if result is not None:
-                out = result
+            raise
         return out if backward is None else backward.wrap_outputs(out)
 
     def register_forward_hook(
-        self, hook: Callable, *, prepend: bool = False, with_kwargs: bool = False
+        self, hook: Callable, *, prepend: bool = False, with_kwargs: bool = False, always_call: bool = False
     ) -> RemovableHandle:
         """Call `hook(module, args, output)` after every forward; a non-None result replaces the output.
 
@@ -116,12 +138,14 @@ class Module:
             hook: the function; with `with_kwargs`, `hook(module, args, kwargs, output)`.
             prepend: run it before the hooks already registered (else after them).
             with_kwargs: pass the forward's keyword arguments too.
+            always_call: also run it when the call raises (with the output so far, None if the
+                forward failed); the error is then re-raised.
 
         Example:
             >>> handle = model.fc.register_forward_hook(lambda m, args, out: print(out.shape))
             >>> handle.remove()
         """
-        return add_hook(self._forward_hooks, (hook, with_kwargs), prepend=prepend)
+        return add_hook(self._forward_hooks, (hook, with_kwargs, always_call), prepend=prepend)
 
     def register_forward_pre_hook(
         self, hook: Callable, *, prepend: bool = False, with_kwargs: bool = False
@@ -256,20 +280,20 @@ class Module:
     def __dir__(self) -> list[str]:
         return sorted(set(super().__dir__()) | set(self._parameters) | set(self._buffers) | set(self._modules))
 
-    def _check_name(self, name: Any, what: str) -> None:
+    def _check_name(self, name: Any, what: str, store: dict) -> None:
         if not isinstance(name, str):
             raise TypeError(f"{what} name should be a string, got {type(name).__name__}")
         if not name or "." in name:
             raise KeyError(f'{what} name can\'t be empty or contain ".", got {name!r}')
-        if hasattr(self, name) and name not in self._parameters and name not in self._buffers:
-            if name not in self._modules:
-                raise KeyError(f"attribute '{name}' already exists")
+        # As PyTorch: a name taken by another kind of member (or a plain attribute) is not replaced.
+        if name not in store and hasattr(self, name):
+            raise KeyError(f"attribute '{name}' already exists")
 
     def register_parameter(self, name: str, param: Parameter | None) -> None:
         """Add a parameter (or a None placeholder) under `name`."""
         if "_parameters" not in self.__dict__:
             raise AttributeError("cannot assign parameter before Module.__init__() call")
-        self._check_name(name, "parameter")
+        self._check_name(name, "parameter", self._parameters)
         if param is not None and not isinstance(param, Parameter):
             raise TypeError(f"cannot assign '{type(param).__name__}' object to parameter '{name}' (Parameter or None)")
         self._forget(name, keep=self._parameters)
@@ -280,7 +304,7 @@ class Module:
         buffers are part of the state_dict."""
         if "_buffers" not in self.__dict__:
             raise AttributeError("cannot assign buffer before Module.__init__() call")
-        self._check_name(name, "buffer")
+        self._check_name(name, "buffer", self._buffers)
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' (Tensor or None)")
         if isinstance(tensor, Parameter):
@@ -294,7 +318,7 @@ class Module:
         """Add a child module under `name` (`self.name = module` does the same)."""
         if module is not None and not isinstance(module, Module):
             raise TypeError(f"{type(module).__name__} is not a Module subclass")
-        self._check_name(name, "module")
+        self._check_name(name, "module", self._modules)
         self._forget(name, keep=self._modules)
         self._modules[name] = module
 
@@ -304,13 +328,14 @@ class Module:
     def named_modules(
         self, memo: set | None = None, prefix: str = "", remove_duplicate: bool = True
     ) -> Iterator[tuple[str, Module]]:
-        """(name, module) for this module and every descendant, depth first."""
+        """(name, module) for this module and every descendant, depth first; `memo` (a set of
+        modules, as PyTorch's) holds modules to skip and collects those visited."""
         if memo is None:
             memo = set()
         if remove_duplicate:
-            if id(self) in memo:
+            if self in memo:
                 return
-            memo.add(id(self))
+            memo.add(self)
         yield prefix, self
         for name, module in self._modules.items():
             if module is not None:
@@ -373,18 +398,40 @@ class Module:
             module = child
         return module
 
+    def set_submodule(self, target: str, module: Module, strict: bool = False) -> None:
+        """Put `module` at a dotted path ("layers.0"), replacing a submodule there or (unless
+        `strict`) adding one under an existing parent."""
+        if target == "":
+            raise ValueError("Cannot set the submodule without a target name!")
+        if not isinstance(module, Module):
+            raise ValueError(f"`module` is not an nn.Module, found {type(module)}")
+        parent_path, _, name = target.rpartition(".")
+        parent = self.get_submodule(parent_path)
+        if strict and not hasattr(parent, name):
+            raise AttributeError(f"{parent._get_name()} has no attribute `{name}`")
+        if hasattr(parent, name) and not isinstance(getattr(parent, name), Module):
+            raise AttributeError(f"`{name}` is not an nn.Module")
+        setattr(parent, name, module)
+
     def get_parameter(self, target: str) -> Parameter:
+        """The parameter at a dotted path ("layers.0.weight"), with PyTorch's errors."""
         module_path, _, name = target.rpartition(".")
         module = self.get_submodule(module_path)
-        if name not in module._parameters:
-            raise AttributeError(f"'{target}' is not a parameter")
-        return module._parameters[name]
+        if not hasattr(module, name):
+            raise AttributeError(f"{module._get_name()} has no attribute `{name}`")
+        param = getattr(module, name)
+        if not isinstance(param, Parameter):  # a buffer, a None placeholder, a plain attribute
+            raise AttributeError(f"`{name}` is not an nn.Parameter")
+        return param
 
     def get_buffer(self, target: str) -> Tensor:
+        """The buffer at a dotted path ("bn.running_mean"), with PyTorch's errors."""
         module_path, _, name = target.rpartition(".")
         module = self.get_submodule(module_path)
+        if not hasattr(module, name):
+            raise AttributeError(f"{module._get_name()} has no attribute `{name}`")
         if name not in module._buffers:
-            raise AttributeError(f"'{target}' is not a buffer")
+            raise AttributeError(f"`{name}` is not a buffer")
         return module._buffers[name]
 
     # -- modes and bulk changes ---------------------------------------------------------------
@@ -399,8 +446,9 @@ class Module:
         """Set training mode (Dropout drops, BatchNorm uses batch statistics); returns self."""
         if not isinstance(mode, bool):
             raise ValueError(f"training mode is expected to be boolean, got {mode!r}")
-        for m in self.modules():
-            object.__setattr__(m, "training", mode)
+        object.__setattr__(self, "training", mode)
+        for m in self.children():  # through each child's train, so an override (a frozen BatchNorm) holds
+            m.train(mode)
         return self
 
     def eval(self) -> Module:
@@ -416,8 +464,8 @@ class Module:
         for p in self.parameters():
             if set_to_none:  # without reading .grad: a compiled step must not depend on it
                 p.grad = None
-            elif p.grad is not None:
-                p.grad = Tensor.from_numpy(np.zeros(p.shape, _dt.to_numpy_dtype(p.dtype)), dtype=p.dtype)
+            elif (g := p.grad) is not None:  # zeros like the gradient (its dtype may differ from p's)
+                p.grad = Tensor.from_numpy(np.zeros(g.shape, _dt.to_numpy_dtype(g.dtype)), dtype=g.dtype)
 
     def to(self, dtype: Any = None, device: Any = None) -> Module:
         """Cast floating parameters and buffers to `dtype` (in place); `device` must be the CPU.
@@ -435,9 +483,13 @@ class Module:
         if not _dt.is_float(dt):
             raise TypeError(f"Module.to only accepts floating dtypes, got {dt.name}")
         tensors = [t for _, t in self._all_tensors() if _dt.is_float(t.dtype) and t.dtype != dt]
+        grads = []
         for t in tensors:
             t.data = nb.cast(t.data, dt)
-        nb.evaluate(*tensors)
+            if t.grad is not None:  # as PyTorch's _apply: a gradient follows its parameter's dtype
+                t.grad = nb.cast(t.grad, dt)
+                grads.append(t.grad)
+        nb.evaluate(*tensors, *grads)
         return self
 
     def float(self) -> Module:
@@ -493,21 +545,51 @@ class Module:
         tensor's `.data`: an in-place op on it writes through to the module (as in PyTorch),
         but unlike PyTorch it holds the values of the moment it was taken, so take the
         state_dict after training (or `keep_vars=True`, the Parameter objects themselves). A value sharded on a DeviceMesh is assembled into
-        one ordinary tensor (a copy), so checkpoints do not depend on the layout."""
+        one ordinary tensor (a copy), so checkpoints do not depend on the layout.
+
+        `prefix` is prepended as given (PyTorch's: pass "model." for "model.weight"). A module
+        that overrides `get_extra_state` adds its result under "<its prefix>_extra_state"."""
         out = OrderedDict() if destination is None else destination
         sharded: list[str] = []
-        for mod_prefix, module in self.named_modules(prefix=prefix.rstrip("."), remove_duplicate=False):
-            dot = f"{mod_prefix}." if mod_prefix else ""
-            for store, skip in ((module._parameters, ()), (module._buffers, module._non_persistent_buffers)):
-                for name, t in store.items():
-                    if t is not None and name not in skip:
-                        out[dot + name] = t if keep_vars else t.data
-                        if not keep_vars and t.sharding is not None:
-                            sharded.append(dot + name)
+        for key, t in self._state_entries(prefix, "get_extra_state"):
+            if isinstance(t, Module):
+                out[key] = t.get_extra_state()
+                continue
+            out[key] = t if keep_vars else t.data
+            if not keep_vars and t.sharding is not None:
+                sharded.append(key)
         if sharded:
             full = _assembled([out[k] for k in sharded])
             out.update(zip(sharded, full, strict=True))
         return out
+
+    def _state_entries(self, prefix: str, extra: str) -> Iterator[tuple[str, Any]]:
+        """(key, tensor) for every parameter and persistent buffer and (key, module) for the
+        extra state of every module overriding `extra` (get_ or set_extra_state: PyTorch
+        writes and reads it only then), in PyTorch's state_dict order."""
+        for mod_prefix, module in self.named_modules(remove_duplicate=False):
+            dot = prefix + (f"{mod_prefix}." if mod_prefix else "")
+            for store, skip in ((module._parameters, ()), (module._buffers, module._non_persistent_buffers)):
+                for name, t in store.items():
+                    if t is not None and name not in skip:
+                        yield dot + name, t
+            if getattr(type(module), extra) is not getattr(Module, extra):
+                yield dot + _EXTRA_STATE_KEY, module
+
+    def get_extra_state(self) -> Any:
+        """Override (with `set_extra_state`) to save state that is not a tensor under
+        "<prefix>_extra_state" in the state_dict, as PyTorch."""
+        raise RuntimeError(
+            "Reached a code path in Module.get_extra_state() that should never be called: override it to "
+            "return the module's extra state"
+        )
+
+    def set_extra_state(self, state: Any) -> None:
+        """Override to restore what `get_extra_state` returned (called by `load_state_dict`)."""
+        raise RuntimeError(
+            "Reached a code path in Module.set_extra_state() that should never be called: override it to "
+            "restore the module's extra state"
+        )
 
     def load_state_dict(
         self, state_dict: Mapping[str, Any], strict: bool = True, assign: bool = False
@@ -529,14 +611,18 @@ class Module:
         undo: list[Callable[[], None]] = []
         try:
             problems = _materialize_lazy(self, state_dict, undo)
-            targets = self.state_dict(keep_vars=True)
+            targets = OrderedDict(self._state_entries("", "set_extra_state"))
             missing = [k for k in targets if k not in state_dict]
             unexpected = [k for k in state_dict if k not in targets]
             values: list[tuple[Tensor, Tensor]] = []
+            extras: list[tuple[Module, Any]] = []
             for key, target in targets.items():
                 if key not in state_dict:
                     continue
                 value = state_dict[key]
+                if isinstance(target, Module):  # a module's extra state: set once every tensor has loaded
+                    extras.append((target, value))
+                    continue
                 if is_lazy(target) or _is_placeholder(value):
                     if not (is_lazy(target) and _is_placeholder(value)):  # both: nothing to copy (as PyTorch)
                         which = "the module's tensor" if is_lazy(target) else "the state_dict's value"
@@ -575,6 +661,8 @@ class Module:
             raise
         for target, value in values:
             target.data = value
+        for module, state in extras:
+            module.set_extra_state(state)
         return IncompatibleKeys(missing, unexpected)
 
     def save_weights(self, path: Any, metadata: dict | None = None) -> None:
@@ -672,12 +760,14 @@ def _shape_str(shape: tuple) -> str:
 
 def _modules_being_called() -> list[Module]:
     """The modules whose `__call__` is running in this thread, outermost first: read from the
-    Python stack when an error needs them, so calling a module keeps no record."""
-    code = Module.__call__.__code__
+    Python stack when an error needs them, so calling a module keeps no record. A compiled
+    module's trace calls its (cloned) self through `_compiled_forward`: those frames count too,
+    so an error under `Module.compile()` names the same path as eager."""
+    call, compiled = Module.__call__.__code__, _compiled_forward.__code__
     found = []
     frame = sys._getframe(1)
     while frame is not None:
-        if frame.f_code is code:
+        if frame.f_code is call or frame.f_code is compiled:  # (identity: equal code objects may differ)
             found.append(frame.f_locals["self"])
         frame = frame.f_back
     return found[::-1]
@@ -699,14 +789,16 @@ def _call_path(module: Module) -> str:
     return ".".join(parts)
 
 
+def _compiled_forward(self: Module, *args: Any, **kwargs: Any) -> Any:
+    """The body of every `_forward_of` function (one code object: `_modules_being_called` finds it)."""
+    return self.forward(*args, **kwargs)
+
+
 def _forward_of(module: Module) -> Callable[..., Any]:
     """What `Module.compile` compiles: `forward` taking the module first, as a pytree, so its
     parameters and buffers are inputs of the compiled model, never stale constants. It carries
     forward's name and signature, so recompile reasons name `x`, not `arg 1`."""
-
-    def forward(self: Module, *args: Any, **kwargs: Any) -> Any:
-        return self.forward(*args, **kwargs)
-
+    forward = types.FunctionType(_compiled_forward.__code__, _compiled_forward.__globals__, "forward")
     forward.__qualname__ = f"{type(module).__name__}.forward"
     try:
         params = list(inspect.signature(module.forward).parameters.values())

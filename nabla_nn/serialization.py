@@ -434,7 +434,15 @@ def _read(path: str | os.PathLike) -> tuple[dict[str, tuple], dict[str, str], by
 def _read_header(file: Any, size: int, path: str) -> tuple[dict[str, tuple], dict[str, str]]:
     if size < 8:
         raise ValueError(f"{path}: not a safetensors file (only {size} bytes, less than the 8-byte header length)")
-    (length,) = struct.unpack("<Q", file.read(8))
+    head = file.read(9)
+    file.seek(8)
+    if _is_torch_pickle(head):
+        raise ValueError(
+            f"{path}: this is a PyTorch pickle checkpoint (torch.save), not a safetensors file. nabla loads only "
+            "safetensors and never unpickles (a pickle can run code). Convert it where you trust it: "
+            "safetensors.torch.save_file(torch.load(path, weights_only=True), 'model.safetensors')"
+        )
+    (length,) = struct.unpack("<Q", head[:8])
     if length > min(size - 8, _MAX_HEADER_BYTES):
         raise ValueError(
             f"{path}: not a safetensors file or truncated: the header length says {length} bytes, "
@@ -451,6 +459,15 @@ def _read_header(file: Any, size: int, path: str) -> tuple[dict[str, tuple], dic
     if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
         raise ValueError(f"{path}: corrupt header: __metadata__ must map str -> str, got {metadata!r}")
     return {name: _parse_entry(name, info, path) for name, info in raw.items()}, metadata
+
+
+def _is_torch_pickle(head: bytes) -> bool:
+    """Whether a file's first 9 bytes are torch.save's: a zip archive (PyTorch >= 1.6) or a bare
+    pickle (protocol 2-5). A safetensors header starts with "{" at byte 8, so a length prefix
+    that happens to look like either is never taken for one."""
+    if head[8:9] == b"{":
+        return False
+    return head.startswith(b"PK\x03\x04") or (head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"))
 
 
 def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -205,3 +205,79 @@ def test_container_is_pytorchs_deprecated_module_of_keyword_children():
     with pytest.warns(FutureWarning, match="nn.Container` is deprecated"):
         box = nn.Container(fc=nn.Linear(2, 3), act=nn.ReLU())
     assert list(box._modules) == ["fc", "act"] and list(box.state_dict()) == ["fc.weight", "fc.bias"]
+
+
+@needs_torch
+def test_dicts_update_from_their_own_kind_and_order_keys_like_torch():
+    def run(m, t):
+        md = m.ModuleDict({"b": m.ReLU(), "a": m.Tanh()})  # a plain dict keeps its order here
+        md.update(m.ModuleDict({"c": m.GELU()}))
+        copied = m.ModuleDict(md)
+        pd = m.ParameterDict({"b": t(1), "a": t(2)})  # a plain dict's keys are sorted here
+        pd2 = m.ParameterDict(OrderedDict([("z", t(3)), ("c", t(4))]))
+        pd.update(pd2)
+        merged, rmerged = pd2 | m.ParameterDict({"y": t(5)}), pd2.__ror__(m.ParameterDict({"y": t(5)}))
+        inplace = m.ParameterDict(OrderedDict([("q", t(6))]))
+        same = inplace.__ior__(pd2) is inplace
+        return [list(md), list(copied), list(pd), list(m.ParameterDict(pd)), list(merged), list(rmerged)], [
+            list(inplace),
+            same,
+            [p.shape[0] for p in m.ParameterDict(pd).values()],
+        ]
+
+    ours = run(nn, lambda n: nb.zeros(n))
+    assert ours == run(torch.nn, lambda n: torch.zeros(n))
+    assert ours[0][2] == ["a", "b", "z", "c"]
+
+
+@needs_torch
+def test_sequential_rmul_and_imul_like_torch():
+    def run(m):
+        a, b = m.ReLU(), m.Tanh()
+        seq = m.Sequential(a, b)
+        doubled = 2 * seq
+        seq *= 3
+        errors = []
+        for bad in (0, 1.5):
+            try:
+                seq * bad
+            except (TypeError, ValueError) as e:
+                errors.append(type(e).__name__)
+        return [type(x).__name__ for x in doubled], list(seq._modules), seq[4] is a, errors
+
+    assert (
+        run(nn)
+        == run(torch.nn)
+        == (
+            ["ReLU", "Tanh", "ReLU", "Tanh"],
+            ["0", "1", "2", "3", "4", "5"],
+            True,
+            [
+                "ValueError",
+                "TypeError",
+            ],
+        )
+    )
+
+
+@needs_torch
+def test_parameter_list_and_dict_repr_match_torchs_layout():
+    def reprs(m, zeros):
+        one = m.ParameterList([m.Parameter(zeros(3, 4))])
+        two = m.ParameterList([m.Parameter(zeros(3, 4)), m.Parameter(zeros(2))])
+        two.append("x")
+        return [repr(one), repr(two), repr(m.ParameterDict({"a": m.Parameter(zeros(3))}))]
+
+    ours = reprs(nn, nb.zeros)
+    ref = [
+        r.replace("torch.float32", "float32").replace("torch.FloatTensor", "float32")
+        for r in reprs(torch.nn, torch.zeros)
+    ]
+    assert ours == ref
+    assert ours[1] == (
+        "ParameterList(\n"
+        "    (0): Parameter containing: [float32 of size 3x4]\n"
+        "    (1): Parameter containing: [float32 of size 2]\n"
+        "    (2): Object of type: str\n"
+        ")"
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections import namedtuple
 
 import numpy as np
@@ -80,16 +81,22 @@ def test_tensor_dataset_errors():
         TensorDataset([1, 2, 3])
 
 
-def test_dataset_is_abstract():
-    with pytest.raises(TypeError):
-        Dataset()
+@needs_torch
+def test_dataset_needs_only_getitem_like_torch():
+    def run(base, loader):
+        class OnlyItems(base):  # no __len__: PyTorch does not require one
+            def __getitem__(self, i):
+                return np.float32(i * 10)
 
-    class OnlyItems(Dataset):
-        def __getitem__(self, i):
-            return i
+        ds = OnlyItems()
+        batches = [b.numpy().tolist() for b in loader(ds, batch_size=2, sampler=[3, 1, 2])]
+        with pytest.raises(TypeError, match="has no len"):
+            list(loader(ds, batch_size=2))  # without a sampler the order needs len()
+        with pytest.raises(NotImplementedError, match="should implement __getitem__"):
+            base()[0]
+        return batches
 
-    with pytest.raises(TypeError):
-        OnlyItems()
+    assert run(Dataset, DataLoader) == run(tud.Dataset, tud.DataLoader) == [[30.0, 10.0], [20.0]]
 
 
 def test_subset_and_random_split():
@@ -303,7 +310,7 @@ def test_loader_argument_errors():
         DataLoader(ds, batch_size=None, drop_last=True)
     with pytest.raises(TypeError, match="shuffle must be a bool"):
         DataLoader(ds, shuffle="yes")
-    with pytest.raises(TypeError, match="__getitem__ and __len__"):
+    with pytest.raises(TypeError, match=r"must define __getitem__ \(and __len__\) or be an IterableDataset"):
         DataLoader(iter([1, 2]))
     assert "batch_size=1" in repr(DataLoader(ds))
 
@@ -390,3 +397,66 @@ def test_iterable_and_concat_datasets_match_torch():
     ref_concat = tud.ConcatDataset([tud.TensorDataset(torch.tensor(p)) for p in parts])
     ours_concat = ConcatDataset([TensorDataset(p) for p in parts])
     assert [int(ours_concat[i][0]) for i in range(-7, 7)] == [int(ref_concat[i][0]) for i in range(-7, 7)]
+
+
+@needs_torch
+def test_sampler_without_len_is_read_lazily_like_torch():
+    class NoLen:
+        def __iter__(self):
+            return iter([9, 0, 4])
+
+    def run(loader, ds):
+        out = [[b[1].numpy().tolist() for b in loader(ds, batch_size=2, sampler=s)] for s in (NoLen(), iter([3, 1, 2]))]
+        out.append([b[1].numpy().tolist() for b in loader(ds, batch_size=2, sampler=NoLen(), drop_last=True)])
+        out.append([b[1].item() for b in loader(ds, batch_size=None, sampler=NoLen())])
+        with pytest.raises(TypeError):
+            len(loader(ds, batch_size=2, sampler=NoLen()))
+        return out
+
+    x, y = _xy()
+    ours = run(DataLoader, TensorDataset(x, y))
+    assert ours == run(tud.DataLoader, tud.TensorDataset(torch.from_numpy(x), torch.from_numpy(y)))
+    assert ours[0] == [[90, 0], [40]]
+
+
+def test_endless_sampler_yields_batches_without_reading_it_all():
+    def endless():
+        for n, i in enumerate(itertools.cycle([4, 2])):
+            assert n < 100, "the sampler was read far past the first batch"
+            yield i
+
+    first = next(iter(DataLoader(Squares(5), batch_size=3, sampler=endless())))
+    assert first[1].numpy().tolist() == [4, 2, 4]
+
+
+@needs_torch
+def test_shuffle_none_means_false_like_torch():
+    x, y = _xy(6)
+    ours = [b[1].numpy().tolist() for b in DataLoader(TensorDataset(x, y), batch_size=4, shuffle=None)]
+    ref_ds = tud.TensorDataset(torch.from_numpy(x), torch.from_numpy(y))
+    assert ours == [b[1].numpy().tolist() for b in tud.DataLoader(ref_ds, batch_size=4, shuffle=None)]
+
+
+@needs_torch
+def test_unbatched_samples_are_converted_like_torchs_default_convert():
+    point = namedtuple("point", "a b")
+
+    class Samples:
+        def __len__(self):
+            return 1
+
+        def __getitem__(self, i):
+            return {"t": (np.float64(1.5), np.arange(2), "s", np.array(["x"])), "n": point(np.int32(3), [1])}
+
+    def describe(value):
+        if isinstance(value, dict):
+            return {k: describe(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return (type(value).__name__, [describe(v) for v in value])
+        if isinstance(value, nb.Tensor | torch.Tensor):
+            return ("tensor", str(value.dtype).split(".")[-1].lower(), tuple(value.shape))
+        return type(value).__name__
+
+    ours = describe(next(iter(DataLoader(Samples(), batch_size=None))))
+    assert ours == describe(next(iter(tud.DataLoader(Samples(), batch_size=None))))
+    assert ours["t"][0] == "list"  # a plain tuple comes back as a list, as torch's default_convert

@@ -365,7 +365,10 @@ def test_not_safetensors_and_truncated_files(tmp_path):
     path.write_bytes(b"abc")
     with pytest.raises(ValueError, match="only 3 bytes"):
         nn.load(path)
-    path.write_bytes(b"PK\x03\x04" + bytes(100))  # e.g. a zip (torch.save) file
+    path.write_bytes(b"PK\x03\x04" + bytes(100))  # a zip archive, as torch.save writes
+    with pytest.raises(ValueError, match="PyTorch pickle checkpoint"):
+        nn.load(path)
+    path.write_bytes(b"\x01\x02" + bytes(100))
     with pytest.raises(ValueError, match="header length"):
         nn.load(path)
     path.write_bytes(struct.pack("<Q", 4) + b"{no}")
@@ -514,3 +517,29 @@ def test_tensors_pickle_by_value_dtype_and_requires_grad():
         pickle.dumps(leaf * 2)
     with pytest.raises(TypeError, match="Parameters are not pickled"):
         pickle.dumps(m.weight)
+
+
+@needs_torch
+def test_torch_pickle_checkpoints_are_named_and_never_unpickled(tmp_path, monkeypatch):
+    def no_unpickling(*args, **kwargs):
+        raise AssertionError("a checkpoint was unpickled")
+
+    monkeypatch.setattr(pickle, "load", no_unpickling)
+    monkeypatch.setattr(pickle, "loads", no_unpickling)
+    monkeypatch.setattr(pickle, "Unpickler", no_unpickling)
+    state = torch.nn.Linear(3, 3).state_dict()
+    for zipped in (True, False):  # today's zip format and the legacy bare pickle
+        path = tmp_path / f"ckpt{zipped}.pt"
+        torch.save(state, path, _use_new_zipfile_serialization=zipped)
+        for read in (nn.load, S.load_metadata, nn.Linear(3, 3).load_weights):
+            with pytest.raises(ValueError, match=r"PyTorch pickle checkpoint \(torch.save\), not a safetensors file"):
+                read(path)
+
+
+def test_a_safetensors_header_length_that_looks_like_a_pickle_still_loads(tmp_path):
+    # 640 = 0x280: the file starts with bytes 0x80 0x02, like a pickle; the "{" at byte 8 tells them apart
+    text = json.dumps({"__metadata__": {"k": "v"}}).encode()
+    path = tmp_path / "m.safetensors"
+    path.write_bytes(struct.pack("<Q", 640) + text + b" " * (640 - len(text)))
+    assert path.read_bytes()[:2] == b"\x80\x02"
+    assert nn.load(path) == OrderedDict() and S.load_metadata(path) == {"k": "v"}

@@ -34,6 +34,13 @@ def _check_module(module: Any, where: str) -> Module:
     return module
 
 
+def _check_factor(seq: Sequential, other: Any) -> None:
+    if not isinstance(other, int):
+        raise TypeError(f"unsupported operand type(s) for *: {type(seq)} and {type(other)}")
+    if other <= 0:
+        raise ValueError(f"Non-positive multiplication factor {other} for {type(seq)}")
+
+
 class Sequential(Module):
     """Modules called in order, each on the previous one's output.
 
@@ -93,9 +100,16 @@ class Sequential(Module):
         return self.extend(other)
 
     def __mul__(self, other: int) -> Sequential:
-        if not isinstance(other, int) or other <= 0:
-            raise ValueError(f"Non-positive multiplication factor {other} for {type(self)}")
+        _check_factor(self, other)
         return type(self)(*(list(self) * other))
+
+    def __rmul__(self, other: int) -> Sequential:
+        return self.__mul__(other)
+
+    def __imul__(self, other: int) -> Sequential:
+        """`seq *= n`: the same modules appended n - 1 more times, in place (as PyTorch)."""
+        _check_factor(self, other)
+        return self.extend(list(self) * (other - 1))
 
     def __dir__(self) -> list[str]:
         return [k for k in super().__dir__() if not k.isdigit()]
@@ -283,8 +297,9 @@ class ModuleDict(Module):
         return self._modules.values()
 
     def update(self, modules: Mapping[str, Module] | Iterable[tuple[str, Module]]) -> None:
-        """Add (or replace) modules from a mapping or an iterable of (key, module) pairs."""
-        if isinstance(modules, Mapping):
+        """Add (or replace) modules from a mapping, a ModuleDict or an iterable of (key, module)
+        pairs, in their order."""
+        if isinstance(modules, Mapping | ModuleDict):
             for key, module in modules.items():
                 self[key] = module
             return
@@ -312,12 +327,18 @@ def _as_parameter(value: Any) -> Any:
     return value
 
 
-def _param_summary(value: Any) -> str:
-    if isinstance(value, Tensor):
-        size = "x".join(str(d) for d in value.shape)
-        kind = "Parameter containing" if isinstance(value, Parameter) else "Tensor"
-        return f"{kind}: [{value.dtype.name} of size {size}]"
-    return f"Object of type: {type(value).__name__}"
+def _param_lines(items: Iterable[tuple[Any, Any]]) -> str:
+    """PyTorch's ParameterList/Dict extra_repr, indented two spaces as there (so one entry
+    prints inline, several as an indented block); dtypes keep nabla's names ("float32")."""
+    lines = []
+    for key, value in items:
+        if isinstance(value, Tensor):
+            size = "x".join(str(d) for d in value.shape)
+            kind = "Parameter" if isinstance(value, Parameter) else "Tensor"
+            lines.append(f"  ({key}): {kind} containing: [{value.dtype.name} of size {size}]")
+        else:
+            lines.append(f"  ({key}): Object of type: {type(value).__name__}")
+    return "\n".join(lines)
 
 
 class ParameterList(Module):
@@ -374,7 +395,7 @@ class ParameterList(Module):
         return self
 
     def extra_repr(self) -> str:
-        return "\n".join(f"({i}): {_param_summary(p)}" for i, p in enumerate(self))
+        return _param_lines(enumerate(self))
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError("ParameterList has no forward")
@@ -466,9 +487,16 @@ class ParameterDict(Module):
         return (self[k] for k in self._keys)
 
     def update(self, parameters: Any) -> None:
-        """Add (or replace) parameters from a mapping or an iterable of (key, value) pairs."""
-        if isinstance(parameters, Mapping):
+        """Add (or replace) parameters from a mapping or an iterable of (key, value) pairs.
+
+        As PyTorch: an OrderedDict, a ParameterDict or pairs keep their order; the keys of any
+        other mapping (a plain dict) are added in sorted order."""
+        if isinstance(parameters, OrderedDict | ParameterDict):
             for key, value in parameters.items():
+                self[key] = value
+            return
+        if isinstance(parameters, Mapping):
+            for key, value in sorted(parameters.items()):
                 self[key] = value
             return
         if not isinstance(parameters, Iterable):
@@ -483,8 +511,17 @@ class ParameterDict(Module):
         out.update(other)
         return out
 
+    def __ror__(self, other: ParameterDict) -> ParameterDict:
+        out = other.copy()
+        out.update(self)
+        return out
+
+    def __ior__(self, other: ParameterDict) -> ParameterDict:
+        self.update(other)
+        return self
+
     def extra_repr(self) -> str:
-        return "\n".join(f"({k}): {_param_summary(v)}" for k, v in self.items())
+        return _param_lines(self.items())
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError("ParameterDict has no forward")
