@@ -24,6 +24,7 @@ import nabla as nb
 from nabla import Tensor
 from nabla.core.common import dtypes as _dt
 from nabla.core.common.hooks import RemovableHandle, add_hook
+from nabla.core.graph.tracing import TRACE, note_guard
 
 from . import serialization
 from .backward_hooks import _BackwardHookCall
@@ -75,15 +76,43 @@ class Module:
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
+    _trace_clone = False  # a structural copy `nabla.compile` traces with (see `_unflatten_module`)
+
     # -- calling ------------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        # Runs once per layer per step: without hooks or compile, nothing but the forward.
+        # Runs once per layer per step: without hooks, compile or a trace, nothing but the forward.
         # (A layer's error names its path from this method's frames: see `_call_path`.)
-        if self._forward_pre_hooks or self._forward_hooks or self._backward_hooks or self._compiled is not None:
+        if (
+            self._forward_pre_hooks
+            or self._forward_hooks
+            or self._backward_hooks
+            or self._compiled is not None
+            or TRACE.state is not None
+        ):
             return self._call_with_extras(args, kwargs)
         return self.forward(*args, **kwargs)
 
     def _call_with_extras(self, args: tuple, kwargs: dict) -> Any:
+        state = TRACE.state
+        if state is None:
+            return self._call_hooked(args, kwargs)
+        # Traced by nabla.compile: the outermost module called guards its structure, so a later
+        # `eval()` or a replaced parameter or layer traces again instead of running stale ops.
+        if state.module_depth == 0 and not self._trace_clone:
+            note_guard(self._trace_signature, f"{type(self).__name__}'s training mode, submodules or parameters")
+        state.module_depth += 1
+        try:
+            return self._call_hooked(args, kwargs)
+        finally:
+            state.module_depth -= 1
+
+    def _trace_signature(self) -> tuple:
+        """What a trace through this module depends on besides tensor values: every module's
+        training flag and which tensor object each parameter and buffer name holds."""
+        named, modes = self._tree()
+        return modes, tuple((n, id(t)) for n, t in named)
+
+    def _call_hooked(self, args: tuple, kwargs: dict) -> Any:
         forward_hooks = tuple(self._forward_hooks.values())
         out, ran = None, 0  # `ran`: forward hooks started, so an error runs only the always_call ones after them
         try:
@@ -873,6 +902,7 @@ def _clone_structure(module: Module, memo: dict) -> Module:
     children = OrderedDict((n, None if m is None else _clone_structure(m, memo)) for n, m in module._modules.items())
     object.__setattr__(clone, "_modules", children)
     object.__setattr__(clone, "_compiled", None)
+    object.__setattr__(clone, "_trace_clone", True)
     return clone
 
 

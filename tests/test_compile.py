@@ -623,3 +623,28 @@ def test_a_tensor_passed_twice_is_one_input_so_in_place_ops_see_each_other():
     y, z = nb.ones(2), nb.ones(2)
     np.testing.assert_array_equal(g(y, z).numpy(), [5.0, 5.0])  # distinct tensors: another signature
     assert g.stats.recompile_reasons == ["b kind alias -> tensor"]
+
+
+def test_a_captured_module_is_guarded_eval_and_replaced_layers_retrace():
+    """A module the function reaches (not passed as an argument) is guarded by its training
+    flags and which tensors its names hold: eval(), a new parameter, a swapped or appended layer
+    trace again (they ran the stale trace before)."""
+    x = nb.tensor(np.random.default_rng(0).standard_normal((8, 4)).astype(np.float32))
+    bn = nn.BatchNorm1d(4)
+    f = nb.compile(lambda x: bn(x))
+    seq = nn.Sequential(nn.Linear(4, 2))
+    g = nb.compile(lambda x: seq(x))
+    with nb.no_grad():
+        f(x)
+        bn.eval()
+        np.testing.assert_allclose(f(x).numpy(), bn(x).numpy(), rtol=1e-6)
+        g(x)
+        for change in (
+            lambda: setattr(seq[0], "weight", nn.Parameter(nb.zeros((2, 4)))),
+            lambda: seq.__setitem__(0, nn.Linear(4, 2)),
+            lambda: seq.append(nn.ReLU()),
+        ):
+            change()
+            np.testing.assert_allclose(g(x).numpy(), seq(x).numpy(), rtol=1e-6)
+    assert f.stats.recompile_reasons == ["BatchNorm1d's training mode, submodules or parameters changed"]
+    assert g.stats.misses == 4

@@ -46,6 +46,7 @@ class TraceState:
         self.grad_reads: dict[int, tuple] = {}  # id(facade) -> (facade, its .grad before the call), if read
         self.facades: dict[int, Any] = {}  # id(input impl) -> a Tensor seen holding it
         self.guards: list[tuple] = []  # (getter, its value at trace time, label): see `note_guard`
+        self.module_depth = 0  # nabla_nn modules being called: the outermost one registers a guard
         # Impls created before this seq (the caller sets it) are the trace's inputs; one still
         # pending (`model.weight.mul_(2)` before the call) is computed first, not inlined.
         self.start_seq = 0
