@@ -243,10 +243,18 @@ class Module:
     def input_error(self, got: tuple, expected: str) -> ValueError:
         """An error naming this layer's path in the model being called, e.g.
         `layers.1 (Linear in_features=512) got input (32, 256), expected (..., 512)`."""
+        return ValueError(f"{self._where()} got input {_shape_str(got)}, expected {expected}")
+
+    def input_type_error(self, got: Any) -> TypeError:
+        """`input_error` for an input that is not a Tensor (a list, a NumPy array), e.g.
+        `layers.0 (Linear in_features=4 ...): input must be a Tensor, got list`."""
+        return TypeError(f"{self._where()}: input must be a Tensor, got {type(got).__name__}")
+
+    def _where(self) -> str:
+        """This layer's path in the model being called and its settings: `layers.1 (Linear ...)`."""
         label = f"{type(self).__name__} {self.extra_repr().replace(', ', ' ')}".strip()
         path = _call_path(self)
-        where = f"{path} ({label})" if path else f"({label})"
-        return ValueError(f"{where} got input {_shape_str(got)}, expected {expected}")
+        return f"{path} ({label})" if path else f"({label})"
 
     # -- registration -------------------------------------------------------------------------
     def __setattr__(self, name: str, value: Any) -> None:
@@ -637,6 +645,7 @@ class Module:
         """
         if not isinstance(state_dict, Mapping):
             raise TypeError(f"load_state_dict: expected a mapping of name -> tensor, got {type(state_dict).__name__}")
+        state_dict = _with_defaults(self, state_dict)
         undo: list[Callable[[], None]] = []
         try:
             problems = _materialize_lazy(self, state_dict, undo)
@@ -740,6 +749,21 @@ def _materialize_lazy(module: Module, state_dict: Mapping[str, Any], undo: list[
             undo += steps
             problems += found
     return problems
+
+
+def _with_defaults(module: Module, state_dict: Mapping[str, Any]) -> Mapping[str, Any]:
+    """`state_dict` plus the entries submodules supply for keys it lacks (their
+    `_state_dict_defaults(prefix, state_dict, local_metadata)`, PyTorch's `_load_from_state_dict`
+    upgrades: BatchNorm's num_batches_tracked); a new dict only when one is added, so the
+    caller's mapping is never changed. `local_metadata` is the module's entry in a PyTorch
+    state_dict's `_metadata` (its version), else empty."""
+    metadata = getattr(state_dict, "_metadata", None) or {}
+    extra: dict[str, Any] = {}
+    for name, sub in module.named_modules(remove_duplicate=False):
+        hook = getattr(type(sub), "_state_dict_defaults", None)
+        if hook is not None:
+            extra.update(hook(sub, f"{name}." if name else "", state_dict, metadata.get(name, {})))
+    return {**state_dict, **extra} if extra else state_dict
 
 
 def _is_placeholder(value: Any) -> bool:

@@ -429,7 +429,7 @@ def test_max_unpool3d_numpy_roundtrip() -> None:
 def test_batchnorm3d_train_eval_numpy() -> None:
     bn = nn.BatchNorm3d(3)
     assert list(bn.state_dict()) == ["weight", "bias", "running_mean", "running_var", "num_batches_tracked"]
-    assert repr(bn) == "BatchNorm3d(3, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)"
+    assert repr(bn) == "BatchNorm3d(3, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=True)"
     x = _randn(4, 3, 2, 2, 3) * 2 + 1
     mean, var, n = x.mean((0, 2, 3, 4)), x.var((0, 2, 3, 4)), 4 * 2 * 2 * 3
     c = (slice(None), None, None, None)
@@ -450,7 +450,7 @@ def test_instancenorm3d_numpy() -> None:
     _close(nn.InstanceNorm3d(3)(nb.tensor(x[1])).numpy(), want[1], 1e-4)
     assert (
         repr(nn.InstanceNorm3d(3))
-        == "InstanceNorm3d(3, eps=1e-05, momentum=0.1, affine=False, track_running_stats=False)"
+        == "InstanceNorm3d(3, eps=1e-05, momentum=0.1, affine=False, bias=False, track_running_stats=False)"
     )
 
 

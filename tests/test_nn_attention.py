@@ -390,7 +390,7 @@ def test_mha_errors():
         nn.MultiheadAttention(0, 1)
     m = nn.MultiheadAttention(8, 2)
     x = nb.ones(4, 2, 8)
-    with pytest.raises(ValueError, match=r"MultiheadAttention embed_dim=8 num_heads=2\) got input \(4, 2, 6\)"):
+    with pytest.raises(ValueError, match=r"\(MultiheadAttention\) got input \(4, 2, 6\), expected query"):
         m(nb.ones(4, 2, 6), x, x)
     with pytest.raises(ValueError, match="same rank"):
         m(x, nb.ones(4, 8), nb.ones(4, 8))
@@ -404,3 +404,21 @@ def test_mha_errors():
         m(x, x, x, key_padding_mask=nb.tensor(np.zeros((2, 3), bool)))
     with pytest.raises(TypeError, match="bool or floating"):
         m(x, x, x, key_padding_mask=nb.tensor(np.zeros((2, 4), np.int64)))
+
+
+@needs_torch
+@pytest.mark.parametrize(
+    "src",
+    [
+        "MultiheadAttention(8, 2)",
+        "MultiheadAttention(8, 2, dropout=0.1, kdim=3, vdim=5, batch_first=True, bias=False)",
+        "TransformerEncoderLayer(8, 2, 16)",
+        "TransformerDecoderLayer(8, 2, 16, batch_first=True)",
+    ],
+)
+def test_attention_reprs_match_torch(src):
+    # torch's MultiheadAttention has no extra_repr, and its out_proj is a NonDynamicallyQuantizableLinear.
+    m = eval(f"nn.{src}")
+    assert repr(m) == repr(eval(f"torch.nn.{src}"))
+    mha = m if isinstance(m, nn.MultiheadAttention) else m.self_attn
+    assert type(mha.out_proj) is nn.NonDynamicallyQuantizableLinear and isinstance(mha.out_proj, nn.Linear)

@@ -82,6 +82,24 @@ def test_linear_numpy_and_checks():
     assert m.to(nb.float64)(nb.tensor(x.astype(np.float64))).dtype == nb.float64
 
 
+def test_linear_non_tensor_input_is_a_type_error_naming_the_layer():
+    # Was AttributeError ('list' object has no attribute 'ndim'); PyTorch raises TypeError.
+    model = nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 2))
+    for bad in ([[1.0, 2.0, 3.0, 4.0]], np.ones((1, 4), np.float32)):
+        kind = type(bad).__name__
+        with pytest.raises(TypeError, match=rf"^\(Linear in_features=4 out_features=2 bias=True\): .* got {kind}$"):
+            nn.Linear(4, 2)(bad)
+        with pytest.raises(TypeError, match=rf"^0 \(Linear in_features=4 .*input must be a Tensor, got {kind}$"):
+            model(bad)
+
+
+@needs_torch
+def test_non_dynamically_quantizable_linear_is_a_linear_named_as_torch():
+    m, ref = nn.NonDynamicallyQuantizableLinear(3, 2), torch.nn.modules.linear.NonDynamicallyQuantizableLinear(3, 2)
+    assert isinstance(m, nn.Linear) and repr(m) == repr(ref)
+    _check_against_torch(m, ref, _r(4, 3))
+
+
 def test_identity_and_bilinear_shapes():
     x = nb.ones(2, 3)
     assert nn.Identity(54, unused=1)(x) is x
@@ -254,9 +272,87 @@ def test_batchnorm_buffers_state_dict_and_repr():
     assert bn.num_batches_tracked.dtype == nb.int64 and bn.num_batches_tracked.shape == ()
     np.testing.assert_array_equal(bn.running_var.numpy(), np.ones(3))
     np.testing.assert_array_equal(bn.weight.numpy(), np.ones(3))
-    assert repr(bn) == "BatchNorm2d(3, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)"
+    assert repr(bn) == "BatchNorm2d(3, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=True)"
     plain = nn.BatchNorm1d(4, affine=False, track_running_stats=False)
     assert list(plain.state_dict()) == [] and plain.running_mean is None
+
+
+_NORMS = [
+    "BatchNorm1d(3)",
+    "BatchNorm2d(3, bias=False)",
+    "BatchNorm3d(3, affine=False)",
+    "BatchNorm1d(3, momentum=None, bias=False)",
+    "SyncBatchNorm(3, bias=False)",
+    "InstanceNorm1d(3)",
+    "InstanceNorm2d(3, affine=True, bias=False)",
+    "InstanceNorm3d(3, track_running_stats=True)",
+    "GroupNorm(2, 4)",
+    "GroupNorm(2, 4, bias=False)",
+    "GroupNorm(2, 4, eps=1e-3, affine=False)",
+    "LayerNorm(8)",
+    "LayerNorm((2, 3), bias=False)",
+    "LayerNorm(8, elementwise_affine=False)",
+    "RMSNorm([2, 3], eps=1e-3)",
+    "LocalResponseNorm(2)",
+    "CrossMapLRN2d(3)",
+]
+
+
+@needs_torch
+@pytest.mark.parametrize("src", _NORMS)
+def test_norm_repr_and_state_dict_keys_match_torch(src):
+    # torch 2.13 prints bias= in every norm but RMSNorm, and takes a keyword-only bias on the
+    # batch / instance / group norms (bias=False: an affine weight without a bias).
+    layer, ref = eval(f"nn.{src}"), eval(f"torch.nn.{src}")
+    assert repr(layer) == repr(ref)
+    assert list(layer.state_dict()) == list(ref.state_dict())
+
+
+@needs_torch
+@pytest.mark.parametrize(
+    "src, shape",
+    [
+        ("BatchNorm1d(3, bias=False)", (6, 3)),
+        ("BatchNorm2d(3, bias=False)", (4, 3, 2, 2)),
+        ("SyncBatchNorm(3, bias=False)", (4, 3, 5)),
+        ("InstanceNorm1d(3, affine=True, bias=False)", (2, 3, 5)),
+        ("GroupNorm(2, 4, bias=False)", (2, 4, 3)),
+    ],
+)
+def test_norm_without_bias_matches_torch(src, shape):
+    layer, ref = eval(f"nn.{src}"), eval(f"torch.nn.{src}")
+    _check_against_torch(layer, ref, _r(*shape) * 2 + 1, atol=1e-4)
+
+
+def test_convert_sync_batchnorm_keeps_a_missing_bias():
+    out = nn.SyncBatchNorm.convert_sync_batchnorm(nn.Sequential(nn.BatchNorm2d(3, bias=False)))
+    assert type(out[0]).__name__ == "SyncBatchNorm" and out[0].bias is None
+    assert list(out.state_dict()) == ["0.weight", "0.running_mean", "0.running_var", "0.num_batches_tracked"]
+
+
+@needs_torch
+def test_batchnorm_loads_a_state_dict_without_num_batches_tracked():
+    # PyTorch's _NormBase._load_from_state_dict: a version-less state_dict (a plain dict, as
+    # nabla's) without num_batches_tracked loads, and the module keeps its own counter.
+    ref = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.BatchNorm1d(3))
+    sd = {k: v.detach().numpy().copy() for k, v in ref.state_dict().items() if "num_batches" not in k}
+    model = nn.Sequential(nn.Linear(3, 3), nn.BatchNorm1d(3))
+    model[1].num_batches_tracked.add_(5)
+    keys = list(sd)
+    assert model.load_state_dict(sd) == ([], [])
+    assert ref.load_state_dict({k: torch.tensor(v) for k, v in sd.items()}) == ([], [])
+    assert model[1].num_batches_tracked.item() == 5 and list(sd) == keys  # the caller's dict is unchanged
+    np.testing.assert_array_equal(model[1].running_var.numpy(), ref[1].running_var.numpy())
+    instance = nn.InstanceNorm1d(2, track_running_stats=True)
+    stats = {"running_mean": np.zeros(2, np.float32), "running_var": np.ones(2, np.float32)}
+    assert instance.load_state_dict(stats) == ([], [])
+    # A torch state_dict says it is version 2 (num_batches_tracked exists): missing, as in torch.
+    tsd = ref.state_dict()
+    del tsd["1.num_batches_tracked"]
+    with pytest.raises(RuntimeError, match="num_batches_tracked"):
+        ref.load_state_dict(tsd)
+    with pytest.raises(RuntimeError, match="missing key.*1.num_batches_tracked"):
+        model.load_state_dict(tsd)
 
 
 def test_batchnorm_train_eval_numpy():
@@ -316,8 +412,8 @@ def test_layer_rms_group_norm_numpy():
     g = x.reshape(2, 2, 12)
     expected = ((g - g.mean(-1, keepdims=True)) / np.sqrt(g.var(-1, keepdims=True) + 1e-5)).reshape(x.shape)
     np.testing.assert_allclose(nn.GroupNorm(2, 4)(nb.tensor(x)).numpy(), expected, atol=1e-5)
-    assert repr(nn.LayerNorm((4, 6))) == "LayerNorm((4, 6), eps=1e-05, elementwise_affine=True)"
-    assert repr(nn.GroupNorm(2, 4)) == "GroupNorm(2, 4, eps=1e-05, affine=True)"
+    assert repr(nn.LayerNorm((4, 6))) == "LayerNorm((4, 6), eps=1e-05, elementwise_affine=True, bias=True)"
+    assert repr(nn.GroupNorm(2, 4)) == "GroupNorm(2, 4, eps=1e-05, affine=True, bias=True)"
     assert repr(nn.RMSNorm(3)) == "RMSNorm((3,), eps=None, elementwise_affine=True)"
     assert nn.LayerNorm(5, bias=False).bias is None
     with pytest.raises(ValueError, match=r"LayerNorm \(6,\).* got input \(2, 5\), expected \(\*, 6\)"):

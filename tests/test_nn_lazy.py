@@ -164,12 +164,31 @@ def test_reprs_and_placeholders():
     sd = m.state_dict()
     assert list(sd) == ["weight", "bias"] and all(is_lazy(v) for v in sd.values())
     bn = LazyBatchNorm1d()
-    assert repr(bn) == "LazyBatchNorm1d(0, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)"
+    assert repr(bn) == "LazyBatchNorm1d(0, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=True)"
     assert list(bn.state_dict()) == ["weight", "bias", "running_mean", "running_var", "num_batches_tracked"]
     assert isinstance(bn.running_mean, UninitializedBuffer) and not bn.running_mean.requires_grad
     assert repr(LazyConv2d(6, 3, stride=2)) == "LazyConv2d(0, 6, kernel_size=(3, 3), stride=(2, 2))"
     with pytest.raises(TypeError, match="no value to pickle"):
         copy.copy(m.weight).__reduce_ex__(2)
+
+
+@needs_torch
+@pytest.mark.parametrize("name, shape", [("LazyBatchNorm1d", (6, 3)), ("LazyInstanceNorm2d", (2, 3, 4, 4))])
+def test_lazy_norm_without_bias_matches_torch(name, shape):
+    # torch 2.13's lazy norms take a keyword-only bias: bias=False leaves an affine weight alone.
+    layer, ref = globals()[name](bias=False), getattr(torch.nn, name)(bias=False)
+    assert repr(layer) == repr(ref) and layer.bias is None
+    assert list(layer.state_dict()) == list(ref.state_dict())
+    x = RNG.standard_normal(shape).astype(np.float32)
+    xt, xn = torch.tensor(x, requires_grad=True), nb.tensor(x, requires_grad=True)
+    yt, y = ref(xt), layer(xn)
+    assert_close(y.numpy(), yt.detach().numpy(), 1e-5)
+    assert repr(layer) == repr(ref) and list(layer.state_dict()) == list(ref.state_dict())
+    cot = RNG.standard_normal(shape).astype(np.float32)
+    (yt * torch.tensor(cot)).sum().backward()
+    (y * nb.tensor(cot)).sum().backward()
+    assert_close(xn.grad.numpy(), xt.grad.numpy(), 1e-4)
+    assert_close(layer.weight.grad.numpy(), ref.weight.grad.numpy(), 1e-4)
 
 
 def test_dtype_set_before_the_dry_run():

@@ -558,3 +558,86 @@ def test_nll_loss_2d_is_nll_loss_with_pytorchs_deprecation_warning():
     with pytest.warns(FutureWarning, match="NLLLoss2d` has been deprecated"):
         loss = nn.NLLLoss2d(ignore_index=1)
     np.testing.assert_allclose(loss(x, t).numpy(), nn.NLLLoss(ignore_index=1)(x, t).numpy())
+
+
+def _edge_grads(nabla_loss, torch_loss, *arrays, grad_of=(0,)):
+    """Loss values and the gradients of the arrays `grad_of` names, from nabla and from torch."""
+    ts = [torch.tensor(a, requires_grad=i in grad_of) for i, a in enumerate(arrays)]
+    ns = [nb.tensor(a, requires_grad=i in grad_of) for i, a in enumerate(arrays)]
+    lt, ln = torch_loss(*ts), nabla_loss(*ns)
+    lt.sum().backward()
+    ln.sum().backward()
+    np.testing.assert_allclose(ln.numpy(), lt.detach().numpy(), rtol=1e-6)
+    return [(ns[i].grad.numpy(), ts[i].grad.numpy()) for i in grad_of]
+
+
+@needs_torch
+@pytest.mark.parametrize("p", [1, 2])
+def test_multi_margin_loss_gradient_is_zero_at_the_margin(p):
+    # z = margin - x[y] + x[i] == 0 exactly for classes 0 (row 0) and 1, 2 (row 1): torch counts only z > 0.
+    x = np.array([[0.0, 1.0, 0.5], [1.2, 0.2, 0.2]], np.float32)
+    t = np.array([1, 0])
+    ((g, gt),) = _edge_grads(
+        lambda a, b: F.multi_margin_loss(a, b, p=p), lambda a, b: TF.multi_margin_loss(a, b, p=p), x, t
+    )
+    np.testing.assert_allclose(g, gt, rtol=1e-6)
+    if p == 1:
+        np.testing.assert_allclose(g[0], [0.0, -1 / 6, 1 / 6], rtol=1e-6)  # was [1/6, -1/3, 1/6]
+
+
+@needs_torch
+def test_multilabel_margin_loss_gradient_is_zero_at_the_margin():
+    x = np.array([[0.1, 0.2, 0.4, 0.8], [0.0, 1.0, 0.0, 5.0]], np.float32)  # row 1: 1 - (1 - 0) == 0
+    t = np.array([[3, 0, -1, 1], [1, -1, 0, 0]])
+    ((g, gt),) = _edge_grads(F.multilabel_margin_loss, TF.multilabel_margin_loss, x, t)
+    np.testing.assert_allclose(g, gt, rtol=1e-6)
+
+
+@needs_torch
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("reduction", ["sum", "mean", "none"])
+def test_binary_cross_entropy_input_gradient_at_0_and_1_matches_torch(dtype, reduction):
+    # torch's input gradient is (x - y) / max(x * (1 - x), 1e-12): +-1e12 where x is 0 or 1 and
+    # y disagrees, 0 where they agree (was [1, -1, 0, 0] for the first four).
+    p = np.array([0.0, 1.0, 0.0, 1.0, 0.3, 1e-13, 0.5], dtype)
+    y = np.array([0.0, 1.0, 1.0, 0.0, 0.7, 1.0, 0.5], dtype)
+    w = np.arange(1, 8).astype(dtype)
+    ((g, gt), (gy, gyt)) = _edge_grads(
+        lambda a, b, c: F.binary_cross_entropy(a, b, c, reduction=reduction),
+        lambda a, b, c: TF.binary_cross_entropy(a, b, c, reduction=reduction),
+        p,
+        y,
+        w,
+        grad_of=(0, 1),
+    )
+    np.testing.assert_allclose(g, gt, rtol=1e-6)
+    # The target gradient -logit(x) is +-inf in torch at x == 0 or 1; nabla's stays finite there (+-100 * w).
+    inner = np.isfinite(gyt)
+    assert not inner[:4].any() and inner[4:].all()
+    np.testing.assert_allclose(gy[inner], gyt[inner], rtol=1e-5)
+    assert np.isfinite(gy).all()
+
+
+@needs_torch
+def test_binary_cross_entropy_second_derivative_inside_is_unchanged():
+    x, y = np.array([0.2, 0.6], np.float64), np.array([1.0, 0.3], np.float64)
+    hessian = nb.grad(lambda a: nb.sum(nb.grad(lambda b: F.binary_cross_entropy(b, nb.tensor(y), reduction="sum"))(a)))
+    np.testing.assert_allclose(hessian(nb.tensor(x)).numpy(), y / x**2 + (1 - y) / (1 - x) ** 2, rtol=1e-10)
+
+
+@needs_torch
+@pytest.mark.parametrize("eps", [0.0, 1e-6])
+def test_pairwise_distance_p0_keeps_autodiff_history(eps):
+    # The count of nonzeros used to come back without history (requires_grad False).
+    a = np.array([[0.0, 1.0, -2.0, np.nan, np.inf], [1.0, 2.0, 3.0, 4.0, 5.0]], np.float32)
+    b = np.zeros_like(a)
+    b[1] = a[1]
+    xt, xn = torch.tensor(a, requires_grad=True), nb.tensor(a, requires_grad=True)
+    out, ref = (
+        F.pairwise_distance(xn, nb.tensor(b), p=0, eps=eps),
+        TF.pairwise_distance(xt, torch.tensor(b), p=0, eps=eps),
+    )
+    np.testing.assert_array_equal(out.numpy(), ref.detach().numpy())
+    assert out.requires_grad and ref.requires_grad
+    out.sum().backward()
+    np.testing.assert_array_equal(xn.grad.numpy(), np.zeros_like(a))  # torch leaves .grad None: an undefined zero

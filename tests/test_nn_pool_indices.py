@@ -109,6 +109,34 @@ def test_pool_indices_nan_and_inf_match_torch() -> None:
 
 
 @needs_torch
+@pytest.mark.parametrize(("kernel", "stride", "padding", "dilation", "ceil_mode"), POOL2D)
+def test_all_inf_window_gradient_follows_the_indices(kernel, stride, padding, dilation, ceil_mode) -> None:
+    # An all -inf window's gradient goes to its first input element, as its index says (it went to
+    # the padding, and was lost); the JVP reads the tangent there too.
+    x = np.full((2, 2, 7, 9), -np.inf, np.float32)
+    x[0, 0] = _ties(7, 9)
+    x[1, 1, 3:, 4:] = np.nan
+    args = (kernel, stride, padding, dilation, ceil_mode)
+    t = torch.tensor(x, requires_grad=True)
+    t_out, t_idx = TF.max_pool2d(t, *args, return_indices=True)
+    c = _randn(*t_out.shape)
+    (t_out * torch.tensor(c)).sum().backward()
+    a = nb.tensor(x, requires_grad=True)
+    (F.max_pool2d(a, *args) * nb.tensor(c)).sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), t.grad.numpy(), rtol=1e-6, atol=1e-6)  # overlaps: sums in any order
+    tangent = _randn(*x.shape)
+    _, jvp = nb.jvp(lambda v: F.max_pool2d(v, *args), (nb.tensor(x),), (nb.tensor(tangent),))
+    expected = np.take_along_axis(tangent.reshape(2, 2, -1), t_idx.numpy().reshape(2, 2, -1), -1)
+    np.testing.assert_array_equal(jvp.numpy(), expected.reshape(t_out.shape))
+    if not isinstance(kernel, tuple):  # max_pool1d runs the same op on a height-1 image
+        t1 = torch.tensor(x[:, :, 0], requires_grad=True)
+        TF.max_pool1d(t1, *args).sum().backward()
+        a1 = nb.tensor(x[:, :, 0], requires_grad=True)
+        F.max_pool1d(a1, *args).sum().backward()
+        np.testing.assert_array_equal(a1.grad.numpy(), t1.grad.numpy())
+
+
+@needs_torch
 @pytest.mark.parametrize(
     ("name", "args"),
     [

@@ -211,3 +211,19 @@ def test_errors():
         m(nb.ones(LEN, BATCH, IN), nb.ones(2, BATCH, HID))
     with pytest.raises(ValueError, match=r"expected hx of shape \(1, 5\)"):
         nn.GRU(IN, HID)(nb.ones(LEN, IN), nb.ones(1, BATCH, HID))  # unbatched input, batched hx
+
+
+@needs_torch
+@pytest.mark.parametrize(
+    "src",
+    [
+        "RNN(4, 8, nonlinearity='relu')",
+        "RNN(4, 8, 2, nonlinearity='tanh', bias=False, batch_first=True, dropout=0.5, bidirectional=True)",
+        "LSTM(4, 8, proj_size=3)",
+        "LSTM(4, 8, 2, dropout=0.25)",
+        "GRU(4, 8, 3, dropout=1)",
+    ],
+)
+def test_rnn_reprs_match_torch(src):
+    # torch's RNNBase.extra_repr never prints nonlinearity: RNN(4, 8, nonlinearity='relu') is "RNN(4, 8)".
+    assert repr(eval(f"nn.{src}")) == repr(eval(f"torch.nn.{src}"))

@@ -82,18 +82,47 @@ class _PoolOp(Operation):
         return lead + (oh, ow), x[1]
 
 
-def _np_first_max(xp: np.ndarray, kernel: tuple, stride: tuple, dilation: tuple, out: tuple) -> np.ndarray:
-    """Index k (PyTorch scan order) of each window's first maximum; a NaN wins (the last one, as
-    PyTorch's `val > max || isnan(val)` update does)."""
-    win = _np_windows(xp, kernel, stride, dilation, out)
+def _real_windows(size: tuple, padding: Pads, kernel: tuple, stride: tuple, dilation: tuple, out: tuple) -> Any:
+    """(OH, OW, kH, kW) bool: whether each window element is an input element, not padding;
+    None without padding. PyTorch's scan starts at a window's first input element, so padding
+    never wins, not even a tie with an all -inf window (whose gradient goes to that element)."""
+    if max(padding) <= 0:
+        return None
+    return _np_windows(_np_pad(np.ones(size, bool), padding, False), kernel, stride, dilation, out)
+
+
+def _np_first_max(x: np.ndarray, padding: Pads, kernel: tuple, stride: tuple, dilation: tuple, out: tuple) -> Any:
+    """Index k (PyTorch scan order) of each window's first maximum among its input elements; a
+    NaN wins (the last one, as PyTorch's `val > max || isnan(val)` update does)."""
+    win = _np_windows(_np_pad(x, padding, -np.inf), kernel, stride, dilation, out)
+    real = _real_windows(x.shape[-2:], padding, kernel, stride, dilation, out)
     best = win[..., 0, 0].copy()
+    seen = True if real is None else real[..., 0, 0]  # whether the scan has met an input element
     idx = np.zeros(best.shape, np.int64)
     for k, _, _ in _offsets(kernel, dilation)[1:]:
         v = win[..., k // kernel[1], k % kernel[1]]
         upd = (v > best) | np.isnan(v)
+        if real is not None:
+            ok = real[..., k // kernel[1], k % kernel[1]]
+            upd, seen = ok & (upd | ~seen), seen | ok
         best = np.where(upd, v, best)
         idx[upd] = k
     return idx
+
+
+def _mx_real(
+    x_size: tuple, padding: Pads, kernel: tuple, stride: tuple, dilation: tuple, out: tuple, device: Any, trail: int = 0
+) -> list | None:
+    """MAX: `_real_windows` as one bool constant per window offset, (OH, OW) ((OH, OW, 1) with
+    `trail`=1, NHWC), in PyTorch's scan order; None without padding."""
+    real = _real_windows(x_size, padding, kernel, stride, dilation, out)
+    if real is None:
+        return None
+    shape = real.shape[:2] + (1,) * trail
+    return [
+        ops.constant(real[..., k // kernel[1], k % kernel[1]].reshape(shape), DType.bool, device=device)
+        for k, _, _ in _offsets(kernel, dilation)
+    ]
 
 
 _MAX_PIECES = 16  # larger windows: MAX's NHWC max_pool2d beats one strided slice per offset
@@ -107,17 +136,19 @@ def _mx_pieces(xp: Any, kernel: tuple, stride: tuple, dilation: tuple, out: tupl
     return [_mx_strided(xp, (r, c), stride, out, trail) for _, r, c in _offsets(kernel, dilation)]
 
 
-def _mx_first_max(pieces: list) -> Any:
+def _mx_first_max(pieces: list, real: list | None = None) -> Any:
     """MAX: the float32 index k of each window's first maximum over the window `pieces`; a NaN
     wins (the last one), as in PyTorch. Scores: NaN at k -> 2K + k, the maximum at k -> K - k,
-    others 0; the best score is unique per window and decodes to k. Materialized, so consumers
-    that read an element several times (an upsample) do not recompute the chain."""
+    others 0; the best score is unique per window and decodes to k. `real` (`_mx_real`) keeps
+    padding from winning a tie with an all -inf window. Materialized, so consumers that read
+    an element several times (an upsample) do not recompute the chain."""
     k = len(pieces)
     m = functools.reduce(ops.max, pieces)
     best = None
     for i, v in enumerate(pieces):
         nan = ops.cast(ops.is_nan(v), DType.float32)
-        top = ops.cast(ops.equal(v, m), DType.float32)
+        top = ops.equal(v, m)
+        top = ops.cast(top if real is None else ops.logical_and(top, real[i]), DType.float32)
         score = ops.add(ops.mul(nan, float(2 * k + i)), ops.mul(top, float(k - i)))
         best = score if best is None else ops.max(best, score)
     index = ops.where(ops.greater_equal(best, float(2 * k)), ops.sub(best, float(2 * k)), ops.sub(float(k), best))
@@ -170,7 +201,8 @@ def _mx_tiles_grad_nhwc(x: Any, g: Any, kernel: tuple, padding: Pads) -> Any:
     xp = _mx_pad(x, padding, float("-inf"), trail=1)
     n, oh, ow, c = _shape(gt)
     (kh, kw), size = kernel, _shape(xp)[1:3]
-    index = _mx_first_max(_mx_pieces(xp, kernel, kernel, (1, 1), (oh, ow), trail=1))
+    real = _mx_real(_shape(x)[1:3], padding, kernel, kernel, (1, 1), (oh, ow), g.device, trail=1)
+    index = _mx_first_max(_mx_pieces(xp, kernel, kernel, (1, 1), (oh, ow), trail=1), real)
     position = np.arange(kh * kw, dtype=np.float32).reshape(1, 1, kh, 1, kw, 1)
     position = ops.constant(position, DType.float32, device=g.device)
     tile = ops.equal(ops.reshape(index, (n, oh, 1, ow, 1, c)), position)
@@ -240,7 +272,8 @@ class MaxPool2dGradOp(Operation):
             return to_nchw(_mx_tiles_grad_nhwc(twin, g, kernel, padding))
         xp = _mx_pad(x, padding, float("-inf"))
         out, size = _shape(g)[-2:], _shape(xp)[-2:]
-        index = _mx_first_max(_mx_pieces(xp, kernel, stride, dilation, out))
+        real = _mx_real(_shape(x)[-2:], padding, kernel, stride, dilation, out, g.device)
+        index = _mx_first_max(_mx_pieces(xp, kernel, stride, dilation, out), real)
         if _tiles_fit(kernel, stride, dilation):  # g goes to the tile position its index names
             tiled = (out[0] * kernel[0], out[1] * kernel[1])
             rows, cols = np.arange(tiled[0]) % kernel[0], np.arange(tiled[1]) % kernel[1]
@@ -260,7 +293,7 @@ class MaxPool2dGradOp(Operation):
     ) -> np.ndarray:
         out = g.shape[-2:]
         xp = _np_pad(x, padding, -np.inf)
-        idx = _np_first_max(xp, kernel, stride, dilation, out)
+        idx = _np_first_max(x, padding, kernel, stride, dilation, out)
         dxp = np.zeros(xp.shape, g.dtype)
         for k, r, c in _offsets(kernel, dilation):
             rows = slice(r, r + (out[0] - 1) * stride[0] + 1, stride[0])
@@ -287,7 +320,8 @@ class MaxPool2dGatherOp(_PoolOp):
 
     def kernel(self, x: Any, z: Any, *, kernel: tuple, stride: tuple, padding: Pads, dilation: tuple) -> Any:
         out = _pool_out(_shape(x), kernel, stride, padding, dilation)
-        index = _mx_first_max(_mx_pieces(_mx_pad(x, padding, float("-inf")), kernel, stride, dilation, out))
+        real = _mx_real(_shape(x)[-2:], padding, kernel, stride, dilation, out, x.device)
+        index = _mx_first_max(_mx_pieces(_mx_pad(x, padding, float("-inf")), kernel, stride, dilation, out), real)
         return functools.reduce(
             ops.add, _mx_shares(index, _mx_pieces(_mx_pad(z, padding), kernel, stride, dilation, out))
         )
@@ -296,7 +330,7 @@ class MaxPool2dGatherOp(_PoolOp):
         self, x: np.ndarray, z: np.ndarray, *, kernel: tuple, stride: tuple, padding: Pads, dilation: tuple
     ) -> np.ndarray:
         out = _pool_out(x.shape, kernel, stride, padding, dilation)
-        idx = _np_first_max(_np_pad(x, padding, -np.inf), kernel, stride, dilation, out)
+        idx = _np_first_max(x, padding, kernel, stride, dilation, out)
         zw = _np_windows(_np_pad(z, padding), kernel, stride, dilation, out)
         zw = zw.reshape(zw.shape[:-2] + (-1,))
         return np.ascontiguousarray(np.take_along_axis(zw, idx[..., None], axis=-1)[..., 0])

@@ -196,7 +196,7 @@ def multi_margin_loss(
     m = _number(margin, op, "margin")
     t = nb.reshape(target, (n, 1))
     x_y = nb.take_along_axis(x, t, 1)
-    z = nb.clamp(x - x_y + m, min=0.0)
+    z = nb.relu(x - x_y + m)  # relu, not clamp: no gradient at z == 0 (PyTorch counts only z > 0)
     h = z if p == 1 else z * z
     others = nb.cast(nb.not_equal(nb.reshape(nb.arange(c), (1, c)), t), x.dtype)
     loss = nb.sum(h * others, axis=1) / float(c)
@@ -254,7 +254,7 @@ def multilabel_margin_loss(
     classes = nb.reshape(nb.arange(c), (1, 1, c))
     is_target = nb.any(nb.logical_and(nb.unsqueeze(valid, 2), nb.equal(nb.unsqueeze(safe, 2), classes)), axis=1)
     x_t = nb.take_along_axis(x, safe, 1)  # (N, K): the score of each target entry
-    z = nb.clamp(nb.unsqueeze(x, 1) - nb.unsqueeze(x_t, 2) + 1.0, min=0.0)  # (N, K, C)
+    z = nb.relu(nb.unsqueeze(x, 1) - nb.unsqueeze(x_t, 2) + 1.0)  # (N, K, C); no gradient at z == 0, as PyTorch
     pair = nb.cast(nb.logical_and(nb.unsqueeze(valid, 2), nb.unsqueeze(nb.logical_not(is_target), 1)), x.dtype)
     loss = nb.sum(z * pair, axis=(1, 2)) / float(c)
     if input.ndim < 2:

@@ -57,6 +57,7 @@ __all__ = [
 ]
 
 _REDUCTIONS = ("none", "mean", "sum")
+_BCE_EPS = float(np.float32(1e-12))  # PyTorch's floor on x * (1 - x) in BCE's input gradient (a float32 1e-12)
 
 
 # -- argument checks ------------------------------------------------------------------------------
@@ -489,7 +490,14 @@ def binary_cross_entropy(
     _float(input, op, "input")
     _same_shape(input, _tensor(target, op, "target"), op)
     t = _like(target, input)
-    loss = -(t * _safe_log(input) + (1.0 - t) * _safe_log(1.0 - input))
+    # PyTorch's input gradient is (x - t) / max(x * (1 - x), 1e-12). Where x * (1 - x) >= 1e-12
+    # that is the derivative of the logs below; elsewhere (x at or within ~1e-12 of 0 or 1) the
+    # logs carry no gradient (x detached) and a zero-valued term (x - x.detach()) * g supplies g.
+    edge = nb.less(input * (1.0 - input), _BCE_EPS)
+    x = nb.where(edge, nb.detach(input), input)
+    g = nb.detach((input - t) / nb.maximum(input * (1.0 - input), _BCE_EPS))
+    loss = -(t * _safe_log(x) + (1.0 - t) * _safe_log(1.0 - x))
+    loss = loss + nb.where(edge, g * (input - nb.detach(input)), 0.0)
     if weight is not None:
         loss = loss * _like(_float(weight, op, "weight"), input)
         if tuple(loss.shape) != tuple(input.shape):
@@ -626,7 +634,11 @@ def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
     _float(x1, op, "x1")
     _float(x2, op, "x2")
     diff = x1 - x2 + _number(eps, op, "eps")
-    return nb.norm(diff, _number(p, op, "p"), axis=-1, keepdims=bool(keepdim))
+    out = nb.norm(diff, _number(p, op, "p"), axis=-1, keepdims=bool(keepdim))
+    if p == 0:  # a count of nonzeros has no autodiff history: tie it to diff with a zero gradient, as PyTorch
+        zero = nb.where(nb.isfinite(diff), diff, 0.0) * 0.0  # finite * 0: exactly 0, also for inf / nan entries
+        out = out + nb.sum(zero, axis=-1, keepdims=bool(keepdim))
+    return out
 
 
 def cosine_embedding_loss(

@@ -9,7 +9,7 @@ from nabla import Tensor
 from .. import functional as F
 from .. import init
 from ..module import Module
-from .linear import Linear, empty_parameter
+from .linear import NonDynamicallyQuantizableLinear, empty_parameter
 
 __all__ = ["MultiheadAttention"]
 
@@ -20,7 +20,7 @@ class MultiheadAttention(Module):
     Parameters have PyTorch's names and layouts, so a torch state_dict loads as it is:
     `in_proj_weight` (3E, E) and `in_proj_bias` (3E,) when kdim == vdim == embed_dim, else
     `q_proj_weight` (E, E), `k_proj_weight` (E, kdim), `v_proj_weight` (E, vdim); `out_proj`
-    (a Linear E -> E); `bias_k`/`bias_v` (1, 1, E) with `add_bias_kv`.
+    (a NonDynamicallyQuantizableLinear E -> E, as PyTorch's); `bias_k`/`bias_v` (1, 1, E) with `add_bias_kv`.
 
     Args:
         embed_dim: the model dimension E (query's last dim).
@@ -89,7 +89,8 @@ class MultiheadAttention(Module):
             self.in_proj_bias = empty_parameter((3 * embed_dim,), dtype, device)
         else:
             self.register_parameter("in_proj_bias", None)
-        self.out_proj = Linear(embed_dim, embed_dim, bias=bias, device=device, dtype=dtype)
+        # PyTorch's class for out_proj, so the model prints (and type-checks) as PyTorch's
+        self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, device=device, dtype=dtype)
         if add_bias_kv:
             self.bias_k = empty_parameter((1, 1, embed_dim), dtype, device)
             self.bias_v = empty_parameter((1, 1, embed_dim), dtype, device)
@@ -170,14 +171,6 @@ class MultiheadAttention(Module):
             **separate,
         )
         return out, weights
-
-    def extra_repr(self) -> str:
-        s = f"embed_dim={self.embed_dim}, num_heads={self.num_heads}"
-        if self.dropout:
-            s += f", dropout={self.dropout}"
-        if not self._qkv_same_embed_dim:
-            s += f", kdim={self.kdim}, vdim={self.vdim}"
-        return s + (", batch_first=True" if self.batch_first else "")
 
 
 def _check_dims(embed_dim: Any, num_heads: Any, kdim: Any, vdim: Any) -> None:

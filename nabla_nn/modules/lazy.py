@@ -491,6 +491,8 @@ class _LazyNormMixin(LazyModuleMixin):
         track_running_stats: bool = True,
         device: Any = None,
         dtype: Any = None,
+        *,
+        bias: bool = True,
     ) -> None:
         # The base norm built without tensors (num_features=1 passes its checks), then placeholders.
         super().__init__(1, eps, momentum, False, False)
@@ -499,7 +501,8 @@ class _LazyNormMixin(LazyModuleMixin):
         self.track_running_stats = track_running_stats
         if affine:
             self.weight = UninitializedParameter(device=device, dtype=dtype)
-            self.bias = UninitializedParameter(device=device, dtype=dtype)
+            if bias:
+                self.bias = UninitializedParameter(device=device, dtype=dtype)
         if track_running_stats:
             self.running_mean = UninitializedBuffer(device=device, dtype=dtype)
             self.running_var = UninitializedBuffer(device=device, dtype=dtype)
@@ -540,6 +543,7 @@ class LazyBatchNorm1d(_LazyNormMixin, BatchNorm1d):
         momentum: running-stat update factor (default 0.1); None means a cumulative average.
         affine: learn a per-channel weight and bias (default True).
         track_running_stats: keep running-stat buffers (default True).
+        bias: with affine, learn the bias too (keyword-only, default True).
 
     Example:
         >>> m = nn.LazyBatchNorm1d()
@@ -560,6 +564,7 @@ class LazyBatchNorm2d(_LazyNormMixin, BatchNorm2d):
         momentum: running-stat update factor (default 0.1); None means a cumulative average.
         affine: learn a per-channel weight and bias (default True).
         track_running_stats: keep running-stat buffers (default True).
+        bias: with affine, learn the bias too (keyword-only, default True).
 
     Example:
         >>> m = nn.LazyBatchNorm2d()
@@ -580,6 +585,7 @@ class LazyBatchNorm3d(_LazyNormMixin, BatchNorm3d):
         momentum: running-stat update factor (default 0.1); None means a cumulative average.
         affine: learn a per-channel weight and bias (default True).
         track_running_stats: keep running-stat buffers (default True).
+        bias: with affine, learn the bias too (keyword-only, default True).
 
     Example:
         >>> m = nn.LazyBatchNorm3d()
@@ -603,6 +609,7 @@ class LazyInstanceNorm1d(_LazyNormMixin, InstanceNorm1d):
             instance norms, unlike InstanceNorm's False).
         track_running_stats: keep running stats and use them in eval mode (default True, as
             PyTorch's lazy instance norms).
+        bias: with affine, learn the bias too (keyword-only, default True).
 
     Example:
         >>> m = nn.LazyInstanceNorm1d()
@@ -629,6 +636,7 @@ class LazyInstanceNorm2d(_LazyNormMixin, InstanceNorm2d):
             instance norms, unlike InstanceNorm's False).
         track_running_stats: keep running stats and use them in eval mode (default True, as
             PyTorch's lazy instance norms).
+        bias: with affine, learn the bias too (keyword-only, default True).
 
     Example:
         >>> m = nn.LazyInstanceNorm2d(affine=False, track_running_stats=False)
@@ -655,6 +663,7 @@ class LazyInstanceNorm3d(_LazyNormMixin, InstanceNorm3d):
             instance norms, unlike InstanceNorm's False).
         track_running_stats: keep running stats and use them in eval mode (default True, as
             PyTorch's lazy instance norms).
+        bias: with affine, learn the bias too (keyword-only, default True).
 
     Example:
         >>> m = nn.LazyInstanceNorm3d(affine=False, track_running_stats=False)

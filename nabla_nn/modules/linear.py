@@ -1,4 +1,5 @@
-"""Linear layers: Identity, Linear, Bilinear (PyTorch's `torch.nn.modules.linear`)."""
+"""Linear layers: Identity, Linear, NonDynamicallyQuantizableLinear, Bilinear (PyTorch's
+`torch.nn.modules.linear`)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from .. import init
 from ..module import Module
 from ..parameter import Parameter
 
-__all__ = ["Bilinear", "Identity", "Linear"]
+__all__ = ["Bilinear", "Identity", "Linear", "NonDynamicallyQuantizableLinear"]
 
 
 def _float_dtype(dtype: Any, arg: str = "dtype") -> Any:
@@ -107,12 +108,25 @@ class Linear(Module):
             init.uniform_(self.bias, -bound, bound)
 
     def forward(self, input: Tensor) -> Tensor:
+        if not isinstance(input, Tensor):  # a list or NumPy array: name the layer, not `.ndim`
+            raise self.input_type_error(input)
         if input.ndim < 1 or input.shape[-1] != self.in_features:
             raise self.input_error(input.shape, f"(*, {self.in_features})")
         return F.linear(input, self.weight, self.bias)
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+
+
+class NonDynamicallyQuantizableLinear(Linear):
+    """A `Linear` under another name: PyTorch's MultiheadAttention `out_proj` class (its name
+    keeps that layer out of dynamic quantization there), so models print and match as in
+    PyTorch. Same arguments, parameters and forward as `Linear`.
+
+    Example:
+        >>> nn.NonDynamicallyQuantizableLinear(8, 8)
+        NonDynamicallyQuantizableLinear(in_features=8, out_features=8, bias=True)
+    """
 
 
 class Bilinear(Module):

@@ -10,6 +10,7 @@ buffer as a tensor, so a training step's graph is the same at every step.
 from __future__ import annotations
 
 import numbers
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -51,6 +52,8 @@ class _NormBase(Module):
         track_running_stats: bool = True,
         device: Any = None,
         dtype: Any = None,
+        *,
+        bias: bool = True,
     ) -> None:
         super().__init__()
         if isinstance(num_features, bool) or not isinstance(num_features, int) or num_features < 1:
@@ -60,12 +63,9 @@ class _NormBase(Module):
         self.momentum = momentum
         self.affine = affine
         self.track_running_stats = track_running_stats
-        if affine:
-            self.weight = empty_parameter((num_features,), dtype, device)
-            self.bias = empty_parameter((num_features,), dtype, device)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        # bias=False (keyword-only, as PyTorch): an affine weight without a bias
+        self.register_parameter("weight", empty_parameter((num_features,), dtype, device) if affine else None)
+        self.register_parameter("bias", empty_parameter((num_features,), dtype, device) if affine and bias else None)
         if track_running_stats:
             _check_device(device)
             dt = _float_dtype(dtype)
@@ -90,7 +90,19 @@ class _NormBase(Module):
         self.reset_running_stats()
         if self.affine:
             init.ones_(self.weight)
-            init.zeros_(self.bias)
+            if self.bias is not None:
+                init.zeros_(self.bias)
+
+    def _state_dict_defaults(self, prefix: str, state_dict: Mapping[str, Any], local_metadata: Mapping) -> dict:
+        """Entries `load_state_dict` adds when `state_dict` lacks them: PyTorch's
+        `_NormBase._load_from_state_dict` lets a state_dict from before num_batches_tracked
+        existed (no version, as nabla's and plain dicts, or version < 2) keep this module's own
+        counter instead of failing on a missing key."""
+        key = prefix + "num_batches_tracked"
+        version = local_metadata.get("version")
+        if (version is None or version < 2) and self.track_running_stats and key not in state_dict:
+            return {key: self.num_batches_tracked.data}
+        return {}
 
     def _momentum(self) -> float | Tensor:
         """The running-stat update factor; bumps num_batches_tracked in training mode.
@@ -108,7 +120,7 @@ class _NormBase(Module):
     def extra_repr(self) -> str:
         return (
             f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
-            f"track_running_stats={self.track_running_stats}"
+            f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}"
         )
 
 
@@ -149,6 +161,7 @@ class BatchNorm1d(_BatchNorm):
         affine: learn a per-channel weight (ones) and bias (zeros) (default True).
         track_running_stats: keep running_mean/running_var/num_batches_tracked buffers; without
             them batch statistics are used in eval mode too (default True).
+        bias: with affine, learn the bias too (keyword-only, default True).
 
     Example:
         >>> bn = nn.BatchNorm1d(100)
@@ -171,6 +184,7 @@ class BatchNorm2d(_BatchNorm):
         momentum: running-stat update factor (default 0.1); None means a cumulative average.
         affine: learn a per-channel weight and bias (default True).
         track_running_stats: keep running-stat buffers (default True).
+        bias: with affine, learn the bias too (keyword-only, default True).
 
     Example:
         >>> nn.BatchNorm2d(16)(nb.randn(8, 16, 5, 5)).shape
@@ -187,6 +201,7 @@ class BatchNorm3d(_BatchNorm):
         momentum: running-stat update factor (default 0.1); None means a cumulative average.
         affine: learn a per-channel weight and bias (default True).
         track_running_stats: keep running-stat buffers (default True).
+        bias: with affine, learn the bias too (keyword-only, default True).
 
     Example:
         >>> nn.BatchNorm3d(16)(nb.randn(4, 16, 3, 5, 5)).shape
@@ -213,6 +228,7 @@ class SyncBatchNorm(_BatchNorm):
         momentum: running-stat update factor (default 0.1); None means a cumulative average.
         affine: learn a per-channel weight and bias (default True).
         track_running_stats: keep running-stat buffers (default True).
+        bias: with affine, learn the bias too (keyword-only, default True).
         process_group: PyTorch's communicator; nabla's is the mesh the batch is laid out on,
             so only None is accepted.
 
@@ -232,9 +248,11 @@ class SyncBatchNorm(_BatchNorm):
         process_group: Any = None,
         device: Any = None,
         dtype: Any = None,
+        *,
+        bias: bool = True,
     ) -> None:
         _no_process_group(process_group)
-        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
 
     def _check_input(self, input: Tensor) -> None:
         if input.ndim < 2 or input.shape[1] != self.num_features:
@@ -252,7 +270,10 @@ class SyncBatchNorm(_BatchNorm):
         _no_process_group(process_group)
         out = module
         if isinstance(module, BatchNorm1d | BatchNorm2d | BatchNorm3d):
-            out = cls(module.num_features, module.eps, module.momentum, module.affine, module.track_running_stats)
+            out = cls(
+                module.num_features, module.eps, module.momentum, module.affine, module.track_running_stats,
+                bias=module.bias is not None,
+            )  # fmt: skip
             for name in ("weight", "bias"):
                 if module._parameters.get(name) is not None:
                     out._parameters[name] = module._parameters[name]
@@ -287,8 +308,10 @@ class _InstanceNorm(_NormBase):
         track_running_stats: bool = False,
         device: Any = None,
         dtype: Any = None,
+        *,
+        bias: bool = True,
     ) -> None:
-        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
 
     def forward(self, input: Tensor) -> Tensor:
         n, c = self._n, self.num_features
@@ -321,6 +344,7 @@ class InstanceNorm1d(_InstanceNorm):
         momentum: running-stat update factor (default 0.1).
         affine: learn a per-channel weight and bias (default False).
         track_running_stats: keep running stats and use them in eval mode (default False).
+        bias: with affine, learn the bias too (keyword-only, default True).
 
     Example:
         >>> nn.InstanceNorm1d(100)(nb.randn(20, 100, 40)).shape
@@ -339,6 +363,7 @@ class InstanceNorm2d(_InstanceNorm):
         momentum: running-stat update factor (default 0.1).
         affine: learn a per-channel weight and bias (default False).
         track_running_stats: keep running stats and use them in eval mode (default False).
+        bias: with affine, learn the bias too (keyword-only, default True).
 
     Example:
         >>> nn.InstanceNorm2d(100)(nb.randn(20, 100, 35, 45)).shape
@@ -357,6 +382,7 @@ class InstanceNorm3d(_InstanceNorm):
         momentum: running-stat update factor (default 0.1).
         affine: learn a per-channel weight and bias (default False).
         track_running_stats: keep running stats and use them in eval mode (default False).
+        bias: with affine, learn the bias too (keyword-only, default True).
 
     Example:
         >>> nn.InstanceNorm3d(4)(nb.randn(2, 4, 3, 5, 5)).shape
@@ -428,7 +454,10 @@ class LayerNorm(Module):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
-        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+        return (
+            f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}, "
+            f"bias={self.bias is not None}"
+        )
 
 
 class RMSNorm(Module):
@@ -483,6 +512,7 @@ class GroupNorm(Module):
         num_channels: C of the (N, C, *) input.
         eps: added to the variance for stability (default 1e-5).
         affine: learn a per-channel weight (ones) and bias (zeros) (default True).
+        bias: with affine, learn the bias too (keyword-only, default True).
 
     Example:
         >>> nn.GroupNorm(3, 6)(nb.randn(20, 6, 10, 10)).shape
@@ -497,6 +527,8 @@ class GroupNorm(Module):
         affine: bool = True,
         device: Any = None,
         dtype: Any = None,
+        *,
+        bias: bool = True,
     ) -> None:
         super().__init__()
         for arg, value in (("num_groups", num_groups), ("num_channels", num_channels)):
@@ -510,19 +542,16 @@ class GroupNorm(Module):
         self.num_channels = num_channels
         self.eps = eps
         self.affine = affine
-        if affine:
-            self.weight = empty_parameter((num_channels,), dtype, device)
-            self.bias = empty_parameter((num_channels,), dtype, device)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        self.register_parameter("weight", empty_parameter((num_channels,), dtype, device) if affine else None)
+        self.register_parameter("bias", empty_parameter((num_channels,), dtype, device) if affine and bias else None)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
         """weight = 1, bias = 0."""
         if self.affine:
             init.ones_(self.weight)
-            init.zeros_(self.bias)
+            if self.bias is not None:
+                init.zeros_(self.bias)
 
     def forward(self, input: Tensor) -> Tensor:
         if input.ndim < 2 or input.shape[1] != self.num_channels:
@@ -530,7 +559,7 @@ class GroupNorm(Module):
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
-        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, bias={self.bias is not None}"
 
 
 class LocalResponseNorm(Module):

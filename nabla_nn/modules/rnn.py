@@ -318,9 +318,6 @@ class RNN(RNNBase):
             device=device, dtype=dtype,
         )  # fmt: skip
 
-    def extra_repr(self) -> str:
-        return super().extra_repr() + (", nonlinearity='relu'" if self.nonlinearity == "relu" else "")
-
 
 class LSTM(RNNBase):
     """Long short-term memory, torch's gate order (input, forget, cell, output):
