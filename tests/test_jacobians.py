@@ -440,7 +440,10 @@ def test_forward_over_forward_equals_the_hessian(name):
     [
         (lambda x: x.prod(), [1.5, 0.0, 2.0, -1.0]),
         (lambda x: x.prod(), [1.5, 0.0, 0.0, -1.0]),
-        (lambda x: (nb.cumprod(x, 0) * nb.tensor([0.3, -1.2, 0.7, 2.0], dtype=nb.float64)).sum(), [1.5, 0.0, 2.0, -1.0]),
+        (
+            lambda x: (nb.cumprod(x, 0) * nb.tensor([0.3, -1.2, 0.7, 2.0], dtype=nb.float64)).sum(),
+            [1.5, 0.0, 2.0, -1.0],
+        ),
         (lambda x: (nb.cumprod(x, 0) * nb.tensor([0.3, -1.2, 0.7, 2.0], dtype=nb.float64)).sum(), [0.0, 2.0, 3.0, 0.5]),
     ],
 )
