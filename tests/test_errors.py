@@ -251,3 +251,13 @@ def test_layer_norm_affine_shapes(no_evaluation):
     with pytest.raises(TypeError, match="layer_norm: weight must be a Tensor or None, got ndarray"):
         nb.layer_norm(x, 4, np.ones(4, np.float32))
     assert nb.layer_norm(x, 4, nb.ones(4), nb.zeros(4)).shape == (2, 4)
+
+
+def test_a_failing_pending_tensor_does_not_break_other_evaluations():
+    """Evaluation computes every pending tensor; one whose kernel raises (an index out of range)
+    must not make every later read fail until it is garbage-collected."""
+    bad = nb.tensor([1.0, 2.0, 3.0])[nb.tensor([1, 2]) + 5]
+    assert (nb.tensor([4.0, 5.0]) * 2).tolist() == [8.0, 10.0]
+    with pytest.raises(IndexError):
+        bad.numpy()
+    assert (nb.tensor([1.0, 5.0]) + 1).tolist() == [2.0, 6.0]

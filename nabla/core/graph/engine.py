@@ -129,23 +129,42 @@ class ComputeGraph:
             wanted = dict.fromkeys(i for i in impls if i.data is None)  # impls hash by identity
             if not wanted:
                 return
+            requested = len(wanted)
             if not tracing():  # while tracing, pending tensors may depend on placeholders
                 wanted.update(dict.fromkeys(self.pending_impls()))
-            targets = sorted(wanted, key=_by_seq)
-            collected = collect(targets)
-            executor = get_executor_impl(CONFIG.executor)
-            if executor.makes_max_models and all(n.op.host_constant for n in collected.nodes):
-                # Fills, ranges and random draws evaluated on their own (parameter init) are
-                # computed on the host: compiling a model for them would cost seconds.
-                executor = get_executor_impl("numpy")
-            prepared = self._lookup_or_prepare(executor, collected)
-            inputs = collected.inputs
-            data = input_buffers(inputs) if executor.makes_max_models else [i.data for i in inputs]
-            results = run_prepared(executor, prepared, data)
-            executor.stats.executions += 1
-            for impl, data in zip(collected.targets, results, strict=True):
-                impl.set_realized(data)
-            self.epoch += 1
+            try:
+                self._evaluate(wanted)
+            except Exception:
+                if len(wanted) == requested:
+                    raise
+                # A pending tensor nobody asked for may be the one that fails (an index out of
+                # range): it must not break every later evaluation. The others leave the pending
+                # set (they stay recipes: reading one computes it, or raises its own error), and
+                # the requested tensors are computed alone.
+                extra = set(list(wanted)[requested:])
+                for key, ref in list(self._pending.items()):
+                    t = ref()
+                    if t is not None and t._impl in extra:
+                        del self._pending[key]
+                self._evaluate(dict.fromkeys(list(wanted)[:requested]))
+
+    def _evaluate(self, wanted: dict) -> None:
+        """Compute `wanted` (impls) as one program."""
+        targets = sorted(wanted, key=_by_seq)
+        collected = collect(targets)
+        executor = get_executor_impl(CONFIG.executor)
+        if executor.makes_max_models and all(n.op.host_constant for n in collected.nodes):
+            # Fills, ranges and random draws evaluated on their own (parameter init) are
+            # computed on the host: compiling a model for them would cost seconds.
+            executor = get_executor_impl("numpy")
+        prepared = self._lookup_or_prepare(executor, collected)
+        inputs = collected.inputs
+        data = input_buffers(inputs) if executor.makes_max_models else [i.data for i in inputs]
+        results = run_prepared(executor, prepared, data)
+        executor.stats.executions += 1
+        for impl, data in zip(collected.targets, results, strict=True):
+            impl.set_realized(data)
+        self.epoch += 1
 
     def prepare(self, executor: Executor, collected: Any, *, hot: bool = False) -> Any:
         """The runnable model for a collected program: from the cache, or built now. `hot`
