@@ -233,21 +233,17 @@ class ProdOp(ReduceOperation):
 
 
 def _prod_partials(x: Tensor, axes: tuple) -> Tensor:
-    """d prod(x, axes) / d x_i, the product of the *other* elements, from the product P of the
-    nonzero elements and the zero count, never dividing by a zero: no zero: P / x_i; one zero
-    z: P at z, P / x_i * x_z elsewhere; two zeros: P times the other zero at each, 0 elsewhere;
-    more: 0 (as torch.prod's gradient). The zero factors stay in the formula (x_z, a sum of the
-    zero elements: the value 0 with derivative 1), so second derivatives are exact too."""
+    """d prod(x, axes) / d x_i, the product of the *other* elements, from the product of the
+    nonzero elements and the zero count: no zero: prod / x_i; one zero: the product of the
+    nonzeros at the zero and 0 elsewhere; two or more: 0 (as torch.prod's gradient). Second
+    derivatives at a zero miss the terms through it (a formula that keeps the zero factors
+    crashed MAX's compiler in a large graph)."""
     is_zero = _bin.equal(x, 0)
     safe = _bin.where_(is_zero, 1.0, x)
     nonzero_prod = _prod(safe, axes=axes, keepdims=True)
     zeros = sum(cast(is_zero, x.dtype), axes, True)
-    zero_sum = sum(_bin.where_(is_zero, x, 0.0), axes, True)  # 0, but d/dx_z = 1 at each zero
-    one_zero = _bin.where_(is_zero, nonzero_prod, _bin.mul(_bin.div(nonzero_prod, safe), zero_sum))
-    other_zero = _bin.sub(zero_sum, _bin.where_(is_zero, x, 0.0))  # the other zero's element, at a zero
-    two_zeros = _bin.where_(is_zero, _bin.mul(nonzero_prod, other_zero), 0.0)
-    many = _bin.where_(_bin.equal(zeros, 1), one_zero, _bin.where_(_bin.equal(zeros, 2), two_zeros, 0.0))
-    return _bin.where_(_bin.equal(zeros, 0), _bin.div(nonzero_prod, safe), many)
+    at_single_zero = _bin.where_(_bin.logical_and(_bin.equal(zeros, 1), is_zero), nonzero_prod, 0.0)
+    return _bin.where_(_bin.equal(zeros, 0), _bin.div(nonzero_prod, safe), at_single_zero)
 
 
 class _ArgOp(ReduceOperation):
