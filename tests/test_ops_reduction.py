@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 import pytest
+from _oracle import needs_torch, torch
 
 import nabla as nb
 
@@ -256,3 +257,39 @@ def test_errors(call, err, message):
     with pytest.raises(err) as info:
         call(t([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]))
     assert message in str(info.value)
+
+
+# -- PyTorch parity: half accumulation, dim=() ---------------------------------------------------
+@needs_torch
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_reductions_accumulate_in_float32(dtype):
+    # float16 sums of squares overflow, a count above 65504 is inf, 5000 ones sum to 2048
+    data = (np.random.default_rng(0).random(1000) * 100).astype(np.float32)
+    x, ref = nb.tensor(data).astype(dtype), torch.tensor(data).to(getattr(torch, dtype))
+    for f in (lambda a: a.var(), lambda a: a.std(), lambda a: a.norm(), lambda a: a.mean(), lambda a: a.sum()):
+        got, want = f(x), f(ref)
+        assert got.dtype == getattr(nb, dtype)
+        np.testing.assert_allclose(got.astype(nb.float32).numpy(), want.float().numpy(), rtol=1e-2)
+    big = nb.full((70000,), 0.5, dtype=dtype)
+    assert big.mean().item() == 0.5 and big.var(correction=0).item() == 0.0
+    assert nb.ones(5000, dtype=dtype).sum().item() == torch.ones(5000, dtype=getattr(torch, dtype)).sum().item()
+
+
+@needs_torch
+@pytest.mark.parametrize("dim", [(), []])
+def test_empty_dim_reduces_every_dim_as_torch(dim):
+    data = np.arange(6, dtype=np.float32).reshape(2, 3)
+    x, ref = nb.tensor(data), torch.tensor(data)
+    for expr in ["sum", "mean", "amax", "amin", "var", "std", "count_nonzero", "any", "all", "norm"]:
+        for kw in [{}, {"keepdim": True}] if expr not in ("count_nonzero", "norm") else [{}]:
+            got = getattr(x, expr)(dim=dim, **kw) if expr == "norm" else getattr(x, expr)(dim, **kw)
+            want = getattr(ref, expr)(dim=dim, **kw) if expr == "norm" else getattr(ref, expr)(dim, **kw)
+            assert got.shape == tuple(want.shape), expr
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(x.logsumexp(dim, keepdim=True).numpy(), ref.logsumexp(dim, keepdim=True).numpy())
+    with pytest.raises(RuntimeError, match="output with shape"):  # as torch 2.13
+        ref.logsumexp(dim)
+    with pytest.raises(RuntimeError, match="logsumexp: output with shape"):
+        x.logsumexp(dim)
+    assert nb.tensor(2.0).logsumexp(dim).item() == 2.0
+    assert nb.sum(x, axis=()).shape == (2, 3)  # the NumPy-style function: axis=() reduces nothing

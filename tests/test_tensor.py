@@ -381,6 +381,33 @@ class TestInPlaceUpdates:
         x.zero_()
         np.testing.assert_array_equal(x.numpy(), np.zeros((2, 2), np.int32))
 
+    def test_add_with_alpha_and_a_number(self):  # torch: x + alpha * other
+        x = nb.zeros(2)
+        x.add_(1, alpha=2).sub_(0.5, alpha=4)
+        np.testing.assert_array_equal(x.numpy(), [0.0, 0.0])
+        x.add_(nb.ones(2), alpha=3)
+        np.testing.assert_array_equal(x.numpy(), [3.0, 3.0])
+
+    @pytest.mark.parametrize(
+        "update",
+        [lambda x: x.div_(2), lambda x: x.mul_(1.5), lambda x: x.__iadd__(1.5), lambda x: x.clamp_(0.5, 1.5)],
+    )
+    def test_in_place_refuses_a_higher_category_result(self, update):  # torch: can't be cast to Long
+        x = nb.tensor([1, 2])
+        with pytest.raises(RuntimeError, match="result type float32 can't be cast to the desired output type int64"):
+            update(x)
+        with pytest.raises(RuntimeError, match="result type int64 can't be cast to the desired output type bool"):
+            nb.tensor([True, False]).add_(1)
+        y = nb.tensor([1, 2], dtype=nb.int32)
+        y += nb.tensor([1, 2])  # same category: cast back, as torch
+        assert y.dtype == nb.int32 and y.tolist() == [2, 4]
+
+    def test_expand_refuses_minus_one_for_a_new_leading_dim(self):  # as torch
+        for x, shape in [(nb.tensor([0.0, 1.0, 2.0]), (-1, 3)), (nb.ones((2, 3)), (-1, 2, 3))]:
+            with pytest.raises(RuntimeError, match=r"expanded size of the tensor \(-1\) isn't allowed"):
+                x.expand(*shape)
+        assert nb.ones(1, 3).expand(4, -1, -1).shape == (4, 1, 3)
+
 
 class TestTensorMethodsReachOps:
     """Each PyTorch-style method calls the op with the right argument mapping."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _oracle import torch
+from _oracle import needs_torch, torch
 
 import nabla as nb
 
@@ -137,3 +137,40 @@ def test_method_errors():
         t.narrow(1, 3, 2)
     with pytest.raises(ValueError, match="t\\(\\) expects a tensor with <= 2 dimensions"):
         nb.ones(2, 2, 2).t()
+
+
+# -- PyTorch parity fixes, against torch -----------------------------------------------------
+@needs_torch
+def test_integer_div_with_rounding_keeps_the_dtype_exactly():
+    a, b = [2**40 + 1, 123456789, -7, 7, -7], [3, 2, -2, -2, 5]
+    for mode in ("trunc", "floor"):
+        for other in (1, -2, b):
+            ours = nb.tensor(a).div(nb.tensor(other) if isinstance(other, list) else other, rounding_mode=mode)
+            ref = torch.tensor(a).div(torch.tensor(other) if isinstance(other, list) else other, rounding_mode=mode)
+            assert ours.dtype == nb.int64 and ours.tolist() == ref.tolist()
+    ours = nb.tensor([7, -7], dtype=nb.int32).div(2, rounding_mode="trunc")
+    assert ours.dtype == nb.int32 and ours.tolist() == [3, -3]
+    assert nb.tensor([7, -7]).div(2.0, rounding_mode="trunc").tolist() == [3.0, -3.0]  # a float divisor: float
+
+
+@needs_torch
+def test_median_with_nan_is_nan_as_torch():
+    data = np.array([[1, np.nan, np.nan, 0], [4, 5, 6, 7], [3, 2, 1, np.nan]], np.float32)
+    x, ref = nb.tensor(data), torch.tensor(data)
+    assert np.isnan(x.median().item()) and np.isnan(ref.median().item())
+    for dim, keepdim in [(1, False), (0, True)]:
+        ours, want = x.median(dim, keepdim), ref.median(dim, keepdim)
+        np.testing.assert_array_equal(ours.values.numpy(), want.values.numpy())
+        np.testing.assert_array_equal(ours.indices.numpy(), want.indices.numpy())
+    assert nb.tensor([3, 1, 2]).median().item() == 2
+
+
+@needs_torch
+def test_take_flattens_and_wraps_negative_indices_as_torch():
+    data, index = np.arange(12.0, dtype=np.float32).reshape(3, 4), np.array([[0, 11], [5, -1]])
+    ours = nb.take(nb.tensor(data), nb.tensor(index))
+    np.testing.assert_array_equal(ours.numpy(), torch.take(torch.tensor(data), torch.tensor(index)).numpy())
+    assert nb.take(nb.tensor(data), [2, 0], axis=0).shape == (2, 4)  # NumPy's axis= still works
+    assert nb.take(nb.tensor(data), nb.tensor([1, -12]) * 1).tolist() == [1.0, 0.0]  # computed indices
+    with pytest.raises(IndexError, match="take: index 12 is out of bounds"):
+        nb.take(nb.tensor(data), [12])

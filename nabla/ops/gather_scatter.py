@@ -58,11 +58,13 @@ def _check_range(index: Tensor, n: int, op: str, dim: int, *, negative: bool) ->
 
 
 @public()
-def take(x: Tensor, indices: Any, axis: int = 0) -> Tensor:
+def take(x: Tensor, indices: Any, axis: int | None = None) -> Tensor:
     """Entries of `x` along `axis` at integer `indices` of any shape: the result has shape
     `x.shape[:axis] + indices.shape + x.shape[axis + 1:]` (NumPy's `take`, with indices in
     [0, n) as PyTorch's indexing functions require). An embedding lookup: the result keeps the
-    indices' layout on a mesh (a sequence split over devices stays split).
+    indices' layout on a mesh (a sequence split over devices stays split). With `axis=None`
+    (the default, as torch.take and np.take) x is flattened and indices in [-n, n) count from
+    the end when negative.
 
     Example:
         >>> nabla.take(nabla.arange(6).reshape(3, 2), nabla.tensor([[2, 0]]), 0).shape
@@ -70,6 +72,12 @@ def take(x: Tensor, indices: Any, axis: int = 0) -> Tensor:
     """
     _check_tensor(x, "take")
     idx = _index_tensor(indices, "take", "indices")
+    if axis is None:
+        n = x.numel()
+        _check_range(idx, n, "take", 0, negative=True)
+        data = _known(idx)
+        idx = tensor(np.where(data < 0, data + n, data)) if data is not None else _wrap(idx, n)
+        return _take(reshape(x, (-1,)), idx, 0)
     if x.ndim == 0:
         raise ValueError("take: x must have at least 1 dimension, got a 0-d tensor")
     a = normalize_axis(axis, x.ndim, "take", "axis")

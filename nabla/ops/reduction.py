@@ -446,10 +446,22 @@ def _check(x: Any, op: str) -> None:
         raise TypeError(f"{op}: x must be a Tensor, got {type(x).__name__}")
 
 
+_HALF = (_dt.float16, _dt.bfloat16)
+
+
+def _in_float32(fn: Any, x: Tensor, *args: Any) -> Tensor:
+    """fn(x, *args) computed in float32 and cast back to x's half dtype: PyTorch's accumulate
+    type. In float16 a sum of 5000 ones is 2048, a sum of squares of values near 100 overflows,
+    and an element count above 65504 (mean's, var's divisor) is inf."""
+    return cast(fn(cast(x, _dt.float32), *args), x.dtype)
+
+
 @public()
 def sum(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:  # noqa: A001
     """Sum over `axis` (int, tuple, or None for all). Bool and int sums are int64, as in PyTorch."""
     _check(x, "sum")
+    if x.dtype in _HALF:
+        return _in_float32(sum, x, axis, keepdims)
     if not _dt.is_float(x.dtype):
         x = cast(x, _dt.int64)
     return _sum(x, axes=_axes_arg(axis, x.ndim, "sum"), keepdims=bool(keepdims))
@@ -459,6 +471,8 @@ def sum(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:  # noqa:
 def mean(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
     """Arithmetic mean over `axis`; integer inputs give float32."""
     _check(x, "mean")
+    if x.dtype in _HALF:
+        return _in_float32(mean, x, axis, keepdims)
     axes = _axes_arg(axis, x.ndim, "mean")
     if not _dt.is_float(x.dtype):
         x = cast(x, _dt.float32)
@@ -590,6 +604,8 @@ def var(x: Tensor, axis: Any = None, correction: Any = 1, keepdims: bool = False
 def _var(x: Tensor, axis: Any, correction: Any, keepdims: bool, op: str) -> Tensor:
     _check(x, op)
     _float_only(x, op)
+    if x.dtype in _HALF:
+        return _in_float32(_var, x, axis, correction, keepdims, op)
     axes = _axes_arg(axis, x.ndim, op)
     denominator = _builtins.max(0.0, _count(x, axes) - _correction_arg(correction, op))
     centered = _bin.sub(x, mean(x, axes, True))
@@ -600,6 +616,8 @@ def _var(x: Tensor, axis: Any, correction: Any, keepdims: bool, op: str) -> Tens
 def std(x: Tensor, axis: Any = None, correction: Any = 1, keepdims: bool = False) -> Tensor:
     """Standard deviation over `axis`: sqrt(var(x, axis, correction)). Its gradient is 0 where the
     deviation is 0 (constant input), as in PyTorch."""
+    if isinstance(x, Tensor) and x.dtype in _HALF:
+        return _in_float32(std, x, axis, correction, keepdims)
     return _safe_root(_var(x, axis, correction, keepdims, "std"), 2.0)
 
 
@@ -653,6 +671,8 @@ def norm(x: Tensor, p: Any = "fro", axis: Any = None, keepdims: bool = False) ->
     """
     _check(x, "norm")
     _float_only(x, "norm")
+    if x.dtype in _HALF:
+        return _in_float32(norm, x, p, axis, keepdims)
     axes = _axes_arg(axis, x.ndim, "norm")
     keepdims = bool(keepdims)
     if p is None:

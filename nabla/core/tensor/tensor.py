@@ -20,7 +20,7 @@ from ..graph.executors import host_array, storage_item, storage_to_numpy
 from ..graph.tracing import TRACE, note_grad, note_grad_read, note_mutation
 from .dispatch import OPS
 from .impl import RETAINED, Device, TensorImpl
-from .torch_methods import TorchMethods
+from .torch_methods import TorchMethods, _scaled, all_if_empty
 
 
 def _axis_arg(dim: Any, axis: Any, what: str) -> Any:
@@ -558,15 +558,22 @@ class Tensor(TorchMethods):
 
     # -- in-place arithmetic (functional updates under the hood, PyTorch names) ----------
     def _in_place(self, what: str, op: Any, *args: Any) -> Tensor:
-        """`self = op(self, *args)` in place; a view first takes its base's current value."""
+        """`self = op(self, *args)` in place; a view first takes its base's current value. As in
+        PyTorch, a result of a higher category (bool < int < float) than self's is an error."""
         self._sync_view()
-        return self._replace_impl(op(self, *args), what)
+        new = op(self, *args)
+        kind = [_dt.is_integer(d) + 2 * _dt.is_float(d) for d in (new.dtype, self.dtype)]
+        if kind[0] > kind[1]:
+            raise RuntimeError(
+                f"{what}: result type {new.dtype.name} can't be cast to the desired output type {self.dtype.name}"
+            )
+        return self._replace_impl(new, what)
 
     def add_(self, other: Any, *, alpha: Any = 1) -> Tensor:
-        return self._in_place("add_", OPS.add, other if alpha == 1 else OPS.mul(other, alpha))
+        return self._in_place("add_", OPS.add, _scaled(other, alpha))
 
     def sub_(self, other: Any, *, alpha: Any = 1) -> Tensor:
-        return self._in_place("sub_", OPS.sub, other if alpha == 1 else OPS.mul(other, alpha))
+        return self._in_place("sub_", OPS.sub, _scaled(other, alpha))
 
     def mul_(self, other: Any) -> Tensor:
         return self._in_place("mul_", OPS.mul, other)
@@ -623,9 +630,11 @@ class Tensor(TorchMethods):
 
     # -- reductions (dim=/keepdim= as in PyTorch, axis=/keepdims= as in NumPy) -----------
     def sum(self, dim: Any = None, keepdim: bool = False, *, axis: Any = None, keepdims: bool | None = None) -> Tensor:
+        dim = all_if_empty(dim)
         return OPS.sum(self, _axis_arg(dim, axis, "sum"), keepdims if keepdims is not None else keepdim)
 
     def mean(self, dim: Any = None, keepdim: bool = False, *, axis: Any = None, keepdims: bool | None = None) -> Tensor:
+        dim = all_if_empty(dim)
         return OPS.mean(self, _axis_arg(dim, axis, "mean"), keepdims if keepdims is not None else keepdim)
 
     def max(self, dim: Any = None, keepdim: bool = False, *, axis: Any = None, keepdims: bool | None = None) -> Any:
@@ -662,15 +671,17 @@ class Tensor(TorchMethods):
     def var(
         self, dim: Any = None, *, correction: float = 1, keepdim: bool = False, unbiased: bool | None = None
     ) -> Tensor:
-        return OPS.var(self, dim, correction=_correction(correction, unbiased), keepdims=keepdim)
+        return OPS.var(self, all_if_empty(dim), correction=_correction(correction, unbiased), keepdims=keepdim)
 
     def std(
         self, dim: Any = None, *, correction: float = 1, keepdim: bool = False, unbiased: bool | None = None
     ) -> Tensor:
-        return OPS.std(self, dim, correction=_correction(correction, unbiased), keepdims=keepdim)
+        return OPS.std(self, all_if_empty(dim), correction=_correction(correction, unbiased), keepdims=keepdim)
 
     def logsumexp(self, dim: Any, keepdim: bool = False) -> Tensor:
-        return OPS.logsumexp(self, dim, keepdim)
+        if all_if_empty(dim) is None and dim is not None and not keepdim and self.ndim:  # as torch 2.13
+            raise RuntimeError(f"logsumexp: output with shape [] doesn't match the broadcast shape {[1] * self.ndim}")
+        return OPS.logsumexp(self, all_if_empty(dim), keepdim)
 
     def any(self, dim: Any = None, keepdim: bool = False) -> Tensor:
         return OPS.any(self, dim, keepdim)
@@ -679,7 +690,7 @@ class Tensor(TorchMethods):
         return OPS.all(self, dim, keepdim)
 
     def norm(self, p: Any = "fro", dim: Any = None, keepdim: bool = False) -> Tensor:
-        return OPS.norm(self, p, dim, keepdim)
+        return OPS.norm(self, p, all_if_empty(dim), keepdim)
 
     def cumsum(self, dim: int) -> Tensor:
         return OPS.cumsum(self, dim)
@@ -748,6 +759,11 @@ class Tensor(TorchMethods):
 
     def expand(self, *shape: Any) -> Tensor:
         shape = shape[0] if len(shape) == 1 and isinstance(shape[0], tuple | list) else shape
+        for i, s in enumerate(shape[: max(len(shape) - self.ndim, 0)]):
+            if s == -1:
+                raise RuntimeError(
+                    f"The expanded size of the tensor (-1) isn't allowed in a leading, non-existing dimension {i}"
+                )
         full = tuple(s if s != -1 else self.shape[i - (len(shape) - self.ndim)] for i, s in enumerate(shape))
         return OPS.broadcast_to(self, full)
 

@@ -9,6 +9,7 @@ gradient-hook registration (`register_hook`), whose hooks the autograd engine ru
 from __future__ import annotations
 
 import builtins
+import math
 import weakref
 from collections import namedtuple
 from collections.abc import Callable
@@ -95,6 +96,8 @@ class TorchMethods:
         if rounding_mode == "floor":
             return OPS.floor_divide(self, other)
         if rounding_mode == "trunc":
+            if not _dt.is_float(self.dtype) and _integral(other):  # exact, in the integer dtype
+                return OPS.floor_divide(OPS.sub(self, OPS.fmod(self, other)), other)
             return OPS.trunc(OPS.div(self, other))
         raise ValueError(f"div: rounding_mode must be None, 'floor' or 'trunc', got {rounding_mode!r}")
 
@@ -179,10 +182,10 @@ class TorchMethods:
 
     # -- reductions and selections ----------------------------------------------------------
     def amax(self, dim: Any = None, keepdim: bool = False) -> Any:
-        return OPS.max(self, dim, keepdim)
+        return OPS.max(self, all_if_empty(dim), keepdim)
 
     def amin(self, dim: Any = None, keepdim: bool = False) -> Any:
-        return OPS.min(self, dim, keepdim)
+        return OPS.min(self, all_if_empty(dim), keepdim)
 
     def count_nonzero(self, dim: Any = None) -> Any:
         return OPS.cast(OPS.not_equal(self, 0), _dt.int64).sum(dim)
@@ -196,12 +199,20 @@ class TorchMethods:
         return _pick(values, indices, dim, k - 1, keepdim, self.ndim)
 
     def median(self, dim: int | None = None, keepdim: bool = False) -> Any:
-        """The lower median (torch's): of every element, or (values, indices) along `dim`."""
+        """The lower median (torch's): of every element, or (values, indices) along `dim`. A
+        nan makes the median nan (along `dim`: with the first nan's index), as in PyTorch."""
         if dim is None:
             flat = self.reshape(-1)
-            return flat.kthvalue((flat.shape[0] + 1) // 2)[0]
+            median = flat.kthvalue((flat.shape[0] + 1) // 2)[0]
+            return OPS.where(OPS.isnan(flat).any(), math.nan, median) if _dt.is_float(self.dtype) else median
         n = self.shape[dim] if self.ndim else 1
-        return self.kthvalue((n + 1) // 2, dim, keepdim)
+        values, indices = self.kthvalue((n + 1) // 2, dim, keepdim)
+        if not _dt.is_float(self.dtype):
+            return ValuesIndices(values, indices)
+        nan = OPS.isnan(self)
+        has_nan = nan.any(dim, keepdim)
+        first_nan = OPS.argmax(OPS.cast(nan, _dt.int32), dim, keepdim)
+        return ValuesIndices(OPS.where(has_nan, math.nan, values), OPS.where(has_nan, first_nan, indices))
 
     def diff(self, n: int = 1, dim: int = -1) -> Any:
         """Differences of neighbours along `dim`, n times (torch.diff without prepend/append)."""
@@ -450,6 +461,18 @@ class TorchMethods:
 
     def outer(self, other: Any) -> Tensor:
         return OPS.outer(self, other)
+
+
+def all_if_empty(dim: Any) -> Any:
+    """PyTorch's dim=() or dim=[] reduces every dim (None); NumPy's axis=() reduces none."""
+    return None if isinstance(dim, tuple | list) and not dim else dim
+
+
+def _integral(value: Any) -> bool:
+    """A bool/int tensor or Python/NumPy integer (an integer division keeps the integer dtype)."""
+    if hasattr(value, "_impl"):
+        return not _dt.is_float(value.dtype)
+    return isinstance(value, int | np.integer)
 
 
 def _scaled(other: Any, alpha: Any) -> Any:
