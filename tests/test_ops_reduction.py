@@ -273,6 +273,11 @@ def test_half_reductions_accumulate_in_float32(dtype):
     big = nb.full((70000,), 0.5, dtype=dtype)
     assert big.mean().item() == 0.5 and big.var(correction=0).item() == 0.0
     assert nb.ones(5000, dtype=dtype).sum().item() == torch.ones(5000, dtype=getattr(torch, dtype)).sum().item()
+    tdt = getattr(torch, dtype)  # running sums and products too (a float16 cumsum of ones stalled at 2048)
+    assert nb.cumsum(nb.ones(5000, dtype=dtype), 0)[-1].item() == torch.ones(5000, dtype=tdt).cumsum(0)[-1].item()
+    got = nb.cumprod(nb.full((30,), 1.1, dtype=dtype), 0)
+    assert got.dtype == getattr(nb, dtype)
+    assert got[-1].item() == torch.full((30,), 1.1, dtype=tdt).cumprod(0)[-1].item()
 
 
 @needs_torch

@@ -142,8 +142,11 @@ def cumsum(x: Tensor, axis: int) -> Tensor:
 
 def _scan(x: Tensor, axis: int, name: str, pieces: Any, op: Any, **kwargs: Any) -> Tensor:
     """cumsum / cumprod: ints widened to int64, then `op` along `axis`, or blocked by `pieces`
-    when the axis is split over devices."""
+    when the axis is split over devices. Half floats run in float32 (PyTorch's accumulate type:
+    a float16 running sum of ones stalls at 2048)."""
     _red._check(x, name)
+    if x.dtype in _red._HALF:
+        return cast(_scan(cast(x, _dt.float32), axis, name, pieces, op, **kwargs), x.dtype)
     if not _dt.is_float(x.dtype):
         x = cast(x, _dt.int64)
     if (a := _red._sharded_axis(x, axis, name)) is not None:
