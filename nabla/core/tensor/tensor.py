@@ -679,9 +679,10 @@ class Tensor(TorchMethods):
         return OPS.std(self, all_if_empty(dim), correction=_correction(correction, unbiased), keepdims=keepdim)
 
     def logsumexp(self, dim: Any, keepdim: bool = False) -> Tensor:
-        if all_if_empty(dim) is None and dim is not None and not keepdim and self.ndim:  # as torch 2.13
+        axes = all_if_empty(dim)
+        if axes is None and dim is not None and not keepdim and self.ndim:  # as torch 2.13
             raise RuntimeError(f"logsumexp: output with shape [] doesn't match the broadcast shape {[1] * self.ndim}")
-        return OPS.logsumexp(self, all_if_empty(dim), keepdim)
+        return OPS.logsumexp(self, axes, keepdim)
 
     def any(self, dim: Any = None, keepdim: bool = False) -> Tensor:
         return OPS.any(self, dim, keepdim)
