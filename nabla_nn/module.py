@@ -8,11 +8,8 @@ Modules are pytrees (their leaves are parameters and buffers), so a model passes
 
 from __future__ import annotations
 
-import copy
-import inspect
 import itertools
 import sys
-import types
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
@@ -28,6 +25,15 @@ from nabla.core.graph.tracing import TRACE, note_guard
 
 from . import serialization
 from .backward_hooks import _BackwardHookCall
+from .module_pytree import _compiled_forward, _flatten_module, _forward_of, _unflatten_module
+from .module_state import (
+    _assembled,
+    _foreign_array,
+    _in_layout_of,
+    _is_placeholder,
+    _materialize_lazy,
+    _with_defaults,
+)
 from .parameter import Buffer, Parameter, is_lazy
 
 __all__ = ["Module", "RemovableHandle", "IncompatibleKeys"]
@@ -738,75 +744,6 @@ class Module:
         self.__dict__.update(state)
 
 
-def _materialize_lazy(module: Module, state_dict: Mapping[str, Any], undo: list[Callable[[], None]]) -> list[str]:
-    """Call `_materialize_from_state_dict(prefix, state_dict)` on every submodule that defines it
-    (the lazy modules), adding their undo steps to `undo`; returns the problems they report."""
-    problems: list[str] = []
-    for name, sub in module.named_modules(remove_duplicate=False):
-        hook = getattr(type(sub), "_materialize_from_state_dict", None)
-        if hook is not None:
-            steps, found = hook(sub, f"{name}." if name else "", state_dict)
-            undo += steps
-            problems += found
-    return problems
-
-
-def _with_defaults(module: Module, state_dict: Mapping[str, Any]) -> Mapping[str, Any]:
-    """`state_dict` plus the entries submodules supply for keys it lacks (their
-    `_state_dict_defaults(prefix, state_dict, local_metadata)`, PyTorch's `_load_from_state_dict`
-    upgrades: BatchNorm's num_batches_tracked); a new dict only when one is added, so the
-    caller's mapping is never changed. `local_metadata` is the module's entry in a PyTorch
-    state_dict's `_metadata` (its version), else empty."""
-    metadata = getattr(state_dict, "_metadata", None) or {}
-    extra: dict[str, Any] = {}
-    for name, sub in module.named_modules(remove_duplicate=False):
-        hook = getattr(type(sub), "_state_dict_defaults", None)
-        if hook is not None:
-            extra.update(hook(sub, f"{name}." if name else "", state_dict, metadata.get(name, {})))
-    return {**state_dict, **extra} if extra else state_dict
-
-
-def _is_placeholder(value: Any) -> bool:
-    """Whether a state_dict value is an uninitialized lazy tensor: ours, or PyTorch's (a lazy
-    torch module's state_dict), recognized by its mixin's name so torch need not be imported."""
-    return is_lazy(value) or any(c.__name__ == "UninitializedTensorMixin" for c in type(value).__mro__)
-
-
-def _foreign_array(value: Any) -> Any:
-    """Another library's array (a torch tensor) as NumPy, or `value` itself when it will not
-    convert (bfloat16, a GPU tensor): the caller then names its type."""
-    try:
-        return np.asarray(value)
-    except (TypeError, RuntimeError, ValueError):
-        return value
-
-
-def _assembled(values: list[Tensor]) -> list[Tensor]:
-    """Sharded values as ordinary tensors holding their global values, assembled on the host
-    (no model to build). Values on one storage (tied parameters) give one tensor."""
-    nb.evaluate(*(v for v in values if not v.is_realized))
-    memo: dict[int, Tensor] = {}
-    out = []
-    for v in values:
-        key = id(v._impl.data)
-        if key not in memo:
-            if v.dtype == _dt.bfloat16:  # NumPy has no bfloat16: gather it with an op
-                memo[key] = nb.unshard(v)
-            else:
-                memo[key] = Tensor.from_numpy(v.numpy())
-        out.append(memo[key])
-    nb.evaluate(*(v for v in out if not v.is_realized))
-    return out
-
-
-def _in_layout_of(target: Tensor, value: Tensor) -> Tensor:
-    """`value` in `target`'s layout: split to a sharded target's spec, gathered for an unsharded one."""
-    spec = target.sharding
-    if spec is None:
-        return value if value.sharding is None else _assembled([value])[0]
-    return nb.shard(value.data, spec.mesh, spec.without_partial())
-
-
 def _shape_str(shape: tuple) -> str:
     return "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
 
@@ -840,94 +777,6 @@ def _call_path(module: Module) -> str:
             continue
         parts.append(name)
     return ".".join(parts)
-
-
-def _compiled_forward(self: Module, *args: Any, **kwargs: Any) -> Any:
-    """The body of every `_forward_of` function (one code object: `_modules_being_called` finds it)."""
-    return self.forward(*args, **kwargs)
-
-
-def _forward_of(module: Module) -> Callable[..., Any]:
-    """What `Module.compile` compiles: `forward` taking the module first, as a pytree, so its
-    parameters and buffers are inputs of the compiled model, never stale constants. It carries
-    forward's name and signature, so recompile reasons name `x`, not `arg 1`."""
-    forward = types.FunctionType(_compiled_forward.__code__, _compiled_forward.__globals__, "forward")
-    forward.__qualname__ = f"{type(module).__name__}.forward"
-    try:
-        params = list(inspect.signature(module.forward).parameters.values())
-        self_param = inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)
-        forward.__signature__ = inspect.Signature([self_param, *params])  # type: ignore[attr-defined]
-    except (TypeError, ValueError):  # a forward without a readable signature keeps (self, *args)
-        pass
-    return forward
-
-
-# -- Modules as pytrees: leaves are the parameters and buffers, the module is the structure ----
-class _ModuleDef:
-    """The hashable structure of a flattened module: the original module (by identity), the
-    names of its leaves, and every submodule's training flag (train/eval changes the trace)."""
-
-    __slots__ = ("module", "names", "modes")
-
-    def __init__(self, module: Module, names: tuple, modes: tuple) -> None:
-        self.module = module
-        self.names = names
-        self.modes = modes
-
-    def __eq__(self, other: object) -> bool:
-        return (
-            isinstance(other, _ModuleDef)
-            and other.module is self.module
-            and other.names == self.names
-            and other.modes == self.modes
-        )
-
-    def __hash__(self) -> int:
-        return hash((id(self.module), self.names, self.modes))
-
-    def __repr__(self) -> str:
-        return f"{type(self.module).__name__}<{len(self.names)} tensors>"
-
-
-def _flatten_module(module: Module) -> tuple[list, _ModuleDef]:
-    named, modes = module._tree()
-    return [t for _, t in named], _ModuleDef(module, tuple(n for n, _ in named), modes)
-
-
-def _unflatten_module(definition: _ModuleDef, leaves: list) -> Module:
-    """A structural copy of the module whose parameters/buffers are `leaves` (placeholders
-    while tracing, gradients from `grad`); the original module is untouched. A tensor shared
-    by several submodules (tied weights) is replaced everywhere it appears."""
-    originals = [t for _, t in definition.module._all_tensors()]
-    replace = {id(t): leaf for t, leaf in zip(originals, leaves, strict=True)}
-    clone = _clone_structure(definition.module, {})
-    for module in clone.modules():
-        for store in (module._parameters, module._buffers):
-            for name, value in store.items():
-                if value is not None and id(value) in replace:
-                    store[name] = replace[id(value)]
-    return clone
-
-
-def _clone_structure(module: Module, memo: dict) -> Module:
-    if id(module) in memo:
-        return memo[id(module)]
-    clone = copy.copy(module)
-    memo[id(module)] = clone
-    for store in (
-        "_parameters",
-        "_buffers",
-        "_non_persistent_buffers",
-        "_forward_hooks",
-        "_forward_pre_hooks",
-        "_backward_hooks",
-    ):
-        object.__setattr__(clone, store, copy.copy(module.__dict__[store]))
-    children = OrderedDict((n, None if m is None else _clone_structure(m, memo)) for n, m in module._modules.items())
-    object.__setattr__(clone, "_modules", children)
-    object.__setattr__(clone, "_compiled", None)
-    object.__setattr__(clone, "_trace_clone", True)
-    return clone
 
 
 nb.register_pytree_node(Module, _flatten_module, _unflatten_module, lambda d: [f".{n}" for n in d.names])

@@ -1,0 +1,108 @@
+"""Modules as arguments of nabla's transforms (`grad`, `vmap`, `compile`).
+
+A module is a pytree: its leaves are its parameters and buffers, its structure the module
+itself (by identity), its leaf names and its submodules' training flags. Unflattening makes
+a structural copy holding the new leaves (placeholders while tracing, gradients from `grad`),
+so the original is never touched. `Module.compile` compiles `_forward_of(module)`: forward
+taking the module first, so parameters are inputs of the compiled model, not constants.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import types
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # type hints only: module.py imports this file to register Module
+    from .module import Module
+
+
+def _compiled_forward(self: Module, *args: Any, **kwargs: Any) -> Any:
+    """The body of every `_forward_of` function (one code object: `_modules_being_called` finds it)."""
+    return self.forward(*args, **kwargs)
+
+
+def _forward_of(module: Module) -> Callable[..., Any]:
+    """What `Module.compile` compiles: `forward` taking the module first, as a pytree, so its
+    parameters and buffers are inputs of the compiled model, never stale constants. It carries
+    forward's name and signature, so recompile reasons name `x`, not `arg 1`."""
+    forward = types.FunctionType(_compiled_forward.__code__, _compiled_forward.__globals__, "forward")
+    forward.__qualname__ = f"{type(module).__name__}.forward"
+    try:
+        params = list(inspect.signature(module.forward).parameters.values())
+        self_param = inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)
+        forward.__signature__ = inspect.Signature([self_param, *params])  # type: ignore[attr-defined]
+    except (TypeError, ValueError):  # a forward without a readable signature keeps (self, *args)
+        pass
+    return forward
+
+
+# -- Modules as pytrees: leaves are the parameters and buffers, the module is the structure ----
+class _ModuleDef:
+    """The hashable structure of a flattened module: the original module (by identity), the
+    names of its leaves, and every submodule's training flag (train/eval changes the trace)."""
+
+    __slots__ = ("module", "names", "modes")
+
+    def __init__(self, module: Module, names: tuple, modes: tuple) -> None:
+        self.module = module
+        self.names = names
+        self.modes = modes
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, _ModuleDef)
+            and other.module is self.module
+            and other.names == self.names
+            and other.modes == self.modes
+        )
+
+    def __hash__(self) -> int:
+        return hash((id(self.module), self.names, self.modes))
+
+    def __repr__(self) -> str:
+        return f"{type(self.module).__name__}<{len(self.names)} tensors>"
+
+
+def _flatten_module(module: Module) -> tuple[list, _ModuleDef]:
+    named, modes = module._tree()
+    return [t for _, t in named], _ModuleDef(module, tuple(n for n, _ in named), modes)
+
+
+def _unflatten_module(definition: _ModuleDef, leaves: list) -> Module:
+    """A structural copy of the module whose parameters/buffers are `leaves` (placeholders
+    while tracing, gradients from `grad`); the original module is untouched. A tensor shared
+    by several submodules (tied weights) is replaced everywhere it appears."""
+    originals = [t for _, t in definition.module._all_tensors()]
+    replace = {id(t): leaf for t, leaf in zip(originals, leaves, strict=True)}
+    clone = _clone_structure(definition.module, {})
+    for module in clone.modules():
+        for store in (module._parameters, module._buffers):
+            for name, value in store.items():
+                if value is not None and id(value) in replace:
+                    store[name] = replace[id(value)]
+    return clone
+
+
+def _clone_structure(module: Module, memo: dict) -> Module:
+    if id(module) in memo:
+        return memo[id(module)]
+    clone = copy.copy(module)
+    memo[id(module)] = clone
+    for store in (
+        "_parameters",
+        "_buffers",
+        "_non_persistent_buffers",
+        "_forward_hooks",
+        "_forward_pre_hooks",
+        "_backward_hooks",
+    ):
+        object.__setattr__(clone, store, copy.copy(module.__dict__[store]))
+    children = OrderedDict((n, None if m is None else _clone_structure(m, memo)) for n, m in module._modules.items())
+    object.__setattr__(clone, "_modules", children)
+    object.__setattr__(clone, "_compiled", None)
+    object.__setattr__(clone, "_trace_clone", True)
+    return clone
