@@ -625,6 +625,63 @@ def test_a_tensor_passed_twice_is_one_input_so_in_place_ops_see_each_other():
     assert g.stats.recompile_reasons == ["b kind alias -> tensor"]
 
 
+G = nb.ones(2)  # read by name by `_adds_global` below
+
+
+def _adds_global(x):
+    x.add_(1)
+    return x + G
+
+
+def test_an_argument_that_is_also_a_captured_global_is_one_tensor():
+    """`f(G)` where f also reads the global G: as in eager, the in-place update of the argument
+    is seen through the global (it was a placeholder and a captured constant: [3, 3])."""
+    global G
+    G = nb.ones(2)
+    compiled = nb.compile(_adds_global)
+    np.testing.assert_array_equal(compiled(G).numpy(), [4.0, 4.0])  # eager: 2 * (1 + 1)
+    np.testing.assert_array_equal(G.numpy(), [2.0, 2.0])
+    np.testing.assert_array_equal(compiled(G).numpy(), [6.0, 6.0])  # a hit, still one tensor
+    assert compiled.stats.traces == 1
+    other = nb.ones(2)
+    np.testing.assert_array_equal(compiled(other).numpy(), [5.0, 5.0])  # another tensor: 2 + G
+    np.testing.assert_array_equal(G.numpy(), [3.0, 3.0])  # untouched
+    assert compiled.stats.recompile_reasons == ["x is no longer a tensor the function also reads by name"]
+
+
+def test_an_in_place_update_of_a_view_argument_writes_through_to_its_base():
+    def scale(v):
+        v.mul_(10.0)
+        return v.sum()
+
+    base = nb.tensor(np.array([[1.0, 2.0], [3.0, 4.0]], np.float32))
+    eager_base = nb.tensor(np.array([[1.0, 2.0], [3.0, 4.0]], np.float32))
+    compiled = nb.compile(scale)
+    np.testing.assert_array_equal(compiled(base[0]).numpy(), scale(eager_base[0]).numpy())
+    np.testing.assert_array_equal(base.numpy(), [[10.0, 20.0], [3.0, 4.0]])
+    np.testing.assert_array_equal(base.numpy(), eager_base.numpy())
+
+
+def test_an_argument_returned_is_the_argument_itself():
+    """As eager (and torch.compile): `x.add_(1); return x` returns x, so later in-place ops on
+    the result are x's; a new tensor computed from x is not x."""
+
+    def bump(x):
+        x.add_(1.0)
+        return x, x * 2
+
+    compiled = nb.compile(bump)
+    x = nb.zeros(2)
+    same, double = compiled(x)
+    assert same is x and double is not x
+    same.add_(5.0)
+    np.testing.assert_array_equal(x.numpy(), [6.0, 6.0])
+    np.testing.assert_array_equal(double.numpy(), [2.0, 2.0])
+    w = nb.zeros(2, requires_grad=True)
+    returned = nb.compile(lambda t: t)(w)
+    assert returned is w
+
+
 def test_a_captured_module_is_guarded_eval_and_replaced_layers_retrace():
     """A module the function reaches (not passed as an argument) is guarded by its training
     flags and which tensors its names hold: eval(), a new parameter, a swapped or appended layer

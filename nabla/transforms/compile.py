@@ -96,7 +96,9 @@ class _Entry:
     executor: Any
     sources: list[_Source]
     out_def: Any
-    out_slots: list  # per output leaf: ("out", k) or ("const", value)
+    # per output leaf: ("out", k), ("const", value), or ("same", (k, facade)) for an argument or
+    # a captured tensor returned as itself (`x.add_(1); return x`: the call returns x)
+    out_slots: list
     mutations: list  # (target getter, k): rebind a facade's impl to program output k
     grads: list  # (target getter, k or None): set a facade's .grad
     grad_reads: list  # (target, label or None for an argument): whose caller's .grad the trace read
@@ -135,6 +137,9 @@ class CompiledFunction(_Signature):
         # Structures whose outputs carry autodiff history (inputs or captured tensors that
         # require grad, no backward inside): with grad enabled they are recorded as a `call` op.
         self._differentiable: set[tuple] = set()
+        # Arguments that are also tensors the function reads by name (`f(g)` where f reads the
+        # global g), by id, weakly: traced as themselves so in-place ops on one are seen by the other.
+        self._captured: dict[int, weakref.ref] = {}
         functools.update_wrapper(self, fn)
 
     def __repr__(self) -> str:
@@ -152,6 +157,12 @@ class CompiledFunction(_Signature):
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if tracing():  # called while another compiled function traces: its ops join that trace
             return self.fn(*args, **kwargs)
+        try:
+            return self._call(args, kwargs)
+        except _ArgumentCaptured:  # flattened again, the argument is keyed as the captured tensor
+            return self._call(args, kwargs)
+
+    def _call(self, args: tuple, kwargs: dict) -> Any:
         values, treedef, leaves = self._flatten(args, kwargs)
         inside = _inside_transform(values)
         if inside == "grad":
@@ -184,6 +195,9 @@ class CompiledFunction(_Signature):
         `backward()` adds one more, and the step is still one cached model). Under jvp or vmap
         the function runs inline instead.
         """
+        return _retry_captured(lambda: self._lazy_call(args, kwargs))
+
+    def _lazy_call(self, args: tuple, kwargs: dict) -> Any:
         values, treedef, leaves = self._flatten(args, kwargs)
         if _inside_transform(values) not in (False, "grad"):
             return self.fn(*args, **kwargs)
@@ -236,6 +250,9 @@ class CompiledFunction(_Signature):
     def trace_program(self, args: tuple, kwargs: dict) -> tuple[Any, dict[int, str]]:
         """Trace once (no compile, no cache) and return the collected program with a label per
         input (for `nabla.trace`)."""
+        return _retry_captured(lambda: self._trace_program(args, kwargs))
+
+    def _trace_program(self, args: tuple, kwargs: dict) -> tuple[Any, dict[int, str]]:
         values, _, leaves = self._flatten(args, kwargs)
         placeholders = self._placeholders(values, leaves, False)
         traced = self._run_traced(args, kwargs, placeholders)
@@ -339,8 +356,20 @@ class CompiledFunction(_Signature):
         return sizes
 
     def _placeholders(self, values, leaves, specialize, sizes: dict | None = None) -> list:
+        self._check_captured(values, leaves)
         with trace_scope():  # placeholders are never pending: nothing may ever evaluate them
             return self._make_placeholders(values, leaves, specialize, sizes)
+
+    def _check_captured(self, values: list, leaves: list[_Leaf]) -> None:
+        """Before a trace: an argument that is also a tensor the function reads by name would be
+        two tensors in the trace (a placeholder and the captured one): remember it and start the
+        call again, so it is keyed and traced as the captured tensor itself."""
+        names = {id(t) for t in scan_captures(self.fn).tensors}
+        found = [v for v, lf in zip(values, leaves, strict=True) if lf.kind == "tensor" and id(v) in names]
+        if found:
+            for v in found:
+                self._captured[id(v)] = weakref.ref(v)
+            raise _ArgumentCaptured
 
     def _make_placeholders(self, values, leaves, specialize, sizes: dict | None) -> list:
         out = []
@@ -396,9 +425,10 @@ class CompiledFunction(_Signature):
                 for f, _, orig in grads:
                     f._grad = orig
             targets, out_slots = [], []
+            facades = {id(p) for p in placeholders if isinstance(p, Tensor)} | {id(f) for f, _, _ in mutated}
             for o, now in zip(out_leaves, out_now, strict=True):
                 if isinstance(o, Tensor):
-                    out_slots.append(("out", len(targets)))
+                    out_slots.append(("same", (len(targets), o)) if id(o) in facades else ("out", len(targets)))
                     targets.append(_as_target(Tensor(now)))
                 else:
                     out_slots.append(("const", o))
@@ -428,8 +458,8 @@ class CompiledFunction(_Signature):
         sources = []
         for impl in traced.collected.inputs:
             i = leaf_of.get(id(impl))
-            if i is not None:
-                kind = "leaf" if leaves[i].kind == "tensor" else "scalar"
+            if i is not None:  # (a captured argument is its own placeholder: read from the call too)
+                kind = "scalar" if leaves[i].kind == "scalar" else "leaf"
                 sources.append(_Source(kind, i, impl.dtype))
             elif id(impl) in grad_inputs:
                 sources.append(_Source("grad", target=grad_inputs[id(impl)][0]))
@@ -465,7 +495,7 @@ class CompiledFunction(_Signature):
             executor=executor,
             sources=sources,
             out_def=traced.out_def,
-            out_slots=traced.out_slots,
+            out_slots=[(kind, (v[0], target(v[1])) if kind == "same" else v) for kind, v in traced.out_slots],
             mutations=[(target(f), k) for f, k in traced.mutations],
             grads=[(target(f), k) for f, k in traced.grads],
             grad_reads=[(t, label) for _, t, label in _grad_reads(traced, placeholders)],
@@ -514,7 +544,6 @@ class CompiledFunction(_Signature):
         else:  # the engine's model (for a new size, perhaps a symbolic one: SizedProgram)
             results = run_prepared(entry.executor, entry.prepared, storages)
         tensors = [_wrap(r, *layout) for r, layout in zip(results, entry.out_layouts, strict=True)]
-        out = [tensors[v] if kind == "out" else v for kind, v in entry.out_slots]
         for target, k in entry.mutations:
             facade = _facade(target, values)
             new = tensors[k]._impl
@@ -522,17 +551,35 @@ class CompiledFunction(_Signature):
                 new.requires_grad = True
                 new.facade = weakref.ref(facade)
             facade._impl = new
+            if facade._is_view():  # `f(x[0])` updating its argument updates x, as eager does
+                facade._write_through("an in-place update in a compiled function")
         for target, k in entry.grads:
             _facade(target, values)._grad = None if k is None else tensors[k]
-        return tree_unflatten(entry.out_def, out)
+        return tree_unflatten(entry.out_def, _outputs(entry.out_slots, tensors, values))
 
     def _record_call(self, entry: _Entry, values: list) -> Any:
         args = [v if isinstance(v, Tensor) else Tensor.from_numpy(v) for v in _source_values(entry.sources, values)]
         tensors = call(entry.prepared, args)
-        out = [tensors[v] if kind == "out" else v for kind, v in entry.out_slots]
         for target, k in entry.mutations:  # running statistics and other in-place updates
-            _facade(target, values)._install(tensors[k]._impl)
-        return tree_unflatten(entry.out_def, out)
+            facade = _facade(target, values)
+            facade._install(tensors[k]._impl)
+            if facade._is_view():
+                facade._write_through("an in-place update in a compiled function")
+        return tree_unflatten(entry.out_def, _outputs(entry.out_slots, tensors, values))
+
+
+def _outputs(slots: list, tensors: list[Tensor], values: list) -> list:
+    """A call's output leaves: the model's outputs, constants, and arguments or captured tensors
+    the function returned as themselves (after their in-place updates)."""
+    out = []
+    for kind, v in slots:
+        if kind == "out":
+            out.append(tensors[v])
+        elif kind == "same":
+            out.append(_facade(v[1], values))
+        else:
+            out.append(v)
+    return out
 
 
 def _source_values(sources: list[_Source], values: list) -> list:
@@ -608,6 +655,19 @@ class _Traced:
     scan: Scan
     start_seq: int  # impls created by the trace have a larger seq
     differentiable: bool  # an output has autodiff history (grad enabled, an input requires grad)
+
+
+class _ArgumentCaptured(Exception):  # noqa: N818 (a signal, not an error)
+    """Raised before a trace when an argument is also a tensor the function captures (see
+    `CompiledFunction._check_captured`): the call starts again with it keyed as captured."""
+
+
+def _retry_captured(run: Callable[[], Any]) -> Any:
+    """`run()`, once more if it found an argument the function also captures (then keyed as such)."""
+    try:
+        return run()
+    except _ArgumentCaptured:
+        return run()
 
 
 class _Differentiable(Exception):  # noqa: N818 (a signal, not an error)

@@ -39,6 +39,10 @@ def describe(old: tuple, new: tuple, labels: list[str], grad_labels: list[str]) 
         if a == b:
             continue
         (ka, va), (kb, vb) = a, b
+        if "captured" in (ka, kb):  # (see signature.py's _Leaf)
+            if ka == kb:
+                return f"{label} is another tensor the function also reads by name, or it changed"
+            return f"{label} is {'now' if kb == 'captured' else 'no longer'} a tensor the function also reads by name"
         if ka != kb:
             return f"{label} kind {ka} -> {kb}"
         if ka == "tensor":

@@ -5,7 +5,7 @@ key built from it, and the recompile reason when a key is not cached.
 
 `_Signature` is a mixin of `CompiledFunction` (nabla/transforms/compile.py), which owns the
 attributes it reads: `fn`, `static_argnums`, `dynamic_dims`, `_static_scalars`,
-`_static_dims` and `_grad_watch`.
+`_static_dims`, `_grad_watch` and `_captured`.
 """
 
 from __future__ import annotations
@@ -28,7 +28,9 @@ _NONE_DEF = tree_structure(None)
 
 @dataclass
 class _Leaf:
-    kind: str  # "tensor", "scalar", "static", "alias" (the tensor of leaf `key` again)
+    # "tensor", "scalar", "static", "alias" (the tensor of leaf `key` again), "captured" (a
+    # tensor the function also reads by name: traced as itself, not as a placeholder)
+    kind: str
     key: Any
 
 
@@ -53,7 +55,7 @@ class _Signature:
                 continue
             arg_leaves, arg_def = tree_flatten(arg)
             arg_defs.append(arg_def)
-            plain = i not in self.dynamic_dims  # (a module's parameters: every leaf a tensor)
+            plain = i not in self.dynamic_dims and not self._captured  # (a module's parameters)
             for j, v in enumerate(arg_leaves):
                 values.append(v)
                 if plain and isinstance(v, Tensor):
@@ -95,6 +97,9 @@ class _Signature:
             raise TypeError(f"compile: {label()} is a NumPy array; pass nabla.tensor(array) (a Tensor) instead")
         if isinstance(v, Tensor):
             impl = v._impl
+            ref = self._captured.get(id(v))
+            if ref is not None and ref() is v:  # also a global or closure tensor of the function
+                return _Leaf("captured", (id(v), *_tensor_leaf(impl, impl.logical_shape).key))
             dims = self.dynamic_dims.get(arg, {})
             shape = tuple(dims.get(d, n) for d, n in enumerate(impl.logical_shape))
             for d in dims:
