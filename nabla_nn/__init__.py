@@ -14,6 +14,12 @@ Example:
 
 from . import data, functional, init, parallel, utils
 from .module import IncompatibleKeys, Module, RemovableHandle
+from .module_hooks import (
+    register_module_forward_hook,
+    register_module_forward_pre_hook,
+    register_module_full_backward_hook,
+    register_module_full_backward_pre_hook,
+)
 from .modules import *  # noqa: F403
 from .modules import __all__ as _modules_all
 from .parallel import DataParallel
@@ -32,6 +38,10 @@ __all__ = [
     "init",
     "load",
     "parallel",
+    "register_module_forward_hook",
+    "register_module_forward_pre_hook",
+    "register_module_full_backward_hook",
+    "register_module_full_backward_pre_hook",
     "save",
     "utils",
     *_modules_all,

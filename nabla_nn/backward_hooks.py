@@ -10,6 +10,8 @@ import nabla as nb
 from nabla import Tensor
 from nabla.ops.view import grad_hook
 
+from .module_hooks import GLOBAL_BACKWARD_HOOKS
+
 if TYPE_CHECKING:  # annotations only: module.py imports this module
     from .module import Module
 
@@ -51,7 +53,9 @@ class _BackwardHookCall:
         return nb.tree_unflatten(tree, leaves)
 
     def _hooks(self, kind: str) -> list:
-        return [hook for k, hook in tuple(self.module._backward_hooks.values()) if k == kind]
+        """This kind's hooks: every module's (module_hooks.py) first, then the module's own."""
+        hooks = (*GLOBAL_BACKWARD_HOOKS.values(), *self.module._backward_hooks.values())
+        return [hook for k, hook in hooks if k == kind]
 
     def _output_grads(self, cotangents: list) -> list:
         grad_output = tuple(cotangents)

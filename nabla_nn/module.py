@@ -25,6 +25,7 @@ from nabla.core.graph.tracing import TRACE, note_guard
 
 from . import serialization
 from .backward_hooks import _BackwardHookCall
+from .module_hooks import GLOBAL_BACKWARD_HOOKS, GLOBAL_FORWARD_HOOKS, GLOBAL_FORWARD_PRE_HOOKS
 from .module_pytree import _compiled_forward, _flatten_module, _forward_of, _unflatten_module
 from .module_state import (
     _assembled,
@@ -94,6 +95,9 @@ class Module:
             or self._backward_hooks
             or self._compiled is not None
             or TRACE.state is not None
+            or GLOBAL_FORWARD_PRE_HOOKS
+            or GLOBAL_FORWARD_HOOKS
+            or GLOBAL_BACKWARD_HOOKS
         ):
             return self._call_with_extras(args, kwargs)
         return self.forward(*args, **kwargs)
@@ -119,10 +123,11 @@ class Module:
         return modes, tuple((n, id(t)) for n, t in named)
 
     def _call_hooked(self, args: tuple, kwargs: dict) -> Any:
-        forward_hooks = tuple(self._forward_hooks.values())
+        # Every module's hooks (module_hooks.py) first, then this module's, as in PyTorch.
+        forward_hooks = (*GLOBAL_FORWARD_HOOKS.values(), *self._forward_hooks.values())
         out, ran = None, 0  # `ran`: forward hooks started, so an error runs only the always_call ones after them
         try:
-            for hook, with_kwargs in tuple(self._forward_pre_hooks.values()):
+            for hook, with_kwargs in (*GLOBAL_FORWARD_PRE_HOOKS.values(), *self._forward_pre_hooks.values()):
                 if with_kwargs:
                     result = hook(self, args, kwargs)
                     if result is not None:
@@ -137,7 +142,8 @@ class Module:
                 result = hook(self, args)
                 if result is not None:
                     args = result if isinstance(result, tuple) else (result,)
-            backward = _BackwardHookCall(self) if self._backward_hooks and nb.is_grad_enabled() else None
+            hooked = self._backward_hooks or GLOBAL_BACKWARD_HOOKS
+            backward = _BackwardHookCall(self) if hooked and nb.is_grad_enabled() else None
             if backward is not None:
                 args = backward.wrap_inputs(args)
             # Compiled: with parameters (or inputs) that require grad, the forward joins the lazy

@@ -614,3 +614,55 @@ def test_error_under_compile_names_the_same_layer_path_as_eager():
         messages.append(str(err.value))
     assert messages[0] == messages[1]
     assert messages[1].startswith("body.1 (Affine in_features=16 out_features=3) got input (3, 8)")
+
+
+def _global_hook_log(lib, seq, x) -> list:
+    """Which modules every-module hooks see, in order, for a forward and backward of `seq`."""
+    log = []
+    mod = lib if lib is nn else lib.nn.modules.module
+    handles = [
+        mod.register_module_forward_pre_hook(lambda m, args: log.append(("pre", type(m).__name__))),
+        mod.register_module_forward_hook(lambda m, args, out: log.append(("fwd", type(m).__name__))),
+        mod.register_module_full_backward_pre_hook(lambda m, go: log.append(("bpre", type(m).__name__))),
+        mod.register_module_full_backward_hook(lambda m, gi, go: log.append(("bwd", type(m).__name__))),
+    ]
+    try:
+        seq(x).sum().backward()
+    finally:
+        for h in handles:
+            h.remove()
+    return log
+
+
+def test_every_module_hooks_see_each_call_as_torch():
+    seq = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 1))
+    x = nb.tensor(np.ones((2, 3), np.float32), requires_grad=True)
+    log = _global_hook_log(nn, seq, x)
+    assert log[:6] == [
+        ("pre", "Sequential"),
+        ("pre", "Linear"),
+        ("fwd", "Linear"),
+        ("pre", "ReLU"),
+        ("fwd", "ReLU"),
+        ("pre", "Linear"),
+    ]
+    assert ("bwd", "Sequential") in log and log.count(("bpre", "Linear")) == 2
+    if torch is not None:
+        tseq = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 1))
+        tx = torch.ones(2, 3, requires_grad=True)
+        assert log == _global_hook_log(torch, tseq, tx)
+    seq(x)  # removed: nothing more is logged
+    assert len(log) == len(_global_hook_log(nn, seq, x))
+
+
+def test_every_module_hooks_run_before_the_modules_own():
+    lin = nn.Linear(2, 2)
+    order = []
+    lin.register_forward_hook(lambda m, a, out: order.append("own"))
+    with nn.register_module_forward_hook(lambda m, a, out: order.append("global")):
+        with nn.register_module_forward_pre_hook(lambda m, args: (args[0] * 0,)):
+            out = lin(nb.ones(1, 2))
+    np.testing.assert_allclose(out.numpy(), lin.bias.numpy()[None], rtol=1e-6)  # the pre-hook zeroed x
+    assert order == ["global", "own"]
+    lin(nb.ones(1, 2))
+    assert order == ["global", "own", "own"]
