@@ -439,11 +439,12 @@ class Module:
     def get_submodule(self, target: str) -> Module:
         """The submodule at a dotted path ("layers.0"); "" is this module."""
         module = self
-        for i, part in enumerate(target.split(".") if target else []):
+        for part in target.split(".") if target else []:
             child = module._modules.get(part)
-            if not isinstance(child, Module):
-                where = ".".join(target.split(".")[:i]) or type(self).__name__
-                raise AttributeError(f"{where} has no submodule '{part}' (looking up '{target}')")
+            if not isinstance(child, Module):  # PyTorch's wording, and the whole path looked up
+                what = f"`{part}` is not an nn.Module" if hasattr(module, part) else f"has no attribute `{part}`"
+                owner = "" if what[0] == "`" else f"{module._get_name()} "
+                raise AttributeError(f"{owner}{what} (looking up '{target}')")
             module = child
         return module
 

@@ -91,7 +91,7 @@ def test_names_follow_pytorch_and_traversal_orders_match():
     assert net.get_buffer("count.steps") is net.count.steps
     assert [n for n, _ in net.named_parameters(prefix="m", recurse=True)][0] == "m.body.0.weight"
     assert list(net.body._modules["0"].named_parameters(recurse=False))[0][0] == "weight"
-    with pytest.raises(AttributeError, match="no submodule 'nope'"):
+    with pytest.raises(AttributeError, match="has no attribute `nope` \\(looking up 'body.nope'\\)"):
         net.get_submodule("body.nope")
 
 
@@ -666,3 +666,19 @@ def test_every_module_hooks_run_before_the_modules_own():
     assert order == ["global", "own"]
     lin(nb.ones(1, 2))
     assert order == ["global", "own", "own"]
+
+
+def test_get_submodule_errors_use_torchs_wording_and_name_the_path():
+    seq = nn.Sequential(nn.Linear(2, 2))
+    expected = {
+        "1": "Sequential has no attribute `1`",
+        "0.x": "Linear has no attribute `x`",
+        "0.weight": "`weight` is not an nn.Module",
+    }
+    for path, message in expected.items():
+        with pytest.raises(AttributeError) as err:
+            seq.get_submodule(path)
+        assert str(err.value) == f"{message} (looking up '{path}')"
+        if torch is not None:
+            with pytest.raises(AttributeError, match=message):
+                torch.nn.Sequential(torch.nn.Linear(2, 2)).get_submodule(path)
