@@ -631,3 +631,38 @@ def test_in_place_write_of_a_mapped_value_into_an_unmapped_tensor_raises():
     with pytest.raises(RuntimeError, match="vmap: add_ is not possible"):
         nb.vmap(lambda x: (acc.add_(x), x)[1])(nb.ones((3, 2)))
     np.testing.assert_array_equal(acc.numpy(), [0.0, 0.0])
+
+
+def _doubles_and_sums(x):
+    x.mul_(2.0)
+    return x.sum()
+
+
+def _sets_first(v):
+    v[0] = 5.0
+    return v
+
+
+def test_in_place_ops_on_mapped_arguments_write_through_to_the_caller():
+    """As torch.func.vmap, whose batched tensors share the caller's storage: any in_axes,
+    nested levels, setitem."""
+    a, b = _r(3, 2), _r(2, 3)
+    x = nb.tensor(a)
+    out = nb.vmap(_doubles_and_sums, in_axes=1)(x)
+    np.testing.assert_allclose(x.numpy(), 2 * a, rtol=1e-6)
+    np.testing.assert_allclose(out.numpy(), (2 * a).sum(0), rtol=1e-6)
+    y = nb.tensor(b)
+    nb.vmap(_sets_first)(y)
+    expected = b.copy()
+    expected[:, 0] = 5.0
+    np.testing.assert_array_equal(y.numpy(), expected)
+    z = nb.zeros((2, 3, 4))
+    nb.vmap(nb.vmap(lambda v: v.add_(1.0)), in_axes=1)(z)
+    np.testing.assert_array_equal(z.numpy(), np.ones((2, 3, 4)))
+    if torch is not None:
+        t = torch.tensor(a)
+        tf.vmap(_doubles_and_sums, in_dims=1)(t)
+        np.testing.assert_allclose(t.numpy(), 2 * a, rtol=1e-6)
+        t = torch.tensor(b)
+        tf.vmap(_sets_first)(t)
+        np.testing.assert_array_equal(t.numpy(), expected)

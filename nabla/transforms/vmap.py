@@ -90,10 +90,21 @@ def vmap(
                     shard_batch_level(x, spmd_axes) if a is not None else x
                     for x, a in zip(inner, leaf_axes, strict=True)
                 ]
+            moved = [x._impl if isinstance(x, Tensor) else None for x in inner]
             out = fn(*tree_unflatten(treedef, inner), **kwargs)
+            if not spmd_axes:  # (a mesh-placed input is a copy: nothing to write back to)
+                _write_back(leaves, leaf_axes, inner, moved, outer + (size,))
             return _unbatch_outputs(out, out_axes, outer + (size,))
 
     return batched
+
+
+def _write_back(leaves: list, leaf_axes: list, inner: list, moved: list, sizes: tuple) -> None:
+    """Mapped arguments `fn` updated in place take their new values, as torch.func.vmap's
+    batched tensors share the caller's storage (`vmap(lambda x: x.mul_(2))(t)` doubles t)."""
+    for x, a, t, impl in zip(leaves, leaf_axes, inner, moved, strict=True):
+        if a is not None and isinstance(x, Tensor) and t._impl is not impl:
+            x.copy_(move_from_batch(t, a, sizes))
 
 
 def _on_one_mesh(leaves: list, leaf_axes: list, axes: tuple[str, ...]) -> list:
