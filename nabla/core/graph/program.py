@@ -108,9 +108,9 @@ def collect(targets: list, *, placeholders: bool = False, boundary: set[int] | N
     recorded backward collected as a sub-program of the forward tensors it reads).
     """
     # Every evaluation (each training step's cache lookup) walks its trace here, so the walk
-    # is written for speed: one stack level per node being expanded (its argument list and
-    # the next argument to look at), the targets being level 0; impls and nodes are dict keys
-    # themselves (identity hashing, no id() calls); attributes are read directly.
+    # is written for speed: one stack level per node being expanded (an iterator over its
+    # arguments, resumed after a child is expanded), the targets being level 0; impls and
+    # nodes are dict keys themselves (identity hashing, no id() calls); attributes are read directly.
     slot_of: dict[Any, int] = {}  # input impl -> slot
     node_slots: dict[Any, tuple[int, ...]] = {}  # OpNode -> output slots
     key_inputs: list = []
@@ -120,24 +120,16 @@ def collect(targets: list, *, placeholders: bool = False, boundary: set[int] | N
     node_arg_slots: list[tuple[int, ...]] = []
     cut = boundary if boundary is not None else ()
     next_slot = 0
-    level_args: list = [targets]
-    level_node: list = [None]
-    level_next: list[int] = [0]
+    stack: list = [(iter(targets), targets, None)]  # (arguments left, all arguments, their node)
     while True:
-        args = level_args[-1]
-        i = level_next[-1]
-        while i < len(args):
-            arg = args[i]
-            i += 1
+        rest, args, node = stack[-1]
+        for arg in rest:
             if arg in slot_of:
                 continue
-            node = arg.output_refs
-            if arg.data is None and node is not None and (not cut or id(arg) not in cut):
-                if node not in node_slots:  # expand it first, then come back for argument i
-                    level_next[-1] = i
-                    level_args.append(node.args)
-                    level_node.append(node)
-                    level_next.append(0)
+            child = arg.output_refs
+            if arg.data is None and child is not None and (not cut or id(arg) not in cut):
+                if child not in node_slots:  # expand it first, then come back for the next argument
+                    stack.append((iter(child.args), child.args, child))
                     break
                 continue
             if arg.data is None and not placeholders and id(arg) not in cut:
@@ -151,9 +143,7 @@ def collect(targets: list, *, placeholders: bool = False, boundary: set[int] | N
             )
             next_slot += 1
         else:  # every argument has its slot
-            level_args.pop()
-            level_next.pop()
-            node = level_node.pop()
+            stack.pop()
             arg_slots = tuple(slot_of[a] if a in slot_of else node_slots[a.output_refs][a.output_index] for a in args)
             if node is None:  # level 0: the targets
                 break
