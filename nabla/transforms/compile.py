@@ -157,10 +157,7 @@ class CompiledFunction(_Signature):
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if tracing():  # called while another compiled function traces: its ops join that trace
             return self.fn(*args, **kwargs)
-        try:
-            return self._call(args, kwargs)
-        except _ArgumentCaptured:  # flattened again, the argument is keyed as the captured tensor
-            return self._call(args, kwargs)
+        return _retry_captured(self._call, args, kwargs)
 
     def _call(self, args: tuple, kwargs: dict) -> Any:
         values, treedef, leaves = self._flatten(args, kwargs)
@@ -195,7 +192,7 @@ class CompiledFunction(_Signature):
         `backward()` adds one more, and the step is still one cached model). Under jvp or vmap
         the function runs inline instead.
         """
-        return _retry_captured(lambda: self._lazy_call(args, kwargs))
+        return _retry_captured(self._lazy_call, args, kwargs)
 
     def _lazy_call(self, args: tuple, kwargs: dict) -> Any:
         values, treedef, leaves = self._flatten(args, kwargs)
@@ -250,7 +247,7 @@ class CompiledFunction(_Signature):
     def trace_program(self, args: tuple, kwargs: dict) -> tuple[Any, dict[int, str]]:
         """Trace once (no compile, no cache) and return the collected program with a label per
         input (for `nabla.trace`)."""
-        return _retry_captured(lambda: self._trace_program(args, kwargs))
+        return _retry_captured(self._trace_program, args, kwargs)
 
     def _trace_program(self, args: tuple, kwargs: dict) -> tuple[Any, dict[int, str]]:
         values, _, leaves = self._flatten(args, kwargs)
@@ -662,12 +659,13 @@ class _ArgumentCaptured(Exception):  # noqa: N818 (a signal, not an error)
     `CompiledFunction._check_captured`): the call starts again with it keyed as captured."""
 
 
-def _retry_captured(run: Callable[[], Any]) -> Any:
-    """`run()`, once more if it found an argument the function also captures (then keyed as such)."""
+def _retry_captured(run: Callable[[tuple, dict], Any], args: tuple, kwargs: dict) -> Any:
+    """`run(args, kwargs)`, once more if it found an argument the function also captures: flattened
+    again, that argument is then keyed and traced as the captured tensor."""
     try:
-        return run()
+        return run(args, kwargs)
     except _ArgumentCaptured:
-        return run()
+        return run(args, kwargs)
 
 
 class _Differentiable(Exception):  # noqa: N818 (a signal, not an error)
