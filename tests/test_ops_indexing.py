@@ -16,12 +16,12 @@ def t(a, **kw):
 
 
 # -- getitem semantics ---------------------------------------------------------------------------
-def test_ints_count_as_advanced_indices_as_in_numpy():
-    # An int and an array separated by a slice: the broadcast dims go first (NumPy); PyTorch
-    # would apply the int first and give shape (4, 2).
+def test_an_int_is_a_select_applied_first_as_in_pytorch():
+    # An int and an array separated by a slice: PyTorch applies the int first, so the array's dim
+    # stays in place (shape (4, 2)); NumPy would broadcast them and put the dims first (2, 4).
     out = t(X)[1, :, [0, 4]]
-    assert out.shape == (2, 4)
-    np.testing.assert_array_equal(out.numpy(), X[1, :, [0, 4]])
+    assert out.shape == (4, 2)
+    np.testing.assert_array_equal(out.numpy(), X[1][:, [0, 4]])
 
 
 def test_advanced_indices_separated_by_none_go_first():

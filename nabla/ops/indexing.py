@@ -67,9 +67,11 @@ def _as_index_array(item: Any, op: str) -> Any:
 class _Parsed:
     """An index expression resolved against a shape.
 
-    slices: one canonical (start, stop, step) per dimension of x (full for advanced dims).
+    slices: one canonical (start, stop, step) per dimension of x (full for advanced dims; an
+    int index is the length-1 slice at it).
     advanced: (dim, int64 NumPy array or int Tensor) per advanced dimension, in dim order.
     entries: the result layout: ("dim", d) for a sliced dim, ("new",) for None, ("adv", d).
+    An int, and a 0-d index tensor (advanced, as its value is not known), have no entry.
     empty_new: positions in `entries` of scalar-False indices (a new axis of length 0).
     """
 
@@ -106,6 +108,8 @@ def _parse(shape: tuple[int, ...], index: Any, op: str) -> _Parsed:
                 arr = arr.numpy()  # the result's shape depends on the mask's values
             if isinstance(arr, np.ndarray) and arr.dtype == np.bool_:
                 conv.append(("bool", bool(arr)) if arr.ndim == 0 else ("mask", arr))
+            elif isinstance(arr, np.ndarray) and arr.ndim == 0:
+                conv.append(("int", int(arr)))  # as PyTorch: a 0-d integer index is an int
             else:
                 conv.append(("array", arr))
         else:
@@ -144,18 +148,15 @@ def _parse(shape: tuple[int, ...], index: Any, op: str) -> _Parsed:
             n = shape[dim]
             if not -n <= value < n:
                 raise IndexError(f"{op}: index {value} is out of bounds for dim {dim} with size {n}")
-            i = value % n
-            if advanced:
-                p.slices.append((0, n, 1))
-                p.advanced.append((dim, np.array(i, np.int64)))
-                p.entries.append(("adv", dim))
-            else:
-                p.slices.append((i, i + 1, 1))
+            # As PyTorch (not NumPy): an int is a select applied before the advanced indices, never
+            # one of them, so it neither places nor separates their dims in the result.
+            p.slices.append((value % n, value % n + 1, 1))
             dim += 1
         elif kind == "array":
             p.slices.append((0, shape[dim], 1))
             p.advanced.append((dim, _check_bounds(value, shape[dim], dim, op)))
-            p.entries.append(("adv", dim))
+            if value.ndim:  # a lazy 0-d tensor gathers like an advanced index but places like an int
+                p.entries.append(("adv", dim))
             dim += 1
         else:  # mask
             k = value.ndim
@@ -229,9 +230,11 @@ def _linear_index(arrays: list[tuple[int, Any]], shape: tuple[int, ...]) -> Tens
 class _Plan:
     """How an index maps onto the primitives: slice x, then (advanced) take from a view of it.
 
-    y_shape: shape after slicing. perm: dims of y brought to the front (or None). view: the
-    shape `take` reads (advanced dims merged into one at `axis`). out_shape: `take`'s output.
-    result: the final shape (None dims and scalar-False dims inserted).
+    y_shape: shape after slicing. perm: the order of y's dims that puts the advanced dims together
+    at `axis` (None when no data moves). view: the shape `take` reads (advanced dims merged into
+    one at `axis`). out_shape: `take`'s output. result: the final shape (the dims of ints dropped,
+    None dims and scalar-False dims inserted).
+    in_place: the advanced dims replace the advanced indices in the result, else they go first.
     """
 
     def __init__(self, p: _Parsed) -> None:
@@ -242,36 +245,36 @@ class _Plan:
         self.advanced = bool(p.advanced)
         self.index: Tensor | None = None
         self.perm: tuple[int, ...] | None = None
+        positions = [i for i, e in enumerate(p.entries) if e[0] == "adv"]
+        # PyTorch's rule: adjacent in the index (ints, having no entry, do not separate them)
+        self.in_place = positions == list(range(positions[0], positions[0] + len(positions))) if positions else True
+        self.first = positions[0] if positions else -1
         if not self.advanced:
             kept = {d for kind, *rest in p.entries if kind == "dim" for d in rest}
             self.out_shape = tuple(n for d, n in enumerate(y) if d in kept)
             self.result = self._layout(())
             return
         dims = [d for d, _ in p.advanced]
-        positions = [i for i, e in enumerate(p.entries) if e[0] == "adv"]
-        self.contiguous = positions == list(range(positions[0], positions[0] + len(positions)))
         self.index = _linear_index(p.advanced, y)
-        bshape = tuple(self.index.shape)
         rest = [d for d in range(len(y)) if d not in dims]
-        if self.contiguous:
-            self.axis = dims[0]
-            before, after = y[: dims[0]], y[dims[-1] + 1 :]
-        else:
-            self.perm = tuple(dims + rest)
-            self.axis = 0
-            before, after = (), tuple(y[d] for d in rest)
-        self.view = before + (_prod([y[d] for d in dims]),) + after
-        self.out_shape = before + bshape + after
+        # the dims of y left of the advanced ones are those before the first placed advanced index
+        anchor = p.entries[self.first][1] if positions else dims[0]
+        self.axis = sum(1 for d in rest if d < anchor) if self.in_place else 0
+        before, after = rest[: self.axis], rest[self.axis :]
+        self.perm = _moving_perm(before + dims + after, y)
+        self.view = tuple(y[d] for d in before) + (_prod([y[d] for d in dims]),) + tuple(y[d] for d in after)
+        bshape = tuple(self.index.shape)
+        self.out_shape = tuple(y[d] for d in before) + bshape + tuple(y[d] for d in after)
         self.result = self._layout(bshape)
 
     def _layout(self, bshape: tuple[int, ...]) -> tuple[int, ...]:
-        out: list[int] = [] if not self.advanced or self.contiguous else list(bshape)
+        out: list[int] = [] if self.in_place else list(bshape)
         for i, entry in enumerate(self.parsed.entries):
             if entry[0] == "dim":
                 out.append(self.y_shape[entry[1]])
             elif entry[0] == "new":
                 out.append(0 if i in self.parsed.empty_new else 1)
-            elif self.contiguous and entry == ("adv", self.parsed.advanced[0][0]):
+            elif self.in_place and i == self.first:
                 out.extend(bshape)
         return tuple(out)
 
@@ -298,10 +301,17 @@ class _Plan:
             return _slice_scatter(x, new, self.slices)
         yp = permute(y, self.perm) if self.perm is not None else y
         new = _take_scatter(reshape(yp, self.view), reshape(value, self.out_shape), self.index, self.axis, mode)
-        new = reshape(new, yp.shape)
+        new = reshape(new, yp.shape)  # y's own shape when perm is None (only size-1 dims moved)
         if self.perm is not None:
             new = permute(new, tuple(int(i) for i in np.argsort(self.perm)))
         return _slice_scatter(x, new, self.slices)
+
+
+def _moving_perm(perm: list[int], shape: tuple[int, ...]) -> tuple[int, ...] | None:
+    """perm, or None when it moves only size-1 dims (a reshape then reorders them): an int's
+    length-1 dim between advanced dims costs no transpose."""
+    moved = [d for d in perm if shape[d] != 1]
+    return None if moved == sorted(moved) else tuple(perm)
 
 
 _COMBINE = {"add": _bin.add, "mul": _bin.mul, "min": _bin.minimum, "max": _bin.maximum}
@@ -349,12 +359,14 @@ def _update(x: Tensor, index: Any, value: Any, mode: str, op: str) -> Tensor:
 # -- public: indexing ----------------------------------------------------------------------------
 @public()
 def getitem(x: Tensor, index: Any) -> Tensor:
-    """`x[index]` with NumPy semantics (what `Tensor.__getitem__` calls).
+    """`x[index]` with PyTorch semantics (what `Tensor.__getitem__` calls).
 
     Basic indices (ints, slices with any step, None, Ellipsis) are one static slice; integer
     arrays/lists/tensors are advanced indices (they broadcast together; when separated by a
-    slice or None their dimensions go first, as NumPy). A bool mask selects the True positions:
-    its values decide the result's shape, so the mask is realized (it cannot be batched by vmap).
+    slice, None or dims of an Ellipsis their dimensions go first). As in PyTorch, not NumPy, an
+    int (or a 0-d integer array/tensor) is a select applied first, never an advanced index:
+    `x[0, :, i]` is `x[0][:, i]`. A bool mask selects the True positions: its values decide the
+    result's shape, so the mask is realized (it cannot be batched by vmap).
 
     Example:
         >>> x = nabla.arange(12).reshape(3, 4)
