@@ -76,18 +76,7 @@ def binary_operands(op: str, *operands: Any, float_result: bool = False) -> tupl
     real = [t for t in tensors if isinstance(t, Tensor)]
     if not real:
         raise TypeError(f"{op}: at least one operand must be a Tensor")
-    strong = [t for t in real if not t._impl.weak_type] or real[:1]
-    dtype = strong[0].dtype
-    for t in strong[1:]:
-        dtype = _dt.promote_types(dtype, t.dtype)
-    for s in tensors:
-        if isinstance(s, Tensor) and s._impl.weak_type and s is not strong[0]:
-            # a Python number turned into a compile input keeps a Python number's promotion
-            dtype = _dt.scalar_result_dtype(dtype, 0.0 if _dt.is_float(s.dtype) else 0)
-        elif not isinstance(s, Tensor):
-            if not isinstance(s, bool | int | float | np.generic):
-                raise TypeError(f"{op}: unsupported operand of type {type(s).__name__}")
-            dtype = _dt.scalar_result_dtype(dtype, s.item() if isinstance(s, np.generic) else s)
+    dtype = _result_dtype(op, tensors)
     if float_result and not _dt.is_float(dtype):
         dtype = _dt.DEFAULT_FLOAT
     shape = broadcast_shapes(*[t.shape for t in real], op=op)
@@ -98,6 +87,24 @@ def binary_operands(op: str, *operands: Any, float_result: bool = False) -> tupl
         else:
             out.append(full(shape, t.item() if isinstance(t, np.generic) else t, dtype))  # one op, at its shape
     return tuple(out)
+
+
+def _result_dtype(op: str, operands: list) -> DType:
+    """torch.result_type of the operands: tensors with dimensions, 0-d tensors and Python numbers
+    promote as three groups, a group with fewer dimensions counting only where its category is
+    higher (`f16_vector + tensor(2.5)` is float16, see `dtypes.result_type`)."""
+    dimensioned, zero_dim, scalars = [], [], []
+    for t in operands:
+        if isinstance(t, Tensor):
+            if t._impl.weak_type:  # a Python number turned into a compile input promotes as one
+                scalars.append(t.dtype)
+            else:
+                (dimensioned if t.ndim else zero_dim).append(t.dtype)
+        elif isinstance(t, bool | int | float | np.generic):
+            scalars.append(_dt.python_scalar_dtype(t.item() if isinstance(t, np.generic) else t))
+        else:
+            raise TypeError(f"{op}: unsupported operand of type {type(t).__name__}")
+    return _dt.result_type(dimensioned, zero_dim, scalars)
 
 
 def _fast_operands(op: str, x: Any, y: Any, float_result: bool) -> tuple[Tensor, Tensor] | None:
@@ -163,6 +170,8 @@ class _MaxLib:
     logical_xor = staticmethod(ops.logical_xor)
     where = staticmethod(ops.where)
     is_nan = staticmethod(ops.is_nan)
+    is_inf = staticmethod(ops.is_inf)
+    pow = staticmethod(ops.pow)
 
     @staticmethod
     def less(x: Any, y: Any) -> Any:
@@ -189,6 +198,8 @@ class _NumpyLib:
     logical_xor = staticmethod(np.logical_xor)
     where = staticmethod(np.where)
     is_nan = staticmethod(np.isnan)
+    is_inf = staticmethod(np.isinf)
+    pow = staticmethod(np.power)
 
 
 def _mod_with_sign_of(lib: Any, x: Any, y: Any, sign_of_divisor: bool) -> Any:
@@ -241,6 +252,36 @@ def _atan2_formula(lib: Any, y: Any, x: Any) -> Any:
     theta = lib.where(_sign_bit(lib, x), lib.sub(math.pi, theta), theta)
     theta = lib.where(_sign_bit(lib, y), lib.mul(theta, -1.0), theta)
     return lib.where(lib.logical_or(lib.is_nan(x), lib.is_nan(y)), lib.add(x, y), theta)
+
+
+def _pow_formula(lib: Any, x: Any, y: Any) -> Any:
+    """C's `pow` (what PyTorch computes for float tensors) from a `lib.pow` trusted on finite
+    operands only. MAX's CPU pow is not C's on the others: nan ** 0.5 and 1 ** nan give inf,
+    (-inf) ** 0.5 nan, 2 ** -inf 1, and such a lane can spoil its SIMD neighbours' results. So
+    non-finite operands never reach `lib.pow`; their results are chosen here:
+      x ** 0 = 1 ** y = 1, even for nan; otherwise a nan operand gives nan;
+      (+-inf) ** y = 1 / (+-0) ** y for finite y (an odd integer y keeps the sign);
+      x ** (+-inf) = 1 where |x| == 1, else inf or 0 as (|x| > 1) agrees with (y > 0) or not."""
+    x_nan, y_nan, x_inf, y_inf = lib.is_nan(x), lib.is_nan(y), lib.is_inf(x), lib.is_inf(y)
+    skip = lib.logical_or(lib.logical_or(x_nan, y_nan), y_inf)
+    base = lib.where(skip, 1.0, lib.where(x_inf, lib.div(1.0, x), x))
+    p = lib.pow(base, lib.where(skip, 1.0, y))
+    p = lib.where(x_inf, lib.div(1.0, p), p)
+    ax = lib.abs(x)
+    grows = lib.logical_xor(lib.greater(ax, 1.0), lib.less(y, 0.0))
+    p = lib.where(y_inf, lib.where(lib.equal(ax, 1.0), 1.0, lib.where(grows, lib.abs(y), 0.0)), p)
+    p = lib.where(lib.logical_or(x_nan, y_nan), lib.add(x, y), p)
+    return lib.where(lib.logical_or(lib.equal(y, 0.0), lib.equal(x, 1.0)), 1.0, p)
+
+
+def _np_int_power(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """PyTorch's integer pow, where NumPy raises on negative exponents: x ** -n is the truncated
+    1 / x ** n, so 1 for x == 1, -1 or 1 for x == -1 (as n is odd or even), else 0 (0 too)."""
+    negative = y < 0
+    p = np.power(x, np.where(negative, 0, y))
+    odd = (y & 1).astype(bool)
+    inverse = np.where(x == 1, 1, np.where(x == -1, np.where(odd, -1, 1), 0)).astype(x.dtype)
+    return np.where(negative, inverse, p)
 
 
 # -- arithmetic --------------------------------------------------------------------------------
@@ -330,11 +371,17 @@ class PowOp(BinaryOperation):
     name = "pow"
 
     def kernel(self, x: Any, y: Any) -> Any:
-        return ops.pow(x, y)
+        # MAX's integer pow already matches PyTorch's (2 ** -1 == 0, (-1) ** -1 == -1)
+        return _pow_formula(_MaxLib, x, y) if _dt.is_float(x.dtype) else ops.pow(x, y)
 
     def numpy_kernel(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.power(x, y)
+        if np.issubdtype(x.dtype, np.integer):
+            return _np_int_power(x, y)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            p = np.power(x, y)
+        # NumPy computes x ** 0.5 as sqrt(x) where the exponent is one value (0-d or broadcast):
+        # -0.0 and nan at x = -0.0 and -inf, where C's pow gives +0.0 and +inf, i.e. -x.
+        return np.where((y == 0.5) & np.signbit(x) & ((x == 0) | np.isinf(x)), -x, p)
 
     def vjp_rule(self, primals: list, cotangents: list, outputs: list) -> list:
         x, y = primals
@@ -455,9 +502,11 @@ class RemainderOp(BinaryOperation):
 
 
 def _trunc_divide(x: Tensor, y: Tensor) -> Tensor:
-    """trunc(x / y) from floor divisions (the quotient rounded toward zero)."""
-    q = floor_divide(x, y)
-    return where_(less(div(x, y), 0), _un.neg(floor_divide(_un.neg(x), y)), q)
+    """x / y rounded toward zero, for operands of one dtype (PyTorch's div_trunc): trunc of the
+    true quotient for floats; exact for integers, as x - fmod(x, y) is a multiple of y."""
+    if _dt.is_float(x.dtype):
+        return _un.trunc(div(x, y))
+    return floor_divide(sub(x, fmod(x, y)), y)
 
 
 class FmodOp(BinaryOperation):
@@ -577,14 +626,46 @@ def mul(x: Operand, y: Operand) -> Tensor:
 
 
 @public()
-def div(x: Operand, y: Operand) -> Tensor:
-    """True division: integer operands give a float result, as in PyTorch."""
-    return _div(*binary_operands("div", x, y, float_result=True))
+def div(x: Operand, y: Operand, *, rounding_mode: str | None = None) -> Tensor:
+    """Elementwise `x / y` (`torch.div`).
+
+    Args:
+        rounding_mode: None: true division, integer operands give a float result. "trunc": the
+            quotient rounded toward zero, "floor": toward -inf (`floor_divide`); both keep the
+            operands' promoted dtype (integers stay integers) and have zero gradients.
+
+    Example:
+        >>> nabla.div(nabla.tensor([7, -7]), 2, rounding_mode="trunc").tolist()
+        [3, -3]
+    """
+    if rounding_mode is None:
+        return _div(*binary_operands("div", x, y, float_result=True))
+    if rounding_mode == "floor":
+        return floor_divide(x, y)
+    if rounding_mode == "trunc":
+        x, y = binary_operands("div", x, y)
+        _no_bool("div", x, " with rounding_mode='trunc'")
+        return _trunc_divide(x, y)
+    raise ValueError(f"div: rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
+
+
+# PyTorch computes a float tensor to these Python-number powers as square, sqrt and rsqrt; the
+# roots differ from C's pow at -0.0 and -inf (torch.tensor(-inf) ** 0.5 is nan, pow(-inf, 0.5)
+# inf). `x ** 2` as one multiply also spares the MAX graph `_pow_formula`'s special-value lanes.
+_SCALAR_POWERS = {2: _un.square, 0.5: _un.sqrt, -0.5: _un.rsqrt}
 
 
 @public()
 def pow(x: Operand, y: Operand) -> Tensor:  # noqa: A001  (the op's name)
-    """Elementwise `x ** y`."""
+    """Elementwise `x ** y`, as C's pow (`torch.pow`): `(-inf) ** y` and `x ** inf` follow it
+    and `x ** 0` is 1 even for nan. As in PyTorch, a float tensor to the Python number 2, 0.5 or
+    -0.5 is `square`, `sqrt` or `rsqrt`, and an integer tensor to a negative Python int is an error, while
+    an integer tensor exponent gives the truncated result (2 ** -1 == 0, (-1) ** -1 == -1)."""
+    if isinstance(x, Tensor) and not x._impl.weak_type:
+        if _dt.is_float(x.dtype) and isinstance(y, int | float | np.number) and y in _SCALAR_POWERS:
+            return _SCALAR_POWERS[y](x)
+        if not _dt.is_float(x.dtype) and isinstance(y, int | np.integer) and not isinstance(y, bool) and y < 0:
+            raise RuntimeError(f"pow: integers to negative integer powers are not allowed (exponent {y})")
     return _pow(*binary_operands("pow", x, y))
 
 

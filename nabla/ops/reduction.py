@@ -356,11 +356,21 @@ class _AxisOperation(Operation):
 
 # -- softmax -----------------------------------------------------------------------------------
 def _np_shifted(x: np.ndarray, axis: int) -> np.ndarray:
-    """`x` minus its (finite) maximum along `axis`: the numerically stable softmax input."""
+    """`x` minus its maximum along `axis`: the numerically stable softmax input. As in PyTorch,
+    a row holding +inf or nan has an +inf or nan maximum and so becomes all nan; an all -inf
+    row is shifted by 0 (its softmax is nan too, 0 / 0)."""
     if x.shape[axis] == 0:
         return x
     m = np.max(x, axis=axis, keepdims=True)
-    return x - np.where(np.isfinite(m), m, np.zeros((), x.dtype))
+    return x - np.where(m == -np.inf, np.zeros((), x.dtype), m)
+
+
+def _mx_poison_rows(x: Any, out: Any, axis: int) -> Any:
+    """MAX's softmax kernels leave a row's nan and +inf entries out of the maximum they subtract
+    (softmax([inf, 1]) is [nan, 0]); PyTorch's x - max(x) makes such a row all nan."""
+    bad = ops.logical_or(ops.is_nan(x), ops.equal(x, ops.constant(math.inf, x.dtype, x.device)))
+    poisoned = ops.greater(_mx_any(bad, (axis,), x.dtype), ops.constant(0.0, x.dtype, x.device))
+    return ops.where(poisoned, ops.constant(math.nan, x.dtype, x.device), out)
 
 
 class _SoftmaxBase(_AxisOperation):
@@ -374,9 +384,10 @@ class _SoftmaxBase(_AxisOperation):
     def kernel(self, x: Any, *, axis: int) -> Any:
         last = x.rank - 1
         if axis == last:
-            return self.max_fn(x, axis=last)
-        # MAX's softmax kernels are written for the innermost axis: move it there and back.
-        return ops.transpose(self.max_fn(ops.transpose(x, axis, last), axis=last), axis, last)
+            out = self.max_fn(x, axis=last)
+        else:  # MAX's softmax kernels are written for the innermost axis: move it there and back.
+            out = ops.transpose(self.max_fn(ops.transpose(x, axis, last), axis=last), axis, last)
+        return _mx_poison_rows(x, out, axis)
 
 
 class SoftmaxOp(_SoftmaxBase):
@@ -745,7 +756,9 @@ def _over_pieces(kind: str, x: Tensor, axis: int, keepdims: bool = True, safe: b
     the rows are never gathered, as their one-op forms would need (Megatron's vocabulary-
     parallel softmax). An all -inf row gives what the one-op forms give."""
     m = _view.detach(max(x, axis, keepdims=True))  # all-reduced here, once; lse's gradient in m is 0
-    m = _bin.where_(_un.isfinite(m), m, 0.0)
+    # an infinite maximum shifts by 0, except that (log_)softmax shifts a row holding +inf by it:
+    # the row becomes nan, as PyTorch's does (logsumexp of that row is inf)
+    m = _bin.where_(_un.isfinite(m) if kind == "logsumexp" else _bin.not_equal(m, -math.inf), m, 0.0)
     shifted = _bin.sub(x, m)
     e = _un.exp(shifted)
     total = sum(e, axis, keepdims=True)

@@ -120,6 +120,18 @@ def _ties(seed: str) -> list[Sample]:
     ]
 
 
+def _np_pow(x, y):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.power(x, y)
+
+
+def _pow_special_sample() -> Sample:
+    """Every pair of special operands (C's pow): on MAX these must never reach its pow kernel."""
+    special = np.array([-np.inf, -2.0, -1.0, -0.5, -0.0, 0.0, 0.5, 1.0, 2.0, 3.0, np.inf, np.nan])
+    x, y = np.meshgrid(special, np.concatenate([special, [-1.5, 1.5, 1 / 3]]), indexing="ij")
+    return Sample((x.copy(), y.copy()), label="special-values", grad=False)
+
+
 BOOLS_X = np.array([[True, False, True, False]])
 BOOLS_Y = np.array([[True], [False]])
 
@@ -144,7 +156,7 @@ SPECS: list[OpSpec] = [
     _binary("sub", np.subtract),
     _binary("mul", np.multiply, dtypes=("float64", "float16", "bfloat16")),
     _binary("div", np.divide, 0.5, 2.0, covers=("div",)),
-    _binary("pow", np.power, 0.5, 2.0),
+    _binary("pow", _np_pow, samples=_samples(0.5, 2.0, seed="pow") + [_pow_special_sample()]),
     _binary("maximum", np.maximum, samples=_ties("maximum")),
     _binary("minimum", np.minimum, samples=_ties("minimum")),
     _compare("equal", np.equal),

@@ -110,8 +110,9 @@ def _np_scan(fn):
 
 
 def _np_shifted(x, axis):
+    """x - max(x), as torch: a row holding +inf or nan becomes all nan; an all -inf row shifts by 0."""
     m = np.max(x, axis=axis, keepdims=True)
-    return x - np.where(np.isfinite(m), m, 0).astype(x.dtype)
+    return x - np.where(m == -INF, 0, m).astype(x.dtype)
 
 
 def _np_softmax(x, axis=-1, safe=False):
@@ -230,6 +231,14 @@ def _softmax_samples(name: str) -> list[Sample]:
         Sample((uniform((0, 3), seed=name),), {"axis": 1}, label="empty"),
         Sample((np.array([[1000.0, 0.0, -1000.0], [3000.0, 2999.0, 2998.0]]),), {"axis": 1}, label="huge", grad=False),
         Sample((np.array([[-INF, 0.0, 1.0], [2.0, -INF, -INF]]),), {"axis": 1}, label="-inf", grad=False),
+        # a row holding +inf or nan is all nan, as torch's x - max(x) makes it (a column on axis 0)
+        Sample(
+            (np.array([[INF, 0.0, 1.0], [NAN, 1.0, -INF], [1.0, 2.0, 3.0]]),),
+            {"axis": 1},
+            label="inf-nan-rows",
+            grad=False,
+        ),
+        Sample((np.array([[INF, NAN, 1.0], [0.0, 1.0, 2.0]]),), {"axis": 0}, label="inf-nan-columns", grad=False),
     ]
 
 

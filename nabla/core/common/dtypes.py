@@ -5,6 +5,9 @@ Nabla uses MAX's `DType` directly so no conversion sits between our tensors and 
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Iterable
+
 import numpy as np
 from max.dtype import DType
 
@@ -128,18 +131,46 @@ def promote_types(a: DType, b: DType) -> DType:
     return a if _RANK[a] >= _RANK[b] else b
 
 
+def _promote_all(dtypes: Iterable[DType]) -> DType | None:
+    dtypes = tuple(dtypes)
+    return functools.reduce(promote_types, dtypes) if dtypes else None
+
+
+def _combine_categories(higher: DType | None, lower: DType | None) -> DType | None:
+    """PyTorch's `combine_categories`: `lower` (operands with fewer dimensions) counts only when
+    its category is above `higher`'s, so `f16_vector + f64_0d` stays float16 while
+    `int_vector + f64_0d` is float64. A bool `higher` promotes normally (bool + int -> int)."""
+    if higher is None:
+        return lower
+    if lower is None or is_float(higher):
+        return higher
+    if higher == bool_ or is_float(lower):
+        return promote_types(higher, lower)
+    return higher
+
+
+def result_type(dimensioned: Iterable[DType], zero_dim: Iterable[DType] = (), scalars: Iterable[DType] = ()) -> DType:
+    """The dtype of an elementwise op's result (`torch.result_type`).
+
+    Operands promote in three groups: tensors with dimensions, 0-d tensors, and Python numbers
+    (`scalars`, typed by `python_scalar_dtype`). Within a group the promotion table applies; a
+    group with fewer dimensions only counts where its category (bool < int < float) is above the
+    higher groups': `f16_vector + tensor(2.5)` is float16, `int32_vector + tensor(2.5)` float32,
+    `int32_vector + tensor(10, dtype=int64)` int32. All-0-d operands promote among themselves.
+    """
+    dim, zero, scalar = (_promote_all(g) for g in (dimensioned, zero_dim, scalars))
+    out = _combine_categories(dim, _combine_categories(zero, scalar))
+    if out is None:
+        raise ValueError("result_type: no operands")
+    return out
+
+
 def scalar_result_dtype(tensor_dtype: DType, scalar: object) -> DType:
     """Python scalars are weakly typed: they adopt the tensor's dtype within its category.
 
     `int_tensor * 2.5` becomes float32 (the default float); `f16_tensor * 2` stays float16.
     """
-    if isinstance(scalar, bool):
-        return tensor_dtype
-    if isinstance(scalar, int):
-        return tensor_dtype if tensor_dtype != bool_ else DEFAULT_INT
-    if isinstance(scalar, float):
-        return tensor_dtype if is_float(tensor_dtype) else DEFAULT_FLOAT
-    raise TypeError(f"unsupported scalar operand {scalar!r} of type {type(scalar).__name__}")
+    return result_type((tensor_dtype,), (), (python_scalar_dtype(scalar),))
 
 
 def python_scalar_dtype(value: object) -> DType:
