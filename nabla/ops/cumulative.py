@@ -3,10 +3,14 @@ the input's shape (forward, MAX lowering, NumPy kernel, VJP and JVP side by side
 split over devices they run blocked (`_scan_over_pieces`): each device scans its own piece, and
 only one total per piece is exchanged, never the data. Their one-axis base class
 (`_AxisOperation`) and argument helpers are reduction.py's, which softmax shares.
+
+cummax and cummin (one primitive each, values and int64 indices from one call) keep a split axis
+whole; their values' gradient goes to the returned indices only, as PyTorch's.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -14,15 +18,18 @@ from max.graph import ops
 
 from ..core.common import dtypes as _dt
 from ..core.tensor.tensor import Tensor
+from ..core.tensor.torch_methods import ValuesIndices
 from . import binary as _bin
 from . import reduction as _red
 from . import view as _view
-from .base import public, shape_of
+from .base import AVal, public, shape_of
 from .cast import cast
 from .creation import tensor
+from .gather_scatter import _elementwise_index
+from .indexing_primitives import _take, _take_transpose
 from .spmd import evened, split_parts, window
 
-__all__ = ["cumprod", "cumsum"]
+__all__ = ["cummax", "cummin", "cumprod", "cumsum"]
 
 
 def _np_shift_in(x: np.ndarray, axis: int, fill: Any) -> np.ndarray:
@@ -198,3 +205,126 @@ def cumprod(x: Tensor, axis: int) -> Tensor:
         array([1., 2., 6.], dtype=float32)
     """
     return _scan(x, axis, "cumprod", _cumprod_pieces, _cumprod)
+
+
+# -- running extrema with indices (cummax, cummin) ---------------------------------------------
+class _CumExtremumOp(_red._AxisOperation):
+    """Running maximum (or minimum) along `axis` and the int64 index it was taken from. As in
+    PyTorch, an element equal to the running extremum replaces it (ties give the last index),
+    and a nan is taken and stays (later nans move the index on)."""
+
+    always_tuple = True
+    largest = True
+
+    def abstract_eval(self, x: AVal, *, axis: int) -> list[AVal]:
+        return [x, (x[0], _dt.int64)]
+
+    def _mx_wins(self, earlier: Any, later: Any) -> Any:
+        """MAX: where the running value from the earlier positions beats the later one."""
+        beats = ops.greater(earlier, later) if self.largest else ops.greater(later, earlier)
+        if not _dt.is_float(later.dtype):
+            return beats
+        return ops.logical_and(ops.logical_not(ops.is_nan(later)), ops.logical_or(ops.is_nan(earlier), beats))
+
+    def kernel(self, x: Any, *, axis: int) -> Any:
+        # A log-depth (Hillis-Steele) scan of (value, index) pairs; the pairs' combination is
+        # associative, so ceil(log2 n) rounds of a shifted copy give the sequential result.
+        shape, n = shape_of(x), int(x.shape[axis])
+        positions = ops.range(0, n, 1, out_dim=n, dtype=_dt.int64, device=x.device)
+        index = ops.broadcast_to(ops.reshape(positions, [n] + [1] * (x.rank - axis - 1)), shape)
+        if 0 in shape:
+            return x, index
+        shift = 1
+        while shift < n:
+            earlier = _max_shift_in(x, axis, shift, _identity(x.dtype, self.largest))
+            wins = self._mx_wins(earlier, x)
+            x = ops.where(wins, earlier, x)
+            index = ops.where(wins, _max_shift_in(index, axis, shift, 0), index)
+            shift *= 2
+        return x, index
+
+    def numpy_kernel(self, x: np.ndarray, *, axis: int) -> tuple[np.ndarray, np.ndarray]:
+        running = (np.maximum if self.largest else np.minimum).accumulate(x, axis=axis)  # nan propagates
+        taken = x == running
+        if x.dtype.kind == "f":
+            taken |= np.isnan(x)
+        positions = np.arange(x.shape[axis], dtype=np.int64).reshape((-1,) + (1,) * (x.ndim - axis - 1))
+        return running, np.maximum.accumulate(np.where(taken, positions, 0), axis=axis)
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, axis: int) -> list:
+        x, indices = primals[0], outputs[1]
+        if indices is None:  # the caller dropped the indices: compute them again
+            indices = self(x, axis=axis)[1]
+        flat = _take_transpose(cotangents[0], _elementwise_index(x.shape, indices, axis), 0, (x.numel(),))
+        return [_view.reshape(flat, x.shape)]
+
+    def jvp_rule(self, primals: list, tangents: list, outputs: list, *, axis: int) -> list:
+        t = tangents[0]
+        return [_take(_view.reshape(t, (-1,)), _elementwise_index(t.shape, outputs[1], axis), 0), None]
+
+
+def _identity(dtype: Any, largest: bool) -> Any:
+    """The value no element loses to: -inf / +inf, or an integer dtype's extreme."""
+    if _dt.is_float(dtype):
+        return -math.inf if largest else math.inf
+    info = np.iinfo(_dt.to_numpy_dtype(dtype))
+    return int(info.min if largest else info.max)
+
+
+class CummaxOp(_CumExtremumOp):
+    name = "cummax"
+
+
+class CumminOp(_CumExtremumOp):
+    name = "cummin"
+    largest = False
+
+
+_cummax, _cummin = CummaxOp(), CumminOp()
+
+
+def _cum_extremum(op: _CumExtremumOp, x: Tensor, axis: Any, name: str) -> ValuesIndices:
+    """Validate; bools run as int32 (MAX compares numbers); a 0-d tensor is its own result."""
+    _red._check(x, name)
+    a = _red._single_axis(axis, x.ndim, name)
+    if x.dtype == _dt.bool_:
+        values, indices = _cum_extremum(op, cast(x, _dt.int32), axis, name)
+        return ValuesIndices(cast(values, _dt.bool_), indices)
+    if x.ndim == 0:
+        values, indices = op(_view.reshape(x, (1,)), axis=0)
+        return ValuesIndices(_view.reshape(values, ()), _view.reshape(indices, ()))
+    return ValuesIndices(*op(x, axis=a))
+
+
+@public()
+def cummax(x: Tensor, axis: int) -> ValuesIndices:
+    """Running maximum along `axis` and the int64 index of each (torch.cummax): ties give the
+    last index, and a nan is taken and stays. The values' gradient goes to the indices.
+
+    Args:
+        x: a tensor of any dtype (the values keep it).
+        axis: the dimension to scan (`dim=` also accepted); negative counts from the end.
+
+    Example:
+        >>> v, i = nabla.cummax(nabla.tensor([1.0, 3.0, 2.0, 3.0]), 0)
+        >>> v.tolist(), i.tolist()
+        ([1.0, 3.0, 3.0, 3.0], [0, 1, 1, 3])
+    """
+    return _cum_extremum(_cummax, x, axis, "cummax")
+
+
+@public()
+def cummin(x: Tensor, axis: int) -> ValuesIndices:
+    """Running minimum along `axis` and the int64 index of each (torch.cummin): ties give the
+    last index, and a nan is taken and stays. The values' gradient goes to the indices.
+
+    Args:
+        x: a tensor of any dtype (the values keep it).
+        axis: the dimension to scan (`dim=` also accepted); negative counts from the end.
+
+    Example:
+        >>> v, i = nabla.cummin(nabla.tensor([3.0, 1.0, 2.0, 1.0]), 0)
+        >>> v.tolist(), i.tolist()
+        ([3.0, 1.0, 1.0, 1.0], [0, 1, 1, 3])
+    """
+    return _cum_extremum(_cummin, x, axis, "cummin")

@@ -1,6 +1,7 @@
 """Gather and scatter along one axis (PyTorch names), masks and one-hot.
 
-    index_select, gather, take_along_axis   reads: the `take` primitive (indexing_primitives.py)
+    index_select, gather,                    reads: the `take` primitive (indexing_primitives.py)
+    take_along_axis, take_along_dim
     scatter, scatter_add                     writes: the `take_scatter` primitive (duplicates
                                              accumulate in gradients)
     masked_fill, one_hot
@@ -26,7 +27,17 @@ from .indexing import _check_tensor, _wrap
 from .indexing_primitives import _prod, _slice, _take, _take_scatter  # the primitives' entry points
 from .view import broadcast_shapes, broadcast_to, normalize_axis, reshape
 
-__all__ = ["gather", "index_select", "masked_fill", "one_hot", "scatter", "scatter_add", "take", "take_along_axis"]
+__all__ = [
+    "gather",
+    "index_select",
+    "masked_fill",
+    "one_hot",
+    "scatter",
+    "scatter_add",
+    "take",
+    "take_along_axis",
+    "take_along_dim",
+]
 
 
 # -- public: gather / scatter along an axis ----------------------------------------------------
@@ -200,6 +211,33 @@ def take_along_axis(x: Tensor, indices: Any, axis: int | None = -1) -> Tensor:
     x = broadcast_to(x, tuple(n if d == a else s for d, s in enumerate(common)))
     idx = broadcast_to(idx, tuple(idx.shape[a] if d == a else s for d, s in enumerate(common)))
     return _take(reshape(x, (-1,)), _elementwise_index(x.shape, idx, a), 0)
+
+
+@public()
+def take_along_dim(x: Tensor, indices: Any, axis: int | None = None) -> Tensor:
+    """PyTorch's `take_along_dim`: values of `x` at `indices` along `axis`, the other dims of
+    x and indices broadcast together (both of one rank). With `axis=None` (the default) both
+    are flattened: the result is 1-D, one value per index. Negative indices count from the end.
+
+    Args:
+        x: the tensor to read.
+        indices: integer indices (a Tensor or array-like).
+        axis: the dimension to index (`dim=` also accepted), or None for the flattened x.
+
+    Example:
+        >>> x = nabla.tensor([[10.0, 30.0, 20.0], [5.0, 4.0, 6.0]])
+        >>> nabla.take_along_dim(x, nabla.argmax(x, 1, keepdims=True), 1).tolist()
+        [[30.0], [6.0]]
+    """
+    _check_tensor(x, "take_along_dim")
+    idx = _index_tensor(indices, "take_along_dim", "indices")
+    if axis is None:
+        return take_along_axis(reshape(x, (-1,)), reshape(idx, (-1,)), 0)
+    if x.ndim == 0:
+        raise IndexError(f"take_along_dim: dim={axis} given for a 0-d tensor; pass dim=None")
+    if idx.ndim != x.ndim:
+        raise ValueError(f"take_along_dim: indices has {idx.ndim} dims but x has {x.ndim}; they must match")
+    return take_along_axis(x, idx, axis)
 
 
 def _scatter(x: Tensor, axis: int, index: Any, src: Any, mode: str, op: str) -> Tensor:

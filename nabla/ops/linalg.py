@@ -1,5 +1,6 @@
 """Linear algebra: matmul (the primitive), and dot, outer, tensordot and einsum built on it;
-linear (`x @ w.T + b`, PyTorch's layer) as a primitive of its own.
+linear (`x @ w.T + b`, PyTorch's layer) as a primitive of its own; cross and kron, composites of
+elementwise and shape ops.
 
 `einsum` is a composite of permute/reshape/broadcast/mul/sum/matmul, so its derivatives come
 from those ops. Every two-operand contraction is routed through one (batched) matmul: batch
@@ -24,9 +25,10 @@ from . import reduction as _red
 from .base import AVal, Operation, public, shape_of
 from .cast import cast
 from .creation import tensor
-from .view import broadcast_shapes, broadcast_to, permute, reshape, transpose
+from .shape import roll
+from .view import broadcast_shapes, broadcast_to, normalize_axis, permute, reshape, transpose
 
-__all__ = ["dot", "einsum", "linear", "matmul", "outer", "tensordot"]
+__all__ = ["cross", "dot", "einsum", "kron", "linear", "matmul", "outer", "tensordot"]
 
 
 class MatmulOp(Operation):
@@ -285,6 +287,65 @@ def outer(x: Any, y: Any) -> Tensor:
     if x.ndim != 1 or y.ndim != 1:
         raise ValueError(f"outer: expected two 1-D tensors, got shapes {x.shape} and {y.shape}")
     return _bin.mul(reshape(x, (x.shape[0], 1)), reshape(y, (1, y.shape[0])))
+
+
+def _cross_axis(x: Tensor, y: Tensor, axis: int | None) -> int:
+    """The dimension of the broadcast result holding the 3-vectors. None: x's first dimension
+    of size 3 (torch.cross's deprecated default)."""
+    if axis is None:
+        axis = next((d for d, n in enumerate(x.shape) if n == 3), None)
+        if axis is None:
+            raise ValueError(f"cross: no dimension of size 3 in x of shape {x.shape}; pass dim")
+        axis -= x.ndim  # counted from the end, so that it names the same dim after broadcasting
+    rank = max(x.ndim, y.ndim)
+    a = normalize_axis(axis, max(rank, 1), "cross", "dim")
+    for t, arg in ((x, "x"), (y, "y")):
+        d = a - (rank - t.ndim)
+        if d < 0 or t.shape[d] != 3:
+            raise ValueError(f"cross: {arg} (shape {t.shape}) must have size 3 in dim {axis}")
+    return a
+
+
+@public()
+def cross(x: Any, y: Any, axis: int | None = -1) -> Tensor:
+    """The cross product of 3-vectors along `axis`, the other dims broadcast
+    (torch.linalg.cross; `axis=None` takes x's first dimension of size 3, as torch.cross
+    without dim).
+
+    Args:
+        x, y: tensors with size 3 in `axis` (dtypes promote as in `mul`).
+        axis: the dimension of the vectors (`dim=` also accepted), or None.
+
+    Example:
+        >>> nabla.cross(nabla.tensor([1.0, 0.0, 0.0]), nabla.tensor([0.0, 1.0, 0.0])).tolist()
+        [0.0, 0.0, 1.0]
+    """
+    x, y = _as_tensor(x, "cross", "x"), _as_tensor(y, "cross", "y")
+    a = _cross_axis(x, y, axis)
+    shape = broadcast_shapes(x.shape, y.shape, op="cross")
+    x, y = (broadcast_to(t, shape) for t in _promoted("cross", x, y))
+    # (x1 y2 - x2 y1, x2 y0 - x0 y2, x0 y1 - x1 y0): x and y rolled by one and two places.
+    return _bin.sub(_bin.mul(roll(x, -1, a), roll(y, -2, a)), _bin.mul(roll(x, -2, a), roll(y, -1, a)))
+
+
+@public()
+def kron(x: Any, y: Any) -> Tensor:
+    """The Kronecker product (torch.kron): blocks `x[i, j, ...] * y`, of shape
+    `x.shape[d] * y.shape[d]` per dim, the lower-rank operand padded with leading 1s.
+
+    Args:
+        x, y: tensors of any ranks (dtypes promote as in `mul`).
+
+    Example:
+        >>> nabla.kron(nabla.tensor([[1, 2]]), nabla.tensor([[1], [10]])).tolist()
+        [[1, 2], [10, 20]]
+    """
+    x, y = _as_tensor(x, "kron", "x"), _as_tensor(y, "kron", "y")
+    rank = max(x.ndim, y.ndim)
+    xs, ys = (1,) * (rank - x.ndim) + x.shape, (1,) * (rank - y.ndim) + y.shape
+    # x as (x0, 1, x1, 1, ...) times y as (1, y0, 1, y1, ...): each x entry scales a copy of y.
+    grid = _bin.mul(reshape(x, tuple(v for n in xs for v in (n, 1))), reshape(y, tuple(v for n in ys for v in (1, n))))
+    return reshape(grid, tuple(p * q for p, q in zip(xs, ys, strict=True)))
 
 
 @public()

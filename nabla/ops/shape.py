@@ -1,6 +1,6 @@
 """Shape ops beyond reshape/permute: flip, pad, concatenate, split, repeat_interleave
-(primitives), and roll, tile, stack, chunk, unbind, moveaxis, unflatten (composites of those
-and of view.py's ops). tril/triu and diagonal are in triangular.py.
+(primitives), and roll, tile, stack, chunk, tensor_split, unbind, meshgrid, moveaxis, unflatten
+(composites of those and of view.py's ops). tril/triu and diagonal are in triangular.py.
 
 `pad` with negative widths crops: it is also this module's slice primitive (VJP of constant
 padding = padding with the negated widths). Multi-output `split` (and `chunk`/`unbind`) return
@@ -41,6 +41,7 @@ __all__ = [
     "concat",
     "concatenate",
     "flip",
+    "meshgrid",
     "moveaxis",
     "movedim",
     "pad",
@@ -48,6 +49,7 @@ __all__ = [
     "roll",
     "split",
     "stack",
+    "tensor_split",
     "tile",
     "unbind",
     "unflatten",
@@ -583,6 +585,58 @@ def chunk(x: Tensor, chunks: int, axis: int = 0) -> tuple[Tensor, ...]:
     return split(x, -(-n // chunks), a)
 
 
+def _split_points(spec: Any, op: str) -> int | list[int]:
+    """tensor_split's argument as an int (sections) or a list of ints (indices); a tensor is read
+    from the host (0-d: sections, 1-d: indices), as PyTorch reads its CPU tensor."""
+    if isinstance(spec, Tensor):
+        if not _dt.is_integer(spec.dtype) or spec.ndim > 1:
+            raise TypeError(f"{op}: a tensor indices_or_sections must be a 0-d or 1-d integer tensor, got {spec!r}")
+        spec = spec.numpy().tolist()
+    if isinstance(spec, int | np.integer):
+        return _int(spec, op, "indices_or_sections")
+    try:
+        return [_int(i, op, "indices_or_sections") for i in spec]
+    except TypeError:
+        raise TypeError(f"{op}: indices_or_sections must be an int or a sequence of ints, got {spec!r}") from None
+
+
+def _slice_bounds(indices: list[int], n: int) -> list[int]:
+    """0, the indices read as Python slice bounds (negative from the end, clipped to [0, n]), n."""
+    return [0, *(min(max(i + n if i < 0 else i, 0), n) for i in indices), n]
+
+
+@public()
+def tensor_split(x: Tensor, indices_or_sections: Any, axis: int = 0) -> tuple[Tensor, ...]:
+    """Split along `axis` as `torch.tensor_split`. An int k gives k pieces, the first n % k of
+    them one longer; a sequence of indices gives the pieces between them, each read as the
+    Python slice `x[start:stop]` (negative indices count from the end; out-of-order or
+    out-of-range ones give empty pieces). Ordered indices cost one split.
+
+    Args:
+        x: a tensor of rank >= 1.
+        indices_or_sections: an int, a sequence of ints, or a 0-d (sections) or 1-d (indices)
+            integer tensor, whose values are read.
+        axis: the dimension to split (`dim=` also accepted).
+
+    Example:
+        >>> [p.tolist() for p in nb.tensor_split(nb.arange(7), 3)]
+        [[0, 1, 2], [3, 4], [5, 6]]
+        >>> [p.tolist() for p in nb.tensor_split(nb.arange(7), [1, 5])]
+        [[0], [1, 2, 3, 4], [5, 6]]
+    """
+    a = _split_axis(x, axis, "tensor_split")
+    n, spec = x.shape[a], _split_points(indices_or_sections, "tensor_split")
+    if isinstance(spec, int):
+        if spec <= 0:
+            raise ValueError(f"tensor_split: the number of sections must be positive, got {spec}")
+        q, r = divmod(n, spec)
+        return split(x, (q + 1,) * r + (q,) * (spec - r), a)
+    bounds = _slice_bounds(spec, n)
+    if all(lo <= hi for lo, hi in itertools.pairwise(bounds)):  # pieces that tile the axis
+        return split(x, [hi - lo for lo, hi in itertools.pairwise(bounds)], a)
+    return tuple(_slice(x, a, lo, max(lo, hi)) for lo, hi in itertools.pairwise(bounds))
+
+
 @public()
 def unbind(x: Tensor, axis: int = 0) -> tuple[Tensor, ...]:
     """The slices along `axis`, with that axis removed.
@@ -750,6 +804,44 @@ def repeat_interleave(x: Tensor, repeats: Any, axis: Any = None) -> Tensor:
         y = broadcast_to(unsqueeze(x, a + 1), x.shape[: a + 1] + (r,) + x.shape[a + 1 :])
         return reshape(y, x.shape[:a] + (n * r,) + x.shape[a + 1 :])
     return _repeat_interleave(x, repeats=tuple(int(r) for r in reps), axis=a)
+
+
+# -- meshgrid ----------------------------------------------------------------------------------
+@public()
+def meshgrid(*tensors: Any, indexing: str = "ij") -> tuple[Tensor, ...]:
+    """Coordinate grids from 1-D (or 0-d) tensors, as `torch.meshgrid`: output i holds tensor i
+    broadcast along its own dimension of the grid. `indexing="xy"` swaps the first two grid
+    dimensions (Cartesian, as NumPy's default); "ij" (matrix) is PyTorch's default.
+
+    Args:
+        tensors: tensors of one dtype, or a single list or tuple of them.
+        indexing: "ij" or "xy".
+
+    Example:
+        >>> gx, gy = nb.meshgrid(nb.arange(3), nb.arange(2), indexing="xy")
+        >>> gx.tolist(), gy.tolist()
+        ([[0, 1, 2], [0, 1, 2]], [[0, 0, 0], [1, 1, 1]])
+    """
+    if len(tensors) == 1 and isinstance(tensors[0], list | tuple):
+        tensors = tuple(tensors[0])
+    tensors = _tensor_list(list(tensors), "meshgrid")
+    if indexing not in ("ij", "xy"):
+        raise ValueError(f"meshgrid: indexing must be 'ij' or 'xy', got {indexing!r}")
+    for i, t in enumerate(tensors):
+        if t.ndim > 1:
+            raise ValueError(f"meshgrid: expected 0-d or 1-d tensors, got shape {t.shape} for input {i}")
+        if t.dtype != tensors[0].dtype:
+            raise TypeError(f"meshgrid: expected tensors of one dtype, got {tensors[0].dtype.name} and {t.dtype.name}")
+    dims = list(range(len(tensors)))
+    if indexing == "xy" and len(dims) > 1:  # the first input varies along the columns
+        dims[0], dims[1] = 1, 0
+    shape = [0] * len(dims)
+    for t, d in zip(tensors, dims, strict=True):
+        shape[d] = t.numel()
+    return tuple(
+        broadcast_to(reshape(t, tuple(shape[d] if k == d else 1 for k in range(len(dims)))), tuple(shape))
+        for t, d in zip(tensors, dims, strict=True)
+    )
 
 
 # -- moveaxis / unflatten ----------------------------------------------------------------------

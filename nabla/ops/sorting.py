@@ -1,4 +1,4 @@
-"""Sorting and selection: sort, argsort, topk.
+"""Sorting and selection: sort, argsort, topk, unique.
 
 One primitive (`_SelectOp`, as `sort` and `topk`) returns values and int64 indices from a single
 op call. Ties keep their index order (a stable sort), in both directions, as torch.sort(stable=True).
@@ -11,6 +11,10 @@ order nan, so sorting tensors that hold nan is unspecified on MAX.
 
 Along an axis split over devices, nothing gathers the axis: topk selects from each device's own
 top k (`_topk_over_pieces`), and sort merges neighbouring pieces in rounds (`_sort_over_pieces`).
+
+`unique`'s result size depends on the values, so it reads them (as `Tensor.nonzero` and
+`masked_select` do): not inside `nabla.compile`, nor on a tensor batched by vmap. Its values are
+taken from `x` at the first occurrences (lazily, in x's dtype) and are not differentiable.
 """
 
 from __future__ import annotations
@@ -33,10 +37,11 @@ from .base import AVal, Operation, public
 from .cast import cast
 from .communication import reshard
 from .creation import tensor
+from .indexing_primitives import _take
 from .shape import _slice, concatenate
 from .spmd import evened, split_parts, window, windowable
 
-__all__ = ["argsort", "sort", "topk"]
+__all__ = ["argsort", "sort", "topk", "unique"]
 
 SortResult = namedtuple("SortResult", ["values", "indices"])
 TopkResult = namedtuple("TopkResult", ["values", "indices"])
@@ -315,3 +320,75 @@ def topk(x: Tensor, k: int, axis: int = -1, largest: bool = True, sorted: bool =
         (array([5., 3.], dtype=float32), array([1, 2]))
     """
     return TopkResult(*_select(_topk, x, k, axis, bool(largest), "topk"))
+
+
+# -- unique ------------------------------------------------------------------------------------
+def _np_unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(first occurrence, inverse, count) of the distinct rows of a 2-D array, in ascending
+    lexicographic order. As in PyTorch, nan equals nothing: each row holding one is distinct
+    (sorted last, in position order)."""
+    n = rows.shape[0]
+    order = np.lexsort(rows.T[::-1]) if rows.shape[1] else np.arange(n)  # stable: first occurrences lead
+    ordered = rows[order]
+    starts = np.ones(n, bool)
+    starts[1:] = np.any(ordered[1:] != ordered[:-1], axis=1)
+    inverse = np.empty(n, np.int64)
+    inverse[order] = np.cumsum(starts) - 1
+    counts = np.diff(np.flatnonzero(np.append(starts, True))).astype(np.int64)
+    return order[starts].astype(np.int64), inverse, counts
+
+
+@public()
+def unique(
+    x: Tensor,
+    sorted: bool = True,  # noqa: A002
+    return_inverse: bool = False,
+    return_counts: bool = False,
+    axis: int | None = None,
+) -> Tensor | tuple[Tensor, ...]:
+    """The distinct elements of `x` (or its distinct slices along `axis`), in ascending order, as
+    `torch.unique`. The result's size depends on the values, which are computed and read (so
+    not inside `nabla.compile` or on a vmap-batched tensor); the result is not differentiable.
+
+    Args:
+        x: a tensor of any dtype.
+        sorted: accepted for PyTorch compatibility; the result is always sorted (as PyTorch's on CPU).
+        return_inverse: also return, for each element (slice), the int64 index of its value in
+            the result: of x's shape, or of shape (x.shape[axis],).
+        return_counts: also return how often each distinct value occurs (int64).
+        axis: None (the flattened x) or the dimension whose slices are compared (`dim=`).
+
+    Returns:
+        The distinct values, or a tuple (values, inverse?, counts?) with the requested extras.
+
+    Example:
+        >>> values, counts = nabla.unique(nabla.tensor([3, 1, 3, 2]), return_counts=True)
+        >>> values.tolist(), counts.tolist()
+        ([1, 2, 3], [1, 1, 2])
+    """
+    if not isinstance(x, Tensor):
+        raise TypeError(f"unique: x must be a Tensor, got {type(x).__name__}")
+    if x._impl.batch_dims:
+        raise ValueError("unique: the result's size depends on the values, which differ per vmap batch element")
+    values, inverse, counts = _unique_along(x, axis)
+    extras = ([tensor(inverse)] if return_inverse else []) + ([tensor(counts)] if return_counts else [])
+    values = _view.detach(values)
+    return (values, *extras) if extras else values
+
+
+def _unique_along(x: Tensor, axis: int | None) -> tuple[Tensor, np.ndarray, np.ndarray]:
+    """unique's values (taken from x at their first occurrences), inverse and counts: of the
+    elements (axis None) or of the slices along `axis`. Reads x's values."""
+    data = x.numpy()
+    if axis is None:
+        first, inverse, counts = _np_unique_rows(data.reshape(-1, 1))
+        return _take(_view.reshape(x, (-1,)), tensor(first), 0), inverse.reshape(x.shape), counts
+    if x.ndim == 0:
+        raise IndexError(f"unique: dim={axis} given for a 0-d tensor")
+    a = _view.normalize_axis(axis, x.ndim, "unique", "dim")
+    n = x.shape[a]
+    rows = np.moveaxis(data, a, 0).reshape(n, x.numel() // n if n else 0)
+    if n and not rows.shape[1]:
+        raise ValueError(f"unique: x of shape {x.shape} has empty dims other than dim {a}")
+    first, inverse, counts = _np_unique_rows(rows)
+    return _take(x, tensor(first), a), inverse, counts

@@ -13,7 +13,9 @@ from . import (
     control_flow,
     conv,
     creation,
+    cumulative,
     custom,
+    gather_scatter,
     indexing,
     linalg,
     normalization,
@@ -25,8 +27,8 @@ from . import (
 from .spec import OpSpec, Sample
 
 FAMILY_MODULES = (
-    attention, binary, cast, control_flow, conv, creation, custom, indexing, linalg, normalization, reduction, sorting,
-    unary, view,
+    attention, binary, cast, control_flow, conv, creation, cumulative, custom, gather_scatter, indexing, linalg,
+    normalization, reduction, sorting, unary, view,
 )  # fmt: skip
 REGISTRY: list[OpSpec] = [spec for module in FAMILY_MODULES for spec in module.SPECS]
 

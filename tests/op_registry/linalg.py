@@ -1,6 +1,8 @@
-"""Registry entries for nabla.ops.linalg: matmul, linear, dot, outer, tensordot, einsum."""
+"""Registry entries for nabla.ops.linalg: matmul, linear, dot, outer, tensordot, einsum, cross, kron."""
 
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 
@@ -98,6 +100,42 @@ def _einsum_samples() -> list[Sample]:
     return out
 
 
+def _np_cross(x, y, axis=-1):
+    if axis is None:  # torch.cross without dim: x's first dimension of size 3
+        axis = x.shape.index(3) - x.ndim
+    return np.cross(x, y, axis=axis)
+
+
+def _torch_cross(torch, x, y, axis=-1):
+    if axis is None:
+        with warnings.catch_warnings():  # torch deprecates the default; its behaviour is what is tested
+            warnings.simplefilter("ignore", UserWarning)
+            return torch.cross(x, y)
+    return torch.linalg.cross(*torch.broadcast_tensors(x, y), dim=axis)  # which wants one rank
+
+
+CROSS_SAMPLES = [
+    Sample(_arrays("cr1", (3,), (3,)), label="(3,)"),
+    Sample(_arrays("cr2", (4, 3), (4, 3)), label="(4,3)"),
+    Sample(_arrays("cr3", (3, 5), (3, 5)), {"axis": 0}, label="axis0"),
+    Sample(_arrays("cr4", (2, 3, 4), (2, 3, 4)), {"axis": -2}, label="axis-2"),
+    Sample(_arrays("cr5", (4, 3), (1, 3)), label="broadcast"),
+    Sample(_arrays("cr6", (2, 4, 3), (3,)), label="broadcast-rank"),
+    Sample(_arrays("cr7", (2, 3, 3), (2, 3, 3)), {"axis": None}, label="dim-none"),
+    Sample(_arrays("cr8", (0, 3), (0, 3)), label="empty"),
+    Sample((np.array([[1, 0, 2]], np.int64), np.array([[0, 3, -1]], np.int64)), label="int64"),
+]
+KRON_SAMPLES = [
+    Sample(_arrays("kr1", (2, 3), (4, 2)), label="(2,3)x(4,2)"),
+    Sample(_arrays("kr2", (3,), (2,)), label="1-d"),
+    Sample(_arrays("kr3", (2, 3), (4,)), label="ranks-differ"),
+    Sample(_arrays("kr4", (), (2, 2)), label="0-d"),
+    Sample(_arrays("kr5", (2, 1, 2), (1, 3, 2)), label="3-d"),
+    Sample(_arrays("kr6", (0, 2), (3, 2)), label="empty"),
+    Sample((np.array([[1, 2]], np.int64), np.array([[1], [10]], np.int64)), label="int64"),
+]
+
+
 SPECS: list[OpSpec] = [
     OpSpec(
         name="matmul",
@@ -188,5 +226,25 @@ SPECS: list[OpSpec] = [
         torch_ref=lambda torch, eq, *xs: torch.einsum(eq, *xs),
         rtol=1e-5,
         atol=1e-5,
+    ),
+    OpSpec(
+        name="cross",
+        fn=nb.cross,
+        ref=_np_cross,
+        samples=CROSS_SAMPLES,
+        family=FAMILY,
+        covers=("mul", "sub", "concatenate", "pad", "broadcast_to"),
+        torch_ref=_torch_cross,
+        dtypes=("float64",),
+    ),
+    OpSpec(
+        name="kron",
+        fn=nb.kron,
+        ref=np.kron,
+        samples=KRON_SAMPLES,
+        family=FAMILY,
+        covers=("mul", "reshape"),
+        torch_ref=lambda torch, x, y: torch.kron(x, y),
+        dtypes=("float64",),
     ),
 ]

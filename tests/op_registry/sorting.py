@@ -1,6 +1,8 @@
-"""Registry entries for nabla.ops.sorting: sort, argsort, topk (stable: ties keep index order)."""
+"""Registry entries for nabla.ops.sorting: sort, argsort, topk (stable: ties keep index order), unique."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 
@@ -76,6 +78,39 @@ def _topk_samples() -> list[Sample]:
     ]
 
 
+# -- unique: the result's size depends on the values (read on the host; no MAX graph, no vmap) ---
+REPEATS = np.array([[2.0, -1.0, 2.0, 0.5], [0.5, 3.0, -1.0, 2.0]])
+ROWS = np.array([[1, 2, 0], [0, 5, 1], [1, 2, 0], [0, 5, -1]], np.int64)
+
+
+def _np_unique(x, sorted=True, return_inverse=False, return_counts=False, axis=None):  # noqa: A002
+    values, inverse, counts = np.unique(x, return_inverse=True, return_counts=True, axis=axis, equal_nan=False)
+    inverse = inverse.reshape(x.shape if axis is None else (x.shape[axis],)).astype(np.int64)
+    extras = ([inverse] if return_inverse else []) + ([counts.astype(np.int64)] if return_counts else [])
+    return (values, *extras) if extras else values
+
+
+def _torch_unique(torch, x, sorted=True, return_inverse=False, return_counts=False, axis=None):  # noqa: A002
+    return torch.unique(x, sorted=True, return_inverse=return_inverse, return_counts=return_counts, dim=axis)
+
+
+def _unique_samples() -> list[Sample]:
+    both = {"return_inverse": True, "return_counts": True}
+    return [
+        Sample((REPEATS,), {}, label="values"),
+        Sample((REPEATS,), both, label="inverse-counts"),
+        Sample((REPEATS,), {"return_counts": True, "sorted": False}, label="counts-unsorted"),
+        Sample((np.array([np.nan, 1.0, np.nan, 1.0]),), both, label="nan-distinct"),
+        Sample((uniform((), seed="unique"),), both, label="0d"),
+        Sample((uniform((0,), seed="unique"),), both, label="empty"),
+        Sample((INTS,), both, label="int64"),
+        Sample((np.array([True, False, True]),), both, label="bool"),
+        Sample((ROWS,), {**both, "axis": 0}, label="rows-axis0"),
+        Sample((ROWS.T.copy(),), {**both, "axis": -1}, label="columns-axis-1"),
+        Sample((np.stack([ROWS, ROWS]),), {**both, "axis": 1}, label="3d-axis1"),
+    ]
+
+
 SPECS: list[OpSpec] = [
     OpSpec(
         name="sort",
@@ -109,5 +144,16 @@ SPECS: list[OpSpec] = [
         covers=("topk", "sort_scatter", "sort_gather"),
         torch_ref=_torch_topk,
         dtypes=("float64",),
+    ),
+    OpSpec(
+        name="unique",
+        fn=nb.unique,
+        ref=_np_unique,
+        samples=[replace(s, max=False, vmap=False) for s in _unique_samples()],
+        family=FAMILY,
+        covers=("take", "detach"),
+        differentiable=False,
+        torch_ref=_torch_unique,
+        dtypes=("float64", "float16"),
     ),
 ]

@@ -32,6 +32,9 @@ class Sample:
     # num_classes, repeat_interleave's repeats), which cannot differ per vmap batch element;
     # the vmap level then leaves them unmapped.
     vmap_ints: bool = True
+    # False: the output's shape depends on the values of every array argument (unique), which
+    # cannot differ per vmap batch element; the vmap level then maps none of them.
+    vmap: bool = True
 
 
 @dataclass

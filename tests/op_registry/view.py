@@ -54,6 +54,14 @@ def _torch_pad(torch, x, pad, mode="constant", value=0.0):
     return torch.nn.functional.pad(x, pad, mode=mode, value=value if mode == "constant" else None)
 
 
+def _np_tensor_split(x, spec, axis=0):
+    return np.array_split(x, spec, axis=axis)  # its indices are Python slice bounds, as torch's
+
+
+def _torch_tensor_split(torch, x, spec, axis=0):
+    return torch.tensor_split(x, spec, dim=axis)
+
+
 def _np_unflatten(x, axis, sizes):
     a = axis % x.ndim
     return x.reshape(x.shape[:a] + tuple(sizes) + x.shape[a + 1 :])
@@ -417,5 +425,39 @@ SPECS: list[OpSpec] = [
         ],
         covers=("reshape",),
         torch_ref=lambda torch, x, axis, sizes: torch.unflatten(x, axis, sizes),
+    ),
+    _spec(
+        "tensor_split",
+        _shape.tensor_split,
+        _np_tensor_split,
+        [
+            Sample((_u((7, 2), "tsplit"), 3), label="sections-uneven"),
+            Sample((_u((2, 3), "tsplit"), 5, 1), label="more-sections-than-size"),
+            Sample((_u((7,), "tsplit"), [1, 5]), label="indices"),
+            Sample((_u((2, 7), "tsplit"), [5, 2], -1), label="indices-out-of-order"),
+            Sample((_u((7,), "tsplit"), [-2, 9]), label="indices-negative-and-past-end"),
+            Sample((_u((4,), "tsplit"), []), label="no-indices"),
+            Sample((_u((0, 2), "tsplit"), 3), label="empty"),
+            Sample((np.arange(6, dtype=np.int64), [2]), label="int64"),
+        ],
+        covers=("split", "pad"),
+        torch_ref=_torch_tensor_split,
+        dtypes=FLOATS,
+    ),
+    _spec(
+        "meshgrid",
+        lambda *xs, indexing="ij": _shape.meshgrid(*xs, indexing=indexing),
+        lambda *xs, indexing="ij": np.meshgrid(*xs, indexing=indexing),
+        [
+            Sample((_u((3,), "mesh0"), _u((2,), "mesh1")), label="ij"),
+            Sample((_u((3,), "mesh0"), _u((2,), "mesh1"), _u((4,), "mesh2")), {"indexing": "xy"}, label="xy-3"),
+            Sample((_u((), "mesh0"), _u((3,), "mesh1")), {"indexing": "xy"}, label="0-d"),
+            Sample((_u((3,), "mesh0"),), {"indexing": "xy"}, label="single"),
+            Sample((_u((2,), "mesh0"), _u((0,), "mesh1")), label="empty"),
+            Sample((np.arange(2, dtype=np.int64), np.arange(3, dtype=np.int64)), {"indexing": "xy"}, label="int64"),
+        ],
+        covers=("reshape", "broadcast_to"),
+        torch_ref=lambda torch, *xs, indexing="ij": torch.meshgrid(*xs, indexing=indexing),
+        dtypes=FLOATS,
     ),
 ]

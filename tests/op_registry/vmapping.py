@@ -16,6 +16,8 @@ SCALES = (1.0, 0.75, 0.5)
 
 def mappable(sample: Sample) -> list[int]:
     """Positions of the array arguments the vmap level maps."""
+    if not sample.vmap:
+        return []
     return [
         i for i, a in enumerate(sample.args) if isinstance(a, np.ndarray) and (sample.vmap_ints or a.dtype.kind == "f")
     ]

@@ -91,15 +91,7 @@ class TorchMethods:
 
     def div(self, other: Any, *, rounding_mode: str | None = None) -> Any:
         """`self / other`; rounding_mode "floor" or "trunc" rounds the quotient (torch.div)."""
-        if rounding_mode is None:
-            return OPS.div(self, other)
-        if rounding_mode == "floor":
-            return OPS.floor_divide(self, other)
-        if rounding_mode == "trunc":
-            if not _dt.is_float(self.dtype) and _integral(other):  # exact, in the integer dtype
-                return OPS.floor_divide(OPS.sub(self, OPS.fmod(self, other)), other)
-            return OPS.trunc(OPS.div(self, other))
-        raise ValueError(f"div: rounding_mode must be None, 'floor' or 'trunc', got {rounding_mode!r}")
+        return OPS.div(self, other, rounding_mode=rounding_mode)
 
     divide = true_divide = div
 
@@ -224,6 +216,27 @@ class TorchMethods:
             out = OPS.not_equal(hi, lo) if out.dtype == _dt.bool_ else OPS.sub(hi, lo)
         return out
 
+    def cummax(self, dim: int) -> Any:
+        """(values, indices) of the running maximum along `dim` (ties: the last index)."""
+        return OPS.cummax(self, dim)
+
+    def cummin(self, dim: int) -> Any:
+        """(values, indices) of the running minimum along `dim` (ties: the last index)."""
+        return OPS.cummin(self, dim)
+
+    def unique(
+        self,
+        sorted: bool = True,  # noqa: A002
+        return_inverse: bool = False,
+        return_counts: bool = False,
+        dim: int | None = None,
+    ) -> Any:
+        """The distinct values (reads the values: the count depends on them); see `nabla.unique`."""
+        return OPS.unique(self, sorted, return_inverse, return_counts, dim)
+
+    def take_along_dim(self, indices: Any, dim: int | None = None) -> Any:
+        return OPS.take_along_dim(self, indices, dim)
+
     def masked_select(self, mask: Any) -> Any:
         """The entries where `mask` (broadcast) is True, as a 1-D tensor. Its length depends on
         the mask's values, so the mask is computed first (not inside `nabla.compile`)."""
@@ -258,6 +271,9 @@ class TorchMethods:
     def select(self, dim: int, index: int) -> Any:
         """The slice at `index` along `dim`, which is removed (a view)."""
         return self[(slice(None),) * (dim % self.ndim) + (index,)]
+
+    def tensor_split(self, indices_or_sections: Any, dim: int = 0) -> tuple:
+        return OPS.tensor_split(self, indices_or_sections, dim)
 
     def swapdims(self, dim0: int, dim1: int) -> Any:
         return self.swapaxes(dim0, dim1)
@@ -462,17 +478,17 @@ class TorchMethods:
     def outer(self, other: Any) -> Tensor:
         return OPS.outer(self, other)
 
+    def cross(self, other: Any, dim: int | None = None) -> Tensor:
+        """torch.cross: dim=None takes the first dimension of size 3."""
+        return OPS.cross(self, other, dim)
+
+    def kron(self, other: Any) -> Tensor:
+        return OPS.kron(self, other)
+
 
 def all_if_empty(dim: Any) -> Any:
     """PyTorch's dim=() or dim=[] reduces every dim (None); NumPy's axis=() reduces none."""
     return None if isinstance(dim, tuple | list) and not dim else dim
-
-
-def _integral(value: Any) -> bool:
-    """A bool/int tensor or Python/NumPy integer (an integer division keeps the integer dtype)."""
-    if hasattr(value, "_impl"):
-        return not _dt.is_float(value.dtype)
-    return isinstance(value, int | np.integer)
 
 
 def _scaled(other: Any, alpha: Any) -> Any:
