@@ -443,12 +443,18 @@ def test_forward_over_forward_equals_the_hessian(name):
             [1.5, 0.0, 2.0, -1.0],
         ),
         (lambda x: (nb.cumprod(x, 0) * nb.tensor([0.3, -1.2, 0.7, 2.0], dtype=nb.float64)).sum(), [0.0, 2.0, 3.0, 0.5]),
+        (nb.prod, [1.5, 0.0, 2.0, -1.0]),
+        (nb.prod, [0.0, 2.0, 0.0, -1.0]),
+        (nb.prod, [0.0, 0.0, 0.0, 3.0]),
+        (
+            lambda x: (nb.prod(x.reshape(2, 2), 1) * nb.tensor([0.5, -2.0], dtype=nb.float64)).sum(),
+            [0.0, 2.0, 3.0, 0.0],
+        ),
     ],
 )
-def test_second_derivatives_of_cumprod_at_a_zero(fn, point):
-    """cumprod's derivatives keep the zero factor (a constant 0 lost d/dx_zero): every mode's
-    Hessian equals central differences of the gradient (exact for polynomials). (prod's
-    second derivatives at zeros are not exact: see `_prod_partials`.)"""
+def test_second_derivatives_of_cumprod_and_prod_at_zeros(fn, point):
+    """cumprod's and prod's derivatives keep the zero factors (a constant 0 lost d/dx_zero):
+    every mode's Hessian equals central differences of the gradient (exact for polynomials)."""
     x = np.array(point)
     want = numeric_jacobian(nb.grad(fn), x, eps=1e-3)
     for hess in (nb.hessian(fn), nb.jacfwd(nb.jacfwd(fn)), nb.jacrev(nb.jacrev(fn)), nb.jacfwd(nb.jacrev(fn))):

@@ -233,17 +233,21 @@ class ProdOp(ReduceOperation):
 
 
 def _prod_partials(x: Tensor, axes: tuple) -> Tensor:
-    """d prod(x, axes) / d x_i, the product of the *other* elements, from the product of the
-    nonzero elements and the zero count: no zero: prod / x_i; one zero: the product of the
-    nonzeros at the zero and 0 elsewhere; two or more: 0 (as torch.prod's gradient). Second
-    derivatives at a zero miss the terms through it (a formula that keeps the zero factors
-    crashed MAX's compiler in a large graph)."""
+    """d prod(x, axes) / d x_i, the product of the *other* elements, never dividing by a zero.
+    From N, the product of the nonzero elements, c, the zero count, and Z, the sum of the zero
+    elements (the value 0, but it carries the zeros' derivatives, as torch's exclusive-cumprod
+    formula does, so second derivatives are exact): no zero: N / x_i; one zero: N at it and
+    Z N / x_i elsewhere; two: (Z - x_i) N at each zero (the other zero times N) and 0 elsewhere;
+    more: 0."""
     is_zero = _bin.equal(x, 0)
     safe = _bin.where_(is_zero, 1.0, x)
     nonzero_prod = _prod(safe, axes=axes, keepdims=True)
     zeros = sum(cast(is_zero, x.dtype), axes, True)
-    at_single_zero = _bin.where_(_bin.logical_and(_bin.equal(zeros, 1), is_zero), nonzero_prod, 0.0)
-    return _bin.where_(_bin.equal(zeros, 0), _bin.div(nonzero_prod, safe), at_single_zero)
+    zero_sum = sum(_bin.where_(is_zero, x, 0.0), axes, True)
+    one, two = _bin.equal(zeros, 1), _bin.equal(zeros, 2)
+    at_zero = _bin.where_(one, nonzero_prod, _bin.where_(two, _bin.mul(_bin.sub(zero_sum, x), nonzero_prod), 0.0))
+    scale = _bin.where_(_bin.equal(zeros, 0), 1.0, _bin.where_(one, zero_sum, 0.0))
+    return _bin.where_(is_zero, at_zero, _bin.div(_bin.mul(nonzero_prod, scale), safe))
 
 
 class _ArgOp(ReduceOperation):
