@@ -7,6 +7,8 @@ These run on the NumPy executor (a "model" is a replayed Program there, counted 
 
 from __future__ import annotations
 
+import types
+
 import numpy as np
 import pytest
 
@@ -646,7 +648,32 @@ def test_an_argument_that_is_also_a_captured_global_is_one_tensor():
     other = nb.ones(2)
     np.testing.assert_array_equal(compiled(other).numpy(), [5.0, 5.0])  # another tensor: 2 + G
     np.testing.assert_array_equal(G.numpy(), [3.0, 3.0])  # untouched
-    assert compiled.stats.recompile_reasons == ["x is no longer a tensor the function also reads by name"]
+    assert compiled.stats.recompile_reasons == [
+        "x is no longer a tensor the function also captures (by name or through an attribute)"
+    ]
+
+
+def test_an_argument_the_function_also_reads_through_an_attribute_is_one_tensor():
+    """As by name, so through an attribute of a captured object (`f(holder.w)` where f reads
+    holder.w): an in-place update of either is seen through the other, as in eager."""
+    holder = types.SimpleNamespace(w=nb.ones(2))
+
+    def bump_arg(x):
+        x.add_(1.0)
+        return x + holder.w
+
+    def bump_attr(x):
+        holder.w.mul_(3.0)
+        return x * 1.0
+
+    compiled = nb.compile(bump_arg)
+    np.testing.assert_array_equal(compiled(holder.w).numpy(), [4.0, 4.0])  # eager: 2 * (1 + 1)
+    np.testing.assert_array_equal(holder.w.numpy(), [2.0, 2.0])
+    np.testing.assert_array_equal(compiled(holder.w).numpy(), [6.0, 6.0])
+    np.testing.assert_array_equal(compiled(nb.ones(2)).numpy(), [5.0, 5.0])  # another tensor: 2 + w
+    np.testing.assert_array_equal(holder.w.numpy(), [3.0, 3.0])
+    np.testing.assert_array_equal(nb.compile(bump_attr)(holder.w).numpy(), [9.0, 9.0])  # x is w, tripled
+    np.testing.assert_array_equal(holder.w.numpy(), [9.0, 9.0])
 
 
 def test_an_in_place_update_of_a_view_argument_writes_through_to_its_base():

@@ -137,8 +137,9 @@ class CompiledFunction(_Signature):
         # Structures whose outputs carry autodiff history (inputs or captured tensors that
         # require grad, no backward inside): with grad enabled they are recorded as a `call` op.
         self._differentiable: set[tuple] = set()
-        # Arguments that are also tensors the function reads by name (`f(g)` where f reads the
-        # global g), by id, weakly: traced as themselves so in-place ops on one are seen by the other.
+        # Arguments that are also tensors the function captures (`f(g)` where f reads the global
+        # g, or `f(m.w)` where f reads m.w), by id, weakly: traced as themselves so in-place ops
+        # on one are seen by the other.
         self._captured: dict[int, weakref.ref] = {}
         functools.update_wrapper(self, fn)
 
@@ -252,7 +253,7 @@ class CompiledFunction(_Signature):
     def _trace_program(self, args: tuple, kwargs: dict) -> tuple[Any, dict[int, str]]:
         values, _, leaves = self._flatten(args, kwargs)
         placeholders = self._placeholders(values, leaves, False)
-        traced = self._run_traced(args, kwargs, placeholders)
+        traced = self._run_traced(args, kwargs, placeholders, values, leaves)
         names = self._labels(args, kwargs)
         labels = {id(p._impl): n for p, n in zip(placeholders, names, strict=True) if isinstance(p, Tensor)}
         labels.update({id(s): "random seed" for s in traced.state.seeds})
@@ -299,7 +300,7 @@ class CompiledFunction(_Signature):
         """Trace for `lazy_call`: the program becomes a SubProgram (no compile; dynamic dims do
         not apply, since the enclosing graph has static shapes)."""
         placeholders = self._placeholders(values, leaves, specialize)
-        return self._call_entry(placeholders, self._run_traced(args, kwargs, placeholders), leaves)
+        return self._call_entry(placeholders, self._run_traced(args, kwargs, placeholders, values, leaves), leaves)
 
     def _call_entry(self, placeholders: list, traced: _Traced, leaves: list[_Leaf]) -> _Entry:
         if traced.grads:
@@ -314,7 +315,7 @@ class CompiledFunction(_Signature):
     def _trace_all(self, args, kwargs, values, leaves, labels, specialize, structure) -> _Entry:
         sizes = self._dynamic_sizes(values, leaves, labels)
         placeholders = self._placeholders(values, leaves, specialize)
-        traced = self._run_traced(args, kwargs, placeholders)
+        traced = self._run_traced(args, kwargs, placeholders, values, leaves)
         if traced.differentiable and not traced.grads:
             raise _Differentiable((placeholders, traced))  # a `call` op instead: nothing to compile
         plan = None
@@ -324,7 +325,7 @@ class CompiledFunction(_Signature):
                 for step in PROBE_STEPS:
                     bumped = {n: s + (step if n == name else 0) for n, s in sizes.items()}
                     p = self._placeholders(values, leaves, specialize, bumped)
-                    probes.append((name, self._run_traced(args, kwargs, p).collected))
+                    probes.append((name, self._run_traced(args, kwargs, p, values, leaves).collected))
             try:
                 plan = make_symbolic(traced.collected, sizes, probes)
             except SymbolicProgramError as err:
@@ -353,18 +354,17 @@ class CompiledFunction(_Signature):
         return sizes
 
     def _placeholders(self, values, leaves, specialize, sizes: dict | None = None) -> list:
-        self._check_captured(values, leaves)
         with trace_scope():  # placeholders are never pending: nothing may ever evaluate them
             return self._make_placeholders(values, leaves, specialize, sizes)
 
-    def _check_captured(self, values: list, leaves: list[_Leaf]) -> None:
-        """Before a trace: an argument that is also a tensor the function reads by name would be
-        two tensors in the trace (a placeholder and the captured one): remember it and start the
-        call again, so it is keyed and traced as the captured tensor itself."""
-        names = {id(t) for t in scan_captures(self.fn).tensors}
-        found = [v for v, lf in zip(values, leaves, strict=True) if lf.kind == "tensor" and id(v) in names]
-        if found:
-            for v in found:
+    def _check_captured(self, values: list, leaves: list[_Leaf], found: Callable[[Tensor], bool]) -> None:
+        """An argument that the function also reads as a captured tensor (by name, or through an
+        attribute such as a module's weight) is two tensors in the trace, a placeholder and the
+        captured one, and an in-place update of either misses the other: remember it and start
+        the call again, so that it is keyed and traced as the captured tensor itself."""
+        aliased = [v for v, lf in zip(values, leaves, strict=True) if lf.kind == "tensor" and found(v)]
+        if aliased:
+            for v in aliased:
                 self._captured[id(v)] = weakref.ref(v)
             raise _ArgumentCaptured
 
@@ -398,9 +398,11 @@ class CompiledFunction(_Signature):
                 out.append(v)
         return out
 
-    def _run_traced(self, args, kwargs, placeholders) -> _Traced:
-        self.stats.traces += 1
+    def _run_traced(self, args, kwargs, placeholders, values: list, leaves: list[_Leaf]) -> _Traced:
         scan = scan_captures(self.fn)
+        named = {id(t) for t in scan.tensors}
+        self._check_captured(values, leaves, lambda v: id(v) in named)
+        self.stats.traces += 1
         lazy = [t._impl for t in scan.tensors if not t._impl.is_realized]
         if lazy:  # captured promises become inputs (read again each call), not baked recipes
             GRAPH.evaluate(lazy)
@@ -445,6 +447,9 @@ class CompiledFunction(_Signature):
             if outside:  # reached through attributes (a module's pending weight): inputs, read each call
                 GRAPH.evaluate(outside)
             collected = collect([t._impl for t in targets], placeholders=True)
+        read = {id(impl) for impl in collected.inputs} | {id(orig) for _, _, orig in mutated}
+        updated = {id(f) for f, _, _ in mutated}
+        self._check_captured(values, leaves, lambda v: id(v._impl) in read or id(v) in updated)
         return _Traced(collected, out_def, out_slots, mut, grd, state, scan, start_seq, differentiable)
 
     def _sources(self, traced: _Traced, leaves: list[_Leaf], placeholders: list) -> list[_Source]:
@@ -655,17 +660,20 @@ class _Traced:
 
 
 class _ArgumentCaptured(Exception):  # noqa: N818 (a signal, not an error)
-    """Raised before a trace when an argument is also a tensor the function captures (see
+    """Raised by a trace that found an argument the function also captures (see
     `CompiledFunction._check_captured`): the call starts again with it keyed as captured."""
 
 
 def _retry_captured(run: Callable[[tuple, dict], Any], args: tuple, kwargs: dict) -> Any:
-    """`run(args, kwargs)`, once more if it found an argument the function also captures: flattened
-    again, that argument is then keyed and traced as the captured tensor."""
-    try:
-        return run(args, kwargs)
-    except _ArgumentCaptured:
-        return run(args, kwargs)
+    """`run(args, kwargs)`, again while a trace finds an argument the function also captures:
+    flattened again, that argument is keyed and traced as the captured tensor. Each retry keys
+    one more argument as captured, so this ends (found by name before the function runs, through
+    an attribute after a trace)."""
+    while True:
+        try:
+            return run(args, kwargs)
+        except _ArgumentCaptured:
+            continue
 
 
 class _Differentiable(Exception):  # noqa: N818 (a signal, not an error)

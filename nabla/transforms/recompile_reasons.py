@@ -41,8 +41,9 @@ def describe(old: tuple, new: tuple, labels: list[str], grad_labels: list[str]) 
         (ka, va), (kb, vb) = a, b
         if "captured" in (ka, kb):  # (see signature.py's _Leaf)
             if ka == kb:
-                return f"{label} is another tensor the function also reads by name, or it changed"
-            return f"{label} is {'now' if kb == 'captured' else 'no longer'} a tensor the function also reads by name"
+                return f"{label} is another tensor the function also captures, or it changed"
+            state = "now" if kb == "captured" else "no longer"
+            return f"{label} is {state} a tensor the function also captures (by name or through an attribute)"
         if ka != kb:
             return f"{label} kind {ka} -> {kb}"
         if ka == "tensor":

@@ -29,7 +29,8 @@ _NONE_DEF = tree_structure(None)
 @dataclass
 class _Leaf:
     # "tensor", "scalar", "static", "alias" (the tensor of leaf `key` again), "captured" (a
-    # tensor the function also reads by name: traced as itself, not as a placeholder)
+    # tensor the function also captures, by name or through an attribute: traced as itself,
+    # not as a placeholder)
     kind: str
     key: Any
 
