@@ -160,6 +160,28 @@ def test_zero_d_and_python_number_promotion_matches_torch(dtype, scalar):
     assert nb.maximum(_zero_d(dtype), scalar).dtype.name == str(want).removeprefix("torch.")
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
+@pytest.mark.parametrize("other", ["vector-f16", "0d-f64", "0d-i64", True, 3, 2.5])
+def test_public_result_type_matches_torch(dtype, other):
+    torch = _torch()
+    operands = {"vector-f16": (_vec(F16, (1, 1)), torch.ones(2, dtype=torch.float16))}
+    operands |= {"0d-f64": (_zero_d(F64), torch.tensor(1, dtype=torch.float64))}
+    operands |= {"0d-i64": (_zero_d(I64), torch.tensor(1, dtype=torch.int64))}
+    ours, theirs = operands.get(other, (other, other))
+    for x, tx in ((_vec(dtype, (1, 1)), torch.ones(2, dtype=_torch_dtype(torch, dtype))), (_zero_d(dtype), None)):
+        tx = torch.tensor(1, dtype=_torch_dtype(torch, dtype)) if tx is None else tx
+        want = str(torch.result_type(tx, theirs)).removeprefix("torch.")
+        assert nb.result_type(x, ours).name == want
+        assert nb.result_type(ours, x).name == want
+
+
+def test_public_result_type_of_numbers_and_errors():
+    assert nb.result_type(1, 2.0) == F32
+    assert nb.result_type(True, 2) == I64
+    with pytest.raises(TypeError, match="at least one operand"):
+        nb.result_type()
+
+
 # -- div(rounding_mode=) ---------------------------------------------------------------------
 def test_div_rounding_modes():
     a, b = nb.tensor([7, -7, 7, -7]), nb.tensor([2, 2, -2, -2])

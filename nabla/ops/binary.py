@@ -60,6 +60,7 @@ __all__ = [
     "not_equal",
     "pow",
     "remainder",
+    "result_type",
     "sub",
 ]
 
@@ -105,6 +106,25 @@ def _result_dtype(op: str, operands: list) -> DType:
         else:
             raise TypeError(f"{op}: unsupported operand of type {type(t).__name__}")
     return _dt.result_type(dimensioned, zero_dim, scalars)
+
+
+def result_type(*operands: Any) -> DType:
+    """The dtype an elementwise op gives these operands, as `torch.result_type`: tensors with
+    dimensions promote among themselves; 0-d tensors, then Python numbers, count only where their
+    category (bool < int < float) is higher.
+
+    Args:
+        operands: Tensors and Python (or NumPy scalar) numbers, at least one.
+
+    Example:
+        >>> nabla.result_type(nabla.ones(3, dtype=nabla.float16), nabla.tensor(2.5))
+        float16
+        >>> nabla.result_type(nabla.ones(3, dtype=nabla.int32), 2.5)
+        float32
+    """
+    if not operands:
+        raise TypeError("result_type: expected at least one operand")
+    return _result_dtype("result_type", list(operands))
 
 
 def _fast_operands(op: str, x: Any, y: Any, float_result: bool) -> tuple[Tensor, Tensor] | None:
