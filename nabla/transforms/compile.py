@@ -553,8 +553,7 @@ class CompiledFunction(_Signature):
                 new.requires_grad = True
                 new.facade = weakref.ref(facade)
             facade._impl = new
-            if facade._is_view():  # `f(x[0])` updating its argument updates x, as eager does
-                facade._write_through("an in-place update in a compiled function")
+            _through_view(facade)
         for target, k in entry.grads:
             _facade(target, values)._grad = None if k is None else tensors[k]
         return tree_unflatten(entry.out_def, _outputs(entry.out_slots, tensors, values))
@@ -565,9 +564,14 @@ class CompiledFunction(_Signature):
         for target, k in entry.mutations:  # running statistics and other in-place updates
             facade = _facade(target, values)
             facade._install(tensors[k]._impl)
-            if facade._is_view():
-                facade._write_through("an in-place update in a compiled function")
+            _through_view(facade)
         return tree_unflatten(entry.out_def, _outputs(entry.out_slots, tensors, values))
+
+
+def _through_view(facade: Tensor) -> None:
+    """`f(x[0])` updating its argument updates x, as eager does."""
+    if facade._is_view():
+        facade._write_through("an in-place update in a compiled function")
 
 
 def _outputs(slots: list, tensors: list[Tensor], values: list) -> list:
