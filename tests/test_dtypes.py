@@ -75,12 +75,12 @@ SCALARS = (True, 2, 2.5)
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
 def test_scalar_result_dtype(dtype):
     for scalar, want in zip(SCALARS, SCALAR_EXPECTED[dtype], strict=True):
-        assert _dt.scalar_result_dtype(dtype, scalar) == want, (dtype, scalar)
+        assert _dt.result_type((dtype,), (), (_dt.python_scalar_dtype(scalar),)) == want, (dtype, scalar)
 
 
 def test_scalar_result_dtype_rejects_non_scalars():
     with pytest.raises(TypeError, match="unsupported scalar"):
-        _dt.scalar_result_dtype(F32, "2")
+        _dt.python_scalar_dtype("2")
 
 
 def _tensor(dtype, values=(1, 2, 3)):

@@ -165,14 +165,6 @@ def result_type(dimensioned: Iterable[DType], zero_dim: Iterable[DType] = (), sc
     return out
 
 
-def scalar_result_dtype(tensor_dtype: DType, scalar: object) -> DType:
-    """Python scalars are weakly typed: they adopt the tensor's dtype within its category.
-
-    `int_tensor * 2.5` becomes float32 (the default float); `f16_tensor * 2` stays float16.
-    """
-    return result_type((tensor_dtype,), (), (python_scalar_dtype(scalar),))
-
-
 def python_scalar_dtype(value: object) -> DType:
     if isinstance(value, bool):
         return bool_
