@@ -50,6 +50,11 @@ class IncompatibleKeys(NamedTuple):
     unexpected_keys: list[str]
 
 
+def _names_device(value: Any) -> bool:
+    """Whether a `to()` argument names a device rather than a dtype ("cpu", "cuda:0", "gpu")."""
+    return isinstance(value, nb.Device) or value.split(":")[0].strip().lower() in ("cpu", "gpu", "cuda", "accelerator")
+
+
 class Module:
     """Base class for all layers and models.
 
@@ -518,15 +523,18 @@ class Module:
                 p.grad = Tensor.from_numpy(np.zeros(g.shape, _dt.to_numpy_dtype(g.dtype)), dtype=g.dtype)
 
     def to(self, dtype: Any = None, device: Any = None) -> Module:
-        """Cast floating parameters and buffers to `dtype` (in place); `device` must be the CPU.
+        """Move parameters and buffers to `device` and cast floating ones to `dtype`, in place
+        (the same Parameter objects, so an optimizer made before still holds them). Either
+        argument may come first, as in PyTorch.
 
         Example:
+            >>> model.to("gpu")
             >>> model.to(nb.bfloat16)
         """
-        if isinstance(dtype, str) and dtype.startswith("cpu"):
-            dtype, device = None, dtype
-        if device is not None and str(device) not in ("cpu", "cpu:0"):
-            raise ValueError(f"to(): device must be 'cpu' in this version, got {device!r}")
+        if isinstance(dtype, str | nb.Device) and _names_device(dtype):
+            dtype, device = device, dtype
+        if device is not None:
+            self._move(device)
         if dtype is None:
             return self
         dt = _dt.as_dtype(dtype)
@@ -555,7 +563,19 @@ class Module:
         return self.to(nb.bfloat16)
 
     def cpu(self) -> Module:
-        return self
+        return self.to(device="cpu")
+
+    def cuda(self, device: Any = None) -> Module:
+        """PyTorch's spelling of `to("gpu:N")` (accelerator 0 by default)."""
+        return self.to(device=f"gpu:{device}" if isinstance(device, int) else device or "gpu")
+
+    def _move(self, device: Any) -> None:
+        for _, t in self._all_tensors():
+            moved = t.detach().to(device)
+            if moved.device is not t.device:  # (a tensor already there is left as it is)
+                t.data = moved
+            if t.grad is not None:  # as PyTorch's _apply: a gradient follows its parameter
+                t.grad = t.grad.to(device)
 
     def _all_tensors(self) -> list[tuple[str, Tensor]]:
         return self._tree()[0]
@@ -711,7 +731,7 @@ class Module:
                 step()
             raise
         for target, value in values:
-            target.data = value
+            target.data = value.to(target.device)  # a model on an accelerator stays there, as PyTorch's copy_
         for module, state in extras:
             module.set_extra_state(state)
         return IncompatibleKeys(missing, unexpected)

@@ -221,7 +221,7 @@ def test_thawing_a_captured_parameter_retraces_so_its_gradient_flows():
     model[0].weight.requires_grad_(True)
     forward(nb.tensor(X)).backward()
     assert model[0].weight.grad is not None and model[2].weight.grad is None
-    assert forward.stats.recompile_reasons == ["a captured tensor changed shape, dtype or requires_grad"]
+    assert forward.stats.recompile_reasons == ["a captured tensor changed requires_grad"]
 
 
 def test_a_compiled_step_that_calls_backward_keeps_its_compiled_model():

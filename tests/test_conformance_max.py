@@ -4,9 +4,14 @@ The whole registry compiles into a handful of graphs (`MAX_GROUPS`): each group'
 values and VJPs for every sample are built lazily and evaluated as one graph, once on the
 NumPy executor and once on MAX, and compared. A cold compile costs tens of seconds per
 group; with MAX's disk cache warm it is a cache hit.
+
+`NABLA_TEST_DEVICE=gpu` runs the MAX side on an accelerator: every sample's tensors are made
+there, so each group is one graph compiled for the GPU.
 """
 
 from __future__ import annotations
+
+import os
 
 import numpy as np
 import pytest
@@ -18,6 +23,7 @@ import nabla as nb
 from nabla.core.common import dtypes as _dt
 
 USES_MAX = True  # conftest: leave the MAX executor selected
+DEVICE = os.environ.get("NABLA_TEST_DEVICE", "cpu")
 
 
 def _program(group: str) -> dict[str, nb.Tensor]:
@@ -30,7 +36,7 @@ def _program(group: str) -> dict[str, nb.Tensor]:
             if not sample.max:
                 continue
             args = float_args(sample.args, np.float32)
-            tensors = [nb.tensor(np.array(a)) if isinstance(a, np.ndarray) else a for a in args]
+            tensors = [nb.tensor(np.array(a), device=DEVICE) if isinstance(a, np.ndarray) else a for a in args]
             idx = diff_indices(spec, sample) if spec.differentiable and sample.grad else ()
 
             def f(*xs, _t=tensors, _idx=idx, _spec=spec, _kw=sample.kwargs):
@@ -47,7 +53,9 @@ def _program(group: str) -> dict[str, nb.Tensor]:
             rng = rng_for("max" + sid)
             leaves, treedef = nb.tree_flatten(result)
             cots = [
-                nb.tensor(rng.normal(size=o.shape).astype(np.float32)) if _dt.is_float(o.dtype) else nb.zeros_like(o)
+                nb.tensor(rng.normal(size=o.shape).astype(np.float32), device=DEVICE)
+                if _dt.is_float(o.dtype)
+                else nb.zeros_like(o)
                 for o in leaves
             ]
             for k, o in enumerate(leaves):

@@ -232,7 +232,19 @@ class Operation:
         raise NotImplementedError(f"{type(self).__name__} must implement abstract_eval")
 
     def output_device(self, impls: list[TensorImpl]) -> Any:
-        return impls[0].device if impls else CPU_DEVICE
+        """The accelerator among the inputs' devices, else the CPU: CPU operands join an
+        accelerator's computation (copied there when it runs), as JAX moves uncommitted arrays.
+        Two different accelerators are an error."""
+        device = CPU_DEVICE
+        for impl in impls:
+            d = impl.device
+            if d is not device and d is not CPU_DEVICE:
+                if device is not CPU_DEVICE:
+                    raise ValueError(
+                        f"{self.name}: expected all tensors on one accelerator, got tensors on {device} and {d}"
+                    )
+                device = d
+        return device
 
     def kernel(self, *values: Any, **kwargs: Any) -> Any:
         raise NotImplementedError(f"{self.name}: no MAX lowering")

@@ -131,7 +131,7 @@ def _trace_vjp(sub: SubProgram, mask: tuple[bool, ...]) -> SubProgram:
     wrt = [impl for impl, m in zip(sub.arg_impls, mask, strict=True) if m]
     with trace_scope():
         # Cotangent placeholders require grad so that this backward is itself differentiable.
-        cots = [TensorImpl(o.physical_shape, o.dtype, requires_grad=True) for o in float_outs]
+        cots = [TensorImpl(o.physical_shape, o.dtype, device=o.device, requires_grad=True) for o in float_outs]
         found = backward_on_trace(float_outs, [Tensor(c) for c in cots], wrt, retain_graph=True, create_graph=True)
         grads = []
         for w in wrt:

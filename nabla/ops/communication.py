@@ -23,9 +23,10 @@ from functools import reduce
 from typing import Any
 
 import numpy as np
-from max.graph import DeviceRef, ops
+from max.graph import ops
 
 from ..core.common import dtypes as _dt
+from ..core.graph.executors import graph_device
 from ..core.graph.program import PerDevice
 from ..core.sharding import DeviceMesh, DimSpec, P, ShardingSpec, as_spec, plan_reshard, split_range
 from ..core.tensor.impl import TensorImpl
@@ -110,7 +111,7 @@ class _MaxComm:
 
     @staticmethod
     def constant(value: Any, dtype: Any) -> Any:
-        return ops.constant(value, dtype, DeviceRef.CPU())
+        return ops.constant(value, dtype, graph_device())
 
     @staticmethod
     def zeros(like: Any, axis: int, length: int) -> Any:
@@ -551,7 +552,7 @@ def shard(x: Any, mesh: DeviceMesh, spec: Any = None) -> Tensor:
         impl = x._impl
     if on_host:
         pieces = dst.split(x.numpy())
-        return Tensor(TensorImpl(impl.physical_shape, impl.dtype, data=pieces, sharding=dst))
+        return Tensor(TensorImpl(impl.physical_shape, impl.dtype, data=pieces, device=impl.device, sharding=dst))
     return _conform_tensor(x, dst)
 
 

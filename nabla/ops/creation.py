@@ -14,13 +14,14 @@ import threading
 from typing import Any
 
 import numpy as np
-from max.graph import DeviceRef, Dim, TensorType, ops
+from max.graph import Dim, TensorType, ops
 
 from ..core.common import dtypes as _dt
 from ..core.common.context import vmap_randomness, vmap_sizes
+from ..core.common.devices import CPU_DEVICE, Device, as_device
+from ..core.graph.executors import driver_device, graph_device
 from ..core.graph.tracing import note_seed
 from ..core.tensor.dispatch import OPS, register
-from ..core.tensor.impl import Device
 from ..core.tensor.tensor import Tensor
 from . import binary as _bin
 from .base import AVal, Operation, public
@@ -87,9 +88,26 @@ def _number_arg(value: Any, op: str, arg: str) -> Any:
     return value
 
 
-def _check_device(device: Any, op: str) -> None:
-    if device is not None and str(device) not in ("cpu", "cpu:0") and not isinstance(device, Device):
-        raise ValueError(f"{op}: device must be 'cpu' in this version, got {device!r}")
+def _check_device(device: Any, op: str) -> Device:
+    """The Device a factory's `device` argument names (the CPU for None); a clear error for a
+    bad name or an accelerator this machine lacks."""
+    if device is None:
+        return CPU_DEVICE
+    try:
+        found = as_device(device)
+        if found.is_accelerator:
+            driver_device(found)
+    except ValueError as err:
+        raise ValueError(f"{op}: {err}") from None
+    return found
+
+
+def _placed(out: Tensor, device: Device) -> Tensor:
+    """A tensor a factory just made, placed on `device` (it has no readers yet; its storage,
+    if any, goes to the device when a computation there first reads it)."""
+    if device is not CPU_DEVICE:
+        out._impl.device = device
+    return out
 
 
 def _check_tensor(x: Any, op: str, arg: str = "x") -> None:
@@ -113,11 +131,11 @@ def tensor(data: Any, dtype: Any = None, *, requires_grad: bool = False, device:
         >>> nabla.tensor([[1, 2], [3, 4]], dtype=nabla.float32).shape
         (2, 2)
     """
-    _check_device(device, "tensor")
+    dev = _check_device(device, "tensor")
     if isinstance(data, Tensor):
         out = data.detach()
         out = cast(out, dtype) if dtype is not None else out
-        return Tensor.from_numpy(np.array(out.numpy()), dtype=out.dtype, requires_grad=requires_grad)
+        return _placed(Tensor.from_numpy(np.array(out.numpy()), dtype=out.dtype, requires_grad=requires_grad), dev)
     try:
         array = np.array(data)
     except ValueError:
@@ -129,7 +147,7 @@ def tensor(data: Any, dtype: Any = None, *, requires_grad: bool = False, device:
             dtype = _dt.int64
     if array.dtype == object:
         raise TypeError(f"tensor: cannot build a tensor from {type(data).__name__} data of ragged or mixed shape")
-    return Tensor.from_numpy(array, dtype=dtype, requires_grad=requires_grad)
+    return _placed(Tensor.from_numpy(array, dtype=dtype, requires_grad=requires_grad), dev)
 
 
 def asarray(data: Any, dtype: Any = None) -> Tensor:
@@ -159,7 +177,7 @@ class FullOp(Operation):
         if isinstance(value, Dim):  # a size-dependent value under compile's dynamic dims
             scalar = ops.cast(ops.reshape(ops.shape_to_tensor([value]), ()), dtype)
             return ops.broadcast_to(scalar, shape)
-        return ops.broadcast_to(ops.constant(value, dtype, DeviceRef.CPU()), shape)
+        return ops.broadcast_to(ops.constant(value, dtype, graph_device()), shape)
 
     def numpy_kernel(self, *, shape: tuple, value: Any, dtype: Any) -> np.ndarray:
         return np.full(shape, value, dtype=_dt.to_numpy_dtype(dtype))
@@ -192,7 +210,7 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, *, requires_grad: bool 
         >>> nabla.full((2, 3), 1.5).dtype
         float32
     """
-    _check_device(device, "full")
+    dev = _check_device(device, "full")
     fill_value = _fill_value(fill_value, "full")
     dt = _dt.as_dtype(dtype) if dtype is not None else _dt.python_scalar_dtype(fill_value)
     if _dt.is_float(dt):
@@ -204,53 +222,57 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, *, requires_grad: bool 
     out = _full(
         shape=_shape_arg((shape,) if isinstance(shape, int) else tuple(shape), "full"), value=fill_value, dtype=dt
     )
+    out = _placed(out, dev)
     return out.requires_grad_() if requires_grad else out
 
 
 @public()
 def zeros(*shape: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
     """A tensor of zeros: `zeros(2, 3)` or `zeros((2, 3))`. float32 unless `dtype` says otherwise."""
-    return full(_shape_arg(shape, "zeros"), 0, dtype or _dt.float32, requires_grad=requires_grad, device=device)
+    dev = _check_device(device, "zeros")
+    return full(_shape_arg(shape, "zeros"), 0, dtype or _dt.float32, requires_grad=requires_grad, device=dev)
 
 
 @public()
 def ones(*shape: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
     """A tensor of ones: `ones(2, 3)` or `ones((2, 3))`. float32 unless `dtype` says otherwise."""
-    return full(_shape_arg(shape, "ones"), 1, dtype or _dt.float32, requires_grad=requires_grad, device=device)
+    dev = _check_device(device, "ones")
+    return full(_shape_arg(shape, "ones"), 1, dtype or _dt.float32, requires_grad=requires_grad, device=dev)
 
 
 @public()
 def empty(*shape: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
     """An uninitialized tensor in PyTorch; here (deterministically) zeros of `shape`."""
-    return full(_shape_arg(shape, "empty"), 0, dtype or _dt.float32, requires_grad=requires_grad, device=device)
+    dev = _check_device(device, "empty")
+    return full(_shape_arg(shape, "empty"), 0, dtype or _dt.float32, requires_grad=requires_grad, device=dev)
 
 
 @public()
 def zeros_like(x: Tensor, dtype: Any = None) -> Tensor:
     """Zeros with the shape of `x` (and its dtype unless `dtype` is given)."""
     _check_tensor(x, "zeros_like")
-    return full(x.shape, 0, dtype or x.dtype)
+    return full(x.shape, 0, dtype or x.dtype, device=x.device)
 
 
 @public()
 def ones_like(x: Tensor, dtype: Any = None) -> Tensor:
     """Ones with the shape of `x` (and its dtype unless `dtype` is given)."""
     _check_tensor(x, "ones_like")
-    return full(x.shape, 1, dtype or x.dtype)
+    return full(x.shape, 1, dtype or x.dtype, device=x.device)
 
 
 @public()
 def empty_like(x: Tensor, dtype: Any = None) -> Tensor:
     """`empty` with the shape of `x`: zeros, as `zeros_like`."""
     _check_tensor(x, "empty_like")
-    return full(x.shape, 0, dtype or x.dtype)
+    return full(x.shape, 0, dtype or x.dtype, device=x.device)
 
 
 @public()
 def full_like(x: Tensor, fill_value: Any, dtype: Any = None) -> Tensor:
     """`fill_value` with the shape of `x`; the value is converted to x's dtype (2.5 -> 2 for ints)."""
     _check_tensor(x, "full_like")
-    return full(x.shape, fill_value, dtype or x.dtype)
+    return full(x.shape, fill_value, dtype or x.dtype, device=x.device)
 
 
 # -- ranges ------------------------------------------------------------------------------------
@@ -263,7 +285,7 @@ class ArangeOp(Operation):
         return (length,), dtype
 
     def kernel(self, *, start: Any, step: Any, length: int, dtype: Any) -> Any:
-        device = DeviceRef.CPU()
+        device = graph_device()
         work = dtype if _dt.is_float(dtype) else _dt.int64
         idx = ops.range(0, length, 1, out_dim=length, dtype=work, device=device)
         out = idx * ops.constant(step, work, device) + ops.constant(start, work, device)
@@ -290,7 +312,7 @@ def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, dev
         >>> nabla.arange(0, 5, 2).tolist()
         [0, 2, 4]
     """
-    _check_device(device, "arange")
+    dev = _check_device(device, "arange")
     if end is None:
         start, end = 0, start
     for name, v in (("start", start), ("end", end), ("step", step)):
@@ -302,7 +324,7 @@ def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, dev
     all_int = all(isinstance(v, int) for v in (start, end, step))
     dt = _dt.as_dtype(dtype) if dtype is not None else (_dt.int64 if all_int else _dt.float32)
     cast_num = float if _dt.is_float(dt) else int
-    return _arange(start=cast_num(start), step=cast_num(step), length=length, dtype=dt)
+    return _placed(_arange(start=cast_num(start), step=cast_num(step), length=length, dtype=dt), dev)
 
 
 class LinspaceOp(Operation):
@@ -318,7 +340,7 @@ class LinspaceOp(Operation):
         return (steps,), dtype
 
     def kernel(self, *, start: float, end: float, steps: int, base: Any, dtype: Any) -> Any:
-        device = DeviceRef.CPU()
+        device = graph_device()
         if steps == 0:
             return ops.broadcast_to(ops.constant(0, dtype, device), (0,))
         f64 = _dt.float64
@@ -403,7 +425,7 @@ class _IndexMaskOp(Operation):
         raise NotImplementedError
 
     def kernel(self, *, n: int, m: int, k: int, dtype: Any) -> Any:
-        device = DeviceRef.CPU()
+        device = graph_device()
         if n == 0 or m == 0:
             return ops.broadcast_to(ops.constant(0, dtype, device), (n, m))
         i64 = _dt.int64
@@ -546,7 +568,7 @@ class RandomOp(Operation):
         return shape, dtype
 
     def kernel(self, seed: Any, *, distribution: str, shape: tuple, dtype: Any, a: Any, b: Any) -> Any:
-        device = DeviceRef.CPU()
+        device = graph_device()
         ops.random.set_seed(seed)
         if distribution == "uniform":
             return ops.random.uniform(TensorType(dtype, shape, device=device), range=(a, b))

@@ -34,10 +34,11 @@ from typing import Any
 
 import numpy as np
 from max.dtype import DType
-from max.graph import DeviceRef, Graph, TensorType, ops
+from max.graph import Graph, TensorType, ops
 from mojo.run import subprocess_run_mojo
 
 from ..core.common import dtypes as _dt
+from ..core.graph.executors import graph_device
 from ..core.tensor.impl import TensorImpl
 from ..core.tensor.tensor import Tensor
 from .base import AVal, Operation, public
@@ -256,7 +257,7 @@ class CustomOp(Operation):
                     "(use a bool, int, float, str or dtype)"
                 )
         avals = self._avals([(tuple(int(d) for d in v.shape), v.dtype) for v in values], kwargs)
-        device = values[0].device if values else DeviceRef.CPU()
+        device = values[0].device if values else graph_device()
         out_types = [TensorType(dtype, shape, device=device) for shape, dtype in avals]
         results = ops.custom(self.mojo_kernel, device, list(values), out_types, parameters=user or None)
         tensors = tuple(r.tensor for r in results)

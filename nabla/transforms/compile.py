@@ -39,9 +39,10 @@ import numpy as np
 from ..core.common import dtypes as _dt
 from ..core.common.config import CONFIG
 from ..core.common.context import is_grad_enabled
+from ..core.common.devices import Device
 from ..core.common.pytree import tree_flatten, tree_unflatten
 from ..core.graph.engine import GRAPH, RecompileError
-from ..core.graph.executors import get_executor_impl
+from ..core.graph.executors import get_executor_impl, placed_storage
 from ..core.graph.program import collect
 from ..core.graph.symbolic import PROBE_STEPS, DynamicPlan, SymbolicProgramError, make_symbolic, run_prepared
 from ..core.graph.tracing import ConcretizationError, TraceState, trace_scope, tracing
@@ -105,7 +106,8 @@ class _Entry:
     plan: DynamicPlan | None
     name_checks: list  # (getter, id of the Tensor object seen at trace time, label)
     guards: list  # (getter, value at trace time, label): Python values the trace depends on
-    out_layouts: list  # per program output: (ShardingSpec or None, global shape) as traced
+    # per program output: (ShardingSpec or None, global shape, device, the program's device) as traced
+    out_layouts: list
 
 
 class CompiledFunction(_Signature):
@@ -386,7 +388,9 @@ class CompiledFunction(_Signature):
                     t.requires_grad_(True)
                 if v._grad is not None:  # the caller's gradient: an input if the function reads it
                     g = v._grad._impl
-                    t._grad = Tensor(TensorImpl(shape, g.dtype, batch_dims=impl.batch_dims, sharding=g.sharding))
+                    t._grad = Tensor(
+                        TensorImpl(shape, g.dtype, batch_dims=impl.batch_dims, device=g.device, sharding=g.sharding)
+                    )
                 out.append(t)
             elif lf.kind == "alias":
                 out.append(out[lf.key])
@@ -504,11 +508,18 @@ class CompiledFunction(_Signature):
             plan=plan,
             name_checks=traced.scan.checks,
             guards=traced.state.guards,
-            out_layouts=[(t.sharding, t.physical_shape) for t in traced.collected.targets],
+            out_layouts=[
+                (t.sharding, t.physical_shape, t.device, traced.collected.device) for t in traced.collected.targets
+            ],
         )
 
     def _captured_source(self, impl: TensorImpl, traced: _Traced) -> _Source:
-        aval = (impl.physical_shape, impl.dtype, impl.requires_grad)  # a thawed parameter retraces
+        aval = (
+            impl.physical_shape,
+            impl.dtype,
+            impl.requires_grad,
+            impl.device,
+        )  # a thawed or moved parameter retraces
         found = traced.scan.by_impl.get(id(impl))
         if found is not None:
             label, getter = found
@@ -527,8 +538,10 @@ class CompiledFunction(_Signature):
         for s in entry.sources:
             if s.kind == "captured":
                 impl = s.getter()._impl
-                if (impl.physical_shape, impl.dtype, impl.requires_grad) != s.aval:
-                    return f"{s.label} changed shape, dtype or requires_grad"
+                now = (impl.physical_shape, impl.dtype, impl.requires_grad, impl.device)
+                if now != s.aval:
+                    changed = [n for n, a, b in zip(_AVAL_FIELDS, now, s.aval, strict=True) if a != b]
+                    return f"{s.label} changed {' and '.join(changed)}"
         for getter, seen, label in entry.guards:
             if getter() != seen:
                 return f"{label} changed"
@@ -704,14 +717,19 @@ def _inside_transform(values: list) -> bool | str:
     return found
 
 
-def _wrap(data: Any, spec: Any = None, shape: tuple = ()) -> Tensor:
+_AVAL_FIELDS = ("shape", "dtype", "requires_grad", "device")  # a captured tensor's, as `_captured_source` keeps them
+
+
+def _wrap(data: Any, spec: Any, shape: tuple, device: Device, ran_on: Device) -> Tensor:
+    if ran_on is not device:  # a CPU tensor computed on an accelerator comes back to the host
+        data = placed_storage(data, device)
     if spec is not None:  # sharded: one storage per distinct piece
         first = data[0]
         dtype = _dt.from_numpy_dtype(first.dtype) if isinstance(first, np.ndarray) else first.dtype
-        return Tensor(TensorImpl(shape, dtype, data=data, sharding=spec))
+        return Tensor(TensorImpl(shape, dtype, data=data, device=device, sharding=spec))
     shape = tuple(int(d) for d in data.shape)
     dtype = _dt.from_numpy_dtype(data.dtype) if isinstance(data, np.ndarray) else data.dtype
-    return Tensor(TensorImpl(shape, dtype, data=data))
+    return Tensor(TensorImpl(shape, dtype, data=data, device=device))
 
 
 def _as_target(t: Tensor) -> Tensor:

@@ -162,7 +162,7 @@ class _Signature:
 
 def _tensor_leaf(impl: TensorImpl, shape: tuple) -> _Leaf:
     """A tensor leaf's signature; `shape` has symbolic names for its dynamic dims."""
-    return _Leaf("tensor", (impl.dtype, shape, impl.batch_dims, impl.requires_grad, impl.sharding_key))
+    return _Leaf("tensor", (impl.dtype, shape, impl.batch_dims, impl.requires_grad, impl.sharding_key, impl.device))
 
 
 def _structure(treedef: Any, leaves: list[_Leaf]) -> tuple:

@@ -3,7 +3,7 @@
 Started by `background.py` as `python _compile_worker.py` (by path, so it imports MAX only,
 never nabla or the user's `__main__`). Protocol on stdin/stdout, one job at a time:
 
-  request:  one JSON line {"id", "out", "extensions"} then 8 bytes (little-endian length)
+  request:  one JSON line {"id", "out", "extensions", "device": [kind, index]} then 8 bytes (little-endian length)
             and the module's bytecode
   reply:    one JSON line {"id", "ok", "seconds", "error"}
 
@@ -23,13 +23,13 @@ import traceback
 
 from max import mlir
 from max._core import Operation
-from max.driver import CPU
+from max.driver import CPU, Accelerator
 from max.engine import InferenceSession
 from max.graph import Module
 
 
 def main() -> None:
-    session = InferenceSession(devices=[CPU()])
+    sessions: dict[tuple, InferenceSession] = {}  # one per device: a model is compiled for its device
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     stdout.write(b'{"ready": true}\n')
     stdout.flush()
@@ -44,6 +44,11 @@ def main() -> None:
         reply = {"id": job["id"], "ok": True, "error": ""}
         try:
             module = Module(mlir_module=Operation.from_bytecode(bytecode, mlir.Context()))
+            kind, index = job.get("device", ("cpu", 0))
+            session = sessions.get((kind, index))
+            if session is None:
+                device = CPU() if kind == "cpu" else Accelerator(index)
+                session = sessions[(kind, index)] = InferenceSession(devices=[device])
             compiled = session.compile(module, custom_extensions=job["extensions"] or None)
             tmp = f"{job['out']}.{os.getpid()}.tmp"
             compiled.export_mef(tmp)

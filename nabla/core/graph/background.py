@@ -43,6 +43,7 @@ from typing import Any
 from max import engine
 from max._mlir_context import ensure_default_mlir_context
 
+from ..common.devices import CPU_DEVICE
 from .artifacts import STORE
 
 WORKER_SCRIPT = Path(__file__).with_name("_compile_worker.py")
@@ -70,18 +71,20 @@ class CompileJob:
         finish: turns the compiled artifact into the runnable model (initializes it).
         name: the model store's name for it, or None when it must not be stored.
         extensions: custom kernel packages the module needs.
+        device: where the model runs (a nabla Device).
     """
 
     build: Callable[[], Any]
     finish: Callable[[Any], Any]
     name: str | None = None
     extensions: list = field(default_factory=list)
+    device: Any = CPU_DEVICE
     future: Future = field(default_factory=Future)
 
 
 class CompileService:
-    def __init__(self, compile_in_thread: Callable[[Any, list], Any]) -> None:
-        # `compile_in_thread(module, extensions)` compiles in this process (the MAX executor's
+    def __init__(self, compile_in_thread: Callable[[Any, list, Any], Any]) -> None:
+        # `compile_in_thread(module, extensions, device)` compiles in this process (the MAX executor's
         # session and lock); the process mode needs only bytecode.
         self.mode = os.environ.get("NABLA_COMPILE_WORKER", "process").strip().lower() or "process"
         if self.mode not in MODES:
@@ -163,7 +166,7 @@ class CompileService:
                 out.unlink(missing_ok=True)
         else:
             with self._native():
-                compiled = self._compile_in_thread(self._build(job), job.extensions)
+                compiled = self._compile_in_thread(self._build(job), job.extensions, job.device)
                 STORE.save(compiled, job.name)
                 model = job.finish(compiled)
         self.seconds.append(time.perf_counter() - start)
@@ -201,7 +204,12 @@ class CompileService:
             os.close(fd)
             out = Path(name)
         worker = self._ensure_worker()
-        request = {"id": id(job), "out": str(out), "extensions": [str(p) for p in job.extensions]}
+        request = {
+            "id": id(job),
+            "out": str(out),
+            "extensions": [str(p) for p in job.extensions],
+            "device": [job.device.kind, job.device.index],
+        }
         try:
             worker.stdin.write((json.dumps(request) + "\n").encode() + struct.pack("<Q", len(bytecode)) + bytecode)
             worker.stdin.flush()

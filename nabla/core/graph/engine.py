@@ -25,8 +25,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..common.config import CONFIG
+from ..common.devices import CPU_DEVICE
 from . import artifacts
-from .executors import Executor, ExecutorStats, all_executors, get_executor_impl, input_buffers, lowered_ops
+from .executors import (
+    Executor,
+    ExecutorStats,
+    all_executors,
+    get_executor_impl,
+    input_buffers,
+    lowered_ops,
+    placed_storage,
+)
 from .program import collect, describe_key_difference
 from .symbolic import DynamicPlan, SizedProgram, SymbolicProgramError, family_key, make_symbolic_pair, run_prepared
 from .tiered import TieredExecutor
@@ -159,9 +168,12 @@ class ComputeGraph:
             executor = get_executor_impl("numpy")
         prepared = self._lookup_or_prepare(executor, collected)
         inputs = collected.inputs
-        data = input_buffers(inputs) if executor.makes_max_models else [i.data for i in inputs]
+        device = collected.device
+        data = input_buffers(inputs, device) if executor.makes_max_models else [i.data for i in inputs]
         results = run_prepared(executor, prepared, data)
         executor.stats.executions += 1
+        if device is not CPU_DEVICE:  # CPU tensors computed with an accelerator's come back to the host
+            results = [placed_storage(r, t.device) for r, t in zip(results, collected.targets, strict=True)]
         for impl, data in zip(collected.targets, results, strict=True):
             impl.set_realized(data)
         self.epoch += 1

@@ -15,11 +15,12 @@ from typing import Any
 
 import numpy as np
 from max import engine
-from max.driver import CPU, Buffer
+from max.driver import CPU, Accelerator, Buffer, accelerator_count
 from max.dtype import DType
 from max.engine import InferenceSession
 from max.graph import DeviceRef, Graph, Module, TensorType
 
+from ..common.devices import CPU_DEVICE, Device
 from ..common.dtypes import to_numpy_dtype
 from ..common.workers import lower_worker_priority
 from .artifacts import STORE
@@ -102,10 +103,54 @@ def storage_to_buffer(data: Any) -> Buffer:
     return Buffer.from_numpy(array)
 
 
-def input_buffers(impls: list) -> list:
+_DRIVER_DEVICES: dict[Device, Any] = {}
+
+
+def driver_device(device: Device) -> Any:
+    """MAX's driver device for a nabla Device; a clear error when it is not there."""
+    found = _DRIVER_DEVICES.get(device)
+    if found is None:
+        if device.is_accelerator:
+            count = accelerator_count()
+            if device.index >= count:
+                raise ValueError(f"device {device} is not available: MAX finds {count} accelerator(s) on this machine")
+            found = Accelerator(device.index)
+        else:
+            found = CPU()
+        _DRIVER_DEVICES[device] = found
+    return found
+
+
+def device_ref(device: Device) -> DeviceRef:
+    return DeviceRef.GPU(device.index) if device.is_accelerator else DeviceRef.CPU()
+
+
+def to_device(data: Any, device: Device) -> Any:
+    """A storage (or a tuple of pieces) moved to `device`: a Buffer there for an accelerator, a
+    host storage (NumPy array or host Buffer) for the CPU. What is there already is returned."""
+    if type(data) is tuple:
+        return tuple(to_device(d, device) for d in data)
+    if not device.is_accelerator:
+        return data.to(CPU()) if type(data) is Buffer and not data.is_host else data
+    target = driver_device(device)
+    buffer = data if type(data) is Buffer else storage_to_buffer(data)
+    return buffer if not buffer.is_host and buffer.device == target else buffer.to(target)
+
+
+def placed_storage(data: Any, device: Device) -> Any:
+    """A program's result for a target on `device`: results of an accelerator's program stay
+    there unless the target is a CPU tensor (CPU tensors hold host storage only)."""
+    return data if device.is_accelerator else to_device(data, device)
+
+
+def input_buffers(impls: list, device: Device = CPU_DEVICE) -> list:
     """The storages of a model's input impls as Buffers. NumPy storage is swapped for its
     zero-copy Buffer view in the impl itself, so a tensor that feeds many evaluations (an
-    optimizer's hyperparameter, a batch used again) converts once, not every step."""
+    optimizer's hyperparameter, a batch used again) converts once, not every step. On an
+    accelerator, a tensor that lives there keeps its copy on the device the same way (a
+    parameter goes up once); CPU tensors are copied up for each run."""
+    if device.is_accelerator:
+        return [_device_input(impl, device) for impl in impls]
     out = []
     for impl in impls:
         data = impl.data
@@ -115,6 +160,20 @@ def input_buffers(impls: list) -> list:
             data = buffer
         out.append(data)
     return out
+
+
+def _device_input(impl: Any, device: Device) -> Any:
+    data = impl.data
+    moved = to_device(data if impl.dtype is not DType.bfloat16 else _as_bfloat16_storage(data), device)
+    if moved is not data and impl.device is device:
+        if type(data) is np.ndarray:
+            impl.host = (moved, data)
+        impl.data = moved
+    return moved
+
+
+def _as_bfloat16_storage(data: Any) -> Any:
+    return tuple(map(_as_bfloat16, data)) if type(data) is tuple else _as_bfloat16(data)
 
 
 def host_array(impl: Any) -> np.ndarray:
@@ -304,6 +363,7 @@ class _Lowering(threading.local):
     memo: dict | None = None  # call sub-programs' common subexpressions
     producers: dict | None = None  # id(value) -> (step, output index, input values, value)
     scratch: dict | None = None  # lowerings' own per-build state (nabla/ops/_layout.py)
+    device: DeviceRef | None = None  # where the graph being built runs
 
 
 _LOWERING = _Lowering()
@@ -315,6 +375,12 @@ def producer(value: Any) -> tuple[Step, int, list] | None:
     re-emit a value's computation in another layout (nabla/ops/_layout.py)."""
     found = _LOWERING.producers.get(id(value)) if _LOWERING.producers is not None else None
     return None if found is None or found[3] is not value else found[:3]
+
+
+def graph_device() -> DeviceRef:
+    """The device of the MAX graph being built: where a lowering puts values it makes from
+    nothing (constants, ranges, random draws)."""
+    return _LOWERING.device if _LOWERING.device is not None else DeviceRef.CPU()
 
 
 def lowering_scratch() -> dict | None:
@@ -364,7 +430,7 @@ class MaxExecutor(Executor):
 
     def __init__(self) -> None:
         super().__init__()
-        self._session = None
+        self._sessions: dict[Device, Any] = {}
         self._lock = threading.RLock()  # session creation and model initialization
         self._compile_lock = threading.Lock()  # MAX compiles one model at a time anyway
         self._graph_counter = 0
@@ -372,16 +438,22 @@ class MaxExecutor(Executor):
 
     @property
     def session(self) -> Any:
-        if self._session is None:
+        return self.session_for(CPU_DEVICE)
+
+    def session_for(self, device: Device) -> Any:
+        """The inference session that compiles and runs models on `device` (one per device)."""
+        session = self._sessions.get(device)
+        if session is None:
             with self._lock:
-                if self._session is None:
-                    self._session = InferenceSession(devices=[CPU()])
-        return self._session
+                session = self._sessions.get(device)
+                if session is None:
+                    session = self._sessions[device] = InferenceSession(devices=[driver_device(device)])
+        return session
 
     def build_module(self, program: Program, resolve: Any = None) -> Any:
         """`resolve` maps symbolic sizes in input shapes and op kwargs to MAX dims (compile's
         dynamic dims); without it everything is static."""
-        device = DeviceRef.CPU()
+        device = device_ref(program.device)
         module = Module()
         pieces = program.input_piece_types or [None] * len(program.input_types)
         types = [
@@ -396,11 +468,11 @@ class MaxExecutor(Executor):
         ) as graph:
             if resolve is not None:
                 program = replace(program, steps=[replace(st, kwargs=resolve(st.kwargs)) for st in program.steps])
-            _LOWERING.memo, _LOWERING.producers, _LOWERING.scratch = {}, {}, {}
+            _LOWERING.memo, _LOWERING.producers, _LOWERING.scratch, _LOWERING.device = {}, {}, {}, device
             try:
                 outputs = lower_steps(program, _group_inputs(program, [v.tensor for v in graph.inputs]))
             finally:
-                _LOWERING.memo = _LOWERING.producers = _LOWERING.scratch = None
+                _LOWERING.memo = _LOWERING.producers = _LOWERING.scratch = _LOWERING.device = None
             graph.output(*[v for out in compress_outputs(program, outputs) for v in _pieces(out)])
         return module
 
@@ -409,25 +481,27 @@ class MaxExecutor(Executor):
         if model is not None:
             self.stats.loads += 1
             return model
-        compiled = self.compile_module(self.build_module(program, resolve), custom_extensions(program))
+        module = self.build_module(program, resolve)
+        compiled = self.compile_module(module, custom_extensions(program), program.device)
         self.stats.compiles += 1
         STORE.save(compiled, name)
         return self.load(compiled, program)
 
-    def compile_module(self, module: Any, extensions: list) -> Any:
+    def compile_module(self, module: Any, extensions: list, device: Device = CPU_DEVICE) -> Any:
         """Compile a built module (MAX compiles one model at a time per process)."""
-        session = self.session
+        session = self.session_for(device)
         with self._compile_lock:
             return session.compile(module, custom_extensions=extensions or None)
 
     def load(self, compiled: Any, program: Program) -> Any:
         """Initialize a compiled artifact as the runnable model for `program`."""
         with self._lock:
-            models = self.session.init_all(compiled)
+            models = self.session_for(program.device).init_all(compiled)
         model = next(iter(models.values()))
+        on = program.device if program.device.is_accelerator else None
         if not program.output_layouts and not program.input_layouts:
-            return model
-        return _ShardedModel(model, [None if p is None else len(p) for p in program.output_layouts])
+            return model if on is None else _PlacedModel(model, on)
+        return _ShardedModel(model, [None if p is None else len(p) for p in program.output_layouts], on)
 
     def load_stored(self, program: Program, name: str | None) -> Any:
         """The model from the on-disk store, or None (absent, or unreadable: then removed)."""
@@ -445,7 +519,11 @@ class MaxExecutor(Executor):
             self._worker_checks = 0 if lower_worker_priority() else self._worker_checks - 1
         if isinstance(model, _ShardedModel):
             flat = [storage_to_buffer(p) for d in inputs for p in _pieces(d)]
+            if model.device is not None:
+                flat = [to_device(b, model.device) for b in flat]
             return model.regroup(_execute(model.model, flat))
+        if type(model) is _PlacedModel:
+            return _execute(model.model, [to_device(d, model.device) for d in inputs])
         return _execute(model, [d if type(d) is Buffer else storage_to_buffer(d) for d in inputs])
 
 
@@ -473,11 +551,19 @@ def _group_inputs(program: Program, values: list) -> list:
     return expand_inputs(program, grouped)
 
 
-class _ShardedModel:
-    """A compiled model whose flat outputs regroup into one tuple of pieces per sharded output."""
+class _PlacedModel:
+    """A compiled model that runs on an accelerator: its inputs are copied there first."""
 
-    def __init__(self, model: Any, out_counts: list) -> None:
-        self.model, self.out_counts = model, out_counts
+    def __init__(self, model: Any, device: Device) -> None:
+        self.model, self.device = model, device
+
+
+class _ShardedModel:
+    """A compiled model whose flat outputs regroup into one tuple of pieces per sharded output;
+    `device`: the accelerator it runs on (every piece lives there), or None."""
+
+    def __init__(self, model: Any, out_counts: list, device: Device | None = None) -> None:
+        self.model, self.out_counts, self.device = model, out_counts, device
 
     def regroup(self, flat: list) -> list:
         out, i = [], 0

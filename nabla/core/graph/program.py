@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..common.devices import CPU_DEVICE, Device
 from .tracing import ConcretizationError, tracing
 
 
@@ -55,6 +56,7 @@ class Program:
     output_layouts: list = field(default_factory=list)
     # Per sharded input, the (dtype, local shape) of each piece (MAX graph input types).
     input_piece_types: list = field(default_factory=list)
+    device: Device = CPU_DEVICE  # where it runs (see `program_device`)
 
     def __post_init__(self) -> None:
         for i, step in enumerate(self.steps):
@@ -77,6 +79,7 @@ class Collected:
     input_slots: list[int]
     output_slots: list[int]
     num_slots: int
+    device: Device = CPU_DEVICE
 
     def to_program(self) -> Program:
         steps = [
@@ -85,6 +88,7 @@ class Collected:
         ]
         input_types = [(impl.dtype, impl.physical_shape) for impl in self.inputs]
         program = Program(steps, self.input_slots, input_types, self.output_slots, self.num_slots)
+        program.device = self.device
         if any(i.sharding is not None for i in self.inputs) or any(t.sharding is not None for t in self.targets):
             program.input_layouts = [None if i.sharding is None else i.sharding.piece_of for i in self.inputs]
             program.input_piece_types = [
@@ -120,6 +124,7 @@ def collect(targets: list, *, placeholders: bool = False, boundary: set[int] | N
     node_arg_slots: list[tuple[int, ...]] = []
     cut = boundary if boundary is not None else ()
     next_slot = 0
+    device = CPU_DEVICE  # an accelerator an input lives on (a CPU copy of it is computed there)
     stack: list = [(iter(targets), targets, None)]  # (arguments left, all arguments, their node)
     while True:
         rest, args, node = stack[-1]
@@ -137,6 +142,8 @@ def collect(targets: list, *, placeholders: bool = False, boundary: set[int] | N
                     raise ConcretizationError()
                 raise RuntimeError("internal error: an unrealized tensor has no recorded op")
             slot_of[arg] = next_slot
+            if arg.device is not CPU_DEVICE:
+                device = arg.device
             sharding = arg.sharding
             key_inputs.append(
                 (next_slot, arg.dtype, arg.physical_shape, None if sharding is None else sharding.structural_key())
@@ -156,6 +163,9 @@ def collect(targets: list, *, placeholders: bool = False, boundary: set[int] | N
             key_nodes.append((node.struct_key, arg_slots))
 
     key = (tuple(key_nodes), tuple(key_inputs), arg_slots)
+    device = program_device(targets, device)
+    if device is not CPU_DEVICE:  # the same computation on an accelerator is another model
+        key += (device,)
     return Collected(
         key,
         list(slot_of),  # inputs, in slot order
@@ -166,13 +176,26 @@ def collect(targets: list, *, placeholders: bool = False, boundary: set[int] | N
         [k[0] for k in key_inputs],
         list(arg_slots),
         next_slot,
+        device,
     )
+
+
+def program_device(targets: list, inputs_device: Device = CPU_DEVICE) -> Device:
+    """Where a program runs: on the accelerator of a target on one (an op's output is on an
+    accelerator whenever an input is, so every computation there reaches such a target), else
+    on the accelerator of an input (a value copied to the CPU), else on the CPU."""
+    for t in targets:
+        if t.device is not CPU_DEVICE:
+            return t.device
+    return inputs_device
 
 
 def describe_key_difference(new: tuple, old: tuple) -> str:
     """Say, in words, the first way a new cache key differs from a cached one."""
-    new_nodes, new_inputs, new_outs = new
-    old_nodes, old_inputs, old_outs = old
+    new_nodes, new_inputs, new_outs = new[:3]
+    old_nodes, old_inputs, old_outs = old[:3]
+    if new[3:] != old[3:]:
+        return f"device {old[3] if old[3:] else CPU_DEVICE} -> {new[3] if new[3:] else CPU_DEVICE}"
     for i, (a, b) in enumerate(zip(new_inputs, old_inputs, strict=False)):
         if a[1:] != b[1:]:
             parts = []

@@ -136,7 +136,7 @@ def _merge_program(base: Program, probes: dict[str, list[Program]], sizes: dict,
         f"{where} inputs".lstrip(),
         offsets,
     )
-    return Program(steps, base.input_slots, types, base.output_slots, base.num_slots)
+    return Program(steps, base.input_slots, types, base.output_slots, base.num_slots, device=base.device)
 
 
 def _instance(sym: Any, value: Any, sizes: dict[str, int]) -> bool:
@@ -202,7 +202,7 @@ def resolve_program(program: Program, resolve: Any) -> Program:
     shapes and to its input types."""
     steps = [replace(st, kwargs=resolve(st.kwargs), out_avals=resolve(st.out_avals)) for st in program.steps]
     types = resolve(program.input_types)
-    return Program(steps, program.input_slots, types, program.output_slots, program.num_slots)
+    return Program(steps, program.input_slots, types, program.output_slots, program.num_slots, device=program.device)
 
 
 @dataclass
@@ -296,6 +296,7 @@ def family_key(collected: Collected) -> tuple:
         tuple(collected.node_arg_slots),
         tuple(collected.output_slots),
         tuple((i.dtype, len(i.physical_shape)) for i in collected.inputs),
+        collected.device,
     )
 
 

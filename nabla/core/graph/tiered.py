@@ -152,6 +152,7 @@ class TieredExecutor(Executor):
             finish=lambda compiled: mx.load(compiled, program),
             name=tm.name,
             extensions=custom_extensions(program),
+            device=program.device,
         )
         tm.future = self.service.submit(job)
         self.stats.compiles += 1

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import itertools
 import weakref
-from dataclasses import dataclass
 from typing import Any
 
 from max.dtype import DType
+
+from ..common.devices import CPU_DEVICE, Device
 
 _SEQ = itertools.count()
 # Non-leaf impls whose gradient `backward()` keeps in their tensor's `.grad` (`retain_grad()`).
@@ -46,23 +47,6 @@ GRAD_HOOKS = _Hooks()
 def next_seq() -> int:
     """A creation number no impl has: impls created before have smaller ones, after larger."""
     return next(_SEQ)
-
-
-@dataclass(frozen=True)
-class Device:
-    """Where a tensor lives. Only the host CPU is used by this version."""
-
-    kind: str = "cpu"
-    index: int = 0
-
-    def __repr__(self) -> str:
-        return f"{self.kind}:{self.index}"
-
-    def __str__(self) -> str:
-        return repr(self)
-
-
-CPU_DEVICE = Device("cpu", 0)
 
 
 class TensorImpl:
@@ -138,7 +122,12 @@ class TensorImpl:
     def share(self) -> TensorImpl:
         """A fresh realized impl on the same storage (no history, no requires_grad)."""
         return TensorImpl(
-            self.physical_shape, self.dtype, data=self.data, batch_dims=self.batch_dims, sharding=self.sharding
+            self.physical_shape,
+            self.dtype,
+            data=self.data,
+            device=self.device,
+            batch_dims=self.batch_dims,
+            sharding=self.sharding,
         )
 
     def set_realized(self, data: Any) -> None:

@@ -15,8 +15,9 @@ from max.dtype import DType
 
 from ..common import dtypes as _dt
 from ..common.context import is_grad_enabled
+from ..common.devices import CPU_DEVICE, as_device
 from ..graph.engine import GRAPH
-from ..graph.executors import host_array, storage_item, storage_to_numpy
+from ..graph.executors import driver_device, host_array, storage_item, storage_to_numpy, to_device
 from ..graph.tracing import TRACE, note_grad, note_grad_read, note_mutation
 from .dispatch import OPS
 from .impl import RETAINED, Device, TensorImpl
@@ -838,18 +839,41 @@ class Tensor(TorchMethods):
         self, *args: Any, dtype: Any = None, device: Any = None, non_blocking: bool = False, copy: bool = False
     ) -> Tensor:
         """PyTorch's forms: `to(dtype)`, `to(device)`, `to(device, dtype)`, `to(other)` (its
-        dtype). Devices other than the CPU arrive with a later version; `non_blocking` and
-        `copy` are accepted and change nothing."""
+        dtype and device). A device is "cpu", "gpu", "gpu:N", "cuda:N" or a `nabla.Device`; see
+        `_moved_to` for what moving costs. `non_blocking` and `copy` change nothing."""
         for a in args:
             if isinstance(a, Tensor):
-                dtype = a.dtype
-            elif isinstance(a, str) or type(a).__name__ == "device":
+                dtype, device = a.dtype, a.device
+            elif isinstance(a, str | Device) or type(a).__name__ == "device":
                 device = a
             else:
                 dtype = a
-        if device is not None and str(device) not in ("cpu", "cpu:0"):
-            raise ValueError(f"to(): device must be 'cpu' in this version, got {device!r}")
-        return self if dtype is None else OPS.cast(self, dtype)
+        out = self if dtype is None else OPS.cast(self, dtype)
+        return out if device is None else out._moved_to(device)
+
+    def _moved_to(self, device: Any) -> Tensor:
+        """This tensor on `device` (itself if it is there). A realized tensor shares its storage,
+        which a computation on an accelerator copies there once, on first use; one moved to the
+        CPU is copied back now. Otherwise (a pending value, or one autodiff records) it is a
+        copy op whose result is on `device`."""
+        try:
+            target = as_device(device)
+            if target.is_accelerator:
+                driver_device(target)
+        except ValueError as err:
+            raise ValueError(f"to(): {err}") from None
+        impl = self._impl
+        if target is impl.device:
+            return self
+        if impl.is_realized and not (impl.requires_grad and is_grad_enabled()):
+            moved = impl.share()
+            moved.device = target
+            if not target.is_accelerator:
+                moved.data = to_device(moved.data, target)
+            return Tensor(moved)
+        out = OPS.identity(self)
+        out._impl.device = target
+        return out
 
     def type(self, dtype: Any) -> Tensor:
         return OPS.cast(self, dtype)
@@ -873,7 +897,16 @@ class Tensor(TorchMethods):
         return OPS.cast(self, _dt.bool_)
 
     def cpu(self) -> Tensor:
-        return self
+        return self._moved_to(CPU_DEVICE)
+
+    def cuda(self, device: Any = None) -> Tensor:
+        """PyTorch's spelling of `to("gpu:N")` (accelerator 0 by default)."""
+        return self._moved_to(f"gpu:{device}" if isinstance(device, int) else device or "gpu")
+
+    @property
+    def is_cuda(self) -> bool:
+        """Whether the tensor lives on an accelerator (PyTorch's name)."""
+        return self._impl.device.is_accelerator
 
     def clone(self) -> Tensor:
         return OPS.identity(self)

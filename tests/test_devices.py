@@ -1,0 +1,123 @@
+"""Device placement semantics, checked without an accelerator on the NumPy executor.
+
+The fixture makes two accelerators "available" (their driver device is the CPU, which the NumPy
+executor never uses), so the rules (which device an op's output is on, where a program runs,
+what the cache keys hold) are tested here; tests/test_gpu.py runs them on a real accelerator.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from max.driver import CPU
+
+import nabla as nb
+import nabla_nn as nn
+from nabla.core.common.devices import CPU_DEVICE, as_device
+from nabla.core.graph import executors
+from nabla.core.graph.program import collect, describe_key_difference
+
+GPU0, GPU1 = as_device("gpu:0"), as_device("gpu:1")
+
+
+@pytest.fixture(autouse=True)
+def _two_accelerators(monkeypatch):
+    for device in (GPU0, GPU1):
+        monkeypatch.setitem(executors._DRIVER_DEVICES, device, CPU())
+
+
+def _on(device, array) -> nb.Tensor:
+    return nb.tensor(np.asarray(array, np.float32), device=device)
+
+
+def test_device_names_parse_to_one_shared_object():
+    assert as_device("cuda") is as_device("gpu:0") is as_device(" GPU ") is GPU0
+    assert as_device("cuda:1") is GPU1 and str(GPU1) == "gpu:1" and GPU1.is_accelerator
+    assert as_device("cpu") is as_device("cpu:0") is CPU_DEVICE and not CPU_DEVICE.is_accelerator
+    assert as_device(nb.Device("gpu", 1)) is GPU1
+    for bad in ("tpu", "cpu:1", "gpu:x", "cuda:-1"):
+        with pytest.raises(ValueError, match="device must be 'cpu', 'gpu', 'gpu:N' or 'cuda:N'"):
+            as_device(bad)
+
+
+def test_an_accelerator_operand_puts_the_result_there():
+    x, w = _on(CPU_DEVICE, [[1.0, 2.0]]), _on(GPU0, [[3.0], [4.0]])
+    y = nb.relu(x @ w) + 1.0
+    assert y.device is GPU0 and (x * 2).device is CPU_DEVICE
+    np.testing.assert_allclose(y.numpy(), [[12.0]])
+    with pytest.raises(ValueError, match=r"add: expected all tensors on one accelerator, got .*gpu:0 and gpu:1"):
+        _on(GPU0, [1.0]) + _on(GPU1, [1.0])
+
+
+def test_the_program_runs_where_its_accelerator_values_are_and_is_keyed_by_it():
+    x = _on(CPU_DEVICE, [1.0, 2.0])
+    cpu_key = collect([nb.exp(x)._impl]).key
+    on_gpu = collect([nb.exp(_on(GPU0, [1.0, 2.0]))._impl])
+    assert on_gpu.device is GPU0 and on_gpu.to_program().device is GPU0
+    assert on_gpu.key[:3] == cpu_key and on_gpu.key[3] is GPU0
+    assert describe_key_difference(on_gpu.key, cpu_key) == "device cpu:0 -> gpu:0"
+    # a CPU copy of an accelerator's value is computed there (its input lives there)
+    back = _on(GPU0, [1.0, 2.0]).exp().requires_grad_(False)
+    assert collect([back.cpu()._impl]).device is GPU0
+
+
+def test_to_moves_realized_tensors_without_copying_until_a_computation_needs_it():
+    x = nb.tensor(np.arange(3, dtype=np.float32))
+    assert x.to("cpu") is x and x.cpu() is x and not x.is_cuda
+    moved = x.to(_on(GPU0, [0.0]))  # `to(other)` takes the other's device (and dtype)
+    assert moved.device is GPU0 and moved.is_cuda and moved._impl.data is x._impl.data
+    assert moved.to(nb.float64).device is GPU0 and moved.to(nb.float64).dtype == nb.float64
+    back = moved.cpu()
+    assert back.device is CPU_DEVICE and back.numpy().tolist() == [0.0, 1.0, 2.0]
+    # a value autodiff records is moved by a copy op, so gradients flow through it
+    w = nb.tensor(np.ones(3, np.float32), requires_grad=True)
+    on = w.to(GPU0)
+    assert on.device is GPU0 and not on._impl.is_realized
+    (on * 3.0).sum().backward()
+    np.testing.assert_allclose(w.grad.numpy(), [3.0, 3.0, 3.0])
+
+
+def test_factories_and_like_functions_place_their_result():
+    for make in (lambda: nb.zeros(2), lambda: nb.arange(3), lambda: nb.tensor([1.0])):
+        assert make().device is CPU_DEVICE
+    x = _on(GPU0, [1.0, 2.0])
+    for like in (nb.zeros_like(x), nb.ones_like(x), nb.full_like(x, 2.0), nb.empty_like(x)):
+        assert like.device is GPU0
+    with pytest.raises(ValueError, match="arange: device gpu:63 is not available"):
+        nb.arange(3, device="cuda:63")
+    with pytest.raises(ValueError, match="to\\(\\): device gpu:63 is not available"):
+        x.to("gpu:63")
+
+
+def test_module_to_moves_parameters_in_place():
+    net = nn.Sequential(nn.Linear(3, 2), nn.BatchNorm1d(2))
+    params = list(net.parameters())
+    assert net.to("cuda") is net
+    assert [id(p) for p in net.parameters()] == [id(p) for p in params]
+    assert all(t.device is GPU0 for _, t in net._all_tensors())
+    assert all(isinstance(p, nn.Parameter) and p.requires_grad for p in net.parameters())
+    out = net(nb.tensor(np.ones((4, 3), np.float32)))  # a CPU batch joins the model's device
+    assert out.device is GPU0
+    net.cpu()
+    assert all(t.device is CPU_DEVICE for _, t in net._all_tensors())
+    with pytest.raises(ValueError, match="device gpu:63 is not available"):
+        net.to("cuda:63")
+
+
+def test_a_compiled_function_retraces_when_a_captured_parameter_moves():
+    lin = nn.Linear(3, 2)
+    forward = nb.compile(lambda x: lin(x))
+    x = nb.tensor(np.ones((4, 3), np.float32))
+    assert forward(x).device is CPU_DEVICE
+    lin.to("gpu")
+    out = forward(x)
+    assert out.device is GPU0 and forward.stats.recompile_reasons[-1].endswith("changed device")
+    np.testing.assert_allclose(out.numpy(), lin(x).numpy(), rtol=1e-6)
+
+
+def test_loading_a_state_dict_keeps_the_model_on_its_device():
+    net = nn.Linear(3, 2).to("gpu")
+    state = {k: v.cpu() for k, v in nn.Linear(3, 2).state_dict().items()}
+    net.load_state_dict(state)
+    assert net.weight.device is GPU0 and net.bias.device is GPU0
+    np.testing.assert_array_equal(net.weight.numpy(), state["weight"].numpy())

@@ -1,0 +1,115 @@
+"""The MAX executor on an accelerator: values computed there equal the NumPy executor's, stay on
+the device between steps, and come back to the host only when read. Needs an accelerator (CI
+has none; tests/test_devices.py checks the placement rules everywhere). With one,
+`NABLA_TEST_DEVICE=gpu` also runs tests/test_conformance_max.py and test_nn_training_max.py there.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from max.driver import accelerator_count
+
+import nabla as nb
+import nabla_nn as nn
+import nabla_nn.functional as F
+import nabla_optim as optim
+from nabla import DeviceMesh, P
+
+USES_MAX = True
+pytestmark = pytest.mark.skipif(accelerator_count() == 0, reason="needs an accelerator (MAX finds none)")
+# MAX's float32 matmul on an H100 differs from NumPy's by up to about 1e-3 relative (measured:
+# 7e-4 after a softmax), where the CPU agrees to float32 rounding.
+TOL = 2e-3
+
+
+def _on_device(t: nb.Tensor) -> bool:
+    data = t._impl.data
+    pieces = data if type(data) is tuple else (data,)
+    return all(not getattr(p, "is_host", True) for p in pieces)
+
+
+def _cases(device: str) -> list:
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((6, 5)).astype(np.float32), rng.standard_normal((5, 7)).astype(np.float32)
+    x, w = nb.tensor(a, device=device), nb.tensor(b)  # a CPU operand joins the accelerator's computation
+    img = nb.tensor(rng.standard_normal((2, 3, 8, 8)).astype(np.float32), device=device)
+    k = nb.tensor(rng.standard_normal((4, 3, 3, 3)).astype(np.float32))
+    return [
+        nb.softmax(x @ w, axis=1),
+        nb.cumsum(x, 0) + nb.arange(5, dtype=nb.float32),  # a range made in the graph
+        nb.zeros((6, 5)) + x.max(axis=0),
+        nb.sort(x, 1)[0],
+        x[nb.tensor(np.array([4, 0, 4]))] * 2.0,
+        F.max_pool2d(F.conv2d(img, k, padding=1), 2),
+        F.layer_norm(x, (5,)),
+        nb.cast(x, nb.bfloat16) * 3.0,
+    ]
+
+
+def test_ops_on_the_accelerator_match_numpy_and_stay_there():
+    nb.set_executor("numpy")
+    want = [o.numpy() for o in _cases("gpu")]
+    nb.set_executor("max")
+    nb.reset_cache_info()
+    got = _cases("gpu")
+    nb.evaluate(*got)
+    assert nb.cache_info().compiles == 1
+    assert all(o.device == nb.Device("gpu", 0) and _on_device(o) for o in got)
+    for g, w in zip(got, want, strict=True):
+        tol = 1e-2 if g.dtype == nb.bfloat16 else TOL
+        np.testing.assert_allclose(g.float().numpy(), w.astype(np.float32), rtol=tol, atol=tol)
+    back = got[0].cpu()
+    assert back.device == nb.Device("cpu", 0) and back._impl.data.is_host
+
+
+def _step_fn(model, opt):
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return step
+
+
+def test_compiled_training_step_on_the_accelerator():
+    rng = np.random.default_rng(1)
+    xs = [rng.standard_normal((16, 12)).astype(np.float32) for _ in range(4)]
+    ys = [rng.integers(0, 4, 16) for _ in range(4)]
+    results = {}
+    for executor in ("numpy", "max"):
+        nb.set_executor(executor)
+        nb.manual_seed(0)
+        model = nn.Sequential(nn.Linear(12, 32), nn.GELU(), nn.Linear(32, 4)).to("gpu")
+        opt = optim.AdamW(model.parameters(), lr=1e-2)
+        step = nb.compile(_step_fn(model, opt))
+        losses = [step(nb.tensor(x, device="gpu"), nb.tensor(y)).item() for x, y in zip(xs, ys, strict=True)]
+        results[executor] = losses, [p.numpy() for p in model.parameters()]
+        if executor == "max":
+            assert step.stats.compiles == 1 and all(_on_device(p) for p in model.parameters())
+    np.testing.assert_allclose(results["max"][0], results["numpy"][0], rtol=TOL)
+    for g, w in zip(results["max"][1], results["numpy"][1], strict=True):
+        np.testing.assert_allclose(g, w, rtol=TOL, atol=TOL)
+
+
+def test_sharded_values_on_the_accelerator():
+    """A simulated mesh on one accelerator: every piece lives there, collectives are in the graph."""
+    mesh = DeviceMesh("g2", (2,), ("x",))
+    rng = np.random.default_rng(2)
+    a, b = rng.standard_normal((6, 4)).astype(np.float32), rng.standard_normal((4, 3)).astype(np.float32)
+
+    def cases():
+        x = nb.shard(nb.tensor(a, device="gpu"), mesh, P("x", None))
+        w = nb.shard(nb.tensor(b, device="gpu"), mesh, P(None, "x"))
+        return [nb.relu(x @ w), nb.reshard(x, P(None, "x")), x.sum(axis=0), nb.softmax(x, 0)]
+
+    nb.set_executor("numpy")
+    want = [o.numpy() for o in cases()]
+    nb.set_executor("max")
+    got = cases()
+    nb.evaluate(*got)
+    assert all(_on_device(o) for o in got)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g.numpy(), w, rtol=TOL, atol=TOL)
