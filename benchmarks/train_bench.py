@@ -10,6 +10,7 @@ alternately in one process. The run fails if a training loss does not go down.
 
     python benchmarks/train_bench.py                       # everything
     python benchmarks/train_bench.py --workloads W1 --frameworks nabla --steps 100
+    python benchmarks/train_bench.py --device gpu          # models and batches on accelerator 0
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -34,6 +36,7 @@ HERE = Path(__file__).resolve().parent
 # `nabla.compile`; model-only: the loop's cached MAX model executed alone.
 MODES = {"nabla": ["loop", "module-compile", "compile", "model-only"], "torch": ["eager", "compile"], "jax": ["jit"]}
 SCRIPTS = {"nabla": "train_bench.py", "torch": "train_bench_torch.py", "jax": "train_bench_jax.py"}
+DEVICE = os.environ.get("BENCH_DEVICE", "cpu")  # set by --device for every framework's process
 
 
 def _step_fn(model, opt, loss_fn, workload: str):
@@ -42,7 +45,10 @@ def _step_fn(model, opt, loss_fn, workload: str):
 
         def infer(x, y):
             with nb.no_grad():
-                nb.evaluate(model(x))
+                out = model(x)
+                nb.evaluate(out)
+                if out.is_cuda:  # wait for the result, as the PyTorch side synchronizes
+                    out.numpy()
 
         return infer
 
@@ -59,7 +65,8 @@ def _step_fn(model, opt, loss_fn, workload: str):
 def run(mode: str, workload: str, steps: int) -> dict:
     nb.manual_seed(0)
     model, opt, _, loss_fn = nabla_workload(workload)
-    data = [(nb.Tensor.from_numpy(b.x), nb.Tensor.from_numpy(b.y)) for b in batches(workload, steps)]
+    model.to(DEVICE)
+    data = [(nb.Tensor.from_numpy(b.x).to(DEVICE), nb.Tensor.from_numpy(b.y)) for b in batches(workload, steps)]
     step = _step_fn(model, opt, loss_fn, workload)
     if mode == "module-compile" or (mode == "compile" and workload == "W4"):
         model.compile()
@@ -78,8 +85,8 @@ def run(mode: str, workload: str, steps: int) -> dict:
     model_run = spy.runner(data)  # the model alone, on the steps' batches in turn
     if mode == "model-only":
         times = [timed(model_run, i) for i in range(steps)]
-        return report("nabla", mode, workload, times, losses, nb.cache_info().compiles)
-    result = report("nabla", mode, workload, times, losses, nb.cache_info().compiles)
+        return report("nabla", mode, workload, times, losses, nb.cache_info().compiles) | {"device": DEVICE}
+    result = report("nabla", mode, workload, times, losses, nb.cache_info().compiles) | {"device": DEVICE}
     # The step and its model alone, alternated in this process: a ratio the machine's drift
     # does not move as it moves separate runs.
     order, model_order = iter(range(steps)), iter(range(steps))
@@ -95,11 +102,13 @@ def main() -> None:
     parser.add_argument("--workloads", default="W1,W2,W3,W4")
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--frameworks", default="nabla,torch,jax")
+    parser.add_argument("--device", default=DEVICE, help="cpu or gpu: where every framework runs")
     parser.add_argument("--one", nargs=2, metavar=("MODE", "WORKLOAD"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
         print(json.dumps(run(*args.one, args.steps)), flush=True)
         return
+    os.environ["BENCH_DEVICE"] = args.device
     frameworks = [f for f in args.frameworks.split(",") if f == "nabla" or importlib.util.find_spec(f) is not None]
     failures = []
     for workload in args.workloads.split(","):

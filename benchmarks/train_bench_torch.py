@@ -7,17 +7,21 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 
 import torch
 from bench_common import batches, report
 from torch_workloads import torch_workload
 
+DEVICE = "cuda" if os.environ.get("BENCH_DEVICE", "cpu") == "gpu" else "cpu"
+
 
 def run(mode: str, workload: str, steps: int) -> dict:
     torch.manual_seed(0)
     model, opt, loss_fn = torch_workload(workload)
-    data = [(torch.from_numpy(b.x), torch.from_numpy(b.y)) for b in batches(workload, steps)]
+    model.to(DEVICE)
+    data = [(torch.from_numpy(b.x).to(DEVICE), torch.from_numpy(b.y).to(DEVICE)) for b in batches(workload, steps)]
     fwd = torch.compile(model) if mode == "compile" else model
     if workload == "W4":
         model.eval()
@@ -27,7 +31,9 @@ def run(mode: str, workload: str, steps: int) -> dict:
         t0 = time.perf_counter()
         if workload == "W4":
             with torch.no_grad():
-                fwd(x)
+                out = fwd(x)
+                if out.is_cuda:  # wait for the result
+                    out.cpu()
         else:
             opt.zero_grad()
             loss = loss_fn(fwd(x), y)
@@ -35,7 +41,7 @@ def run(mode: str, workload: str, steps: int) -> dict:
             opt.step()
             losses.append(loss.item())
         times.append(time.perf_counter() - t0)
-    return report("torch", mode, workload, times, losses, None)
+    return report("torch", mode, workload, times, losses, None) | {"device": os.environ.get("BENCH_DEVICE", "cpu")}
 
 
 if __name__ == "__main__":
