@@ -567,12 +567,14 @@ def test_numpy_tier_stores_bfloat16_values_rounded_like_torch():
 def test_compiles_move_into_the_process_when_no_worker_process_can_start(monkeypatch, tmp_path):
     monkeypatch.setattr(background, "WORKER_SCRIPT", tmp_path / "missing_worker.py")
     compiled_in_thread = []
-    service = background.CompileService(lambda module, ext: compiled_in_thread.append(module) or ("artifact", module))
+    service = background.CompileService(
+        lambda module, ext, device: compiled_in_thread.append((module, device)) or ("artifact", module)
+    )
     service.mode = "process"
     module = SimpleNamespace(mlir_module=SimpleNamespace(bytecode=b""))  # what the worker would be sent
     job = background.CompileJob(build=lambda: module, finish=lambda artifact: ("model", artifact))
     assert service.submit(job).result(timeout=60) == ("model", ("artifact", module))
-    assert service.mode == "thread" and compiled_in_thread == [module]
+    assert service.mode == "thread" and compiled_in_thread == [(module, nb.Device("cpu", 0))]
     assert service.wait(timeout=1.0) and service.completed == 1
 
 
