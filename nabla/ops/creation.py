@@ -18,8 +18,8 @@ from max.graph import Dim, TensorType, ops
 
 from ..core.common import dtypes as _dt
 from ..core.common.context import vmap_randomness, vmap_sizes
-from ..core.common.devices import CPU_DEVICE, Device, as_device
-from ..core.graph.executors import driver_device, graph_device
+from ..core.common.devices import CPU_DEVICE, Device
+from ..core.graph.executors import available_device, graph_device
 from ..core.graph.tracing import note_seed
 from ..core.tensor.dispatch import OPS, register
 from ..core.tensor.tensor import Tensor
@@ -91,15 +91,7 @@ def _number_arg(value: Any, op: str, arg: str) -> Any:
 def _check_device(device: Any, op: str) -> Device:
     """The Device a factory's `device` argument names (the CPU for None); a clear error for a
     bad name or an accelerator this machine lacks."""
-    if device is None:
-        return CPU_DEVICE
-    try:
-        found = as_device(device)
-        if found.is_accelerator:
-            driver_device(found)
-    except ValueError as err:
-        raise ValueError(f"{op}: {err}") from None
-    return found
+    return CPU_DEVICE if device is None else available_device(device, op)
 
 
 def _placed(out: Tensor, device: Device) -> Tensor:

@@ -20,7 +20,7 @@ from max.dtype import DType
 from max.engine import InferenceSession
 from max.graph import DeviceRef, Graph, Module, TensorType
 
-from ..common.devices import CPU_DEVICE, Device
+from ..common.devices import CPU_DEVICE, Device, as_device
 from ..common.dtypes import to_numpy_dtype
 from ..common.workers import lower_worker_priority
 from .artifacts import STORE
@@ -119,6 +119,18 @@ def driver_device(device: Device) -> Any:
             found = CPU()
         _DRIVER_DEVICES[device] = found
     return found
+
+
+def available_device(spec: Any, who: str) -> Device:
+    """The Device `spec` names ("gpu:1", "cuda", ...), checked to be on this machine; an error
+    names `who` (the user's call)."""
+    try:
+        device = as_device(spec)
+        if device.is_accelerator:
+            driver_device(device)
+    except ValueError as err:
+        raise ValueError(f"{who}: {err}") from None
+    return device
 
 
 def device_ref(device: Device) -> DeviceRef:

@@ -15,9 +15,9 @@ from max.dtype import DType
 
 from ..common import dtypes as _dt
 from ..common.context import is_grad_enabled
-from ..common.devices import CPU_DEVICE, as_device
+from ..common.devices import CPU_DEVICE
 from ..graph.engine import GRAPH
-from ..graph.executors import driver_device, host_array, storage_item, storage_to_numpy, to_device
+from ..graph.executors import available_device, host_array, storage_item, storage_to_numpy, to_device
 from ..graph.tracing import TRACE, note_grad, note_grad_read, note_mutation
 from .dispatch import OPS
 from .impl import RETAINED, Device, TensorImpl
@@ -856,12 +856,7 @@ class Tensor(TorchMethods):
         which a computation on an accelerator copies there once, on first use; one moved to the
         CPU is copied back now. Otherwise (a pending value, or one autodiff records) it is a
         copy op whose result is on `device`."""
-        try:
-            target = as_device(device)
-            if target.is_accelerator:
-                driver_device(target)
-        except ValueError as err:
-            raise ValueError(f"to(): {err}") from None
+        target = available_device(device, "to()")
         impl = self._impl
         if target is impl.device:
             return self
