@@ -14,7 +14,7 @@ from max.driver import CPU
 import nabla as nb
 import nabla_nn as nn
 from nabla.core.common.devices import CPU_DEVICE, as_device
-from nabla.core.graph import executors
+from nabla.core.graph import artifacts, executors
 from nabla.core.graph.program import collect, describe_key_difference
 
 GPU0, GPU1 = as_device("gpu:0"), as_device("gpu:1")
@@ -121,3 +121,12 @@ def test_loading_a_state_dict_keeps_the_model_on_its_device():
     net.load_state_dict(state)
     assert net.weight.device is GPU0 and net.bias.device is GPU0
     np.testing.assert_array_equal(net.weight.numpy(), state["weight"].numpy())
+
+
+def test_a_model_for_an_accelerator_is_stored_under_its_own_name():
+    x = _on(CPU_DEVICE, [1.0, 2.0])
+    cpu, gpu = collect([nb.exp(x)._impl]), collect([nb.exp(x.to("gpu"))._impl])
+    ops = [n.op for n in cpu.nodes]
+    names = artifacts.digest(cpu.key, ops), artifacts.digest(gpu.key, ops)
+    assert None not in names and names[0] != names[1]
+    assert artifacts.stable_text(gpu.key).endswith("Dgpu:0,)")

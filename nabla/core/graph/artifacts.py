@@ -32,6 +32,7 @@ from max import _core as max_core
 from max.dtype import DType
 
 from ..common.config import CONFIG
+from ..common.devices import Device
 
 _FORMAT = 2  # bump when the digest recipe or the file layout changes
 # Where kernels and their helpers live (the graph layer, which lowers every program, is in
@@ -50,6 +51,8 @@ def _encode(value: Any, out: list[str]) -> None:
         out.append(f"f{value!r}")
     elif isinstance(value, DType):
         out.append(f"d{value.name}")
+    elif isinstance(value, Device):  # a program on an accelerator: a model compiled for it
+        out.append(f"D{value}")
     elif isinstance(value, tuple | list):
         out.append("(")
         for v in value:
