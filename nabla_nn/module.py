@@ -20,6 +20,7 @@ import numpy as np
 import nabla as nb
 from nabla import Tensor
 from nabla.core.common import dtypes as _dt
+from nabla.core.common.devices import names_device
 from nabla.core.common.hooks import RemovableHandle, add_hook
 from nabla.core.graph.tracing import TRACE, note_guard
 
@@ -48,11 +49,6 @@ class IncompatibleKeys(NamedTuple):
 
     missing_keys: list[str]
     unexpected_keys: list[str]
-
-
-def _names_device(value: Any) -> bool:
-    """Whether a `to()` argument names a device rather than a dtype ("cpu", "cuda:0", "gpu")."""
-    return isinstance(value, nb.Device) or value.split(":")[0].strip().lower() in ("cpu", "gpu", "cuda", "accelerator")
 
 
 class Module:
@@ -531,7 +527,7 @@ class Module:
             >>> model.to("gpu")
             >>> model.to(nb.bfloat16)
         """
-        if isinstance(dtype, str | nb.Device) and _names_device(dtype):
+        if names_device(dtype):
             dtype, device = device, dtype
         if device is not None:
             self._move(device)
@@ -567,7 +563,7 @@ class Module:
 
     def cuda(self, device: Any = None) -> Module:
         """PyTorch's spelling of `to("gpu:N")` (accelerator 0 by default)."""
-        return self.to(device=f"gpu:{device}" if isinstance(device, int) else device or "gpu")
+        return self.to(device="gpu" if device is None else device)
 
     def _move(self, device: Any) -> None:
         for _, t in self._all_tensors():

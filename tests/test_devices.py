@@ -34,7 +34,7 @@ def test_device_names_parse_to_one_shared_object():
     assert as_device("cuda") is as_device("gpu:0") is as_device(" GPU ") is GPU0
     assert as_device("cuda:1") is GPU1 and str(GPU1) == "gpu:1" and GPU1.is_accelerator
     assert as_device("cpu") is as_device("cpu:0") is CPU_DEVICE and not CPU_DEVICE.is_accelerator
-    assert as_device(nb.Device("gpu", 1)) is GPU1
+    assert as_device(nb.Device("gpu", 1)) is GPU1 and as_device(1) is GPU1  # an int: torch.device(1)
     for bad in ("tpu", "cpu:1", "gpu:x", "cuda:-1"):
         with pytest.raises(ValueError, match="device must be 'cpu', 'gpu', 'gpu:N' or 'cuda:N'"):
             as_device(bad)

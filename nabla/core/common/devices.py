@@ -30,11 +30,19 @@ _DEVICES: dict[tuple[str, int], Device] = {("cpu", 0): CPU_DEVICE}
 _KINDS = {"cpu": "cpu", "gpu": "gpu", "cuda": "gpu", "accelerator": "gpu"}
 
 
+def names_device(value: Any) -> bool:
+    """Whether `value` is a Device or a device's name ("cpu", "cuda:0", "gpu") rather than, say,
+    a dtype: how `Module.to` tells its two arguments apart."""
+    return isinstance(value, Device) or (isinstance(value, str) and value.partition(":")[0].strip().lower() in _KINDS)
+
+
 def as_device(spec: Any) -> Device:
-    """The Device named by `spec`: a Device, "cpu", "gpu", "gpu:1", PyTorch's "cuda:0", or a
-    `torch.device` (by its string)."""
+    """The Device named by `spec`: a Device, "cpu", "gpu", "gpu:1", PyTorch's "cuda:0", an int
+    (accelerator N, as `torch.device(1)`), or a `torch.device` (by its string)."""
     if isinstance(spec, Device):
         return _DEVICES.setdefault((spec.kind, spec.index), spec)
+    if isinstance(spec, int) and not isinstance(spec, bool) and spec >= 0:
+        spec = f"gpu:{spec}"
     text = str(spec).strip().lower()
     kind, _, index = text.partition(":")
     if kind not in _KINDS or (index and not index.isdigit()) or (kind == "cpu" and index not in ("", "0")):

@@ -530,9 +530,8 @@ class MaxExecutor(Executor):
         if self._worker_checks:  # until MAX's workers, named a moment after they start, are all found
             self._worker_checks = 0 if lower_worker_priority() else self._worker_checks - 1
         if isinstance(model, _ShardedModel):
-            flat = [storage_to_buffer(p) for d in inputs for p in _pieces(d)]
-            if model.device is not None:
-                flat = [to_device(b, model.device) for b in flat]
+            on = model.device
+            flat = [storage_to_buffer(p) if on is None else to_device(p, on) for d in inputs for p in _pieces(d)]
             return model.regroup(_execute(model.model, flat))
         if type(model) is _PlacedModel:
             return _execute(model.model, [to_device(d, model.device) for d in inputs])

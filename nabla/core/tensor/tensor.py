@@ -896,7 +896,7 @@ class Tensor(TorchMethods):
 
     def cuda(self, device: Any = None) -> Tensor:
         """PyTorch's spelling of `to("gpu:N")` (accelerator 0 by default)."""
-        return self._moved_to(f"gpu:{device}" if isinstance(device, int) else device or "gpu")
+        return self._moved_to("gpu" if device is None else device)
 
     @property
     def is_cuda(self) -> bool:
