@@ -47,7 +47,7 @@ def _assign(tensor: Tensor, values: np.ndarray) -> Tensor:
     if not isinstance(tensor, Tensor):
         raise TypeError(f"init: expected a Tensor, got {type(tensor).__name__}")
     storage = np.ascontiguousarray(np.broadcast_to(values, tensor.shape), dtype=_dt.to_numpy_dtype(tensor.dtype))
-    value = Tensor.from_numpy(storage, dtype=tensor.dtype)
+    value = Tensor.from_numpy(storage, dtype=tensor.dtype).to(tensor.device)  # in place: on its device
     if tensor._is_view():  # `init.zeros_(w[0])`: written into w, as PyTorch's in-place init does
         with no_grad():
             tensor.copy_(value)

@@ -10,8 +10,16 @@ import numpy as np
 
 import nabla as nb
 from nabla import Tensor
+from nabla.core.graph.executors import available_device
 
 __all__ = ["Buffer", "Parameter", "UninitializedBuffer", "UninitializedParameter", "is_lazy"]
+
+
+def placed(tensor: Tensor, device: Any) -> Tensor:
+    """A tensor a layer just made on the CPU, on the device its `device` argument names (None:
+    the CPU). Nothing is copied now: an accelerator gets the storage when a computation there
+    first reads it, and `nabla_nn.init` writes in place on the tensor's device."""
+    return tensor if device is None else tensor._moved_to(available_device(device, "device argument"))
 
 
 class Parameter(Tensor):
@@ -122,14 +130,13 @@ class _UninitializedTensor:
 
         Args:
             shape: the shape to take.
-            device: only "cpu" (or None).
+            device: where it lives; None keeps the placeholder's (set by the constructor or
+                `module.to(device)`).
             dtype: the dtype to take; None keeps the placeholder's (set by `module.to(dtype)`).
         """
-        if device is not None and str(device) not in ("cpu", "cpu:0"):
-            raise ValueError(f"materialize: device must be 'cpu' (or None) in this version, got {device!r}")
         dt = self.dtype if dtype is None else nb.core.common.dtypes.as_dtype(dtype)
         zeros = np.zeros(tuple(int(s) for s in shape), dtype=np.float32)
-        self.data = Tensor.from_numpy(zeros, dtype=dt)
+        self.data = placed(Tensor.from_numpy(zeros, dtype=dt), self.device if device is None else device)
         self.__class__ = self.cls_to_become
 
     def __repr__(self) -> str:
@@ -141,12 +148,10 @@ class _UninitializedTensor:
 
 def _placeholder(dtype: Any, device: Any) -> Tensor:
     """The empty float tensor an uninitialized parameter or buffer holds until materialized."""
-    if device is not None and str(device) not in ("cpu", "cpu:0"):
-        raise ValueError(f"device must be 'cpu' (or None) in this version, got {device!r}")
     dt = nb.float32 if dtype is None else nb.core.common.dtypes.as_dtype(dtype, arg="dtype")
     if not nb.core.common.dtypes.is_float(dt):
         raise TypeError(f"dtype must be a floating dtype for a lazy parameter or buffer, got {dt.name}")
-    return Tensor.from_numpy(np.zeros(0, dtype=np.float32), dtype=dt)
+    return placed(Tensor.from_numpy(np.zeros(0, dtype=np.float32), dtype=dt), device)
 
 
 class UninitializedParameter(_UninitializedTensor, Parameter):
@@ -158,7 +163,7 @@ class UninitializedParameter(_UninitializedTensor, Parameter):
 
     Args:
         requires_grad: whether the materialized parameter is trained (default True).
-        device: only "cpu" (or None).
+        device: where it will live ("cpu", "gpu", "cuda:N"; default the CPU).
         dtype: the floating dtype it will have (float32 by default).
 
     Example:
@@ -181,7 +186,7 @@ class UninitializedBuffer(_UninitializedTensor, Buffer):
 
     Args:
         requires_grad: whether the materialized buffer requires grad (default False).
-        device: only "cpu" (or None).
+        device: where it will live ("cpu", "gpu", "cuda:N"; default the CPU).
         dtype: the floating dtype it will have (float32 by default).
         persistent: whether it is part of the module's state_dict (default True).
 

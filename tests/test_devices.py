@@ -130,3 +130,45 @@ def test_a_model_for_an_accelerator_is_stored_under_its_own_name():
     names = artifacts.digest(cpu.key, ops), artifacts.digest(gpu.key, ops)
     assert None not in names and names[0] != names[1]
     assert artifacts.stable_text(gpu.key).endswith("Dgpu:0,)")
+
+
+def test_layers_made_with_a_device_keep_every_tensor_there():
+    layers = [
+        nn.Linear(3, 4, device="cuda:1"),
+        nn.Bilinear(2, 3, 4, device=GPU1),
+        nn.Conv2d(1, 2, 3, device="gpu:1"),
+        nn.ConvTranspose2d(2, 1, 3, device="gpu:1"),
+        nn.BatchNorm1d(4, device="gpu:1"),
+        nn.LayerNorm(4, device="gpu:1"),
+        nn.RMSNorm(4, device="gpu:1"),
+        nn.GroupNorm(2, 4, device="gpu:1"),
+        nn.Embedding(5, 4, padding_idx=0, device="gpu:1"),
+        nn.PReLU(device="gpu:1"),
+        nn.MultiheadAttention(4, 2, batch_first=True, device="gpu:1"),
+        nn.TransformerEncoderLayer(4, 2, 8, dropout=0.0, device="gpu:1"),
+        nn.TransformerDecoderLayer(4, 2, 8, dropout=0.0, device="gpu:1"),
+        nn.LSTM(3, 4, device="gpu:1"),
+        nn.GRUCell(3, 4, device="gpu:1"),
+        nn.AdaptiveLogSoftmaxWithLoss(4, 10, [4], device="gpu:1"),
+    ]
+    for layer in layers:
+        tensors = [*layer.parameters(), *layer.buffers()]
+        assert tensors and all(t.device is GPU1 for t in tensors), type(layer).__name__
+    # init writes in place on the device; the forward runs there
+    linear = layers[0]
+    nn.init.ones_(linear.weight)
+    assert linear.weight.device is GPU1 and linear(nb.ones(2, 3)).device is GPU1
+    np.testing.assert_allclose(linear(nb.ones(2, 3)).numpy(), np.tile(3.0 + linear.bias.numpy(), (2, 1)), rtol=1e-6)
+    norm = layers[4]
+    norm.reset_running_stats()
+    assert all(t.device is GPU1 for t in norm.buffers())
+
+
+def test_lazy_layers_materialize_on_their_device_and_a_missing_device_is_named():
+    lazy = nn.LazyLinear(3, device="gpu:1")
+    assert lazy(nb.ones(2, 5)).device is GPU1 and lazy.weight.device is GPU1 and lazy.weight.shape == (3, 5)
+    norm = nn.LazyBatchNorm1d(device="gpu:1")
+    norm(nb.ones(4, 3))
+    assert all(t.device is GPU1 for t in [*norm.parameters(), *norm.buffers()])
+    with pytest.raises(ValueError, match=r"device argument: device gpu:5 is not available"):
+        nn.Linear(2, 2, device="gpu:5")

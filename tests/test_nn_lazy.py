@@ -375,8 +375,10 @@ def test_uninitialized_tensors_materialize():
     b = UninitializedBuffer(persistent=False)
     b.materialize((4,), dtype=nb.float16)
     assert type(b) is Buffer and b.shape == (4,) and b.dtype == nb.float16 and b.persistent is False
-    with pytest.raises(ValueError, match="device must be 'cpu'"):
-        UninitializedParameter(device="cuda")
+    with pytest.raises(ValueError, match="device argument: device gpu:63 is not available"):
+        UninitializedParameter(device="cuda:63")
+    with pytest.raises(ValueError, match="device must be 'cpu', 'gpu', 'gpu:N' or 'cuda:N', got 'tpu'"):
+        UninitializedBuffer(device="tpu")
 
 
 # -- Buffer -------------------------------------------------------------------------------------------

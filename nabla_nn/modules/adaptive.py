@@ -47,7 +47,7 @@ class AdaptiveLogSoftmaxWithLoss(Module):
         cutoffs: increasing ints in [1, n_classes - 1], e.g. [10, 100, 1000].
         div_value: divides in_features for each further cluster's projection (default 4.0).
         head_bias: give `head` a bias (default False).
-        device: only "cpu" (or None).
+        device: where the parameters live ("cpu", "gpu", "cuda:N"; default the CPU).
         dtype: parameter dtype (float32 by default).
 
     `forward(input, target)` returns a namedtuple `(output, loss)`: `output` (N,) (or () for an

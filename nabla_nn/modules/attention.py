@@ -32,7 +32,7 @@ class MultiheadAttention(Module):
         kdim: key's feature size (default embed_dim).
         vdim: value's feature size (default embed_dim).
         batch_first: inputs and output are (N, L, E) instead of (L, N, E).
-        device: only "cpu" (or None).
+        device: where the parameters live ("cpu", "gpu", "cuda:N"; default the CPU).
         dtype: parameter dtype (float32 by default).
 
     forward(query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,

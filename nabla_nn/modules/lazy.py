@@ -210,7 +210,7 @@ class LazyLinear(LazyModuleMixin, Linear):
     Args:
         out_features: size of each output's last dimension.
         bias: whether to learn an additive bias.
-        device: only "cpu" (or None).
+        device: where the parameters live ("cpu", "gpu", "cuda:N"; default the CPU).
         dtype: parameter dtype (float32 by default).
 
     Example:
@@ -507,7 +507,7 @@ class _LazyNormMixin(LazyModuleMixin):
             self.running_mean = UninitializedBuffer(device=device, dtype=dtype)
             self.running_var = UninitializedBuffer(device=device, dtype=dtype)
             # registered again so that the state_dict lists it last, as PyTorch's does
-            self.register_buffer("num_batches_tracked", realized_buffer(np.array(0, np.int64)))
+            self.register_buffer("num_batches_tracked", realized_buffer(np.array(0, np.int64), device=device))
 
     def _channels(self, input: Any) -> int:
         if not isinstance(input, Tensor) or input.ndim not in self._dims:

@@ -14,7 +14,7 @@ from nabla.core.common import dtypes as _dt
 from .. import functional as F
 from .. import init
 from ..module import Module
-from ..parameter import Parameter
+from ..parameter import Parameter, placed
 
 __all__ = ["Bilinear", "Identity", "Linear", "NonDynamicallyQuantizableLinear"]
 
@@ -27,21 +27,15 @@ def _float_dtype(dtype: Any, arg: str = "dtype") -> Any:
     return dt
 
 
-def _check_device(device: Any) -> None:
-    if device is not None and str(device) not in ("cpu", "cpu:0"):
-        raise ValueError(f"device must be 'cpu' (or None) in this version, got {device!r}")
-
-
 def empty_parameter(shape: tuple[int, ...], dtype: Any = None, device: Any = None) -> Parameter:
-    """A realized zero-filled Parameter of `shape`, for `reset_parameters` to fill."""
-    _check_device(device)
+    """A realized zero-filled Parameter of `shape` on `device`, for `reset_parameters` to fill."""
     dt = _float_dtype(dtype)
-    return Parameter(Tensor.from_numpy(np.zeros(shape, dtype=np.float32), dtype=dt))
+    return Parameter(placed(Tensor.from_numpy(np.zeros(shape, dtype=np.float32), dtype=dt), device))
 
 
-def realized_buffer(values: np.ndarray, dtype: Any = None) -> Tensor:
-    """A realized buffer tensor holding `values` (in `dtype` when given)."""
-    return Tensor.from_numpy(np.asarray(values), dtype=None if dtype is None else _dt.as_dtype(dtype))
+def realized_buffer(values: np.ndarray, dtype: Any = None, device: Any = None) -> Tensor:
+    """A realized buffer tensor holding `values` (in `dtype` when given) on `device`."""
+    return placed(Tensor.from_numpy(np.asarray(values), dtype=None if dtype is None else _dt.as_dtype(dtype)), device)
 
 
 def _check_positive(value: Any, name: str, cls: str, allow_zero: bool = True) -> None:
@@ -72,7 +66,7 @@ class Linear(Module):
         in_features: size of each input's last dimension.
         out_features: size of each output's last dimension.
         bias: whether to learn an additive bias.
-        device: only "cpu" (or None).
+        device: where the parameters live ("cpu", "gpu", "cuda:N"; default the CPU).
         dtype: parameter dtype (float32 by default).
 
     Shape:

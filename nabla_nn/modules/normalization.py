@@ -22,7 +22,7 @@ from .. import functional as F
 from .. import init
 from ..functional._checks import check_float
 from ..module import Module
-from .linear import _check_device, _float_dtype, empty_parameter, realized_buffer
+from .linear import _float_dtype, empty_parameter, realized_buffer
 
 __all__ = [
     "BatchNorm1d",
@@ -67,11 +67,10 @@ class _NormBase(Module):
         self.register_parameter("weight", empty_parameter((num_features,), dtype, device) if affine else None)
         self.register_parameter("bias", empty_parameter((num_features,), dtype, device) if affine and bias else None)
         if track_running_stats:
-            _check_device(device)
             dt = _float_dtype(dtype)
-            self.register_buffer("running_mean", realized_buffer(np.zeros(num_features, np.float32), dt))
-            self.register_buffer("running_var", realized_buffer(np.ones(num_features, np.float32), dt))
-            self.register_buffer("num_batches_tracked", realized_buffer(np.array(0, np.int64)))
+            self.register_buffer("running_mean", realized_buffer(np.zeros(num_features, np.float32), dt, device))
+            self.register_buffer("running_var", realized_buffer(np.ones(num_features, np.float32), dt, device))
+            self.register_buffer("num_batches_tracked", realized_buffer(np.array(0, np.int64), device=device))
         else:
             self.register_buffer("running_mean", None)
             self.register_buffer("running_var", None)
@@ -83,7 +82,8 @@ class _NormBase(Module):
         if self.track_running_stats:
             init.zeros_(self.running_mean)
             init.ones_(self.running_var)
-            self.num_batches_tracked.data = realized_buffer(np.array(0, np.int64))
+            count = self.num_batches_tracked
+            count.data = realized_buffer(np.array(0, np.int64), device=count.device)
 
     def reset_parameters(self) -> None:
         """Reset the running stats; weight = 1, bias = 0."""

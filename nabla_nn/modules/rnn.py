@@ -74,7 +74,7 @@ class RNNBase(Module):
         bidirectional: also run each layer backwards in time (`*_reverse` parameters); the
             outputs of both directions are concatenated.
         proj_size: LSTM only: project h to this size with `weight_hr_l*`.
-        device: only "cpu" (or None).
+        device: where the parameters live ("cpu", "gpu", "cuda:N"; default the CPU).
         dtype: parameter dtype (float32 by default).
     """
 

@@ -26,7 +26,7 @@ class RNNCellBase(Module):
         hidden_size: features of the hidden state h.
         bias: learn `bias_ih` and `bias_hh`.
         num_chunks: gates stacked in the weights (1 RNN, 4 LSTM, 3 GRU).
-        device: only "cpu" (or None).
+        device: where the parameters live ("cpu", "gpu", "cuda:N"; default the CPU).
         dtype: parameter dtype (float32 by default).
     """
 

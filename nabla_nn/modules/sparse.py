@@ -15,7 +15,7 @@ from .. import functional as F
 from .. import init
 from ..functional.sparse import embedding_bag
 from ..module import Module
-from ..parameter import Parameter
+from ..parameter import Parameter, placed
 from .linear import empty_parameter
 
 __all__ = ["Embedding", "EmbeddingBag"]
@@ -37,7 +37,7 @@ def _zero_row(weight: Tensor, row: int | None) -> None:
     if row is not None:
         values = weight.numpy().copy()
         values[row] = 0
-        weight.data = Tensor.from_numpy(values, dtype=weight.dtype)
+        weight.data = Tensor.from_numpy(values, dtype=weight.dtype).to(weight.device)
 
 
 def _realized(value: Any, name: str) -> Tensor:
@@ -64,7 +64,7 @@ def _init_table(module: Module, weight: Any, freeze: bool, dtype: Any, device: A
             f"{type(module).__name__}: shape of _weight {tuple(weight.shape)} does not match "
             f"(num_embeddings, embedding_dim) = {shape}"
         )
-    module.weight = Parameter(weight, requires_grad=not freeze)
+    module.weight = Parameter(placed(weight, device), requires_grad=not freeze)
 
 
 def _pretrained(embeddings: Any) -> Tensor:

@@ -84,7 +84,7 @@ class TransformerEncoderLayer(Module):
         batch_first: input (N, S, E) instead of (S, N, E).
         norm_first: pre-norm (LayerNorm before attention and feed-forward).
         bias: learn biases in the Linear and LayerNorm layers.
-        device: only "cpu" (or None).
+        device: where the parameters live ("cpu", "gpu", "cuda:N"; default the CPU).
         dtype: parameter dtype (float32 by default).
 
     forward(src, src_mask=None, src_key_padding_mask=None, is_causal=False): masks as in
@@ -367,7 +367,7 @@ class Transformer(Module):
         batch_first: (N, S, E) inputs and output instead of (S, N, E).
         norm_first: pre-norm layers.
         bias: learn biases in the Linear and LayerNorm layers.
-        device: only "cpu" (or None).
+        device: where the parameters live ("cpu", "gpu", "cuda:N"; default the CPU).
         dtype: parameter dtype (float32 by default).
 
     forward(src, tgt, src_mask=None, tgt_mask=None, memory_mask=None, src_key_padding_mask=None,
