@@ -53,6 +53,13 @@ CASES = {
     "npint-slice-adv": (np.int64(1), S, I),
     "0d-slice-adv": (np.array(1), S, I),
     "slice-0d-slice-adv": (S, np.array(2), S, I),
+    # a scalar bool beside advanced indices is a new axis indexed by [0] (torch's rule)
+    "true-adv": (True, I),
+    "adv-true": (I, True),
+    "int-true-adv": (1, True, J),
+    "adv-slice-true": (I, S, True),
+    "ellipsis-true-adv": (Ellipsis, True, J),
+    "mask-true-int": (M[None].repeat(2, 0), True, 2),
 }
 
 # How nabla receives the integer arrays: as NumPy data, realized tensors, or computed (lazy) tensors.
@@ -78,6 +85,21 @@ def _torch_get(index: tuple) -> np.ndarray:
 
 
 # -- without torch: expected results written down from torch 2.13 ----------------------------------
+def test_a_scalar_bool_beside_advanced_indices_broadcasts_with_them():
+    x = nb.tensor(X)
+    assert x[True, I].shape == (2, 3, 4, 5) and x[I, S, True].shape == (2, 3, 4, 5)
+    np.testing.assert_array_equal(x[True, I].numpy(), X[I])
+    np.testing.assert_array_equal(x[1, True, J].numpy(), X[1][J])  # the int is a select first
+    np.testing.assert_array_equal(x[..., True, J].numpy(), X[..., J])
+    y = nb.tensor(X)
+    y[I, S, True] = -1.0
+    expected = X.copy()
+    expected[I] = -1.0
+    np.testing.assert_array_equal(y.numpy(), expected)
+    with pytest.raises(ValueError, match=r"getitem: shapes \(0,\), \(2,\) cannot be broadcast together"):
+        x[False, I]  # False selects nothing: an empty index that cannot broadcast with I
+
+
 def test_int_is_a_select_not_an_advanced_index():
     x = nb.tensor(X)
     out = x[0, :, [2, 0]]  # torch: x[0][:, [2, 0]]

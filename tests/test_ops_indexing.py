@@ -213,7 +213,6 @@ def test_masked_fill_in_place_method():
         ((np.array([-4]),), IndexError, "getitem: index -4 is out of bounds for dim 0 with size 3"),
         ((np.array([True, False]),), IndexError, "getitem: boolean mask of shape (2,) does not match"),
         ((np.array([0.5]),), TypeError, "getitem: index array([0.5]) of dtype float64 is not supported"),
-        ((True, [0]), IndexError, "getitem: a scalar bool index cannot be combined"),
     ],
 )
 def test_getitem_errors(index, exc, message):

@@ -73,9 +73,12 @@ class _Parsed:
     entries: the result layout: ("dim", d) for a sliced dim, ("new",) for None, ("adv", d).
     An int, and a 0-d index tensor (advanced, as its value is not known), have no entry.
     empty_new: positions in `entries` of scalar-False indices (a new axis of length 0).
+    shape: the shape indexed: x's, with a 1 inserted for each scalar bool beside advanced
+    indices (PyTorch makes such a bool a new axis indexed by [0], or by [] for False).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, shape: tuple[int, ...]) -> None:
+        self.shape = shape
         self.slices: list[tuple[int, int, int]] = []
         self.advanced: list[tuple[int, Any]] = []
         self.entries: list[tuple] = []
@@ -83,6 +86,7 @@ class _Parsed:
 
 
 def _parse(shape: tuple[int, ...], index: Any, op: str) -> _Parsed:
+    index_shape = shape
     items = index if isinstance(index, tuple) else (index,)
     conv: list[tuple[str, Any]] = []
     for item in items:
@@ -122,8 +126,11 @@ def _parse(shape: tuple[int, ...], index: Any, op: str) -> _Parsed:
     if used > len(shape):
         raise IndexError(f"{op}: too many indices for a tensor of rank {len(shape)}: {used} dimensions were indexed")
 
-    p = _Parsed()
     advanced = any(kind in ("array", "mask") for kind, _ in conv)
+    if advanced and any(kind == "bool" for kind, _ in conv):
+        shape, conv = _bools_as_axes(shape, conv, used)
+        used += len(shape) - len(index_shape)
+    p = _Parsed(shape)
     dim = 0
     for kind, value in conv:
         if kind == "ellipsis":
@@ -133,9 +140,7 @@ def _parse(shape: tuple[int, ...], index: Any, op: str) -> _Parsed:
                 dim += 1
         elif kind == "new":
             p.entries.append(("new",))
-        elif kind == "bool":
-            if advanced:
-                raise IndexError(f"{op}: a scalar bool index cannot be combined with integer or bool array indices")
+        elif kind == "bool":  # (beside advanced indices it became an axis: `_bools_as_axes`)
             if not value:
                 p.empty_new.append(len(p.entries))
             p.entries.append(("new",))
@@ -174,6 +179,26 @@ def _parse(shape: tuple[int, ...], index: Any, op: str) -> _Parsed:
         p.slices.append((0, shape[d], 1))
         p.entries.append(("dim", d))
     return p
+
+
+def _bools_as_axes(shape: tuple[int, ...], conv: list, used: int) -> tuple[tuple[int, ...], list]:
+    """PyTorch's scalar bool beside advanced indices: a new axis of length 1 (inserted into the
+    shape indexed) that an advanced index [0] (True) or [] (False) reads, so it broadcasts
+    with the other advanced indices (`x[True, i]` is `x[i]`; with False, nothing matches)."""
+    dims, out, dim = list(shape), [], 0
+    for kind, value in conv:
+        if kind == "bool":
+            dims.insert(dim, 1)
+            out.append(("array", np.zeros(1 if value else 0, np.int64)))
+        else:
+            out.append((kind, value))
+        if kind == "ellipsis":
+            dim += len(shape) - used
+        elif kind in ("int", "slice", "array", "bool"):
+            dim += 1
+        elif kind == "mask":
+            dim += value.ndim
+    return tuple(dims), out
 
 
 def _slice_bounds(item: slice, op: str) -> tuple:
@@ -353,7 +378,10 @@ def _update(x: Tensor, index: Any, value: Any, mode: str, op: str) -> Tensor:
     _check_tensor(x, op)
     plan = _Plan(_parse(x.shape, index, op))
     v = _fit_value(_as_value(value, x.dtype, op), plan.result, op)
-    return plan.write(x, v, mode)
+    shape = plan.parsed.shape
+    if shape == x.shape:
+        return plan.write(x, v, mode)
+    return reshape(plan.write(reshape(x, shape), v, mode), x.shape)
 
 
 # -- public: indexing ----------------------------------------------------------------------------
@@ -374,7 +402,9 @@ def getitem(x: Tensor, index: Any) -> Tensor:
         ((2, 2), (2,), (6,))
     """
     _check_tensor(x, "getitem")
-    return _Plan(_parse(x.shape, index, "getitem")).read(x)
+    plan = _Plan(_parse(x.shape, index, "getitem"))
+    shape = plan.parsed.shape
+    return plan.read(x if shape == x.shape else reshape(x, shape))
 
 
 @public()
