@@ -4,7 +4,8 @@ PyTorch (eager and torch.compile) and JAX (`jax.jit` with optax), when installed
 
 Each (framework, mode, workload) runs in its own process, so peak RSS is its own, and prints
 one JSON line: framework, mode, workload, first_step_s, median_step_ms, steps_per_s,
-peak_rss_mb, compiles, first_loss, last_loss. nabla's step modes add paired_step_ms,
+peak_rss_mb, compiles, first_loss, last_loss. After each workload, one more line gives the
+issue's targets as ratios (`target_ratios`). nabla's step modes add paired_step_ms,
 paired_model_ms and overhead (their ratio): the step and the MAX model it runs, timed
 alternately in one process. The run fails if a training loss does not go down.
 
@@ -97,6 +98,31 @@ def run(mode: str, workload: str, steps: int) -> dict:
     return result | {"overhead": round(paired["step"] / paired["model"], 3)}
 
 
+def target_ratios(workload: str, results: dict[tuple[str, str], dict]) -> dict:
+    """The issue's targets for one workload, as ratios of median step times from this run (each
+    at most 1 when met; a framework not installed gives None): the PyTorch-style loop against
+    PyTorch's faster mode and against jax.jit, against the step under `nabla.compile`, and its
+    paired overhead over the MAX model alone."""
+
+    def ms(framework: str, *modes: str) -> float | None:
+        times = [results[framework, m]["median_step_ms"] for m in modes if (framework, m) in results]
+        return min(times) if times else None
+
+    loop = results["nabla", "loop"]
+
+    def ratio(other: float | None, limit: float = 1.0) -> float | None:
+        return None if other is None else round(loop["median_step_ms"] / (other * limit), 3)
+
+    return {
+        "workload": workload,
+        "targets": "ratio <= 1 meets each",
+        "loop_vs_torch_best": ratio(ms("torch", "eager", "compile")),
+        "loop_vs_jax_jit": ratio(ms("jax", "jit")),
+        "loop_vs_1.1x_compile": ratio(ms("nabla", "compile"), 1.1),
+        "overhead_vs_1.1": None if "overhead" not in loop else round(loop["overhead"] / 1.1, 3),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--workloads", default="W1,W2,W3,W4")
@@ -112,6 +138,7 @@ def main() -> None:
     frameworks = [f for f in args.frameworks.split(",") if f == "nabla" or importlib.util.find_spec(f) is not None]
     failures = []
     for workload in args.workloads.split(","):
+        results: dict[tuple[str, str], dict] = {}
         for framework in frameworks:
             for mode in MODES[framework]:
                 tail = ["--one", mode, workload] if framework == "nabla" else [mode, workload]
@@ -123,9 +150,11 @@ def main() -> None:
                     print(json.dumps({"framework": framework, "mode": mode, "workload": workload, "error": err}))
                     continue
                 print(line, flush=True)
-                result = json.loads(line)
+                result = results[framework, mode] = json.loads(line)
                 if result["first_loss"] is not None and not result["last_loss"] < result["first_loss"]:
                     failures.append(f"{framework} {mode} {workload}: loss did not go down")
+        if ("nabla", "loop") in results:
+            print(json.dumps(target_ratios(workload, results)), flush=True)
     if failures:
         raise SystemExit("; ".join(failures))
 
