@@ -2,7 +2,10 @@
 names, layouts and gate orders, so torch state_dicts load as they are.
 
 The input projection of a whole sequence is one matmul; the recurrence is `nabla.scan` (a loop
-over time steps unrolled into the graph), so it differentiates, vmaps and compiles.
+over time steps unrolled into the graph), so it differentiates, vmaps and compiles. A
+`PackedSequence` input runs padded (time-major, in its sorted order) with a per-step validity
+mask: a sequence's state stops changing past its length, and the reverse direction starts at
+its last valid step, so every final state is the one at the sequence's own end, as torch's.
 """
 
 from __future__ import annotations
@@ -12,12 +15,15 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 import nabla as nb
 from nabla import Tensor
 
 from .. import functional as F
 from .. import init
 from ..module import Module
+from ..utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 from .linear import empty_parameter
 
 __all__ = ["GRU", "LSTM", "RNN", "RNNBase"]
@@ -60,6 +66,13 @@ def _lstm_step(
     return h, c
 
 
+def _keep_where(valid: Tensor, new: Any, old: Any) -> Any:
+    """The new state where the step is valid, the old one past a sequence's length."""
+    if isinstance(new, tuple):
+        return tuple(nb.where(valid, n, o) for n, o in zip(new, old, strict=True))
+    return nb.where(valid, new, old)
+
+
 class RNNBase(Module):
     """The shared machinery of RNN, LSTM and GRU (PyTorch's `nn.RNNBase`).
 
@@ -69,7 +82,8 @@ class RNNBase(Module):
         hidden_size: features of the hidden state h.
         num_layers: stacked recurrent layers (each reads the previous one's output).
         bias: learn `bias_ih_l*` and `bias_hh_l*`.
-        batch_first: input and output are (N, L, H) instead of (L, N, H) (states are not).
+        batch_first: input and output are (N, L, H) instead of (L, N, H) (states are not); a
+            PackedSequence input gives a PackedSequence output either way.
         dropout: dropout on each layer's output except the last (training only).
         bidirectional: also run each layer backwards in time (`*_reverse` parameters); the
             outputs of both directions are concatenated.
@@ -186,8 +200,14 @@ class RNNBase(Module):
         return hx if batched else nb.unsqueeze(hx, 1)
 
     # -- the recurrence ------------------------------------------------------------------------
-    def _run_direction(self, x: Tensor, state: Any, layer: int, reverse: bool) -> tuple[Any, Tensor]:
-        """One layer, one direction over the whole sequence x (L, N, in): (final state, outputs)."""
+    def _run_direction(
+        self, x: Tensor, state: Any, layer: int, reverse: bool, valid: Tensor | None = None
+    ) -> tuple[Any, Tensor]:
+        """One layer, one direction over the whole sequence x (L, N, in): (final state, outputs).
+
+        `valid` (L, N, 1) marks the steps within each sequence's length (packed input): the state
+        is carried unchanged across the others, so the reverse scan starts at each sequence's end.
+        """
         w_ih, w_hh, b_ih, b_hh, w_hr = self._cell_parameters(layer, reverse)
         xw = F.linear(x, w_ih, b_ih)  # every time step's input projection in one matmul
         if self.mode == "LSTM":
@@ -202,16 +222,25 @@ class RNNBase(Module):
                 h = cell(carry, xt, w_hh, b_hh)
                 return h, h
 
-        return nb.scan(step, state, xw, reverse=reverse)
+        if valid is None:
+            return nb.scan(step, state, xw, reverse=reverse)
 
-    def _layers(self, x: Tensor, h0: Tensor, c0: Tensor | None) -> tuple[Tensor, Tensor, Tensor | None]:
+        def masked_step(carry: Any, xs: tuple[Tensor, Tensor]) -> tuple[Any, Tensor]:
+            new, y = step(carry, xs[0])
+            return _keep_where(xs[1], new, carry), y
+
+        return nb.scan(masked_step, state, (xw, valid), reverse=reverse)
+
+    def _layers(
+        self, x: Tensor, h0: Tensor, c0: Tensor | None, valid: Tensor | None = None
+    ) -> tuple[Tensor, Tensor, Tensor | None]:
         h_n, c_n = [], []
         for layer in range(self.num_layers):
             outs = []
             for d in range(self._num_directions):
                 k = layer * self._num_directions + d
                 state = h0[k] if c0 is None else (h0[k], c0[k])
-                final, ys = self._run_direction(x, state, layer, reverse=d == 1)
+                final, ys = self._run_direction(x, state, layer, d == 1, valid)
                 outs.append(ys)
                 h_n.append(final if c0 is None else final[0])
                 if c0 is not None:
@@ -228,15 +257,7 @@ class RNNBase(Module):
             x = nb.unsqueeze(x, 1)
         elif self.batch_first:
             x = nb.transpose(x, 0, 1)
-        batch = x.shape[1]
-        if self.mode == "LSTM":
-            if hx is not None and (not isinstance(hx, tuple | list) or len(hx) != 2):
-                raise TypeError(f"LSTM: hx must be a tuple (h_0, c_0), got {type(hx).__name__}")
-            h_in, c_in = (None, None) if hx is None else hx
-            h0 = self._state(h_in, batched, batch, self._out_size, "h_0", x.dtype)
-            c0 = self._state(c_in, batched, batch, self.hidden_size, "c_0", x.dtype)
-        else:
-            h0, c0 = self._state(hx, batched, batch, self.hidden_size, "hx", x.dtype), None
+        h0, c0 = self._initial_states(hx, batched, x.shape[1], x.dtype)
         out, h_n, c_n = self._layers(x, h0, c0)
         if not batched:
             out, h_n = nb.squeeze(out, 1), nb.squeeze(h_n, 1)
@@ -245,7 +266,39 @@ class RNNBase(Module):
             out = nb.transpose(out, 0, 1)
         return out, (h_n if c_n is None else (h_n, c_n))
 
-    def forward(self, input: Tensor, hx: Any = None) -> tuple[Tensor, Any]:
+    def _initial_states(self, hx: Any, batched: bool, batch: int, dtype: Any) -> tuple[Tensor, Tensor | None]:
+        """(h_0, c_0) as (layers * directions, N, size); c_0 is None except for LSTM."""
+        if self.mode != "LSTM":
+            return self._state(hx, batched, batch, self.hidden_size, "hx", dtype), None
+        if hx is not None and (not isinstance(hx, tuple | list) or len(hx) != 2):
+            raise TypeError(f"LSTM: hx must be a tuple (h_0, c_0), got {type(hx).__name__}")
+        h_in, c_in = (None, None) if hx is None else hx
+        h0 = self._state(h_in, batched, batch, self._out_size, "h_0", dtype)
+        return h0, self._state(c_in, batched, batch, self.hidden_size, "c_0", dtype)
+
+    def _forward_packed(self, input: PackedSequence, hx: Any) -> tuple[PackedSequence, Any]:
+        """torch's packed path: states follow `sorted_indices`; outputs exist only within lengths."""
+        data, batch_sizes, sorted_indices, unsorted_indices = input
+        if not isinstance(data, Tensor) or data.ndim != 2 or data.shape[-1] != self.input_size:
+            shape = data.shape if isinstance(data, Tensor) else type(data).__name__
+            raise self.input_error(shape, f"PackedSequence data of shape (sum(lengths), {self.input_size})")
+        x, lengths = pad_packed_sequence(PackedSequence(data, batch_sizes))  # time-major, sorted order
+        lengths = lengths.numpy()
+        valid = nb.tensor((np.arange(x.shape[0])[:, None] < lengths[None, :])[..., None])
+        h0, c0 = self._initial_states(hx, True, x.shape[1], x.dtype)
+        if sorted_indices is not None:
+            h0 = nb.index_select(h0, 1, sorted_indices)
+            c0 = None if c0 is None else nb.index_select(c0, 1, sorted_indices)
+        out, h_n, c_n = self._layers(x, h0, c0, valid)
+        if unsorted_indices is not None:
+            h_n = nb.index_select(h_n, 1, unsorted_indices)
+            c_n = None if c_n is None else nb.index_select(c_n, 1, unsorted_indices)
+        packed = PackedSequence(pack_padded_sequence(out, lengths).data, batch_sizes, sorted_indices, unsorted_indices)
+        return packed, (h_n if c_n is None else (h_n, c_n))
+
+    def forward(self, input: Tensor | PackedSequence, hx: Any = None) -> tuple[Any, Any]:
+        if isinstance(input, PackedSequence):
+            return self._forward_packed(input, hx)
         return self._forward(input, hx)
 
     def flatten_parameters(self) -> None:
@@ -287,7 +340,8 @@ class RNN(RNNBase):
 
     forward(input, hx=None) -> (output, h_n): input (L, N, H_in) ((N, L, H_in) with
     batch_first) or unbatched (L, H_in); hx and h_n (num_layers * D, N, H); output
-    (L, N, D * H); D = 2 if bidirectional.
+    (L, N, D * H); D = 2 if bidirectional. A PackedSequence input (`nabla_nn.utils.rnn`) gives a
+    PackedSequence output, and h_n holds each sequence's state at its own last step.
 
     Example:
         >>> rnn = nn.RNN(10, 20, num_layers=2)
@@ -331,7 +385,8 @@ class LSTM(RNNBase):
         proj_size, device, dtype: as in `RNNBase`.
 
     forward(input, (h_0, c_0)=None) -> (output, (h_n, c_n)): h (num_layers * D, N, H_out),
-    c (num_layers * D, N, H); H_out = proj_size or hidden_size; output (L, N, D * H_out).
+    c (num_layers * D, N, H); H_out = proj_size or hidden_size; output (L, N, D * H_out), or a
+    PackedSequence for a PackedSequence input.
 
     Example:
         >>> lstm = nn.LSTM(10, 20, batch_first=True, bidirectional=True)
