@@ -1,4 +1,6 @@
-"""nabla_nn.utils: gradient clipping and parameter/vector conversion (PyTorch's torch.nn.utils).
+"""nabla_nn.utils: gradient clipping, parameter/vector conversion, packed sequences (`rnn`),
+parametrizations (weight_norm, spectral_norm), `stateless.functional_call` and conv/linear-BatchNorm
+fusion (PyTorch's torch.nn.utils).
 
 Example:
     >>> loss.backward()
@@ -6,6 +8,7 @@ Example:
     >>> opt.step()
 """
 
+from . import parametrizations, parametrize, rnn, stateless
 from .clip_grad import (
     clip_grad_norm_,
     clip_grad_value_,
@@ -14,12 +17,29 @@ from .clip_grad import (
     parameters_to_vector,
     vector_to_parameters,
 )
+from .fusion import fuse_conv_bn_eval, fuse_conv_bn_weights, fuse_linear_bn_eval, fuse_linear_bn_weights
+from .init import skip_init
+from .spectral_norm import remove_spectral_norm, spectral_norm
+from .weight_norm import remove_weight_norm, weight_norm
 
 __all__ = [
     "clip_grad_norm_",
     "clip_grad_value_",
     "clip_grads_with_norm_",
+    "fuse_conv_bn_eval",
+    "fuse_conv_bn_weights",
+    "fuse_linear_bn_eval",
+    "fuse_linear_bn_weights",
     "get_total_norm",
     "parameters_to_vector",
+    "parametrizations",
+    "parametrize",
+    "remove_spectral_norm",
+    "remove_weight_norm",
+    "rnn",
+    "skip_init",
+    "spectral_norm",
+    "stateless",
     "vector_to_parameters",
+    "weight_norm",
 ]
