@@ -121,10 +121,14 @@ CASES = [
     ("Adamax", {"lr": 0.01}),
     ("NAdam", {"lr": 0.01, "weight_decay": 0.01}),
     ("Lion", {"lr": 0.01, "weight_decay": 0.1}),
+    ("RAdam", {"lr": 0.01, "weight_decay": 0.01, "decoupled_weight_decay": True}),
+    ("Adadelta", {"lr": 1.0, "weight_decay": 0.01}),
+    ("Rprop", {"lr": 0.01, "etas": (0.4, 1.5), "step_sizes": (1e-3, 0.02)}),
+    ("ASGD", {"lr": 0.05, "lambd": 0.1, "t0": 0, "weight_decay": 0.01}),  # averages at step 3
 ]
 
 
-def _all_rules(executor: str, steps: int = 3) -> list[np.ndarray]:
+def _all_rules(executor: str, steps: int = 3) -> list[list[np.ndarray]]:
     """Every optimizer's fused update recorded lazily, then evaluated as ONE graph per step."""
     nb.set_executor(executor)
     rng = np.random.default_rng(1)
@@ -136,7 +140,8 @@ def _all_rules(executor: str, steps: int = 3) -> list[np.ndarray]:
         with nb.no_grad():
             changed = [t for opt in opts for t in opt._record_updates()]
         nb.evaluate(*changed)
-    return [p.numpy() for p in params]
+    # each parameter and its state (ASGD's average, say, never enters the parameter)
+    return [[p.numpy(), *(v.numpy() for v in opt.state[p].values())] for p, opt in zip(params, opts, strict=True)]
 
 
 def test_every_optimizer_rule_compiles_on_max_and_matches_numpy():
@@ -144,5 +149,6 @@ def test_every_optimizer_rule_compiles_on_max_and_matches_numpy():
     got = _all_rules("max")
     assert nb.cache_info().per_executor["max"].compiles == 1
     want = _all_rules("numpy")
-    for (name, kw), a, b in zip(CASES, got, want, strict=True):
-        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6, err_msg=f"{name} {kw}")
+    for (name, kw), values, ref in zip(CASES, got, want, strict=True):
+        for a, b in zip(values, ref, strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6, err_msg=f"{name} {kw}")

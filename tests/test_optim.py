@@ -39,6 +39,18 @@ CASES = [
     ("NAdam", {"lr": 0.01}),
     ("NAdam", {"lr": 0.01, "weight_decay": 0.1}),
     ("NAdam", {"lr": 0.01, "weight_decay": 0.1, "decoupled_weight_decay": True, "momentum_decay": 0.01}),
+    # RAdam rectifies from the 6th step on (rho_t > 5) where beta2 >= 0.9
+    ("RAdam", {"lr": 0.01}),
+    ("RAdam", {"lr": 0.01, "betas": (0.8, 0.9), "weight_decay": 0.1, "maximize": True}),
+    ("RAdam", {"lr": 0.01, "weight_decay": 0.1, "decoupled_weight_decay": True}),
+    ("Adadelta", {"lr": 1.0}),
+    ("Adadelta", {"lr": 0.5, "rho": 0.8, "eps": 1e-4, "weight_decay": 0.1, "maximize": True}),
+    ("Rprop", {"lr": 0.01}),
+    ("Rprop", {"lr": 0.05, "etas": (0.3, 1.5), "step_sizes": (0.02, 0.08), "maximize": True}),
+    ("ASGD", {"lr": 0.05}),
+    # t0=2: mu = 1/2 after step 4, so steps 5 and 6 average
+    ("ASGD", {"lr": 0.05, "lambd": 0.1, "alpha": 0.5, "t0": 2, "weight_decay": 0.1}),
+    ("ASGD", {"lr": 0.05, "lambd": 0.05, "t0": 0.5, "maximize": True}),
 ]
 
 ALL_OPTIMIZERS = {
@@ -50,6 +62,10 @@ ALL_OPTIMIZERS = {
     "Adamax": {"lr": 0.01},
     "NAdam": {"lr": 0.01},
     "Lion": {"lr": 0.01, "weight_decay": 0.1},
+    "RAdam": {"lr": 0.01},
+    "Adadelta": {"lr": 1.0},
+    "Rprop": {"lr": 0.01},
+    "ASGD": {"lr": 0.05, "lambd": 0.01, "t0": 2},
 }
 
 
@@ -237,6 +253,106 @@ def test_lion_matches_the_paper(weight_decay: float) -> None:
         np.testing.assert_allclose(p.numpy(), w, rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(opt.state[p]["exp_avg"].numpy(), m, rtol=1e-5, atol=1e-7)
     assert optim.Lion(params).defaults["lr"] == 1e-4 and optim.Lion(params).defaults["betas"] == (0.9, 0.99)
+
+
+# -- values written down from PyTorch 2.13 (torch.optim, foreach=False): checked without torch --
+P0 = [1.0, -2.0, 0.5]
+GRADS = [[0.5, -1.0, 0.0], [-0.3, -0.5, 1.0], [0.2, -0.8, 0.6], [-0.4, 0.3, 0.9], [0.7, -0.2, -0.5], [-0.6, 0.4, 0.8]]
+
+# (name, kwargs, steps, parameter after them, state in PyTorch's order). Two steps; RAdam six,
+# as only its sixth is rectified (rho_t > 5).
+TORCH_VALUES = [
+    (
+        "RAdam",
+        {"lr": 0.1, "weight_decay": 0.1},
+        6,
+        [0.86943007, -1.5704216, 0.26428467],
+        {
+            "step": 6.0,
+            "exp_avg": [0.037857503, -0.18512794, 0.23512173],
+            "exp_avg_sq": [0.001467214, 0.0030668122, 0.0032935333],
+        },
+    ),
+    (
+        "RAdam",
+        {"lr": 0.1, "betas": (0.8, 0.9), "weight_decay": 0.1, "decoupled_weight_decay": True, "maximize": True},
+        6,
+        [1.0140102, -2.1992772, 0.6959388],
+        {
+            "step": 6.0,
+            "exp_avg": [0.030528007, 0.102015994, -0.33856001],
+            "exp_avg_sq": [0.11664315, 0.1489975, 0.243964],
+        },
+    ),
+    (
+        "Adadelta",
+        {"lr": 0.5, "rho": 0.8, "weight_decay": 0.1},
+        2,
+        [0.9994344, -1.9980183, 0.49730414],
+        {
+            "step": 2.0,
+            "square_avg": [0.06560895, 0.3283687, 0.22085308],
+            "acc_delta": [1.0441257e-06, 1.3966937e-06, 2.7927795e-06],
+        },
+    ),
+    (
+        "Adadelta",
+        {"eps": 1e-4, "maximize": True},
+        2,
+        [1.0077168, -2.052444, 0.531607],
+        {"step": 2.0, "square_avg": [0.0315, 0.115, 0.1], "acc_delta": [0.00014648997, 0.00013332887, 9.990009e-05]},
+    ),
+    # the first coordinate's sign flips (its step is skipped and the step size hits the minimum),
+    # the second's holds (it hits the maximum), the third's gradient was zero (factor 1)
+    (
+        "Rprop",
+        {"lr": 0.01, "etas": (0.4, 1.5), "step_sizes": (0.005, 0.012)},
+        2,
+        [0.99, -1.978, 0.49],
+        {"step": 2.0, "prev": [0.0, -0.5, 1.0], "step_size": [0.005, 0.012, 0.01]},
+    ),
+    (
+        "Rprop",
+        {"lr": 0.01, "maximize": True},
+        2,
+        [1.01, -2.022, 0.51],
+        {"step": 2.0, "prev": [0.0, 0.5, -1.0], "step_size": [0.005, 0.012, 0.01]},
+    ),
+    # t0=-1: mu = 1/2 after the first step, so the second averages
+    (
+        "ASGD",
+        {"lr": 0.1, "lambd": 0.5, "t0": -1.0, "weight_decay": 0.1},
+        2,
+        [0.86744076, -1.6288339, 0.34640637],
+        {"step": 2.0, "eta": 0.09310125, "mu": 0.33333334, "ax": [0.8787204, -1.704417, 0.40820318]},
+    ),
+    (
+        "ASGD",
+        {"lr": 0.1, "alpha": 0.5, "maximize": True},
+        2,
+        [1.0199796, -2.1499586, 0.5999895],
+        {"step": 2.0, "eta": 0.099999, "mu": 1.0, "ax": [1.0199796, -2.1499586, 0.5999895]},
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "kwargs", "steps", "want_p", "want_state"),
+    TORCH_VALUES,
+    ids=[f"{v[0]}-{i}" for i, v in enumerate(TORCH_VALUES)],
+)
+def test_matches_values_from_torch(name: str, kwargs: dict, steps: int, want_p: list, want_state: dict) -> None:
+    p = Parameter(nb.tensor(np.array(P0, np.float32)))
+    opt = getattr(optim, name)([p], **kwargs)
+    for g in GRADS[:steps]:
+        p.grad = nb.tensor(np.array(g, np.float32))
+        opt.step()
+    np.testing.assert_allclose(p.numpy(), want_p, rtol=1e-6, atol=1e-7)
+    state = opt.state[p]
+    assert list(state) == list(want_state)  # PyTorch's state_dict layout
+    for key, value in want_state.items():
+        assert state[key].dtype == nb.float32
+        np.testing.assert_allclose(state[key].numpy(), value, rtol=1e-6, atol=1e-12, err_msg=key)
 
 
 def test_maximize_ascends() -> None:
@@ -430,16 +546,20 @@ def test_state_dict_layout_and_snapshot() -> None:
 
 
 @needs_torch
-def test_loads_a_torch_state_dict() -> None:
-    inits, grads = _data(4)
+@pytest.mark.parametrize(
+    ("name", "kwargs"),
+    [("Adam", {"lr": 0.01}), ("RAdam", {"lr": 0.01}), ("Adadelta", {}), ("Rprop", {}), ("ASGD", {"t0": 1})],
+)
+def test_loads_a_torch_state_dict(name: str, kwargs: dict) -> None:
+    inits, grads = _data(8 if name == "RAdam" else 4)  # RAdam: past its rectification
     tparams = [torch.nn.Parameter(torch.tensor(a)) for a in inits]
-    topt = torch.optim.Adam(tparams, lr=0.01, foreach=False)
+    topt = getattr(torch.optim, name)(tparams, foreach=False, **kwargs)
     for step_grads in grads[:2]:
         for p, g in zip(tparams, step_grads, strict=True):
             p.grad = torch.tensor(g)
         topt.step()
     params = [Parameter(nb.tensor(p.detach().numpy().copy())) for p in tparams]
-    opt = optim.Adam(params)
+    opt = getattr(optim, name)(params)
     opt.load_state_dict(topt.state_dict())
     for step_grads in grads[2:]:
         for p, tp, g in zip(params, tparams, step_grads, strict=True):
@@ -569,6 +689,67 @@ def test_constructor_errors() -> None:
         optim.Adagrad([p], initial_accumulator_value=-1)
     with pytest.raises(ValueError, match="Invalid alpha value: -1"):
         optim.RMSprop([p], alpha=-1)
+
+
+@pytest.mark.parametrize(
+    ("name", "kwargs", "error", "message"),
+    [
+        ("RAdam", {"lr": -1.0}, ValueError, r"^Invalid learning rate: -1.0$"),
+        ("RAdam", {"betas": (1.0, 0.999)}, ValueError, "Invalid beta parameter at index 0: 1.0"),
+        ("RAdam", {"eps": -1e-8}, ValueError, "Invalid epsilon value: -1e-08"),
+        ("RAdam", {"weight_decay": -0.1}, ValueError, "Invalid weight_decay value: -0.1"),
+        ("Adadelta", {"rho": 1.5}, ValueError, "Invalid rho value: 1.5"),
+        ("Adadelta", {"rho": -0.1}, ValueError, "Invalid rho value: -0.1"),
+        ("Adadelta", {"eps": -1.0}, ValueError, "Invalid epsilon value: -1.0"),
+        ("Adadelta", {"weight_decay": -1}, ValueError, "Invalid weight_decay value: -1"),
+        ("Adadelta", {"lr": "1"}, TypeError, "lr must be a number, got str"),
+        ("Rprop", {"lr": -0.01}, ValueError, "Invalid learning rate: -0.01"),
+        ("Rprop", {"etas": (1.5, 1.2)}, ValueError, "Invalid eta values: 1.5, 1.2"),
+        ("Rprop", {"etas": (0.5, 1.0)}, ValueError, "Invalid eta values: 0.5, 1.0"),
+        ("Rprop", {"etas": 0.5}, ValueError, "etas must be a pair of floats, got 0.5"),
+        ("Rprop", {"step_sizes": (1.0, 0.1)}, ValueError, "Invalid step_sizes values: 1.0, 0.1"),
+        ("Rprop", {"step_sizes": (1e-6, "50")}, TypeError, "step_sizes must be a pair of floats"),
+        ("ASGD", {"lr": -0.1}, ValueError, "Invalid learning rate: -0.1"),
+        ("ASGD", {"weight_decay": -0.1}, ValueError, "Invalid weight_decay value: -0.1"),
+        ("ASGD", {"t0": None}, TypeError, "t0 must be a number, got NoneType"),
+        ("ASGD", {"lambd": "1e-4"}, TypeError, "lambd must be a number, got str"),
+    ],
+)
+def test_bad_hyperparameters_raise_naming_them(name: str, kwargs: dict, error: type, message: str) -> None:
+    with pytest.raises(error, match=message):
+        getattr(optim, name)([Parameter(nb.zeros(2))], **kwargs)
+
+
+def test_radam_adadelta_rprop_asgd_defaults_are_pytorchs() -> None:
+    p = [Parameter(nb.zeros(2))]
+    assert optim.RAdam(p).defaults == {
+        "lr": 1e-3,
+        "betas": (0.9, 0.999),
+        "eps": 1e-8,
+        "weight_decay": 0,
+        "maximize": False,
+        "decoupled_weight_decay": False,
+    }
+    assert optim.Adadelta(p).defaults == {"lr": 1.0, "rho": 0.9, "eps": 1e-6, "weight_decay": 0, "maximize": False}
+    assert optim.Rprop(p).defaults == {"lr": 1e-2, "etas": (0.5, 1.2), "step_sizes": (1e-6, 50), "maximize": False}
+    assert optim.ASGD(p).defaults == {
+        "lr": 1e-2,
+        "lambd": 1e-4,
+        "alpha": 0.75,
+        "t0": 1e6,
+        "weight_decay": 0,
+        "maximize": False,
+    }
+
+
+@needs_torch
+@pytest.mark.parametrize("name", ["RAdam", "Adadelta", "Rprop", "ASGD"])
+def test_defaults_match_torchs(name: str) -> None:
+    switches = {"foreach", "capturable", "differentiable", "fused"}  # accepted, not kept in a group
+    theirs = getattr(torch.optim, name)([torch.nn.Parameter(torch.zeros(2))]).defaults
+    assert getattr(optim, name)([Parameter(nb.zeros(2))]).defaults == {
+        k: v for k, v in theirs.items() if k not in switches
+    }
 
 
 def test_changed_betas_enter_the_next_step() -> None:
@@ -724,6 +905,9 @@ MAX_CASES = [
     ("NAdam", {"lr": 0.01, "maximize": True, "decoupled_weight_decay": True}),
     ("Lion", {"lr": 0.01}),
     ("Lion", {"lr": 0.01, "weight_decay": 0.1, "maximize": True}),
+    ("RAdam", {"lr": 0.01, "weight_decay": 0.1, "decoupled_weight_decay": True, "maximize": True}),
+    ("Adadelta", {"lr": 1.0, "weight_decay": 0.1}),
+    ("ASGD", {"lr": 0.01, "weight_decay": 0.1, "maximize": True}),
 ]
 
 
@@ -759,7 +943,8 @@ def test_fused_update_builds_a_max_graph_for_a_mixed_dtype_group(name: str) -> N
         t = nb.tensor(np.ones(3, np.float32)).to(dtype)
         t.realize()
         params.append(Parameter(t))
-    kwargs = {**ALL_OPTIMIZERS[name], "weight_decay": 0.1}
+    # weight decay exercises the parameter in the update (Rprop has none)
+    kwargs = {**ALL_OPTIMIZERS[name], **({"weight_decay": 0.1} if name != "Rprop" else {})}
     opt = getattr(optim, name)(params, **kwargs)
     for p in params:
         p.grad = nb.tensor(np.full(3, 0.5, np.float32)).to(p.dtype)
@@ -786,6 +971,10 @@ def test_pytorch_implementation_switches_are_accepted_and_change_nothing():
         optim.Adamax: {"foreach": True, "capturable": True},
         optim.NAdam: {"foreach": True, "capturable": True},
         optim.RMSprop: {"foreach": True, "capturable": True},
+        optim.RAdam: {"foreach": True, "capturable": True},
+        optim.Adadelta: {"foreach": True, "capturable": True},
+        optim.Rprop: {"foreach": True, "capturable": True},
+        optim.ASGD: {"foreach": True, "capturable": True},
     }
     for cls, kw in flags.items():
         results = []
