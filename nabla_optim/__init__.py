@@ -19,26 +19,36 @@ Example:
 """
 
 from . import lr_scheduler
+from .adadelta import Adadelta
 from .adagrad import Adagrad
 from .adam import Adam
 from .adamax import Adamax
 from .adamw import AdamW
+from .asgd import ASGD
+from .lbfgs import LBFGS
 from .lion import Lion
 from .nadam import NAdam
 from .optimizer import Optimizer, register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+from .radam import RAdam
 from .rmsprop import RMSprop
+from .rprop import Rprop
 from .sgd import SGD
 
 __all__ = [
+    "ASGD",
     "SGD",
+    "Adadelta",
     "Adagrad",
     "Adam",
     "AdamW",
     "Adamax",
+    "LBFGS",
     "Lion",
     "NAdam",
     "Optimizer",
+    "RAdam",
     "RMSprop",
+    "Rprop",
     "lr_scheduler",
     "register_optimizer_step_post_hook",
     "register_optimizer_step_pre_hook",
