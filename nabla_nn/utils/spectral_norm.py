@@ -15,7 +15,7 @@ from .. import init
 from ..module import Module
 from ..modules.conv import ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from ..parameter import Parameter, is_lazy
-from .weight_norm import _find_hook
+from .weight_norm import _find_hook, _remove_hook
 
 __all__ = ["SpectralNorm", "remove_spectral_norm", "spectral_norm"]
 
@@ -155,9 +155,4 @@ def remove_spectral_norm(module: ModuleT, name: str = "weight") -> ModuleT:
     Example:
         >>> remove_spectral_norm(spectral_norm(nn.Linear(40, 10)))
     """
-    key = _find_hook(module, SpectralNorm, name)
-    if key is None:
-        raise ValueError(f"spectral_norm of '{name}' not found in {module}")
-    module._forward_pre_hooks[key][0].remove(module)
-    del module._forward_pre_hooks[key]
-    return module
+    return _remove_hook(module, SpectralNorm, name, "spectral_norm")

@@ -89,6 +89,16 @@ def _find_hook(module: Module, kind: type, name: str) -> int | None:
     return None
 
 
+def _remove_hook(module: ModuleT, kind: type, name: str, label: str) -> ModuleT:
+    """Undo a hook-based reparametrization `kind` of `name` (its `remove` restores a plain parameter)."""
+    key = _find_hook(module, kind, name)
+    if key is None:
+        raise ValueError(f"{label} of '{name}' not found in {module}")
+    module._forward_pre_hooks[key][0].remove(module)
+    del module._forward_pre_hooks[key]
+    return module
+
+
 def weight_norm(module: ModuleT, name: str = "weight", dim: int | None = 0) -> ModuleT:
     """Weight normalization with a forward pre-hook (deprecated in PyTorch): `module.<name>`
     becomes g * v / ||v||, with parameters `<name>_g` (magnitude) and `<name>_v` (direction).
@@ -123,9 +133,4 @@ def remove_weight_norm(module: ModuleT, name: str = "weight") -> ModuleT:
     Example:
         >>> remove_weight_norm(weight_norm(nn.Linear(20, 40)))
     """
-    key = _find_hook(module, WeightNorm, name)
-    if key is None:
-        raise ValueError(f"weight_norm of '{name}' not found in {module}")
-    module._forward_pre_hooks[key][0].remove(module)
-    del module._forward_pre_hooks[key]
-    return module
+    return _remove_hook(module, WeightNorm, name, "weight_norm")
