@@ -27,6 +27,25 @@ def lerp(avg: Any, target: Any, weight: Any) -> Any:
     return avg + (target - avg) * weight
 
 
+def adam_moments(
+    xp: Any, p: Any, g: Any, moments: tuple, s: dict, weight_decay: float, decoupled: bool, maximize: bool
+) -> tuple[Any, Any, Any]:
+    """The start Adam's family shares (Adam, AdamW, RAdam): the sign for `maximize`, weight
+    decay (an L2 term in the gradient, or `decoupled` on the parameter, as AdamW), and the two
+    running moments. Returns (p, exp_avg, exp_avg_sq)."""
+    if maximize:
+        g = -g
+    exp_avg, exp_avg_sq = moments
+    if weight_decay != 0:
+        if decoupled:
+            p = p * xp.cast(1 - s["lr"] * weight_decay, p)
+        else:
+            g = g + p * weight_decay
+    exp_avg = lerp(exp_avg, g, xp.cast(1 - s["beta1"], p))
+    exp_avg_sq = exp_avg_sq * xp.cast(s["beta2"], p) + g * g * xp.cast(1 - s["beta2"], p)
+    return p, exp_avg, exp_avg_sq
+
+
 def adam_rule(
     xp: Any,
     p: Any,
@@ -42,18 +61,9 @@ def adam_rule(
 ) -> tuple[Any, tuple]:
     """One parameter's Adam step; `state` is (step, exp_avg, exp_avg_sq[, max_exp_avg_sq]).
     Bias corrections are float64 scalar math, cast to the parameter's dtype as PyTorch does."""
-    if maximize:
-        g = -g
     lr, beta1, beta2 = s["lr"], s["beta1"], s["beta2"]
-    step_t, exp_avg, exp_avg_sq = state[:3]
-    step_t = step_t + 1
-    if weight_decay != 0:
-        if decoupled_weight_decay:
-            p = p * xp.cast(1 - lr * weight_decay, p)
-        else:
-            g = g + p * weight_decay
-    exp_avg = lerp(exp_avg, g, xp.cast(1 - beta1, p))
-    exp_avg_sq = exp_avg_sq * xp.cast(beta2, p) + g * g * xp.cast(1 - beta2, p)
+    step_t = state[0] + 1
+    p, exp_avg, exp_avg_sq = adam_moments(xp, p, g, state[1:3], s, weight_decay, decoupled_weight_decay, maximize)
     step = xp.cast(step_t, xp.float64)
     bias_correction1 = 1 - xp.pow(beta1, step)
     bias_correction2_sqrt = xp.sqrt(1 - xp.pow(beta2, step))

@@ -7,7 +7,7 @@ from typing import Any
 from nabla import Tensor
 from nabla_nn.parameter import Parameter
 
-from .adam import lerp
+from .adam import adam_moments
 from .optimizer import (
     Optimizer,
     ParamsT,
@@ -36,18 +36,9 @@ def radam_rule(
 ) -> tuple[Any, tuple]:
     """One parameter's RAdam step; `state` is (step, exp_avg, exp_avg_sq). The SMA length and
     the rectification are float64 scalar math; PyTorch's `if rho_t > 5` is a select."""
-    if maximize:
-        g = -g
     lr, beta1, beta2 = s["lr"], s["beta1"], s["beta2"]
-    step_t, exp_avg, exp_avg_sq = state
-    step_t = step_t + 1
-    if weight_decay != 0:
-        if decoupled_weight_decay:
-            p = p * xp.cast(1 - lr * weight_decay, p)
-        else:
-            g = g + p * weight_decay
-    exp_avg = lerp(exp_avg, g, xp.cast(1 - beta1, p))
-    exp_avg_sq = exp_avg_sq * xp.cast(beta2, p) + g * g * xp.cast(1 - beta2, p)
+    step_t = state[0] + 1
+    p, exp_avg, exp_avg_sq = adam_moments(xp, p, g, state[1:], s, weight_decay, decoupled_weight_decay, maximize)
     step = xp.cast(step_t, xp.float64)
     bias_correction1 = 1 - xp.pow(beta1, step)
     bias_correction2 = 1 - xp.pow(beta2, step)
