@@ -29,6 +29,25 @@ def assert_close(a, b, tol=2e-5):
     np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=tol, atol=tol)
 
 
+def assert_outputs_and_grads_match(touts, nouts, tin, nin, tm, m, draw) -> None:
+    """torch's and nabla's outputs agree, and so do the gradients of the inputs and of every
+    weight after a backward of the same random cotangents (`draw(*shape)`)."""
+    for t, n in zip(touts, nouts, strict=True):
+        assert n.shape == tuple(t.shape)
+        assert_close(n.numpy(), t.detach().numpy())
+    gs = [draw(*t.shape) for t in touts]
+    sum((t * torch.tensor(g)).sum() for t, g in zip(touts, gs, strict=True)).backward()
+    total = nb.tensor(0.0)
+    for n, g in zip(nouts, gs, strict=True):
+        total = total + (n * nb.tensor(g)).sum()
+    total.backward()
+    for t, n in zip(tin, nin, strict=True):
+        assert_close(n.grad.numpy(), t.grad.numpy(), 1e-4)
+    params = dict(m.named_parameters())
+    for name, p in tm.named_parameters():
+        assert_close(params[name].grad.numpy(), p.grad.numpy(), 1e-4)
+
+
 def sigmoid(x: np.ndarray) -> np.ndarray:
     return 1 / (1 + np.exp(-x))
 
@@ -74,20 +93,7 @@ def test_matches_torch(case):
     t_state = (tuple(tin[1:]) if cls == "LSTM" else tin[1]) if with_state else None
     n_state = (tuple(nin[1:]) if cls == "LSTM" else nin[1]) if with_state else None
     touts, nouts = _flat(tm(tin[0], t_state)), _flat(m(nin[0], n_state))
-    for t, n in zip(touts, nouts, strict=True):
-        assert n.shape == tuple(t.shape)
-        assert_close(n.numpy(), t.detach().numpy())
-    gs = [randn(*t.shape) for t in touts]
-    sum((t * torch.tensor(g)).sum() for t, g in zip(touts, gs, strict=True)).backward()
-    total = nb.tensor(0.0)
-    for n, g in zip(nouts, gs, strict=True):
-        total = total + (n * nb.tensor(g)).sum()
-    total.backward()
-    for t, n in zip(tin, nin, strict=True):
-        assert_close(n.grad.numpy(), t.grad.numpy(), 1e-4)
-    params = dict(m.named_parameters())
-    for name, p in tm.named_parameters():
-        assert_close(params[name].grad.numpy(), p.grad.numpy(), 1e-4)
+    assert_outputs_and_grads_match(touts, nouts, tin, nin, tm, m, randn)
 
 
 # -- NumPy references --------------------------------------------------------------------------------

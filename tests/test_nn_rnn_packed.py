@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from _oracle import needs_torch, torch
+from test_nn_rnn import assert_close, assert_outputs_and_grads_match
 
 import nabla as nb
 import nabla_nn as nn
@@ -32,10 +33,6 @@ IN, HID, LEN = 3, 4, 5
 
 def randn(*shape: int) -> np.ndarray:
     return RNG.standard_normal(shape).astype(np.float32)
-
-
-def assert_close(a, b, tol=2e-5):
-    np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=tol, atol=tol)
 
 
 def _fixed_weights(m) -> None:
@@ -336,17 +333,4 @@ def test_packed_layers_match_torch(case):
     n_out, n_state = m(np_, state(nin))
     assert isinstance(n_out, PackedSequence) and n_out.batch_sizes.tolist() == t_out.batch_sizes.tolist()
     touts, nouts = [t_out.data, *_states(t_state)], [n_out.data, *_states(n_state)]
-    for t, n in zip(touts, nouts, strict=True):
-        assert n.shape == tuple(t.shape)
-        assert_close(n.numpy(), t.detach().numpy())
-    gs = [randn(*t.shape) for t in touts]
-    sum((t * torch.tensor(g)).sum() for t, g in zip(touts, gs, strict=True)).backward()
-    total = nb.tensor(0.0)
-    for n, g in zip(nouts, gs, strict=True):
-        total = total + (n * nb.tensor(g)).sum()
-    total.backward()
-    for t, n in zip(tin, nin, strict=True):
-        assert_close(n.grad.numpy(), t.grad.numpy(), 1e-4)
-    params = dict(m.named_parameters())
-    for name, p in tm.named_parameters():
-        assert_close(params[name].grad.numpy(), p.grad.numpy(), 1e-4)
+    assert_outputs_and_grads_match(touts, nouts, tin, nin, tm, m, randn)
