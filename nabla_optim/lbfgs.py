@@ -1,14 +1,17 @@
 """LBFGS: limited-memory BFGS with an optional strong-Wolfe line search (PyTorch's `torch.optim.LBFGS`).
 
 Unlike the other optimizers, LBFGS is driven from the host, as in PyTorch: one `step` runs the
-closure several times and decides what to compute next from the loss and gradient values. The
-vectors (flat gradient, search direction, history) stay lazy tensors; a value is read only where
-PyTorch reads one (`float(loss)`, a comparison), and a read computes everything pending, so one
-closure evaluation (forward, backward, flat gradient and the reductions compared next) is one graph.
+closure several times and decides what to compute next from the loss and gradient values. Only
+the closure (forward and backward) runs as a graph: it reads the realized parameters, so every
+evaluation has the same structure and compiles once. The flat vectors (gradient, search
+direction, history) are host NumPy arrays in the parameters' dtype, and the L-BFGS direction and
+the parameter moves are computed on them as eager PyTorch computes them on the CPU. Lazy vectors
+would give each history length and each step size its own graph to compile.
 
-The 0-d tensors PyTorch compares and interpolates on (directional derivatives, step sizes) are
-read as NumPy scalars of the parameters' dtype: NumPy 2 rounds a Python float meeting a float32
-scalar to float32, as PyTorch does with a 0-d float32 tensor, so float32 runs take torch's branches.
+The 0-d values PyTorch compares and interpolates on (directional derivatives, step sizes) are
+NumPy scalars of the parameters' dtype: NumPy 2 rounds a Python float meeting a float32 scalar
+to float32, as PyTorch does with a 0-d float32 tensor, so float32 runs take torch's branches.
+The state keeps PyTorch's tensors (realized, wrapping those arrays without a copy).
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ __all__ = ["LBFGS"]
 
 # A host scalar: a Python number, or a NumPy scalar where PyTorch has a 0-d tensor.
 Scalar = float | int | np.floating
-ObjFunc = Callable[[list[Tensor], Scalar, Tensor], tuple[float, Tensor, Scalar]]
+ObjFunc = Callable[[list[Tensor], Scalar, np.ndarray], tuple[float, np.ndarray, Scalar]]
 
 # State entries that are flat vectors over all parameters, or lists of them (PyTorch's layout):
 # the base class's per-parameter shape check does not apply, they are loaded here.
@@ -42,15 +45,15 @@ _CARRIED = ("d", "t", "old_dirs", "old_stps", "ro", "H_diag", "prev_flat_grad", 
 _GROUP_ERROR = "LBFGS doesn't support per-parameter options (parameter groups)"
 
 
-def _host(x: Tensor) -> np.floating:
-    """A 0-d tensor's value as a NumPy scalar of its dtype (float32 for bfloat16); reading it
-    computes everything pending."""
-    return x.numpy().reshape(())[()]
+def _host(x: Tensor | Scalar) -> Scalar:
+    """A 0-d tensor's value as a NumPy scalar of its dtype (float32 for bfloat16); numbers as they are."""
+    return x.numpy().reshape(())[()] if isinstance(x, Tensor) else x
 
 
-def _weak(x: Any) -> Any:
-    """A host scalar entering a tensor op as a Python float: weakly typed, like torch's `alpha=`."""
-    return x if isinstance(x, Tensor) else float(x)
+def _store(value: np.ndarray | Scalar, dtype: Any) -> Tensor:
+    """A host array or scalar as a realized tensor of `dtype` (no copy when it has that dtype)."""
+    t = Tensor.from_numpy(np.asarray(value), dtype=dtype)
+    return t if t.is_realized else t.realize()  # bfloat16 is made by a cast: realize it now
 
 
 def _check_positive_int(name: str, value: Any) -> int:
@@ -93,7 +96,7 @@ class _Bracket:
     def __init__(self, t: list, f: list, g: list, gtd: list) -> None:
         self.t, self.f, self.g, self.gtd = t, f, g, gtd
 
-    def set(self, i: int, t: Scalar, f: float, g: Tensor, gtd: Scalar) -> None:
+    def set(self, i: int, t: Scalar, f: float, g: np.ndarray, gtd: Scalar) -> None:
         self.t[i], self.f[i], self.g[i], self.gtd[i] = t, f, g, gtd
 
     def low_high(self) -> tuple[int, int]:
@@ -106,14 +109,14 @@ class _StrongWolfe:
     phase refining the bracket until a point satisfies the strong Wolfe conditions.
 
     `obj_func(x, t, d) -> (f, g, gtd)` evaluates the loss (a Python float), the flat gradient
-    and the directional derivative (a host scalar) at `x + t * d`.
+    (a host array) and the directional derivative (a host scalar) at `x + t * d`.
     """
 
     def __init__(
         self,
         obj_func: ObjFunc,
         x: list[Tensor],
-        d: Tensor,
+        d: np.ndarray,
         f: float,
         gtd: Scalar,
         c1: float,
@@ -126,15 +129,14 @@ class _StrongWolfe:
         self.func_evals = 0  # PyTorch's ls_func_evals
         self.iters = 0  # PyTorch's ls_iter (the first evaluation is not an iteration)
 
-    def run(self, t: Scalar, g: Tensor) -> tuple[float, Tensor, Scalar, int]:
+    def run(self, t: Scalar, g: np.ndarray) -> tuple[float, np.ndarray, Scalar, int]:
         """Returns (loss, flat gradient, step size, function evaluations) of the point found."""
-        d_norm = self.d.abs().max()  # computed with the first evaluation's graph
         f_new, g_new, gtd_new = self._evaluate(t)
         bracket, done = self._bracket_phase(t, g, f_new, g_new, gtd_new)
-        low = self._zoom_phase(bracket, done, _host(d_norm))
+        low = self._zoom_phase(bracket, done, np.abs(self.d).max())
         return bracket.f[low], bracket.g[low], bracket.t[low], self.func_evals
 
-    def _evaluate(self, t: Scalar) -> tuple[float, Tensor, Scalar]:
+    def _evaluate(self, t: Scalar) -> tuple[float, np.ndarray, Scalar]:
         self.func_evals += 1
         return self.obj_func(self.x, t, self.d)
 
@@ -145,7 +147,7 @@ class _StrongWolfe:
         return abs(gtd_new) <= -self.c2 * self.gtd
 
     def _bracket_phase(
-        self, t: Scalar, g: Tensor, f_new: float, g_new: Tensor, gtd_new: Scalar
+        self, t: Scalar, g: np.ndarray, f_new: float, g_new: np.ndarray, gtd_new: Scalar
     ) -> tuple[_Bracket, bool]:
         """Extrapolate until an interval contains a point satisfying the Wolfe conditions;
         returns it and whether its (single) point already satisfies them."""
@@ -207,15 +209,15 @@ def _strong_wolfe(
     obj_func: ObjFunc,
     x: list[Tensor],
     t: Scalar,
-    d: Tensor,
+    d: np.ndarray,
     f: float,
-    g: Tensor,
+    g: np.ndarray,
     gtd: Scalar,
     c1: float = 1e-4,
     c2: float = 0.9,
     tolerance_change: float = 1e-9,
     max_ls: int = 25,
-) -> tuple[float, Tensor, Scalar, int]:
+) -> tuple[float, np.ndarray, Scalar, int]:
     """Line search along `d` from `x` (PyTorch's signature); returns (f, g, t, evaluations)."""
     return _StrongWolfe(obj_func, x, d, f, gtd, c1, c2, tolerance_change, max_ls).run(t, g)
 
@@ -230,8 +232,7 @@ def _load_flat(value: Any, dtype: Any) -> Any:
     array = value.numpy() if isinstance(value, Tensor) else np.asarray(value)
     if array.dtype.kind != "f":
         return Tensor.from_numpy(np.array(array, copy=True))
-    t = Tensor.from_numpy(np.array(array, _dt.to_numpy_dtype(dtype), copy=True), dtype=dtype)
-    return t.realize()  # bfloat16 is made by a cast: realize it now, not in the next step's graph
+    return _store(np.array(array, _dt.to_numpy_dtype(dtype), copy=True), dtype)
 
 
 class LBFGS(Optimizer):
@@ -302,22 +303,26 @@ class LBFGS(Optimizer):
     def _params(self) -> list[Parameter]:
         return self.param_groups[0]["params"]
 
-    # -- flat vectors over all parameters -------------------------------------------------
-    def _gather_flat_grad(self) -> Tensor:
+    # -- flat vectors over all parameters (host arrays) ------------------------------------
+    def _gather_flat_grad(self) -> np.ndarray:
+        """All gradients as one new array of the parameters' dtype; reading the first computes
+        everything pending (the closure's loss too: one graph)."""
         views = []
         for p in self._params:
+            dtype = _dt.to_numpy_dtype(p.dtype)
             g = p.grad
-            if g is None:
-                views.append(nb.zeros(p.numel(), dtype=p.dtype, device=p.device))
-            else:
-                views.append((g if g.dtype == p.dtype else g.to(p.dtype)).reshape(-1))
-        return views[0] if len(views) == 1 else nb.cat(views)
+            views.append(np.zeros(p.numel(), dtype) if g is None else g.numpy().reshape(-1).astype(dtype, copy=False))
+        return np.concatenate(views)
 
-    def _add_grad(self, step_size: Scalar, update: Tensor) -> None:
+    def _add_grad(self, step_size: Scalar, update: np.ndarray) -> None:
+        """Move every parameter by `step_size * update` (PyTorch's `p.add_(update, alpha=t)`): new
+        realized values, so the next closure reads them as inputs of the same graph."""
         offset = 0
         for p in self._params:
             numel = p.numel()
-            p.add_(update[offset : offset + numel].reshape(p.shape), alpha=_weak(step_size))
+            moved = p.numpy() + update[offset : offset + numel].reshape(p.shape) * float(step_size)
+            value = _store(moved, p.dtype)
+            p.data = value if value.device == p.device else value.to(p.device)
             offset += numel
 
     def _clone_param(self) -> list[Tensor]:
@@ -329,95 +334,92 @@ class LBFGS(Optimizer):
             p.data = pdata
 
     # -- closure evaluations ----------------------------------------------------------------
-    def _closure_and_grad(self, closure: Callable[[], Any]) -> tuple[Any, Tensor]:
+    def _closure_and_grad(self, closure: Callable[[], Any]) -> tuple[Any, np.ndarray]:
         with nb.enable_grad():
             orig_loss = closure()
         return orig_loss, self._gather_flat_grad()
 
-    def _evaluate(self, closure: Callable[[], Any], tolerance_grad: float) -> tuple[Any, float, Tensor, bool]:
+    def _evaluate(self, closure: Callable[[], Any], tolerance_grad: float) -> tuple[Any, float, np.ndarray, bool]:
         """Run the closure; returns (its loss, as a float, the flat gradient, whether the
-        gradient is below `tolerance_grad`), all computed as one graph."""
+        gradient is below `tolerance_grad`), computed by one graph."""
         orig_loss, flat_grad = self._closure_and_grad(closure)
-        grad_max = flat_grad.abs().max()
-        loss = float(orig_loss)
-        return orig_loss, loss, flat_grad, bool(_host(grad_max) <= tolerance_grad)
+        return orig_loss, float(orig_loss), flat_grad, bool(np.abs(flat_grad).max() <= tolerance_grad)
 
     def _directional_evaluate(
-        self, closure: Callable[[], Any], x: list[Tensor], t: Scalar, d: Tensor
-    ) -> tuple[float, Tensor, Scalar]:
+        self, closure: Callable[[], Any], x: list[Tensor], t: Scalar, d: np.ndarray
+    ) -> tuple[float, np.ndarray, Scalar]:
         """Loss, flat gradient and directional derivative at `x + t * d` (one graph); the
         parameters are left at `x`."""
         self._add_grad(t, d)
         orig_loss, flat_grad = self._closure_and_grad(closure)
-        gtd = flat_grad.dot(d)
         loss = float(orig_loss)
         self._set_param(x)
-        return loss, flat_grad, _host(gtd)
+        return loss, flat_grad, flat_grad.dot(d)
 
     # -- the L-BFGS direction -----------------------------------------------------------------
-    @staticmethod
-    def _update_memory(
-        state: dict[str, Any], flat_grad: Tensor, prev_flat_grad: Tensor, d: Tensor, t: Scalar, history_size: int
-    ) -> None:
+    def _update_memory(self, state: dict[str, Any], flat_grad: np.ndarray, history_size: int) -> None:
         """Add the last step and gradient change to the history (if the curvature is positive)."""
-        y = flat_grad - prev_flat_grad
-        s = d * _weak(t)
+        dtype = self._params[0].dtype
+        y = flat_grad - state["prev_flat_grad"].numpy()
+        s = state["d"].numpy() * float(state["t"])
         ys = y.dot(s)
-        if _host(ys) > 1e-10:
+        if ys > 1e-10:
             old_dirs, old_stps, ro = state["old_dirs"], state["old_stps"], state["ro"]
             if len(old_dirs) == history_size:  # limited memory: drop the oldest
                 old_dirs.pop(0)
                 old_stps.pop(0)
                 ro.pop(0)
-            old_dirs.append(y)
-            old_stps.append(s)
-            ro.append(1.0 / ys)
-            state["H_diag"] = ys / y.dot(y)  # scale of the initial inverse Hessian
+            old_dirs.append(_store(y, dtype))
+            old_stps.append(_store(s, dtype))
+            ro.append(_store(1.0 / ys, dtype))
+            state["H_diag"] = _store(ys / y.dot(y), dtype)  # scale of the initial inverse Hessian
 
-    @staticmethod
-    def _two_loop(state: dict[str, Any], flat_grad: Tensor, history_size: int) -> Tensor:
+    def _two_loop(self, state: dict[str, Any], flat_grad: np.ndarray, history_size: int) -> np.ndarray:
         """The inverse Hessian approximation times the negative gradient (two-loop recursion)."""
-        old_dirs, old_stps, ro = state["old_dirs"], state["old_stps"], state["ro"]
+        dtype = self._params[0].dtype
+        old_dirs = [v.numpy() for v in state["old_dirs"]]
+        old_stps = [v.numpy() for v in state["old_stps"]]
+        ro = [_host(v) for v in state["ro"]]
         if "al" not in state:
             state["al"] = [None] * history_size
-        al = state["al"]
-        q = flat_grad.neg()
+        al: list[Any] = [None] * len(old_dirs)
+        q = -flat_grad
         for i in range(len(old_dirs) - 1, -1, -1):
             al[i] = old_stps[i].dot(q) * ro[i]
             q = q - old_dirs[i] * al[i]
-        r = q * state["H_diag"]
+            state["al"][i] = _store(al[i], dtype)
+        r = q * _host(state["H_diag"])
         for i in range(len(old_dirs)):
             be_i = old_dirs[i].dot(r) * ro[i]
             r = r + old_stps[i] * (al[i] - be_i)
         return r
 
-    def _direction(self, state: dict[str, Any], flat_grad: Tensor, history_size: int) -> Tensor:
+    def _direction(self, state: dict[str, Any], flat_grad: np.ndarray, history_size: int) -> np.ndarray:
         if state["n_iter"] == 1:
             state.update(old_dirs=[], old_stps=[], ro=[], H_diag=1)
-            return flat_grad.neg()
-        self._update_memory(state, flat_grad, state["prev_flat_grad"], state["d"], state["t"], history_size)
+            return -flat_grad
+        self._update_memory(state, flat_grad, history_size)
         return self._two_loop(state, flat_grad, history_size)
 
     @staticmethod
-    def _initial_step(state: dict[str, Any], flat_grad: Tensor, d: Tensor, lr: Scalar) -> tuple[Scalar, Scalar]:
-        """The first trial step size and the directional derivative (read from one graph)."""
-        gtd = flat_grad.dot(d)
+    def _initial_step(state: dict[str, Any], flat_grad: np.ndarray, d: np.ndarray, lr: Scalar) -> Scalar:
+        """The first trial step size."""
         if state["n_iter"] == 1:  # a gradient-descent step of length at most lr
-            return min(1.0, _host(1.0 / flat_grad.abs().sum())) * lr, _host(gtd)
-        return lr, _host(gtd)
+            return min(1.0, 1.0 / np.abs(flat_grad).sum()) * lr
+        return lr
 
     # -- moving along the direction -----------------------------------------------------------
     def _move(
         self,
         closure: Callable[[], Any],
         t: Scalar,
-        d: Tensor,
+        d: np.ndarray,
         loss: float,
-        flat_grad: Tensor,
+        flat_grad: np.ndarray,
         gtd: Scalar,
         max_ls: int,
         last: bool,
-    ) -> tuple[Scalar, float, Tensor, bool, int]:
+    ) -> tuple[Scalar, float, np.ndarray, bool, int]:
         """Step along `d` by `t` or by a line search from it; returns (step size, loss, flat
         gradient, whether the gradient is below tolerance_grad, closure evaluations)."""
         group = self.param_groups[0]
@@ -431,17 +433,17 @@ class LBFGS(Optimizer):
                 obj_func, self._clone_param(), t, d, loss, flat_grad, gtd, max_ls=max_ls
             )
             self._add_grad(t, d)
-            return t, loss, flat_grad, bool(_host(flat_grad.abs().max()) <= tolerance_grad), evals
+            return t, loss, flat_grad, bool(np.abs(flat_grad).max() <= tolerance_grad), evals
         self._add_grad(t, d)
         if last:  # (PyTorch: no use re-evaluating in the last iteration, in a stochastic setting)
             return t, loss, flat_grad, False, 0
         _, loss, flat_grad, opt_cond = self._evaluate(closure, tolerance_grad)
         return t, loss, flat_grad, opt_cond, 1
 
-    def _stalled(self, d: Tensor, t: Scalar, loss: float, prev_loss: float) -> bool:
+    def _stalled(self, d: np.ndarray, t: Scalar, loss: float, prev_loss: float) -> bool:
         """PyTorch's lack-of-progress tests: the step or the loss change below tolerance_change."""
         tolerance_change = self.param_groups[0]["tolerance_change"]
-        if _host((d * _weak(t)).abs().max()) <= tolerance_change:
+        if np.abs(d * float(t)).max() <= tolerance_change:
             return True
         return abs(loss - prev_loss) < tolerance_change
 
@@ -495,13 +497,14 @@ class LBFGS(Optimizer):
         if opt_cond:
             return orig_loss
         n_iter = 0
+        dtype = self._params[0].dtype
         while n_iter < max_iter:
             n_iter += 1
             state["n_iter"] += 1
-            d = state["d"] = self._direction(state, flat_grad, history_size)
-            state["prev_flat_grad"], state["prev_loss"] = flat_grad, loss
-            t, gtd = self._initial_step(state, flat_grad, d, lr)
-            state["t"] = t
+            d = self._direction(state, flat_grad, history_size)
+            state["d"], state["prev_flat_grad"], state["prev_loss"] = _store(d, dtype), _store(flat_grad, dtype), loss
+            t = state["t"] = self._initial_step(state, flat_grad, d, lr)
+            gtd = flat_grad.dot(d)
             if gtd > -group["tolerance_change"]:
                 break  # the directional derivative is below tolerance
             t, loss, flat_grad, opt_cond, evals = self._move(

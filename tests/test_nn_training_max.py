@@ -152,3 +152,38 @@ def test_every_optimizer_rule_compiles_on_max_and_matches_numpy():
     for (name, kw), values, ref in zip(CASES, got, want, strict=True):
         for a, b in zip(values, ref, strict=True):
             np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6, err_msg=f"{name} {kw}")
+
+
+def _lbfgs(executor: str) -> tuple[list, list, dict, object]:
+    nb.set_executor(executor)
+    rng = np.random.default_rng(1)
+    x = nb.Tensor.from_numpy(rng.standard_normal((32, 5)).astype(np.float32))
+    y = nb.Tensor.from_numpy((x.numpy() @ rng.standard_normal((5, 2)) + 0.5).astype(np.float32))
+    model = nn.Linear(5, 2).to(DEVICE)
+    for p, value in zip(model.parameters(), (rng.standard_normal((2, 5)), np.zeros(2)), strict=True):
+        p.data = nb.Tensor.from_numpy(value.astype(np.float32)).to(DEVICE)
+    opt = optim.LBFGS(model.parameters(), history_size=3, max_iter=6, line_search_fn="strong_wolfe")
+
+    def closure():
+        opt.zero_grad()
+        loss = F.mse_loss(model(x.to(DEVICE)), y.to(DEVICE))
+        loss.backward()
+        return loss
+
+    nb.reset_cache_info()
+    losses = [opt.step(closure).item() for _ in range(3)]
+    state = opt.state[model.weight]
+    return losses, [p.numpy() for p in model.parameters()], state, nb.cache_info()
+
+
+def test_lbfgs_compiles_its_closure_once_on_max_and_matches_numpy():
+    # The direction and the moves are host arrays: every closure evaluation (line search steps,
+    # growing history) reads realized parameters, so the whole run is one model.
+    losses, params, state, info = _lbfgs("max")
+    assert info.compiles == 1 and info.executions == state["func_evals"] > 6
+    assert losses[-1] < 1e-3 * losses[0]
+    ref_losses, ref_params, ref_state, _ = _lbfgs("numpy")
+    assert (state["n_iter"], state["func_evals"]) == (ref_state["n_iter"], ref_state["func_evals"])
+    np.testing.assert_allclose(losses, ref_losses, rtol=1e-4, atol=1e-6)
+    for a, b in zip(params, ref_params, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
