@@ -12,6 +12,8 @@ Example:
 from __future__ import annotations
 
 import math
+import warnings
+from collections.abc import Callable
 
 import numpy as np
 
@@ -29,6 +31,7 @@ __all__ = [
     "normal_",
     "ones_",
     "orthogonal_",
+    "sparse_",
     "trunc_normal_",
     "uniform_",
     "xavier_normal_",
@@ -203,3 +206,57 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0) -> Tensor:
     if rows < cols:
         q = q.T
     return _assign(tensor, gain * q.reshape(tensor.shape))
+
+
+def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01) -> Tensor:
+    """Fill a 2-D tensor as a sparse matrix (Martens, 2010): N(0, std^2) values, with
+    `ceil(sparsity * rows)` random entries of each column set to zero.
+
+    Args:
+        tensor: a 2-D floating tensor.
+        sparsity: the fraction of each column's entries set to zero.
+        std: the standard deviation of the non-zero values.
+
+    Example:
+        >>> init.sparse_(nn.Parameter(nb.empty(3, 5)), sparsity=0.1)
+    """
+    _check_float(tensor, "sparse_")
+    if tensor.ndim != 2:
+        raise ValueError(f"sparse_: only tensors with 2 dimensions are supported, got shape {tensor.shape}")
+    rows, cols = tensor.shape
+    num_zeros = math.ceil(sparsity * rows)
+    rng = _rng()
+    values = rng.normal(0.0, std, size=(rows, cols))
+    for col in range(cols):
+        values[rng.permutation(rows)[:num_zeros], col] = 0.0
+    return _assign(tensor, values)
+
+
+def _deprecated(init: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    """PyTorch's pre-0.4 name of an initialiser (no trailing underscore): warns, then runs it."""
+    old_name = init.__name__[:-1]
+
+    def deprecated_init(*args: object, **kwargs: object) -> Tensor:
+        warnings.warn(
+            f"`nn.init.{old_name}` is now deprecated in favor of `nn.init.{init.__name__}`.",
+            FutureWarning,
+            stacklevel=2,
+        )
+        return init(*args, **kwargs)
+
+    deprecated_init.__name__ = deprecated_init.__qualname__ = old_name
+    deprecated_init.__doc__ = f"Deprecated alias of `{init.__name__}` (PyTorch's old name)."
+    return deprecated_init
+
+
+uniform = _deprecated(uniform_)
+normal = _deprecated(normal_)
+constant = _deprecated(constant_)
+eye = _deprecated(eye_)
+dirac = _deprecated(dirac_)
+xavier_uniform = _deprecated(xavier_uniform_)
+xavier_normal = _deprecated(xavier_normal_)
+kaiming_uniform = _deprecated(kaiming_uniform_)
+kaiming_normal = _deprecated(kaiming_normal_)
+orthogonal = _deprecated(orthogonal_)
+sparse = _deprecated(sparse_)

@@ -84,3 +84,21 @@ def test_errors():
 )
 def test_calculate_gain_matches_torch(name, param):
     assert init.calculate_gain(name, param) == pytest.approx(torch.nn.init.calculate_gain(name, param))
+
+
+def test_sparse_zeroes_a_fraction_of_each_column():
+    w = init.sparse_(_p(10, 6), sparsity=0.25, std=0.5).numpy()
+    zeros_per_column = (w == 0).sum(axis=0)
+    assert zeros_per_column.tolist() == [3] * 6  # ceil(0.25 * 10)
+    assert 0.2 < w[w != 0].std() < 1.0
+    with pytest.raises(ValueError, match="only tensors with 2 dimensions"):
+        init.sparse_(_p(2, 2, 2), sparsity=0.1)
+
+
+def test_deprecated_names_warn_and_initialise():
+    with pytest.warns(FutureWarning, match=r"`nn.init.normal` is now deprecated in favor of `nn.init.normal_`"):
+        w = init.normal(_p(4, 3), 0.0, 0.5)
+    assert w.numpy().std() > 0
+    with pytest.warns(FutureWarning, match="nn.init.constant_"):
+        assert np.all(init.constant(_p(3), 2.0).numpy() == 2.0)
+    assert init.kaiming_uniform.__name__ == "kaiming_uniform"
