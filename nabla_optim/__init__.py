@@ -20,6 +20,7 @@ Example:
 
 from . import lr_scheduler
 from .adadelta import Adadelta
+from .adafactor import Adafactor
 from .adagrad import Adagrad
 from .adam import Adam
 from .adamax import Adamax
@@ -27,6 +28,7 @@ from .adamw import AdamW
 from .asgd import ASGD
 from .lbfgs import LBFGS
 from .lion import Lion
+from .muon import Muon
 from .nadam import NAdam
 from .optimizer import Optimizer, register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 from .radam import RAdam
@@ -38,12 +40,14 @@ __all__ = [
     "ASGD",
     "SGD",
     "Adadelta",
+    "Adafactor",
     "Adagrad",
     "Adam",
     "AdamW",
     "Adamax",
     "LBFGS",
     "Lion",
+    "Muon",
     "NAdam",
     "Optimizer",
     "RAdam",

@@ -16,7 +16,13 @@ are Python values baked into the graph (eps, weight_decay, flags). Python floats
 typed in MAX and in NumPy 2 (`v * 0.9` keeps float32); float64 scalars must be cast to the
 parameter's dtype (`xp.cast(s, p)`) before they meet parameter-dtype values, since MAX does
 not promote and NumPy would silently widen. Every output must keep its input's shape and
-dtype: both kernels check it, so a rule that promotes fails on the NumPy executor too.
+dtype: both kernels check it, so a rule that promotes fails on the NumPy executor too. A state
+tensor may have a shape of its own (Adafactor's row and column factors): its output keeps it.
+
+Besides elementwise math, `xp` has reductions (`sum`), `matmul` and `transpose` for rules that
+read a whole parameter (Adafactor's RMS, Muon's orthogonalization). Such a rule is marked with
+`@whole_parameter`: a parameter sharded on a DeviceMesh is then gathered for its update and
+split back to its layout after it, since a shard alone would give another norm or product.
 """
 
 from __future__ import annotations
@@ -31,15 +37,18 @@ from max.graph import ops
 from nabla import Tensor
 from nabla.core.common import dtypes as _dt
 from nabla.core.graph.artifacts import source_hash
+from nabla.core.graph.executors import round_to_bfloat16
 from nabla.core.sharding import OpShardingRule
 from nabla.ops.base import AVal, Operation
+from nabla.ops.communication import reshard
 
-__all__ = ["MAX_MATH", "NUMPY_MATH", "FusedUpdate", "fused_update", "fused_update_"]
+__all__ = ["MAX_MATH", "NUMPY_MATH", "FusedUpdate", "fused_update", "fused_update_", "whole_parameter"]
 
 
 class _NumpyMath:
     """The rule namespace on NumPy arrays (the reference executor)."""
 
+    float32 = DType.float32
     float64 = DType.float64
 
     @staticmethod
@@ -64,10 +73,38 @@ class _NumpyMath:
     def pow(base: Any, exponent: Any) -> Any:
         return np.power(base, exponent)
 
+    @staticmethod
+    def is_half(x: Any) -> bool:
+        """Whether `x` is float16 or bfloat16 (PyTorch's reductions accumulate those in float32;
+        this executor already holds bfloat16 as float32)."""
+        return x.dtype == np.float16
+
+    @staticmethod
+    def lerp(start: Any, end: Any, weight: Any) -> Any:
+        """PyTorch's `start.lerp(end, weight)` (its two formulas, by the weight's size)."""
+        return np.where(np.abs(weight) < 0.5, start + weight * (end - start), end - (end - start) * (1 - weight))
+
+    @staticmethod
+    def sum(x: Any, axis: int | None = None) -> Any:
+        """The sum over `axis`, kept as a dimension of size 1 (as MAX's); None: of all, 0-d."""
+        return np.asarray(np.sum(x)) if axis is None else np.sum(x, axis=axis, keepdims=True)
+
+    matmul = staticmethod(np.matmul)
+
+    @staticmethod
+    def transpose(x: Any, axis_1: int, axis_2: int) -> Any:
+        return np.swapaxes(x, axis_1, axis_2)
+
+    @staticmethod
+    def round_to_bfloat16(x: Any) -> Any:
+        """float32 values rounded (to nearest, ties to even) to bfloat16's precision, kept float32."""
+        return round_to_bfloat16(x)
+
 
 class _MaxMath:
     """The same namespace on MAX graph values."""
 
+    float32 = DType.float32
     float64 = DType.float64
 
     @staticmethod
@@ -100,6 +137,28 @@ class _MaxMath:
             base = ops.constant(base, exponent.dtype, exponent.device)
         return ops.pow(base, exponent)
 
+    @staticmethod
+    def is_half(x: Any) -> bool:
+        return x.dtype in (DType.float16, DType.bfloat16)
+
+    @staticmethod
+    def lerp(start: Any, end: Any, weight: Any) -> Any:
+        small = ops.greater(ops.constant(0.5, weight.dtype, weight.device), ops.abs(weight))
+        return ops.where(small, start + weight * (end - start), end - (end - start) * (1 - weight))
+
+    @staticmethod
+    def sum(x: Any, axis: int | None = None) -> Any:
+        if axis is not None:
+            return ops.sum(x, axis=axis)
+        return ops.reshape(ops.sum(ops.reshape(x, [-1]), axis=0), [])
+
+    matmul = staticmethod(ops.matmul)
+    transpose = staticmethod(ops.transpose)
+
+    @staticmethod
+    def round_to_bfloat16(x: Any) -> Any:
+        return ops.cast(ops.cast(x, DType.bfloat16), x.dtype)
+
 
 NUMPY_MATH = _NumpyMath()
 MAX_MATH = _MaxMath()
@@ -125,8 +184,10 @@ class FusedUpdate(Operation):
 
     def sharding_rule_for(self, in_shapes: list, out_shapes: list, kwargs: dict) -> OpShardingRule:
         """Per parameter, its gradient, state and outputs share the parameter's factors, so an
-        update runs where the parameter's shards live (a partial-sum gradient is reduced first)."""
+        update runs where the parameter's shards live (a partial-sum gradient is reduced first).
+        A `whole_parameter` rule keeps every factor whole: it updates gathered parameters."""
         per, first = 2 + kwargs["n_state"], len(kwargs["names"])
+        gathered = kwargs["rule"].whole
         operands: list = [()] * first
         results: list = []
         sizes: dict = {}
@@ -137,7 +198,9 @@ class FusedUpdate(Operation):
 
             def like(other: tuple, k: int = k, dims: tuple = dims, shape: tuple = shape) -> tuple:
                 # state of another shape (a step counter) gets factors of its own: kept whole
-                return dims if other == shape else tuple((f"_p{k}s{d}",) for d in range(len(other)))
+                if other == shape and not gathered:
+                    return dims
+                return tuple((f"_p{k}s{d}",) for d in range(len(other)))
 
             operands += [like(s) for s in in_shapes[base : base + per]]
             results += [like(in_shapes[i]) for i in (base, *range(base + 2, base + per))]
@@ -194,10 +257,11 @@ class _Rule:
     rule share compiled models) and its module's source (a model stored on disk for a rule
     is never loaded after the rule's code changed)."""
 
-    __slots__ = ("code", "fn", "key")
+    __slots__ = ("code", "fn", "key", "whole")
 
     def __init__(self, fn: Callable) -> None:
         self.fn = fn
+        self.whole = bool(getattr(fn, "whole_parameter", False))
         self.key = f"{fn.__module__}.{fn.__qualname__}"
         self.code = source_hash(fn.__module__)
 
@@ -212,6 +276,19 @@ class _Rule:
 
 
 _RULES: dict[Callable, _Rule] = {}
+
+
+def whole_parameter(rule: Callable) -> Callable:
+    """Mark `rule` as reading its parameter whole (a norm, a matrix product): a sharded
+    parameter is gathered for the update and its results are split back to its layout.
+
+    Example:
+        >>> @whole_parameter
+        ... def normalized(xp, p, g, state, s):
+        ...     return p - g / xp.sqrt(xp.sum(g * g)) * xp.cast(s["lr"], p), state
+    """
+    rule.whole_parameter = True  # type: ignore[attr-defined]
+    return rule
 
 
 def fused_update(
@@ -262,7 +339,12 @@ def fused_update_(
         >>> fused_update_(sgd, [w], [w.grad], [()], {"lr": lr_t}, wd=0.01)  # w is updated
     """
     inputs, kwargs = _operands(rule, params, grads, states, scalars, consts)
-    _fused.call_into([t for p, s in zip(params, states, strict=True) for t in (p, *s)], *inputs, **kwargs)
+    targets = [t for p, s in zip(params, states, strict=True) for t in (p, *s)]
+    layouts = [t._impl.sharding for t in targets] if kwargs["rule"].whole else []
+    _fused.call_into(targets, *inputs, **kwargs)
+    for t, spec in zip(targets, layouts, strict=False):  # a whole_parameter rule's: gathered
+        if spec is not None and t._impl.sharding != spec:
+            t._adopt(reshard(t, spec.without_partial()))
 
 
 def _operands(rule: Callable, params: list, grads: list, states: list, scalars: dict, consts: dict) -> tuple:

@@ -481,6 +481,11 @@ class Optimizer:
         """The initial state of `p`: realized tensors only."""
         return {}
 
+    def _state_shape(self, p: Parameter, key: str) -> tuple[int, ...]:
+        """The shape a loaded state tensor `key` of `p` must have unless it is a scalar: the
+        parameter's (Adafactor's factored second moment has others)."""
+        return tuple(p.shape)
+
     def _update(self, p: Parameter, grad: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
         raise NotImplementedError(f"{type(self).__name__} defines neither a `rule` nor `_update`")
 
@@ -620,7 +625,9 @@ class Optimizer:
                 raise ValueError(f"loaded state dict has state for parameter {key!r}, which no parameter group lists")
             p = id_map[key]
             # _load_value gives unsharded tensors; a sharded parameter's state is split like it.
-            new_state[p] = _on_mesh_of(p, {k: _load_value(p, key, k, v) for k, v in values.items()})
+            new_state[p] = _on_mesh_of(
+                p, {k: _load_value(p, key, k, v, self._state_shape(p, k)) for k, v in values.items()}
+            )
         pending = [v for s in new_state.values() for v in s.values() if isinstance(v, Tensor) and not v.is_realized]
         if pending:  # bfloat16 state is split by an op: realize it, or it would join the next step's graph
             nb.evaluate(*pending)
@@ -663,8 +670,9 @@ def _state_layout(state: dict) -> dict:
     }
 
 
-def _load_value(p: Parameter, index: Any, key: str, value: Any) -> Any:
-    """One loaded state entry as a realized tensor of the right dtype (numbers stay numbers)."""
+def _load_value(p: Parameter, index: Any, key: str, value: Any, expected: tuple[int, ...]) -> Any:
+    """One loaded state entry as a realized tensor of the right dtype (numbers stay numbers);
+    a tensor's shape must be `expected` (or a scalar's)."""
     if value is None or isinstance(value, bool | str):
         return value
     if isinstance(value, int | float) and key != "step":
@@ -673,8 +681,9 @@ def _load_value(p: Parameter, index: Any, key: str, value: Any) -> Any:
     if array.dtype == object:
         raise TypeError(f"state {key!r} of parameter {index}: cannot load a value of type {type(value).__name__}")
     shape = tuple(array.shape)
-    if shape != () and shape != tuple(p.shape):
-        raise ValueError(f"state {key!r} of parameter {index} has shape {shape}, the parameter has shape {p.shape}")
+    if shape != () and shape != expected:
+        what = "the parameter has" if expected == tuple(p.shape) else f"a parameter of shape {p.shape} needs"
+        raise ValueError(f"state {key!r} of parameter {index} has shape {shape}, {what} shape {expected}")
     if key == "step":
         dtype = _dt.float32 if array.dtype.kind in "iub" else _dt.from_numpy_dtype(array.dtype)
     elif array.dtype.kind == "f":

@@ -125,6 +125,8 @@ CASES = [
     ("Adadelta", {"lr": 1.0, "weight_decay": 0.01}),
     ("Rprop", {"lr": 0.01, "etas": (0.4, 1.5), "step_sizes": (1e-3, 0.02)}),
     ("ASGD", {"lr": 0.05, "lambd": 0.1, "t0": 0, "weight_decay": 0.01}),  # averages at step 3
+    ("Adafactor", {"lr": 0.05, "weight_decay": 0.01, "maximize": True}),
+    ("Muon", {"lr": 0.02, "nesterov": True, "adjust_lr_fn": "match_rms_adamw"}),  # bfloat16 Newton-Schulz
 ]
 
 

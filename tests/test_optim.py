@@ -11,12 +11,29 @@ from _oracle import needs_torch, torch
 from max.graph import DeviceRef, Graph, TensorType
 
 import nabla as nb
+import nabla_nn as nn
+import nabla_nn.functional as F
 import nabla_optim as optim
+from nabla import DeviceMesh
 from nabla.ops.base import Operation
+from nabla_nn.parallel import colwise, rowwise, shard_module
 from nabla_nn.parameter import Parameter
 from nabla_optim.fused import fused_update
 
 SHAPES = ((4, 3), (3,))
+# Muon takes 2-D parameters only (a tall and a wide one); Adafactor factors the second moment
+# of a matrix and of a batch of them, and keeps a vector's whole
+OWN_SHAPES = {"Muon": ((4, 3), (3, 5)), "Adafactor": ((4, 3), (2, 3, 5), (3,))}
+
+
+def _shapes(name: str) -> tuple:
+    return OWN_SHAPES.get(name, SHAPES)
+
+
+def _torch_opt(name: str, params: list, **kwargs: object) -> object:
+    """PyTorch's optimizer `name`, its single-tensor implementation where it has a choice."""
+    return getattr(torch.optim, name)(params, **({} if name == "Muon" else {"foreach": False}), **kwargs)
+
 
 # (optimizer name, kwargs): each runs in nabla and PyTorch from the same start with the same grads.
 CASES = [
@@ -51,6 +68,13 @@ CASES = [
     # t0=2: mu = 1/2 after step 4, so steps 5 and 6 average
     ("ASGD", {"lr": 0.05, "lambd": 0.1, "alpha": 0.5, "t0": 2, "weight_decay": 0.1}),
     ("ASGD", {"lr": 0.05, "lambd": 0.05, "t0": 0.5, "maximize": True}),
+    ("Adafactor", {}),
+    ("Adafactor", {"lr": 0.1, "beta2_decay": -0.5, "eps": (1e-30, 1e-2), "d": 1.5, "weight_decay": 0.1}),
+    ("Adafactor", {"lr": 0.05, "weight_decay": 0.01, "maximize": True}),
+    ("Muon", {}),
+    ("Muon", {"lr": 0.02, "momentum": 0.9, "nesterov": False, "weight_decay": 0.0}),
+    ("Muon", {"lr": 0.02, "adjust_lr_fn": "match_rms_adamw", "ns_steps": 3, "eps": 1e-5}),
+    ("Muon", {"lr": 0.05, "ns_coefficients": (2.0, -1.5, 0.5), "adjust_lr_fn": "original"}),
 ]
 
 ALL_OPTIMIZERS = {
@@ -66,13 +90,15 @@ ALL_OPTIMIZERS = {
     "Adadelta": {"lr": 1.0},
     "Rprop": {"lr": 0.01},
     "ASGD": {"lr": 0.05, "lambd": 0.01, "t0": 2},
+    "Adafactor": {"lr": 0.05},
+    "Muon": {"lr": 0.02},
 }
 
 
-def _data(steps: int, dtype: type = np.float32, seed: int = 0) -> tuple[list, list]:
+def _data(steps: int, dtype: type = np.float32, seed: int = 0, shapes: tuple = SHAPES) -> tuple[list, list]:
     rng = np.random.default_rng(seed)
-    inits = [rng.standard_normal(s).astype(dtype) for s in SHAPES]
-    grads = [[rng.standard_normal(s).astype(dtype) for s in SHAPES] for _ in range(steps)]
+    inits = [rng.standard_normal(s).astype(dtype) for s in shapes]
+    grads = [[rng.standard_normal(s).astype(dtype) for s in shapes] for _ in range(steps)]
     return inits, grads
 
 
@@ -90,10 +116,10 @@ def _run_nabla(name: str, kwargs: dict, inits: list, grads: list) -> tuple[list,
 @needs_torch
 @pytest.mark.parametrize(("name", "kwargs"), CASES, ids=[f"{n}-{i}" for i, (n, _) in enumerate(CASES)])
 def test_matches_torch(name: str, kwargs: dict) -> None:
-    inits, grads = _data(6)
+    inits, grads = _data(6, shapes=_shapes(name))
     params, opt = _run_nabla(name, kwargs, inits, grads)
     tparams = [torch.nn.Parameter(torch.tensor(a)) for a in inits]
-    topt = getattr(torch.optim, name)(tparams, foreach=False, **kwargs)
+    topt = _torch_opt(name, tparams, **kwargs)
     for step_grads in grads:
         for p, g in zip(tparams, step_grads, strict=True):
             p.grad = torch.tensor(g)
@@ -105,16 +131,17 @@ def test_matches_torch(name: str, kwargs: dict) -> None:
         for key, value in tstate.items():
             np.testing.assert_allclose(state[key].numpy(), value.numpy(), rtol=1e-6, atol=1e-7, err_msg=key)
             assert state[key].dtype == nb.float32
+            assert state[key].shape == tuple(value.shape)
 
 
 @needs_torch
-@pytest.mark.parametrize("name", ["Adam", "NAdam", "SGD"])
+@pytest.mark.parametrize("name", ["Adam", "NAdam", "SGD", "Adafactor", "Muon"])
 def test_matches_torch_float64(name: str) -> None:
     kwargs = {"lr": 0.05, "momentum": 0.9} if name == "SGD" else {"lr": 0.05, "weight_decay": 0.01}
-    inits, grads = _data(5, np.float64)
-    params, _ = _run_nabla(name, kwargs, inits, grads)
+    inits, grads = _data(5, np.float64, shapes=_shapes(name))
+    params, opt = _run_nabla(name, kwargs, inits, grads)
     tparams = [torch.nn.Parameter(torch.tensor(a)) for a in inits]
-    topt = getattr(torch.optim, name)(tparams, foreach=False, **kwargs)
+    topt = _torch_opt(name, tparams, **kwargs)
     for step_grads in grads:
         for p, g in zip(tparams, step_grads, strict=True):
             p.grad = torch.tensor(g)
@@ -122,6 +149,10 @@ def test_matches_torch_float64(name: str) -> None:
     for p, tp in zip(params, tparams, strict=True):
         assert p.dtype == nb.float64
         np.testing.assert_allclose(p.numpy(), tp.detach().numpy(), rtol=1e-12, atol=1e-14)
+        for key, value in topt.state[tp].items():
+            want = value.numpy()
+            assert opt.state[p][key].numpy().dtype == want.dtype, key
+            np.testing.assert_allclose(opt.state[p][key].numpy(), want, rtol=1e-12, atol=1e-14, err_msg=key)
 
 
 @needs_torch
@@ -383,10 +414,11 @@ def test_defaults_are_pytorchs() -> None:
 
 
 # -- one graph per step, compiled once --------------------------------------------------------
-def _tiny_problem(seed: int = 0) -> tuple[list, nb.Tensor, nb.Tensor]:
+def _tiny_problem(seed: int = 0, name: str = "") -> tuple[list, nb.Tensor, nb.Tensor]:
+    """A linear regression; Muon's bias is a (1, 3) matrix, as it takes 2-D parameters only."""
     rng = np.random.default_rng(seed)
     w = Parameter(nb.tensor(rng.standard_normal((4, 3)).astype(np.float32)))
-    b = Parameter(nb.tensor(np.zeros(3, np.float32)))
+    b = Parameter(nb.tensor(np.zeros((1, 3) if name == "Muon" else 3, np.float32)))
     x = nb.tensor(rng.standard_normal((8, 4)).astype(np.float32))
     y = nb.tensor(rng.standard_normal((8, 3)).astype(np.float32))
     return [w, b], x, y
@@ -406,7 +438,7 @@ def _loss(params: list, x: nb.Tensor, y: nb.Tensor) -> nb.Tensor:
 @pytest.mark.parametrize("name", list(ALL_OPTIMIZERS))
 @pytest.mark.parametrize("scheduled", [False, True], ids=["fixed-lr", "scheduled-lr"])
 def test_training_loop_compiles_once(name: str, scheduled: bool) -> None:
-    params, x, y = _tiny_problem()
+    params, x, y = _tiny_problem(name=name)
     opt = getattr(optim, name)(params, **ALL_OPTIMIZERS[name])
     sched = optim.lr_scheduler.ExponentialLR(opt, gamma=0.9) if scheduled else None
     _fresh_cache()
@@ -503,7 +535,7 @@ def test_compiled_train_step_matches_eager() -> None:
     [*ALL_OPTIMIZERS.items(), ("SGD", {"lr": 0.1, "momentum": 0.9, "dampening": 0.5})],
 )
 def test_resume_from_state_dict_is_bit_identical(name: str, kwargs: dict) -> None:
-    params, x, y = _tiny_problem()
+    params, x, y = _tiny_problem(name=name)
     opt = getattr(optim, name)(params, **kwargs)
 
     def train(ps: list, o: optim.Optimizer, steps: int) -> None:
@@ -548,12 +580,20 @@ def test_state_dict_layout_and_snapshot() -> None:
 @needs_torch
 @pytest.mark.parametrize(
     ("name", "kwargs"),
-    [("Adam", {"lr": 0.01}), ("RAdam", {"lr": 0.01}), ("Adadelta", {}), ("Rprop", {}), ("ASGD", {"t0": 1})],
+    [
+        ("Adam", {"lr": 0.01}),
+        ("RAdam", {"lr": 0.01}),
+        ("Adadelta", {}),
+        ("Rprop", {}),
+        ("ASGD", {"t0": 1}),
+        ("Adafactor", {"lr": 0.05}),
+        ("Muon", {"lr": 0.02}),
+    ],
 )
 def test_loads_a_torch_state_dict(name: str, kwargs: dict) -> None:
-    inits, grads = _data(8 if name == "RAdam" else 4)  # RAdam: past its rectification
+    inits, grads = _data(8 if name == "RAdam" else 4, shapes=_shapes(name))  # RAdam: past its rectification
     tparams = [torch.nn.Parameter(torch.tensor(a)) for a in inits]
-    topt = getattr(torch.optim, name)(tparams, foreach=False, **kwargs)
+    topt = _torch_opt(name, tparams, **kwargs)
     for step_grads in grads[:2]:
         for p, g in zip(tparams, step_grads, strict=True):
             p.grad = torch.tensor(g)
@@ -743,11 +783,11 @@ def test_radam_adadelta_rprop_asgd_defaults_are_pytorchs() -> None:
 
 
 @needs_torch
-@pytest.mark.parametrize("name", ["RAdam", "Adadelta", "Rprop", "ASGD"])
+@pytest.mark.parametrize("name", ["RAdam", "Adadelta", "Rprop", "ASGD", "Adafactor", "Muon"])
 def test_defaults_match_torchs(name: str) -> None:
     switches = {"foreach", "capturable", "differentiable", "fused"}  # accepted, not kept in a group
-    theirs = getattr(torch.optim, name)([torch.nn.Parameter(torch.zeros(2))]).defaults
-    assert getattr(optim, name)([Parameter(nb.zeros(2))]).defaults == {
+    theirs = getattr(torch.optim, name)([torch.nn.Parameter(torch.zeros(2, 2))]).defaults
+    assert getattr(optim, name)([Parameter(nb.zeros((2, 2)))]).defaults == {
         k: v for k, v in theirs.items() if k not in switches
     }
 
@@ -811,9 +851,9 @@ def _count_ops(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
 
 @pytest.mark.parametrize("name", list(ALL_OPTIMIZERS))
 def test_a_step_records_one_fused_op_per_param_group(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    inits, grads = _data(2)
+    inits, grads = _data(2, shapes=_shapes(name)[:2])
     params = [Parameter(nb.tensor(a)) for a in inits]
-    frozen = Parameter(nb.tensor(np.ones(2, np.float32)), requires_grad=False)
+    frozen = Parameter(nb.tensor(np.ones((1, 2) if name == "Muon" else 2, np.float32)), requires_grad=False)
     groups = [{"params": [params[0], frozen]}, {"params": [params[1]], "lr": 0.05}]
     opt = getattr(optim, name)(groups, **ALL_OPTIMIZERS[name])
     for step_grads in grads:
@@ -824,7 +864,7 @@ def test_a_step_records_one_fused_op_per_param_group(name: str, monkeypatch: pyt
             opt.step()
         assert counts == {"optimizer_update": 2}
         assert all(p.is_realized for p in params)
-    np.testing.assert_array_equal(frozen.numpy(), [1.0, 1.0])
+    np.testing.assert_array_equal(frozen.numpy(), np.ones(frozen.shape))
     assert not np.array_equal(params[0].numpy(), inits[0])
 
 
@@ -915,7 +955,7 @@ MAX_CASES = [
 def test_fused_update_builds_a_max_graph(name: str, kwargs: dict) -> None:
     # Graph construction only (MAX type-checks each op as it is added; no compile): the
     # recorded op's MAX kernel, on inputs of the recorded types, gives outputs of those types.
-    inits, grads = _data(1)
+    inits, grads = _data(1, shapes=_shapes(name))
     params = [Parameter(nb.tensor(a)) for a in inits]
     opt = getattr(optim, name)(params, **kwargs)
     for p, g in zip(params, grads[0], strict=True):
@@ -938,16 +978,17 @@ def test_fused_update_builds_a_max_graph(name: str, kwargs: dict) -> None:
 @pytest.mark.parametrize("name", list(ALL_OPTIMIZERS))
 def test_fused_update_builds_a_max_graph_for_a_mixed_dtype_group(name: str) -> None:
     dtypes = (nb.float64, nb.bfloat16, nb.float16)
+    shape = (1, 3) if name == "Muon" else 3
     params = []
     for dtype in dtypes:
-        t = nb.tensor(np.ones(3, np.float32)).to(dtype)
+        t = nb.tensor(np.ones(shape, np.float32)).to(dtype)
         t.realize()
         params.append(Parameter(t))
     # weight decay exercises the parameter in the update (Rprop has none)
     kwargs = {**ALL_OPTIMIZERS[name], **({"weight_decay": 0.1} if name != "Rprop" else {})}
     opt = getattr(optim, name)(params, **kwargs)
     for p in params:
-        p.grad = nb.tensor(np.full(3, 0.5, np.float32)).to(p.dtype)
+        p.grad = nb.tensor(np.full(shape, 0.5, np.float32)).to(p.dtype)
     with nb.no_grad():
         opt._record_updates()
     node = params[0]._impl.output_refs
@@ -1124,3 +1165,280 @@ def test_zero_grad_without_set_to_none_in_a_compiled_step_matches_eager():
         return p.numpy()
 
     np.testing.assert_allclose(run(True), run(False), rtol=1e-6)
+
+
+# -- Adafactor ----------------------------------------------------------------------------------
+def _np_adafactor(w, grads, lr=1e-2, beta2_decay=-0.8, eps=(None, 1e-3), d=1.0, weight_decay=0.0, maximize=False):
+    """The algorithm of PyTorch's docs in float64 (means, not norms): (parameter, state)."""
+    eps1 = float(np.finfo(w.dtype).eps) if eps[0] is None else eps[0]
+    w = w.astype(np.float64)
+    factored = w.ndim > 1
+    state = {"row_var": 0.0, "col_var": 0.0} if factored else {"variance": 0.0}
+    for t, g in enumerate(grads, start=1):
+        g = -g.astype(np.float64) if maximize else g.astype(np.float64)
+        decay = t**beta2_decay  # 1 - beta2_t
+        alpha = max(eps[1], np.sqrt(np.mean(w * w))) * min(lr, 1 / np.sqrt(t))
+        w = w * (1 - lr * weight_decay)
+        if factored:
+            r = state["row_var"] = (1 - decay) * state["row_var"] + decay * np.mean(g * g, -1, keepdims=True)
+            c = state["col_var"] = (1 - decay) * state["col_var"] + decay * np.mean(g * g, -2, keepdims=True)
+            v = r * c / np.maximum(np.mean(r, -2, keepdims=True), eps1)
+        else:
+            v = state["variance"] = (1 - decay) * state["variance"] + decay * g * g
+        u = g / np.sqrt(np.maximum(v, eps1 * eps1))
+        w = w - alpha * u / max(1.0, np.sqrt(np.mean(u * u)) / d)
+    return w, state
+
+
+@pytest.mark.parametrize("shape", [(), (5,), (4, 3), (2, 3, 5)], ids=["0-d", "1-d", "2-d", "3-d"])
+@pytest.mark.parametrize(
+    "kwargs",
+    [{}, {"lr": 0.1, "weight_decay": 0.1}, {"maximize": True, "eps": (1e-4, 1e-2), "d": 1.2, "beta2_decay": -0.6}],
+    ids=["defaults", "weight-decay", "maximize"],
+)
+def test_adafactor_matches_numpy_reference(shape: tuple, kwargs: dict) -> None:
+    inits, grads = _data(6, shapes=(shape,), seed=4)
+    [p], opt = _run_nabla("Adafactor", kwargs, inits, grads)
+    want_p, want_state = _np_adafactor(inits[0], [g[0] for g in grads], **kwargs)
+    np.testing.assert_allclose(p.numpy(), want_p, rtol=2e-5, atol=1e-6)
+    state = opt.state[p]
+    assert list(state) == ["step", *want_state]  # PyTorch's state_dict layout
+    assert state["step"].item() == 6
+    for key, value in want_state.items():
+        assert state[key].dtype == nb.float32
+        np.testing.assert_allclose(state[key].numpy(), value, rtol=2e-5, atol=1e-9, err_msg=key)
+    if len(shape) > 1:  # the factors of the second moment: a row and a column mean per matrix
+        assert state["row_var"].shape == (*shape[:-1], 1) and state["col_var"].shape == (*shape[:-2], 1, shape[-1])
+    else:
+        assert state["variance"].shape == shape
+
+
+def test_adafactor_eps1_none_is_the_first_parameters_dtype_epsilon() -> None:
+    # gradients so small that the variance estimate is floored by eps1 ** 2
+    def run(eps1: float | None, dtypes: tuple) -> list:
+        rng = np.random.default_rng(5)
+        params = [Parameter(nb.tensor(rng.standard_normal((3, 2)).astype(dt))) for dt in dtypes]
+        opt = optim.Adafactor(params, lr=0.1, eps=(eps1, 1e-3))
+        assert opt.param_groups[0]["eps"] == (eps1, 1e-3)
+        for _ in range(2):
+            for p in params:
+                p.grad = nb.tensor((rng.standard_normal((3, 2)) * 1e-9).astype(p.numpy().dtype))
+            opt.step()
+        return [p.numpy() for p in params]
+
+    eps32, eps64 = float(np.finfo(np.float32).eps), float(np.finfo(np.float64).eps)
+    for dtypes in [(np.float32,), (np.float64,), (np.float64, np.float32)]:
+        first = eps32 if dtypes[0] == np.float32 else eps64
+        other = eps64 if first == eps32 else eps32
+        got = run(None, dtypes)
+        for a, b in zip(got, run(first, dtypes), strict=True):
+            np.testing.assert_array_equal(a, b)
+        assert not np.array_equal(got[0], run(other, dtypes)[0])  # it matters here
+
+
+def test_adafactor_maximize_steps_along_the_gradient() -> None:
+    inits, grads = _data(3, shapes=((4, 3), (3,)))
+    up, _ = _run_nabla("Adafactor", {"lr": 0.05, "maximize": True}, inits, grads)
+    down, _ = _run_nabla("Adafactor", {"lr": 0.05}, inits, [[-g for g in step] for step in grads])
+    for a, b in zip(up, down, strict=True):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_adafactor_weight_decay_is_decoupled_and_scaled_by_lr() -> None:
+    inits, _ = _data(0, shapes=((4, 3), (3,)))
+    zero = [[np.zeros_like(a) for a in inits]]
+    params, _ = _run_nabla("Adafactor", {"lr": 0.1, "weight_decay": 0.5}, inits, zero)
+    for p, a in zip(params, inits, strict=True):  # a zero gradient: no update, only p *= 1 - lr * wd
+        np.testing.assert_allclose(p.numpy(), a * np.float32(1 - 0.1 * 0.5), rtol=1e-7)
+
+
+def test_adafactor_state_dict_round_trip_and_shape_check() -> None:
+    inits, grads = _data(4, shapes=((2, 3, 5), (4, 3), (3,)))
+    params, opt = _run_nabla("Adafactor", {"lr": 0.05}, inits, grads[:2])
+    saved_params, saved = [p.numpy().copy() for p in params], opt.state_dict()
+    assert [tuple(saved["state"][i]["row_var"].shape) for i in (0, 1)] == [(2, 3, 1), (4, 1)]
+    assert [tuple(saved["state"][i]["col_var"].shape) for i in (0, 1)] == [(2, 1, 5), (1, 3)]
+    assert sorted(saved["state"][2]) == ["step", "variance"]
+    for step_grads in grads[2:]:
+        for p, g in zip(params, step_grads, strict=True):
+            p.grad = nb.tensor(g)
+        opt.step()
+    resumed, _ = _run_nabla("Adafactor", {}, saved_params, [])
+    opt2 = optim.Adafactor(resumed)
+    opt2.load_state_dict(saved)
+    for step_grads in grads[2:]:
+        for p, g in zip(resumed, step_grads, strict=True):
+            p.grad = nb.tensor(g)
+        opt2.step()
+    for p, q in zip(params, resumed, strict=True):
+        np.testing.assert_array_equal(p.numpy(), q.numpy())
+        for key, value in opt.state[p].items():
+            np.testing.assert_array_equal(opt2.state[q][key].numpy(), value.numpy())
+    saved["state"][1]["row_var"] = nb.zeros((4, 3))
+    with pytest.raises(ValueError, match=r"'row_var' of parameter 1 has shape \(4, 3\), a parameter of shape \(4, 3\)"):
+        optim.Adafactor(resumed).load_state_dict(saved)
+
+
+# -- Muon ---------------------------------------------------------------------------------------
+def _bf16(x: np.ndarray) -> np.ndarray:
+    """float32 values rounded to bfloat16 (nearest, ties to even), as float32."""
+    bits = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000).astype(np.uint32).view(np.float32)
+
+
+def _np_muon(w, grads, lr, weight_decay, momentum, nesterov, coefficients, ns_steps, eps, ratio):
+    """PyTorch's Muon in float32 with its bfloat16 Newton-Schulz: (parameter, momentum_buffer)."""
+    a, b, c = coefficients
+    buf = np.zeros_like(w)
+    lerp_small, lerp_big = np.float32(1 - momentum), np.float32(momentum)
+    for g in grads:
+        buf = buf + lerp_small * (g - buf)
+        update = buf - (buf - g) * (np.float32(1) - lerp_big) if nesterov else buf
+        x = _bf16(update)
+        x = x.T if x.shape[0] > x.shape[1] else x
+        x = _bf16(x / max(_bf16(np.sqrt(np.sum(x * x))), np.float32(eps)))
+        for _ in range(ns_steps):
+            gram = _bf16(x @ x.T)
+            x = _bf16(x * np.float32(a) + _bf16(gram * np.float32(b) + (gram @ gram) * np.float32(c)) @ x)
+        x = x.T if update.shape[0] > update.shape[1] else x
+        w = w * np.float32(1 - lr * weight_decay) + x * np.float32(-lr * ratio)
+    return w, buf
+
+
+@pytest.mark.parametrize("nesterov", [True, False], ids=["nesterov", "plain"])
+@pytest.mark.parametrize("adjust_lr_fn", [None, "original", "match_rms_adamw"])
+def test_muon_matches_numpy_reference(nesterov: bool, adjust_lr_fn: str | None) -> None:
+    shapes = ((6, 4), (3, 5), (4, 4))
+    inits, grads = _data(4, shapes=shapes, seed=2)
+    kwargs = {"lr": 0.02, "weight_decay": 0.1, "momentum": 0.9, "nesterov": nesterov, "adjust_lr_fn": adjust_lr_fn}
+    params, opt = _run_nabla("Muon", kwargs, inits, grads)
+    for i, (p, (rows, cols)) in enumerate(zip(params, shapes, strict=True)):
+        ratio = 0.2 * max(rows, cols) ** 0.5 if adjust_lr_fn == "match_rms_adamw" else max(1, rows / cols) ** 0.5
+        want_p, want_buf = _np_muon(
+            inits[i], [g[i] for g in grads], 0.02, 0.1, 0.9, nesterov, (3.4445, -4.7750, 2.0315), 5, 1e-7, ratio
+        )
+        np.testing.assert_allclose(p.numpy(), want_p, rtol=1e-6, atol=1e-7)
+        assert list(opt.state[p]) == ["momentum_buffer"]
+        np.testing.assert_allclose(opt.state[p]["momentum_buffer"].numpy(), want_buf, rtol=1e-6, atol=1e-7)
+
+
+def test_muon_update_is_orthogonalized_and_nesterov_changes_it() -> None:
+    inits, grads = _data(3, shapes=((5, 3),), seed=1)
+    first = {}
+    for nesterov in (True, False):
+        [p], _ = _run_nabla("Muon", {"lr": 1.0, "weight_decay": 0.0, "nesterov": nesterov}, inits, grads[:1])
+        first[nesterov] = (inits[0] - p.numpy()) / np.sqrt(5 / 3)  # lr * sqrt(rows / cols) * O
+    # a quintic iteration tuned for speed: singular values near 1, not exactly 1
+    assert np.all(np.abs(np.linalg.svd(first[True], compute_uv=False) - 1) < 0.35)
+    # after one step B = (1 - momentum) g, and nesterov's g + momentum (B - g) is a multiple of g:
+    # the same orthogonalization but for bfloat16's rounding; later steps differ
+    np.testing.assert_allclose(first[True], first[False], atol=0.02)
+    later = [_run_nabla("Muon", {"lr": 0.1, "nesterov": n}, inits, grads)[0][0].numpy() for n in (True, False)]
+    assert np.abs(later[0] - later[1]).max() > 1e-3
+
+
+def test_muon_adjust_lr_fn_scales_the_step() -> None:
+    _, grads = _data(1, shapes=((6, 4),), seed=3)
+    steps = {}
+    for fn in (None, "original", "match_rms_adamw"):  # from zero: the parameter is the step
+        [p], _ = _run_nabla("Muon", {"lr": 0.01, "adjust_lr_fn": fn}, [np.zeros((6, 4), np.float32)], grads)
+        steps[fn] = p.numpy().astype(np.float64)
+    np.testing.assert_array_equal(steps[None], steps["original"])
+    # original: lr * sqrt(max(1, 6 / 4)); match_rms_adamw: lr * 0.2 * sqrt(max(6, 4))
+    np.testing.assert_allclose(steps["match_rms_adamw"] / steps[None], 0.2 * 6**0.5 / 1.5**0.5, rtol=1e-6)
+
+
+def test_muon_rejects_parameters_that_are_not_matrices() -> None:
+    with pytest.raises(
+        ValueError, match=r"^Muon only supports 2D parameters whereas we found a parameter with size: \(3,\)$"
+    ):
+        optim.Muon([Parameter(nb.zeros((2, 2))), Parameter(nb.zeros(3))])
+    with pytest.raises(ValueError, match=r"size: \(2, 3, 4\)"):
+        optim.Muon([{"params": [Parameter(nb.zeros((2, 3, 4)))]}])
+    opt = optim.Muon([Parameter(nb.zeros((2, 2)))])
+    vector = Parameter(nb.zeros(3))
+    opt.add_param_group({"params": [vector]})  # PyTorch checks this one when it steps
+    vector.grad = nb.ones(3)
+    with pytest.raises(ValueError, match="^Param gradient must be a 2D matrix$"):
+        opt.step()
+
+
+def test_muon_checks_its_iteration_when_it_steps() -> None:
+    p = Parameter(nb.ones((2, 2)))
+    p.grad = nb.ones((2, 2))
+    with pytest.raises(ValueError, match="Number of steps must be less than 100"):
+        optim.Muon([p], ns_steps=100).step()
+    with pytest.raises(ValueError, match="Coefficients must be a tuple of exactly 3 values"):
+        optim.Muon([p], ns_coefficients=(1.0, 2.0)).step()
+
+
+BAD_HYPERPARAMETERS = [
+    ("Adafactor", {"lr": -1.0}),
+    ("Adafactor", {"beta2_decay": 0.5}),
+    ("Adafactor", {"eps": (-1e-3, 1e-3)}),
+    ("Adafactor", {"eps": (None, -1.0)}),
+    ("Adafactor", {"d": 0.5}),
+    ("Adafactor", {"weight_decay": -0.1}),
+    ("Muon", {"lr": -0.1}),
+    ("Muon", {"momentum": -0.9}),
+    ("Muon", {"weight_decay": -1}),
+    ("Muon", {"adjust_lr_fn": "spectral"}),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "kwargs"), BAD_HYPERPARAMETERS, ids=[f"{n}-{next(iter(k))}" for n, k in BAD_HYPERPARAMETERS]
+)
+def test_adafactor_and_muon_errors_are_pytorchs(name: str, kwargs: dict) -> None:
+    messages = {
+        "lr": "Learning rate should be >= 0 but is: ",
+        "beta2_decay": "beta2_decay should be <= 0 but is: 0.5",
+        "d": "Clipping threshold d should be >= 1 but is: 0.5",
+        "momentum": "momentum should be >= 0 but is: -0.9",
+        "adjust_lr_fn": "Adjust learning rate function spectral is not supported",
+    }
+    key = next(iter(kwargs))
+    if key == "eps":
+        message = "epsilon1 should be >= 0" if kwargs["eps"][0] is not None else "epsilon2 should be >= 0 but is: -1.0"
+    elif key == "weight_decay":
+        message = "weight_decay should be >= 0" if name == "Adafactor" else "weight decay should be >= 0 but is: -1"
+    else:
+        message = messages[key]
+    with pytest.raises(ValueError, match=message) as ours:
+        getattr(optim, name)([Parameter(nb.zeros((2, 2)))], **kwargs)
+    if torch is not None:
+        with pytest.raises(ValueError) as theirs:
+            getattr(torch.optim, name)([torch.nn.Parameter(torch.zeros(2, 2))], **kwargs)
+        assert str(ours.value) == str(theirs.value)
+
+
+@pytest.mark.parametrize("name", ["Adafactor", "Muon"])
+def test_a_sharded_parameter_is_updated_whole_and_keeps_its_layout(name: str) -> None:
+    """The update reads whole parameters (an RMS, matrix products): a tensor-parallel model
+    trains as the single-device one does, its parameters and state keeping their layouts."""
+    mesh = DeviceMesh("tp2", (2,), ("tp",))
+    rng = np.random.default_rng(0)
+    batches = [(rng.standard_normal((8, 12)).astype(np.float32), rng.integers(0, 4, 8)) for _ in range(3)]
+
+    def train(sharded: bool) -> tuple[dict, list]:
+        nb.manual_seed(0)
+        model = nn.Sequential(nn.Linear(12, 32), nn.GELU(), nn.Linear(32, 4))
+        if sharded:
+            shard_module(model, mesh, {"0": colwise("tp"), "2": rowwise("tp")})
+        params = [p for p in model.parameters() if name != "Muon" or p.ndim == 2]
+        opt = getattr(optim, name)(params, lr=0.05)
+        layouts = [p.sharding for p in model.parameters()]
+        for x, y in batches:
+            model.zero_grad()
+            F.cross_entropy(model(nb.tensor(x)), nb.tensor(y)).backward()
+            opt.step()
+        assert [p.sharding for p in model.parameters()] == layouts
+        state = opt.state[model[0].weight]
+        assert all((v.sharding is not None) == sharded for v in state.values())
+        return {k: v.numpy() for k, v in model.state_dict().items()}, layouts
+
+    want, _ = train(False)
+    got, layouts = train(True)
+    assert layouts[0] is not None and not layouts[0].is_replicated
+    for key, value in want.items():
+        np.testing.assert_allclose(got[key], value, rtol=1e-5, atol=1e-6, err_msg=key)
