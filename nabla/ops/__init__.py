@@ -26,6 +26,7 @@ from . import (
     shape,
     sorting,
     spmd,
+    statistics,
     triangular,
     unary,
     view,
@@ -48,6 +49,7 @@ from .pooling import *  # noqa: F403
 from .reduction import *  # noqa: F403
 from .shape import *  # noqa: F403
 from .sorting import *  # noqa: F403
+from .statistics import *  # noqa: F403
 from .triangular import *  # noqa: F403
 from .unary import *  # noqa: F403
 from .view import *  # noqa: F403
@@ -73,6 +75,7 @@ FAMILIES = (
     "shape",
     "sorting",
     "spmd",
+    "statistics",
     "triangular",
     "unary",
     "view",

@@ -24,6 +24,7 @@ from max.graph import ops
 from ..core.common import dtypes as _dt
 from ..core.tensor.tensor import Tensor
 from . import control_flow as _cf
+from . import reduction as _red
 from . import unary as _un
 from .base import AVal, Operation, is_zero_tangent, public
 from .cast import cast
@@ -32,23 +33,39 @@ from .view import broadcast_shapes, broadcast_to
 
 __all__ = [
     "add",
+    "addcdiv",
+    "addcmul",
+    "arctan2",
     "atan2",
     "bitwise_and",
     "bitwise_not",
     "bitwise_or",
     "bitwise_xor",
+    "copysign",
     "div",
+    "divide",
     "eq",
     "equal",
+    "float_power",
     "floor_divide",
+    "fmax",
+    "fmin",
     "fmod",
+    "gcd",
     "ge",
     "greater",
     "greater_equal",
     "gt",
+    "heaviside",
+    "hypot",
+    "isclose",
+    "lcm",
+    "ldexp",
     "le",
     "less",
     "less_equal",
+    "logaddexp",
+    "logaddexp2",
     "logical_and",
     "logical_or",
     "logical_xor",
@@ -56,12 +73,16 @@ __all__ = [
     "maximum",
     "minimum",
     "mul",
+    "multiply",
     "ne",
     "not_equal",
     "pow",
     "remainder",
     "result_type",
     "sub",
+    "subtract",
+    "true_divide",
+    "xlogy",
 ]
 
 Operand = Tensor | int | float | bool
@@ -824,3 +845,185 @@ def bitwise_not(x: Tensor) -> Tensor:
 
 def where_(cond: Tensor, x: Operand, y: Operand) -> Tensor:
     return _cf.where(cond, x, y)
+
+
+# -- composites: PyTorch's other two-operand functions -----------------------------------------
+# Built from the ops above, so derivatives, MAX lowerings, vmap and sharding come with them.
+# Where a branch of `where_` would see inf or nan on the side not taken, its input is made safe
+# first (the unselected side's gradient is 0 times a finite number, never 0 * inf).
+multiply, subtract, divide, true_divide, arctan2 = mul, sub, div, div, atan2
+_LN2 = math.log(2.0)
+
+
+def _logaddexp(name: str, x: Operand, y: Operand, base_e: bool) -> Tensor:
+    x, y = binary_operands(name, x, y, float_result=True)
+    same_inf = logical_and(_un.isinf(x), equal(x, y))  # both +inf or both -inf: that value
+    gap = _un.neg(_un.abs(where_(same_inf, 0.0, sub(x, y))))
+    tail = _un.log1p(_un.exp(gap)) if base_e else div(_un.log1p(_un.exp(mul(gap, _LN2))), _LN2)
+    return where_(same_inf, x, add(maximum(x, y), tail))
+
+
+@public()
+def logaddexp(x: Operand, y: Operand) -> Tensor:
+    """Elementwise log(e**x + e**y), computed stably: max(x, y) + log1p(e**-|x - y|)."""
+    return _logaddexp("logaddexp", x, y, True)
+
+
+@public()
+def logaddexp2(x: Operand, y: Operand) -> Tensor:
+    """Elementwise log2(2**x + 2**y), computed stably."""
+    return _logaddexp("logaddexp2", x, y, False)
+
+
+@public()
+def hypot(x: Operand, y: Operand) -> Tensor:
+    """Elementwise sqrt(x**2 + y**2) without overflow (as C's hypot: inf if either is infinite)."""
+    x, y = binary_operands("hypot", x, y, float_result=True)
+    ax, ay = _un.abs(x), _un.abs(y)
+    hi, lo = maximum(ax, ay), minimum(ax, ay)
+    r = div(lo, where_(equal(hi, 0.0), 1.0, hi))
+    out = mul(hi, _un.sqrt(add(mul(r, r), 1.0)))
+    return where_(logical_or(_un.isinf(x), _un.isinf(y)), math.inf, out)
+
+
+@public()
+def copysign(x: Operand, y: Operand) -> Tensor:
+    """Elementwise |x| with the sign (bit) of y, so -0.0 counts as negative; float result. The
+    gradient reaches x only (0 at x == 0, as PyTorch)."""
+    x, y = binary_operands("copysign", x, y, float_result=True)
+    return mul(_un.abs(x), where_(_un.signbit(y), -1.0, 1.0))
+
+
+@public()
+def heaviside(x: Operand, values: Operand) -> Tensor:
+    """Elementwise step function: 0 where x < 0, `values` where x == 0, 1 where x > 0 (nan: 0, as
+    PyTorch, whose derivative of it is not implemented)."""
+    x, values = binary_operands("heaviside", x, values)
+    _no_bool("heaviside", x)
+    return where_(equal(x, 0), values, cast(greater(x, 0), x.dtype))
+
+
+@public()
+def xlogy(x: Operand, y: Operand) -> Tensor:
+    """Elementwise x * log(y), and 0 where x == 0 (unless y is nan); float result. Its x-gradient
+    is 0 where x == 0, as PyTorch's."""
+    x, y = binary_operands("xlogy", x, y, float_result=True)
+    zero = logical_and(equal(x, 0.0), _un.logical_not(_un.isnan(y)))
+    return where_(zero, 0.0, mul(x, _un.log(where_(zero, 1.0, y))))
+
+
+def _nan_ignoring(name: str, x: Operand, y: Operand, keep_x: Any) -> Tensor:
+    x, y = binary_operands(name, x, y)
+    _no_bool(name, x)
+    pick_x = keep_x(x, y)
+    if _dt.is_float(x.dtype):  # a nan loses to a number (both nan: nan)
+        pick_x = where_(_un.isnan(y), True, where_(_un.isnan(x), False, pick_x))
+    return where_(pick_x, x, y)
+
+
+@public()
+def fmax(x: Operand, y: Operand) -> Tensor:
+    """Elementwise maximum that ignores nan (the other value; nan only if both are). The gradient
+    goes to x where x >= y, as PyTorch's (maximum splits ties)."""
+    return _nan_ignoring("fmax", x, y, greater_equal)
+
+
+@public()
+def fmin(x: Operand, y: Operand) -> Tensor:
+    """Elementwise minimum that ignores nan (the other value; nan only if both are). The gradient
+    goes to x where x <= y, as PyTorch's."""
+    return _nan_ignoring("fmin", x, y, less_equal)
+
+
+@public()
+def float_power(x: Operand, y: Operand) -> Tensor:
+    """Elementwise x ** y computed in float64 (the result is float64 whatever the inputs)."""
+    x, y = (cast(t, _dt.float64) if isinstance(t, Tensor) else float(t) for t in (x, y))
+    return pow(x, y)
+
+
+@public()
+def isclose(x: Operand, y: Operand, rtol: float = 1e-5, atol: float = 1e-8, equal_nan: bool = False) -> Tensor:
+    """Elementwise |x - y| <= atol + rtol * |y| (equal infinities are close; nan is close to nan
+    only with `equal_nan`); a bool tensor."""
+    x, y = binary_operands("isclose", x, y)
+    if rtol < 0 or atol < 0:
+        raise ValueError(f"isclose: rtol and atol must be non-negative, got rtol={rtol}, atol={atol}")
+    close = equal(x, y)
+    if x.dtype == _dt.bool_:
+        return close
+    fx, fy = (t if _dt.is_float(t.dtype) else cast(t, _dt.float64) for t in (x, y))
+    error = _un.abs(sub(fx, fy))
+    within = logical_and(_un.isfinite(error), less_equal(error, add(mul(_un.abs(fy), float(rtol)), float(atol))))
+    close = logical_or(close, within)
+    if equal_nan and _dt.is_float(x.dtype):
+        close = logical_or(close, logical_and(_un.isnan(x), _un.isnan(y)))
+    return close
+
+
+def _integers(name: str, x: Operand, y: Operand) -> tuple[Tensor, Tensor]:
+    x, y = binary_operands(name, x, y)
+    if not _dt.is_integer(x.dtype):
+        raise TypeError(f"{name}: expected integer tensors, got dtype {x.dtype.name}")
+    return x, y
+
+
+def _gcd(a: Tensor, b: Tensor) -> Tensor:
+    """Euclid's algorithm on |a|, |b| (elementwise), looped until every remainder is 0."""
+
+    def step(carry: tuple) -> tuple:
+        u, v = carry
+        nonzero = not_equal(v, 0)
+        return where_(nonzero, v, u), where_(nonzero, remainder(u, where_(nonzero, v, 1)), 0)
+
+    u, _ = _cf.while_loop(lambda c: _red.any(not_equal(c[1], 0)), step, (_un.abs(a), _un.abs(b)))
+    return u
+
+
+@public()
+def gcd(x: Operand, y: Operand) -> Tensor:
+    """Elementwise greatest common divisor of integers (non-negative; gcd(0, 0) == 0): Euclid's
+    algorithm in a `while_loop`, whose predicate (any remainder left) is read on the host."""
+    return _gcd(*_integers("gcd", x, y))
+
+
+@public()
+def lcm(x: Operand, y: Operand) -> Tensor:
+    """Elementwise least common multiple of integers (non-negative; 0 if either is 0)."""
+    x, y = _integers("lcm", x, y)
+    g = _gcd(x, y)
+    return _un.abs(mul(floor_divide(x, where_(equal(g, 0), 1, g)), y))
+
+
+@public()
+def ldexp(x: Operand, exponent: Operand) -> Tensor:
+    """Elementwise x * 2**exponent; float result."""
+    x, exponent = binary_operands("ldexp", x, exponent, float_result=True)
+    return mul(x, pow(2.0, exponent))
+
+
+def _value_check(name: str, operands: tuple, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+        raise TypeError(f"{name}: value must be a number, got {value!r}")
+    tensors = [t for t in operands if isinstance(t, Tensor)]
+    if tensors and not any(_dt.is_float(t.dtype) for t in tensors) and isinstance(value, float | np.floating):
+        raise TypeError(f"{name}: for integer tensors, value must not be a floating point number, got {value}")
+
+
+@public()
+def addcmul(x: Operand, tensor1: Operand, tensor2: Operand, value: Any = 1) -> Tensor:
+    """Elementwise x + value * tensor1 * tensor2 (`torch.addcmul`), broadcasting all three."""
+    _value_check("addcmul", (x, tensor1, tensor2), value)
+    product = mul(tensor1, tensor2)
+    return add(x, product if value == 1 else mul(product, value))
+
+
+@public()
+def addcdiv(x: Operand, tensor1: Operand, tensor2: Operand, value: Any = 1) -> Tensor:
+    """Elementwise x + value * tensor1 / tensor2 (`torch.addcdiv`); integer tensor1 and tensor2
+    are an error, as in PyTorch."""
+    _value_check("addcdiv", (x, tensor1, tensor2), value)
+    if all(not isinstance(t, Tensor) or not _dt.is_float(t.dtype) for t in (tensor1, tensor2)):
+        raise TypeError("addcdiv: integer division of tensor1 by tensor2 is not supported; use floats")
+    quotient = div(tensor1, tensor2)
+    return add(x, quotient if value == 1 else mul(quotient, value))

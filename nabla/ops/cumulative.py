@@ -24,12 +24,13 @@ from . import reduction as _red
 from . import view as _view
 from .base import AVal, public, shape_of
 from .cast import cast
-from .creation import tensor
+from .creation import full, tensor
 from .gather_scatter import _elementwise_index
 from .indexing_primitives import _take, _take_transpose
+from .shape import _slice, concatenate
 from .spmd import evened, split_parts, window
 
-__all__ = ["cummax", "cummin", "cumprod", "cumsum"]
+__all__ = ["cummax", "cummin", "cumprod", "cumsum", "logcumsumexp"]
 
 
 def _np_shift_in(x: np.ndarray, axis: int, fill: Any) -> np.ndarray:
@@ -328,3 +329,26 @@ def cummin(x: Tensor, axis: int) -> ValuesIndices:
         ([3.0, 1.0, 1.0, 1.0], [0, 1, 1, 3])
     """
     return _cum_extremum(_cummin, x, axis, "cummin")
+
+
+@public()
+def logcumsumexp(x: Tensor, axis: int) -> Tensor:
+    """log(cumsum(exp(x))) along `axis`, computed stably: a log-depth scan of `logaddexp` over
+    shifted copies (x_i combined with x_{i-1}, then x_{i-2..i-3}, ...), so no term underflows
+    however far apart the values are. Floating point only.
+
+    Example:
+        >>> nabla.logcumsumexp(nabla.tensor([0.0, 0.0, 1000.0]), 0).tolist()  # [0.0, 0.693..., 1000.0]
+    """
+    _red._check(x, "logcumsumexp")
+    _red._float_only(x, "logcumsumexp")
+    if x.ndim == 0:
+        _red._single_axis(axis, 0, "logcumsumexp")
+        return _bin.add(x, 0.0)
+    a = _red._single_axis(axis, x.ndim, "logcumsumexp")
+    n, step = x.shape[a], 1
+    while step < n:
+        fill = full(tuple(step if d == a else s for d, s in enumerate(x.shape)), -math.inf, x.dtype)
+        x = _bin.logaddexp(x, concatenate([fill, _slice(x, a, 0, n - step)], a))
+        step *= 2
+    return x

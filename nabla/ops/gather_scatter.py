@@ -22,18 +22,24 @@ from . import binary as _bin
 from . import control_flow as _cf
 from .base import public
 from .cast import cast
-from .creation import full, tensor
+from .creation import full, tensor, zeros_like
 from .indexing import _check_tensor, _wrap
 from .indexing_primitives import _prod, _slice, _take, _take_scatter  # the primitives' entry points
+from .sorting import argsort
 from .view import broadcast_shapes, broadcast_to, normalize_axis, reshape
 
 __all__ = [
     "gather",
+    "index_add",
+    "index_copy",
+    "index_fill",
     "index_select",
     "masked_fill",
+    "masked_scatter",
     "one_hot",
     "scatter",
     "scatter_add",
+    "scatter_reduce",
     "take",
     "take_along_axis",
     "take_along_dim",
@@ -294,6 +300,133 @@ def scatter_add(x: Tensor, axis: int, index: Any, src: Any) -> Tensor:
         [2.0, 0.0, 1.0]
     """
     return _scatter(x, axis, index, src, "add", "scatter_add")
+
+
+_REDUCE_MODES = {"sum": "add", "prod": "mul", "mean": "add", "amax": "max", "amin": "min"}
+
+
+def _extreme(dtype: Any, lowest: bool) -> float | int:
+    """The value no element loses to in a max (lowest) or min reduction of `dtype`."""
+    if _dt.is_float(dtype):
+        return -np.inf if lowest else np.inf
+    if dtype == _dt.bool_:
+        return not lowest
+    info = np.iinfo(_dt.to_numpy_dtype(dtype))
+    return int(info.min if lowest else info.max)
+
+
+@public()
+def scatter_reduce(x: Tensor, axis: int, index: Any, src: Any, reduce: str, *, include_self: bool = True) -> Tensor:
+    """torch.scatter_reduce, functionally: each `src[i][j]` combined into `x[index[i][j]][j]`
+    (axis 0) by `reduce`: "sum", "prod", "mean", "amax" or "amin". With `include_self=False` the
+    positions that receive values start from them alone (x's value is dropped there); positions
+    that receive none keep x. "mean" of integers rounds down, as PyTorch. Gradients: ties of
+    amax/amin share it evenly.
+
+    Example:
+        >>> nabla.scatter_reduce(nabla.zeros(3), 0, nabla.tensor([0, 0, 2]), nabla.tensor([1.0, 3.0, 5.0]),
+        ...                      "amax", include_self=False).tolist()
+        [3.0, 0.0, 5.0]
+    """
+    if reduce not in _REDUCE_MODES:
+        raise ValueError(f"scatter_reduce: reduce must be one of {tuple(_REDUCE_MODES)}, got {reduce!r}")
+    _check_tensor(x, "scatter_reduce")
+    if not isinstance(src, Tensor):
+        raise TypeError(f"scatter_reduce: src must be a Tensor, got {type(src).__name__}")
+    base = x
+    if not include_self or reduce == "mean":
+        count = _scatter(zeros_like(x, _dt.int64), axis, index, 1, "add", "scatter_reduce")
+        touched = _bin.greater(count, 0)
+    if not include_self:
+        identity = {"sum": 0, "mean": 0, "prod": 1}.get(reduce)
+        if identity is None:
+            identity = _extreme(x.dtype, lowest=reduce == "amax")
+        base = _cf.where(touched, full((), identity, x.dtype), x)
+    out = _scatter(base, axis, index, src, _REDUCE_MODES[reduce], "scatter_reduce")
+    if reduce != "mean":
+        return out
+    divisor = cast(_bin.maximum(count if not include_self else _bin.add(count, 1), 1), x.dtype)
+    return _bin.floor_divide(out, divisor) if not _dt.is_float(x.dtype) else _bin.div(out, divisor)
+
+
+def _index_update(x: Tensor, axis: int, index: Any, source: Any, mode: str, op: str) -> Tensor:
+    """x with `source` (x's shape, len(index) along `axis`) put at the 1-D `index` along `axis`."""
+    _check_tensor(x, op)
+    idx = _index_tensor(index, op)
+    if idx.ndim > 1:
+        raise IndexError(f"{op}: index must be 0-d or 1-d, got shape {idx.shape}")
+    idx = reshape(idx, (-1,))
+    if x.ndim == 0:
+        normalize_axis(axis, 1, op, "dim")
+        return reshape(_index_update(reshape(x, (1,)), 0, idx, reshape(source, (-1,)), mode, op), ())
+    a = normalize_axis(axis, x.ndim, op, "dim")
+    want = x.shape[:a] + (idx.shape[0],) + x.shape[a + 1 :]
+    if not isinstance(source, Tensor):
+        source = full(want, source, x.dtype)
+    source = cast(source, x.dtype)
+    if source.ndim == 0 and idx.shape[0] == 1 and x.ndim == 1:
+        source = reshape(source, (1,))
+    if tuple(source.shape) != want:
+        raise ValueError(
+            f"{op}: source must have shape {want} (x's, with len(index) along dim {a}), got {source.shape}"
+        )
+    _check_range(idx, x.shape[a], op, a, negative=False)
+    return _take_scatter(x, source, idx, a, mode)
+
+
+@public()
+def index_add(x: Tensor, axis: int, index: Any, source: Tensor, *, alpha: Any = 1) -> Tensor:
+    """x with `alpha * source` added at the 1-D `index` along `axis` (`torch.index_add`; repeated
+    indices accumulate). `source` has x's shape with len(index) along `axis`."""
+    if alpha != 1:
+        source = _bin.mul(source, alpha)
+    return _index_update(x, axis, index, source, "add", "index_add")
+
+
+@public()
+def index_copy(x: Tensor, axis: int, index: Any, source: Tensor) -> Tensor:
+    """x with `source` copied to the 1-D `index` along `axis` (`torch.index_copy`; with repeated
+    indices one of the values wins)."""
+    return _index_update(x, axis, index, source, "set", "index_copy")
+
+
+@public()
+def index_fill(x: Tensor, axis: int, index: Any, value: Any) -> Tensor:
+    """x with `value` (a number or a 0-d tensor, which then receives the gradient) at the 1-D
+    `index` along `axis` (`torch.index_fill`)."""
+    _check_tensor(x, "index_fill")
+    if isinstance(value, Tensor) and value.ndim != 0:
+        raise ValueError(f"index_fill: value must be a number or a 0-d tensor, got shape {value.shape}")
+    idx = _index_tensor(index, "index_fill")
+    a = normalize_axis(axis, max(x.ndim, 1), "index_fill", "dim")
+    shape = x.shape[:a] + (idx.numel(),) + x.shape[a + 1 :] if x.ndim else (idx.numel(),)
+    fill = broadcast_to(cast(value, x.dtype), shape) if isinstance(value, Tensor) else full(shape, value, x.dtype)
+    return _index_update(x, axis, idx, fill, "set", "index_fill")
+
+
+@public()
+def masked_scatter(x: Tensor, mask: Tensor, source: Tensor) -> Tensor:
+    """x with the positions where the bool `mask` (broadcast to x's shape) is True filled, in
+    row-major order, by consecutive elements of `source` (`torch.masked_scatter`), which must hold
+    at least as many elements as the mask has True values (the count is not checked: it is
+    computed lazily). Gradients reach x (where the mask is False) and the used source elements."""
+    _check_tensor(x, "masked_scatter")
+    _check_tensor(mask, "masked_scatter", "mask")
+    _check_tensor(source, "masked_scatter", "source")
+    if mask.dtype != _dt.bool_:
+        raise TypeError(f"masked_scatter: mask must be a bool tensor, got dtype {mask.dtype.name}")
+    shape = broadcast_shapes(x.shape, mask.shape, op="masked_scatter")
+    if shape != x.shape:
+        raise ValueError(f"masked_scatter: mask of shape {mask.shape} does not broadcast to x's shape {x.shape}")
+    n, m = x.numel(), source.numel()
+    if n == 0 or m == 0:  # (an empty source with a True in the mask is an error in PyTorch)
+        return x
+    flat_mask = reshape(broadcast_to(mask, shape), (-1,))
+    # the True positions first, in order (a stable sort of not-mask); source element j goes to the j-th
+    order = argsort(cast(_bin.logical_xor(flat_mask, True), _dt.int32), 0)
+    take_at = tensor(np.minimum(np.arange(n, dtype=np.int64), m - 1))
+    values = _take_scatter(reshape(x, (-1,)), _take(reshape(cast(source, x.dtype), (-1,)), take_at, 0), order, 0, "set")
+    return _cf.where(broadcast_to(mask, shape), reshape(values, shape), x)
 
 
 # -- public: masks and one-hot -------------------------------------------------------------------

@@ -36,7 +36,9 @@ from .view import broadcast_shapes, broadcast_to, permute, reshape
 __all__ = [
     "at",
     "getitem",
+    "select_scatter",
     "setitem",
+    "slice_scatter",
 ]
 
 # -- index parsing -----------------------------------------------------------------------------
@@ -479,3 +481,53 @@ def at(x: Tensor) -> _IndexUpdateHelper:
     """
     _check_tensor(x, "at")
     return _IndexUpdateHelper(x)
+
+
+# -- torch's functional scatters of a view --------------------------------------------------------
+def _view_scatter(x: Tensor, src: Any, index: tuple, op: str) -> Tensor:
+    """x with `x[index] = src`, where src must have the shape of `x[index]` exactly (as torch)."""
+    _check_tensor(x, op)
+    _check_tensor(src, op, "src")
+    want = getitem(x, index).shape
+    if tuple(src.shape) != tuple(want):
+        raise ValueError(f"{op}: src must have the shape {want} of the slice it replaces, got {src.shape}")
+    return setitem(x, index, src)
+
+
+@public()
+def select_scatter(x: Tensor, src: Tensor, axis: int, index: int) -> Tensor:
+    """x with its slice at `index` along `axis` (`x.select(axis, index)`) replaced by `src`
+    (`torch.select_scatter`); gradients reach both."""
+    _check_tensor(x, "select_scatter")
+    if x.ndim == 0:
+        raise ValueError("select_scatter: x must have at least 1 dimension, got a 0-d tensor")
+    if isinstance(index, bool) or not isinstance(index, int | np.integer):
+        raise TypeError(f"select_scatter: index must be an int, got {index!r}")
+    a = _axis(axis, x.ndim, "select_scatter")
+    n = x.shape[a]
+    if not -n <= index < n:
+        raise IndexError(f"select_scatter: index {index} is out of range for dimension {a} of size {n}")
+    return _view_scatter(x, src, (slice(None),) * a + (int(index),), "select_scatter")
+
+
+@public()
+def slice_scatter(
+    x: Tensor, src: Tensor, axis: int = 0, start: int | None = None, end: int | None = None, step: int = 1
+) -> Tensor:
+    """x with `x[start:end:step]` along `axis` replaced by `src` (`torch.slice_scatter`); gradients
+    reach both."""
+    _check_tensor(x, "slice_scatter")
+    if x.ndim == 0:
+        raise ValueError("slice_scatter: x must have at least 1 dimension, got a 0-d tensor")
+    if isinstance(step, bool) or not isinstance(step, int | np.integer) or step <= 0:
+        raise ValueError(f"slice_scatter: step must be a positive int, got {step!r}")
+    a = _axis(axis, x.ndim, "slice_scatter")
+    return _view_scatter(x, src, (slice(None),) * a + (slice(start, end, step),), "slice_scatter")
+
+
+def _axis(axis: Any, rank: int, op: str) -> int:
+    if isinstance(axis, bool) or not isinstance(axis, int | np.integer):
+        raise TypeError(f"{op}: dim must be an int, got {axis!r}")
+    if not -rank <= axis < rank:
+        raise IndexError(f"{op}: dim {axis} is out of range for a tensor of rank {rank}")
+    return int(axis) % rank

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins as _builtins
 import math
+from collections import namedtuple
 from typing import Any
 
 import numpy as np
@@ -37,6 +38,7 @@ __all__ = [
     "all",
     "amax",
     "amin",
+    "aminmax",
     "any",
     "argmax",
     "argmin",
@@ -45,8 +47,11 @@ __all__ = [
     "max",
     "mean",
     "min",
+    "nanmean",
+    "nansum",
     "norm",
     "prod",
+    "renorm",
     "softmax",
     "std",
     "sum",
@@ -828,3 +833,58 @@ def log_softmax(x: Tensor, axis: int = -1) -> Tensor:
     if (a := _sharded_axis(x, axis, "log_softmax")) is not None:
         return _over_pieces("log_softmax", x, a)
     return _along_axis(_log_softmax, x, axis, "log_softmax")
+
+
+# -- composites: nan-ignoring reductions, min and max together, renorm --------------------------
+# What torch.aminmax returns.
+MinMax = namedtuple("aminmax", ["min", "max"])
+
+
+@public()
+def nansum(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
+    """Sum over `axis` counting nan as 0 (the gradient at a nan is 0); integers as `sum`."""
+    _check(x, "nansum")
+    if _dt.is_float(x.dtype):
+        x = _bin.where_(_un.isnan(x), 0.0, x)
+    return sum(x, axis, keepdims)
+
+
+@public()
+def nanmean(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
+    """Mean over `axis` of the values that are not nan (nan where all are); floating point only."""
+    _check(x, "nanmean")
+    _float_only(x, "nanmean")
+    if x.dtype in _HALF:
+        return _in_float32(nanmean, x, axis, keepdims)
+    count = sum(_un.logical_not(_un.isnan(x)), axis, keepdims)
+    return _bin.div(nansum(x, axis, keepdims), cast(count, x.dtype))
+
+
+@public()
+def aminmax(x: Tensor, axis: Any = None, keepdims: bool = False) -> MinMax:
+    """(min, max) over `axis` (an int, or None for every element), as `torch.aminmax`; the
+    gradient of each is split evenly among tied extremes, as `amin`/`amax`."""
+    _check(x, "aminmax")
+    if x.numel() == 0:
+        raise ValueError(f"aminmax: cannot compute over an empty tensor of shape {x.shape}")
+    if axis is not None and not isinstance(axis, int | np.integer):
+        raise TypeError(f"aminmax: dim must be an int or None, got {axis!r}")
+    return MinMax(min(x, axis, keepdims), max(x, axis, keepdims))
+
+
+@public()
+def renorm(x: Tensor, p: float, axis: int, maxnorm: float) -> Tensor:
+    """Each slice of `x` along `axis` (`x.select(axis, i)`) whose p-norm exceeds `maxnorm`, scaled
+    to norm `maxnorm` (by maxnorm / (norm + 1e-7), as `torch.renorm`); the others unchanged."""
+    _check(x, "renorm")
+    _float_only(x, "renorm")
+    if isinstance(p, bool) or not isinstance(p, int | float | np.integer | np.floating) or p <= 0:
+        raise ValueError(f"renorm: p must be a positive number, got {p!r}")
+    if isinstance(maxnorm, bool) or not isinstance(maxnorm, int | float | np.integer | np.floating) or maxnorm < 0:
+        raise ValueError(f"renorm: maxnorm must be a non-negative number, got {maxnorm!r}")
+    if x.ndim < 2:
+        raise ValueError(f"renorm: x needs at least 2 dimensions, got shape {x.shape}")
+    a = _view.normalize_axis(axis, x.ndim, "renorm", "dim")
+    norms = norm(x, float(p), tuple(d for d in range(x.ndim) if d != a), True)
+    scale = _bin.where_(_bin.greater(norms, maxnorm), _bin.div(float(maxnorm), _bin.add(norms, 1e-7)), 1.0)
+    return _bin.mul(x, scale)

@@ -32,6 +32,7 @@ from ._sharding import picked, whole_dims
 from .base import AVal, Operation, public, shape_of
 from .cast import cast
 from .communication import reshard, shard
+from .indexing_primitives import _take
 from .spmd import window, windowable
 from .view import broadcast_to, normalize_axis, permute, reshape, unsqueeze
 
@@ -40,19 +41,26 @@ __all__ = [
     "chunk",
     "concat",
     "concatenate",
+    "dsplit",
     "flip",
+    "fliplr",
+    "flipud",
+    "hsplit",
     "meshgrid",
     "moveaxis",
     "movedim",
     "pad",
     "repeat_interleave",
     "roll",
+    "rot90",
     "split",
     "stack",
     "tensor_split",
     "tile",
     "unbind",
     "unflatten",
+    "unfold",
+    "vsplit",
 ]
 
 
@@ -902,3 +910,103 @@ def unflatten(x: Tensor, axis: int, sizes: Any) -> Tensor:
     elif known != n:
         raise ValueError(f"unflatten: sizes {sizes} multiply to {known}, but dim {a} has size {n}")
     return reshape(x, x.shape[:a] + sizes + x.shape[a + 1 :])
+
+
+# -- composites: rotations, directional flips and splits, sliding windows ----------------------
+@public()
+def rot90(x: Tensor, k: int = 1, dims: Any = (0, 1)) -> Tensor:
+    """Rotate by 90 degrees `k` times in the plane of `dims`, from the first towards the second
+    (`torch.rot90`)."""
+    _check_tensor(x, "rot90")
+    k = _int(k, "rot90", "k")
+    dims = tuple(dims)
+    if len(dims) != 2:
+        raise ValueError(f"rot90: dims must name 2 dimensions, got {dims}")
+    if x.ndim < 2:
+        raise ValueError(f"rot90: expected a tensor of rank >= 2, got shape {x.shape}")
+    d0, d1 = (normalize_axis(d, x.ndim, "rot90", "dims") for d in dims)
+    if d0 == d1:
+        raise ValueError(f"rot90: dims must differ, got {dims}")
+    perm = list(range(x.ndim))
+    perm[d0], perm[d1] = d1, d0
+    k %= 4
+    if k == 1:
+        return permute(flip(x, d1), tuple(perm))
+    if k == 2:
+        return flip(x, (d0, d1))
+    if k == 3:
+        return permute(flip(x, d0), tuple(perm))
+    return x
+
+
+@public()
+def fliplr(x: Tensor) -> Tensor:
+    """Reverse the columns: flip along dim 1 (rank >= 2)."""
+    _check_tensor(x, "fliplr")
+    if x.ndim < 2:
+        raise ValueError(f"fliplr: expected a tensor of rank >= 2, got shape {x.shape}")
+    return flip(x, 1)
+
+
+@public()
+def flipud(x: Tensor) -> Tensor:
+    """Reverse the rows: flip along dim 0 (rank >= 1)."""
+    _check_tensor(x, "flipud")
+    if x.ndim < 1:
+        raise ValueError("flipud: expected a tensor of rank >= 1, got a 0-d tensor")
+    return flip(x, 0)
+
+
+def _directional_split(x: Tensor, indices_or_sections: Any, axis: int, rank: int, name: str) -> tuple[Tensor, ...]:
+    """torch's hsplit/vsplit/dsplit: tensor_split along `axis`; a section count must divide it."""
+    _check_tensor(x, name)
+    if x.ndim < rank:
+        raise ValueError(f"{name}: expected a tensor of rank >= {rank}, got shape {x.shape}")
+    spec = _split_points(indices_or_sections, name)
+    if isinstance(spec, int) and (spec <= 0 or x.shape[axis] % spec):
+        raise ValueError(f"{name}: dimension {axis} of size {x.shape[axis]} cannot be split into {spec} equal sections")
+    return tensor_split(x, indices_or_sections, axis)
+
+
+@public()
+def hsplit(x: Tensor, indices_or_sections: Any) -> tuple[Tensor, ...]:
+    """Split horizontally: along dim 1 (dim 0 of a 1-D tensor), as `torch.hsplit`."""
+    return _directional_split(x, indices_or_sections, 1 if getattr(x, "ndim", 0) > 1 else 0, 1, "hsplit")
+
+
+@public()
+def vsplit(x: Tensor, indices_or_sections: Any) -> tuple[Tensor, ...]:
+    """Split vertically: along dim 0 of a tensor of rank >= 2, as `torch.vsplit`."""
+    return _directional_split(x, indices_or_sections, 0, 2, "vsplit")
+
+
+@public()
+def dsplit(x: Tensor, indices_or_sections: Any) -> tuple[Tensor, ...]:
+    """Split depthwise: along dim 2 of a tensor of rank >= 3, as `torch.dsplit`."""
+    return _directional_split(x, indices_or_sections, 2, 3, "dsplit")
+
+
+@public()
+def unfold(x: Tensor, dimension: int, size: int, step: int) -> Tensor:
+    """The windows of `size` entries every `step` along `dimension` (`Tensor.unfold`): that
+    dimension becomes the window count, (n - size) // step + 1, and a last dimension of `size`
+    holds each window. Not the im2col of `nn.functional.unfold`."""
+    _check_tensor(x, "unfold")
+    size, step = _int(size, "unfold", "size"), _int(step, "unfold", "step")
+    if step <= 0:
+        raise ValueError(f"unfold: step must be positive, got {step}")
+    if size < 0:
+        raise ValueError(f"unfold: size must be non-negative, got {size}")
+    if x.ndim == 0:
+        normalize_axis(dimension, 1, "unfold", "dimension")
+        if size > 1:
+            raise ValueError(f"unfold: size {size} exceeds the size 1 of a 0-d tensor")
+        return reshape(x, (size,))
+    a = normalize_axis(dimension, x.ndim, "unfold", "dimension")
+    n = x.shape[a]
+    if size > n:
+        raise ValueError(f"unfold: size {size} exceeds dimension {a} of size {n}")
+    count = (n - size) // step + 1
+    index = np.arange(count, dtype=np.int64)[:, None] * step + np.arange(size, dtype=np.int64)[None, :]
+    windows = _take(x, _cr.tensor(index), a)  # x.shape[:a] + (count, size) + x.shape[a + 1:]
+    return moveaxis(windows, a + 1, -1)

@@ -41,7 +41,7 @@ from .indexing_primitives import _take
 from .shape import _slice, concatenate
 from .spmd import evened, split_parts, window, windowable
 
-__all__ = ["argsort", "sort", "topk", "unique"]
+__all__ = ["argsort", "msort", "sort", "topk", "unique"]
 
 SortResult = namedtuple("SortResult", ["values", "indices"])
 TopkResult = namedtuple("TopkResult", ["values", "indices"])
@@ -320,6 +320,12 @@ def topk(x: Tensor, k: int, axis: int = -1, largest: bool = True, sorted: bool =
         (array([5., 3.], dtype=float32), array([1, 2]))
     """
     return TopkResult(*_select(_topk, x, k, axis, bool(largest), "topk"))
+
+
+@public()
+def msort(x: Tensor) -> Tensor:
+    """The values of `x` sorted along its first dimension (`torch.msort`: sort(x, 0).values)."""
+    return sort(x, 0).values
 
 
 # -- unique ------------------------------------------------------------------------------------

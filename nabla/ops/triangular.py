@@ -28,7 +28,7 @@ from .shape import _check_tensor, _empty, _int, _shift, _slice, _static_shape, _
 from .spmd import windowable
 from .view import normalize_axis, permute, reshape, unsqueeze
 
-__all__ = ["diagonal", "tril", "triu"]
+__all__ = ["diagonal", "diagonal_scatter", "tril", "triu"]
 
 
 # -- tril / triu -------------------------------------------------------------------------------
@@ -232,3 +232,23 @@ def _diagonal_over_pieces(x: Tensor, offset: int, a1: int, a2: int) -> Tensor:
     first = max(0, -offset) if keep == a1 else max(0, offset)
     part = _slice(kept, k, first, first + length) if length else _slice(kept, k, 0, 0)
     return moveaxis(part, k, -1)
+
+
+@public()
+def diagonal_scatter(x: Tensor, src: Tensor, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Tensor:
+    """x with its diagonal (`diagonal(x, offset, axis1, axis2)`) replaced by `src`, which has that
+    diagonal's shape (`torch.diagonal_scatter`, `dim1=`/`dim2=` as axis1/axis2); gradients reach both."""
+    _check_tensor(x, "diagonal_scatter")
+    _check_tensor(src, "diagonal_scatter", "src")
+    want = diagonal(x, offset, axis1, axis2).shape
+    if tuple(src.shape) != tuple(want):
+        raise ValueError(f"diagonal_scatter: src must have the diagonal's shape {want}, got {src.shape}")
+    a1, a2 = (
+        normalize_axis(axis1, x.ndim, "diagonal_scatter", "dim1"),
+        normalize_axis(axis2, x.ndim, "diagonal_scatter", "dim2"),
+    )
+    rows = reshape(_cr.arange(x.shape[a1]), tuple(x.shape[a1] if d == a1 else 1 for d in range(x.ndim)))
+    cols = reshape(_cr.arange(x.shape[a2]), tuple(x.shape[a2] if d == a2 else 1 for d in range(x.ndim)))
+    on = _bin.equal(_bin.sub(cols, rows), _int(offset, "diagonal_scatter", "offset"))
+    embedded = _diag_embed(src.astype(x.dtype), x.shape, int(offset), a1, a2)
+    return _cf.where(on, embedded, x)

@@ -23,13 +23,38 @@ from ..core.common import dtypes as _dt
 from ..core.tensor.tensor import Tensor
 from . import binary as _bin
 from .base import AVal, Operation, public
-from .creation import zeros_like
+from .creation import full, ones_like, zeros_like
 
 __all__ = [
     "abs",
+    "absolute",
     "acos",
+    "acosh",
+    "arccos",
+    "arccosh",
+    "arcsin",
+    "arcsinh",
+    "arctan",
+    "arctanh",
     "asin",
+    "asinh",
     "atan",
+    "atanh",
+    "deg2rad",
+    "erfc",
+    "exp2",
+    "fix",
+    "i0",
+    "isneginf",
+    "isposinf",
+    "isreal",
+    "log10",
+    "logit",
+    "positive",
+    "rad2deg",
+    "sgn",
+    "signbit",
+    "sinc",
     "ceil",
     "clamp",
     "clip",
@@ -1099,3 +1124,205 @@ def nan_to_num(x: Tensor, nan: float = 0.0, posinf: float | None = None, neginf:
         "neginf": -big if neginf is None else _check_number(neginf, "nan_to_num", "neginf"),
     }
     return _nan_to_num(x, **values)
+
+
+# -- composites: PyTorch's other elementwise functions ------------------------------------------
+# Built from the primitives above (their derivatives, MAX lowerings, vmap and sharding rules
+# come with them). Branches of a `where` get inputs made safe for the branch not taken, so no
+# inf or nan reaches a gradient through the unselected side. Integer inputs give float32
+# where PyTorch gives a float result.
+absolute = abs
+fix = trunc
+sgn = sign
+arccos, arcsin, arctan = acos, asin, atan
+_LN10 = math.log(10.0)
+
+
+def _float_input(x: Any, name: str) -> Tensor:
+    """x checked to be a tensor; integers and bools as float32 (PyTorch's float result)."""
+    _check_tensor(x, name)
+    return x if _dt.is_float(x.dtype) else x.astype(_dt.DEFAULT_FLOAT)
+
+
+def _mirror(x: Tensor) -> tuple[Tensor, Tensor]:
+    """(x < 0, |x|) with d|x|/dx = -1 or 1 (never 0): odd functions f(x) = sign * f(|x|) keep
+    their slope at 0."""
+    negative = _bin.less(x, 0.0)
+    return negative, _bin.where_(negative, neg(x), x)
+
+
+@public()
+def positive(x: Tensor) -> Tensor:
+    """x itself (`torch.positive`, unary plus); bool tensors are an error, as in PyTorch."""
+    _check_tensor(x, "positive")
+    if x.dtype == _dt.bool_:
+        raise TypeError("positive: not supported for bool tensors")
+    return x
+
+
+@public()
+def asinh(x: Tensor) -> Tensor:
+    """Elementwise inverse hyperbolic sine; never overflows (log(|x|) + log1p(sqrt(1 + x**-2)))."""
+    x = _float_input(x, "asinh")
+    negative, a = _mirror(x)
+    small = _bin.less(a, 1.0)
+    s = _bin.where_(small, a, 0.0)  # |x| < 1: log1p(a + a^2 / (1 + sqrt(1 + a^2)))
+    s2 = _bin.mul(s, s)
+    near = log1p(_bin.add(s, _bin.div(s2, _bin.add(sqrt(_bin.add(s2, 1.0)), 1.0))))
+    b = _bin.where_(small, 1.0, a)
+    inv = reciprocal(b)
+    far = _bin.add(log(b), log1p(sqrt(_bin.add(_bin.mul(inv, inv), 1.0))))
+    r = _bin.where_(small, near, far)
+    return _bin.where_(negative, neg(r), r)
+
+
+@public()
+def acosh(x: Tensor) -> Tensor:
+    """Elementwise inverse hyperbolic cosine (nan below 1); accurate near 1 and never overflows."""
+    x = _float_input(x, "acosh")
+    near_one = _bin.less(x, 2.0)
+    t = _bin.sub(_bin.where_(near_one, x, 1.5), 1.0)  # x < 2: log1p(t + sqrt(2t + t^2)), t = x - 1
+    near = log1p(_bin.add(t, sqrt(_bin.mul(t, _bin.add(t, 2.0)))))
+    b = _bin.where_(near_one, 2.0, x)
+    inv = reciprocal(b)
+    far = _bin.add(log(b), log1p(sqrt(_bin.sub(1.0, _bin.mul(inv, inv)))))
+    return _bin.where_(_bin.less(x, 1.0), math.nan, _bin.where_(near_one, near, far))
+
+
+@public()
+def atanh(x: Tensor) -> Tensor:
+    """Elementwise inverse hyperbolic tangent: 0.5 * log1p(2x / (1 - x)) (nan outside [-1, 1])."""
+    x = _float_input(x, "atanh")
+    return _bin.mul(log1p(_bin.div(_bin.mul(x, 2.0), _bin.sub(1.0, x))), 0.5)
+
+
+arccosh, arcsinh, arctanh = acosh, asinh, atanh
+
+
+@public()
+def log10(x: Tensor) -> Tensor:
+    """Elementwise base-10 logarithm (integers give float32)."""
+    return _bin.div(log(_float_input(x, "log10")), _LN10)
+
+
+@public()
+def exp2(x: Tensor) -> Tensor:
+    """Elementwise 2**x (integers give float32)."""
+    return _bin.pow(2.0, _float_input(x, "exp2"))
+
+
+@public()
+def sinc(x: Tensor) -> Tensor:
+    """Elementwise normalized sinc: sin(pi x) / (pi x), and 1 (with slope 0) at 0."""
+    x = _float_input(x, "sinc")
+    zero = _bin.equal(x, 0.0)
+    y = _bin.mul(_bin.where_(zero, 1.0, x), math.pi)
+    return _bin.where_(zero, 1.0, _bin.div(sin(y), y))
+
+
+@public()
+def deg2rad(x: Tensor) -> Tensor:
+    """Degrees to radians: x * pi / 180 (integers give float32)."""
+    return _bin.mul(_float_input(x, "deg2rad"), math.pi / 180.0)
+
+
+@public()
+def rad2deg(x: Tensor) -> Tensor:
+    """Radians to degrees: x * 180 / pi (integers give float32)."""
+    return _bin.mul(_float_input(x, "rad2deg"), 180.0 / math.pi)
+
+
+@public()
+def signbit(x: Tensor) -> Tensor:
+    """Whether the sign bit is set: x < 0, and True for -0.0 (a bool tensor; a nan gives False)."""
+    _check_tensor(x, "signbit")
+    if x.dtype == _dt.bool_:
+        return zeros_like(x)
+    below = _bin.less(x, 0)
+    if not _dt.is_float(x.dtype):
+        return below
+    negative_zero = _bin.logical_and(_bin.equal(x, 0.0), _bin.less(_bin.div(1.0, x), 0.0))  # 1 / -0.0 = -inf
+    return _bin.logical_or(below, negative_zero)
+
+
+@public()
+def isposinf(x: Tensor) -> Tensor:
+    """Elementwise test for +inf; a bool tensor."""
+    _check_tensor(x, "isposinf")
+    return _bin.logical_and(isinf(x), _bin.greater(x, 0))
+
+
+@public()
+def isneginf(x: Tensor) -> Tensor:
+    """Elementwise test for -inf; a bool tensor."""
+    _check_tensor(x, "isneginf")
+    return _bin.logical_and(isinf(x), _bin.less(x, 0))
+
+
+@public()
+def isreal(x: Tensor) -> Tensor:
+    """True everywhere: nabla has no complex dtypes (a bool tensor of x's shape)."""
+    _check_tensor(x, "isreal")
+    return ones_like(x, _dt.bool_)
+
+
+@public()
+def logit(x: Tensor, eps: float | None = None) -> Tensor:
+    """log(x / (1 - x)); with `eps`, x is first clamped to [eps, 1 - eps] (zero gradient outside)."""
+    x = _float_input(x, "logit")
+    if eps is not None:
+        e = _check_number(eps, "logit", "eps")
+        x = clamp(x, e, 1.0 - e)
+    return log(_bin.div(x, _bin.sub(1.0, x)))
+
+
+# erfc for |x| >= 0.5: t exp(-x^2 + P(t)), t = 1 / (1 + |x| / 2), relative error below 1.2e-7
+# (Numerical Recipes' erfcc); 1 - erf(x) below, where it loses nothing.
+_ERFC_P = (0.17087277, -0.82215223, 1.48851587, -1.13520398, 0.27886807)
+_ERFC_P += (-0.18628806, 0.09678418, 0.37409196, 1.00002368, -1.26551223)
+
+
+@public()
+def erfc(x: Tensor) -> Tensor:
+    """Elementwise complementary error function 1 - erf(x), accurate (relative error ~1e-7) in the
+    tails where 1 - erf(x) would round to 0."""
+    x = _float_input(x, "erfc")
+    negative, a = _mirror(x)
+    central = _bin.less(a, 0.5)
+    b = _bin.where_(central, 1.0, a)
+    t = reciprocal(_bin.add(_bin.mul(b, 0.5), 1.0))
+    poly = full((), _ERFC_P[0], x.dtype)
+    for c in _ERFC_P[1:]:
+        poly = _bin.add(_bin.mul(poly, t), c)
+    tail = _bin.mul(t, exp(_bin.sub(poly, _bin.mul(b, b))))
+    tail = _bin.where_(negative, _bin.sub(2.0, tail), tail)
+    return _bin.where_(central, _bin.sub(1.0, erf(x)), tail)
+
+
+_I0_SERIES_TERMS = 40  # the power series' terms below |x| = 15 (the last one is < 1e-17 of the sum)
+_I0_ASYMPTOTIC = (1.0, 1.0 / 8, 9.0 / 128, 225.0 / 3072, 11025.0 / 98304, 893025.0 / 3932160)
+_I0_ASYMPTOTIC += (108056025.0 / 188743680, 18261468225.0 / 10569646080)
+
+
+@public()
+def i0(x: Tensor) -> Tensor:
+    """Elementwise modified Bessel function of the first kind, order 0: the power series
+    sum (x^2/4)^k / k!^2 below |x| = 15 (all terms positive), its asymptotic expansion
+    e^|x| / sqrt(2 pi |x|) * (1 + 1/(8|x|) + ...) above."""
+    x = _float_input(x, "i0")
+    _, a = _mirror(x)
+    big = _bin.greater_equal(a, 15.0)
+    s = _bin.where_(big, 0.0, a)
+    q = _bin.mul(_bin.mul(s, s), 0.25)
+    series = full((), 1.0, x.dtype)
+    for k in range(_I0_SERIES_TERMS, 0, -1):  # 1 + q/1 (1 + q/4 (1 + q/9 (...)))
+        series = _bin.add(_bin.mul(_bin.div(q, float(k * k)), series), 1.0)
+    b = _bin.where_(big, a, 15.0)
+    inv = reciprocal(b)
+    poly = full((), _I0_ASYMPTOTIC[-1], x.dtype)
+    for c in reversed(_I0_ASYMPTOTIC[:-1]):
+        poly = _bin.add(_bin.mul(poly, inv), c)
+    # e^b / sqrt(2 pi b) as (e^(b/2) / sqrt(2 pi b)) * e^(b/2): finite wherever i0 is
+    half = exp(_bin.mul(b, 0.5))
+    asymptotic = _bin.mul(_bin.mul(_bin.div(half, sqrt(_bin.mul(b, 2.0 * math.pi))), half), poly)
+    return _bin.where_(big, asymptotic, series)

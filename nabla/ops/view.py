@@ -30,6 +30,7 @@ __all__ = [
     "grad_hook",
     "identity",
     "permute",
+    "ravel",
     "reshape",
     "squeeze",
     "swapaxes",
@@ -121,6 +122,12 @@ def reshape(x: Tensor, shape: Any) -> Tensor:
 
 
 view = reshape
+
+
+@public()
+def ravel(x: Tensor) -> Tensor:
+    """`x` as a 1-D tensor (`torch.ravel`: reshape(x, (-1,)))."""
+    return reshape(x, (-1,))
 
 
 @public()

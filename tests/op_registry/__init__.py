@@ -21,6 +21,7 @@ from . import (
     normalization,
     reduction,
     sorting,
+    statistics,
     unary,
     view,
 )
@@ -28,7 +29,7 @@ from .spec import OpSpec, Sample
 
 FAMILY_MODULES = (
     attention, binary, cast, control_flow, conv, creation, cumulative, custom, gather_scatter, indexing, linalg,
-    normalization, reduction, sorting, unary, view,
+    normalization, reduction, sorting, statistics, unary, view,
 )  # fmt: skip
 REGISTRY: list[OpSpec] = [spec for module in FAMILY_MODULES for spec in module.SPECS]
 

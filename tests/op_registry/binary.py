@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 import nabla as nb
@@ -209,3 +211,190 @@ for _spec, _aliases in zip(SPECS[7:13], [("eq",), ("ne",), ("gt",), ("ge",), ("l
 for _spec in SPECS:
     if _spec.name.startswith("bitwise_") and _spec.name != "bitwise_not":
         _spec.covers = ("logical_" + _spec.name.removeprefix("bitwise_"),)
+
+
+# -- composites (torch's other two-operand functions): their primitives run on MAX already ------
+def _composite(samples: list[Sample]) -> list[Sample]:
+    return [replace(s, max=False) for s in samples]
+
+
+def _np_xlogy(x, y):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where((x == 0) & ~np.isnan(y), 0.0, x * np.log(y))
+
+
+def _np_heaviside(x, values):
+    x, values = np.asarray(x), np.asarray(values)
+    return np.where(x == 0, values, (x > 0).astype(np.result_type(x, values)))
+
+
+def _special_pairs() -> Sample:
+    a = np.array([-np.inf, -np.inf, np.inf, np.inf, np.nan, 1.0, 0.0, -0.0, 2.0])
+    b = np.array([-np.inf, np.inf, np.inf, 3.0, 1.0, np.nan, -0.0, 0.0, -np.inf])
+    return Sample((a, b), label="special", grad=False)
+
+
+def _composite_binary(name: str, ref, low=-2.0, high=2.0, extra=(), covers=(), **kw) -> OpSpec:
+    spec = _binary(name, ref, low, high, samples=_composite(_samples(low, high, seed=name) + list(extra)), **kw)
+    spec.covers = covers or (name,)
+    return spec
+
+
+def _int_pairs(seed: str) -> list[Sample]:
+    rng = np.random.default_rng(len(seed) + 7)
+    xi = rng.integers(-30, 31, size=(3, 4)).astype(np.int64)
+    yi = rng.integers(-12, 13, size=(4,)).astype(np.int64)
+    return [
+        Sample((xi, yi), label="int64", grad=False),
+        Sample(
+            (np.array([0, 0, 7, -7, 12, 2**40], np.int64), np.array([0, 5, 0, 21, -18, 2**20 * 3])),
+            label="edges",
+            grad=False,
+        ),
+        Sample((xi.astype(np.int32), 6), label="int32-scalar", grad=False),
+    ]
+
+
+_ELEMENTWISE = ("abs", "maximum", "minimum", "log1p", "exp", "where", "add", "sub", "mul", "div")
+SPECS += [
+    _composite_binary(
+        "logaddexp", torch_like(np.logaddexp, True), -4.0, 4.0, extra=(_special_pairs(),), covers=_ELEMENTWISE
+    ),
+    _composite_binary(
+        "logaddexp2", torch_like(np.logaddexp2, True), -4.0, 4.0, extra=(_special_pairs(),), covers=_ELEMENTWISE
+    ),
+    _composite_binary("hypot", torch_like(np.hypot, True), extra=(_special_pairs(),), covers=_ELEMENTWISE + ("sqrt",)),
+    _composite_binary(
+        "copysign",
+        torch_like(np.copysign, True),
+        extra=(
+            _special_pairs(),
+            Sample((np.array([[3, -4]]), np.array([[-1.0], [0.0]])), label="int-float", grad=False),
+        ),
+        covers=("abs", "mul", "where", "less", "equal", "div"),
+    ),
+    _composite_binary(
+        "heaviside",
+        torch_like(_np_heaviside),
+        extra=(Sample((np.array([-1.5, 0.0, 2.0, 0.0]), np.array([0.5, 0.25, 0.5, 1.0])), label="zeros"),),
+        covers=("equal", "greater", "where"),
+        differentiable=False,
+    ),
+    _composite_binary(
+        "xlogy",
+        torch_like(_np_xlogy, True),
+        0.1,
+        3.0,
+        extra=(
+            Sample(
+                (np.array([0.0, 0.0, 0.0, 2.0, 1.5]), np.array([0.0, np.nan, 2.0, 0.0, np.inf])),
+                label="zeros",
+                grad=False,
+            ),
+            Sample((np.array([0.0, 1.5, -2.0]), np.array([1.5, 2.5, 0.5])), label="x-zero-grad"),
+        ),
+        covers=("mul", "log", "where", "equal", "isnan"),
+    ),
+    _composite_binary(
+        "fmax", torch_like(np.fmax), extra=(_special_pairs(), *_int_samples("fmax")[:2]), covers=("where", "isnan")
+    ),
+    _composite_binary(
+        "fmin", torch_like(np.fmin), extra=(_special_pairs(), *_int_samples("fmin")[:2]), covers=("where", "isnan")
+    ),
+    _composite_binary(
+        "float_power",
+        lambda x, y: np.float_power(np.asarray(x, np.float64), np.asarray(y, np.float64)),
+        0.5,
+        2.0,
+        extra=(Sample((np.array([[2, 3]], np.int64), -2), label="int-negative-int", grad=False),),
+        covers=("pow", "cast"),
+    ),
+    _composite_binary(
+        "ldexp",
+        torch_like(lambda x, e: x * np.power(2.0, e), True),
+        extra=(Sample((uniform((3, 4), seed="ldexp-i"), np.array([-3, 0, 2, 5])), label="int-exponent"),),
+        covers=("mul", "pow"),
+    ),
+    _binary(
+        "isclose",
+        np.isclose,
+        samples=_composite(
+            [
+                Sample(
+                    (
+                        np.array([1.0, 1.0 + 1e-6, 1.0, np.inf, np.inf, np.nan]),
+                        np.array([1.0, 1.0, 1.1, np.inf, -np.inf, np.nan]),
+                    ),
+                    label="close",
+                ),
+                Sample(
+                    (uniform((3, 4), seed="ic"), uniform((4,), seed="ic2")),
+                    {"rtol": 0.5, "atol": 0.1},
+                    label="tolerances",
+                ),
+                Sample(
+                    (np.array([np.nan, 1.0, np.nan]), np.array([np.nan, np.nan, 2.0])),
+                    {"equal_nan": True},
+                    label="equal_nan",
+                ),
+                Sample((np.array([3, 5, -2], np.int64), np.array([3, 6, -2], np.int64)), {"atol": 0.5}, label="int"),
+            ]
+        ),
+        differentiable=False,
+    ),
+    _binary("gcd", np.gcd, samples=_composite(_int_pairs("gcd")), differentiable=False),
+    _binary("lcm", np.lcm, samples=_composite(_int_pairs("lcm")[:1] + _int_pairs("lcm")[2:]), differentiable=False),
+]
+SPECS[-3].torch_ref = lambda torch, x, y, **kw: torch.isclose(*_torch_args(torch, x, y), **kw)
+SPECS[-3].covers = ("abs", "sub", "mul", "add", "less_equal", "equal", "isfinite", "isnan", "logical_or")
+for _spec in SPECS[-2:]:
+    _spec.covers = ("while_loop", "remainder", "not_equal", "where", "abs", "any")
+
+
+def _np_addc(op):
+    def ref(x, t1, t2, value=1):
+        return torch_like(lambda a, b, c: a + value * op(b, c))(x, t1, t2)
+
+    return ref
+
+
+SPECS += [
+    OpSpec(
+        name=name,
+        fn=getattr(nb, name),
+        ref=_np_addc(op),
+        samples=_composite(
+            [
+                Sample(
+                    (
+                        uniform((3, 4), seed=name),
+                        uniform((3, 4), 0.5, 2.0, seed=name + "1"),
+                        uniform((4,), 0.5, 2.0, seed=name + "2"),
+                    ),
+                    label="broadcast",
+                ),
+                Sample(
+                    (
+                        uniform((2, 3), seed=name),
+                        uniform((2, 1), 0.5, 2.0, seed=name),
+                        uniform((3,), 0.5, 2.0, seed=name),
+                    ),
+                    {"value": -0.5},
+                    label="value",
+                ),
+                Sample(
+                    (uniform((), seed=name), uniform((3,), 0.5, 2.0, seed=name), uniform((), 0.5, 2.0, seed=name)),
+                    {"value": 2},
+                    label="0-d",
+                ),
+            ]
+        ),
+        family=FAMILY,
+        covers=("add", "mul", "div") if name == "addcdiv" else ("add", "mul"),
+        torch_ref=lambda torch, x, t1, t2, _n=name, **kw: getattr(torch, _n)(x, t1, t2, **kw),
+    )
+    for name, op in (("addcmul", np.multiply), ("addcdiv", np.divide))
+]
+for _spec in SPECS:  # PyTorch's other names of the same functions
+    _spec.aliases += {"mul": ("multiply",), "sub": ("subtract",), "div": ("divide", "true_divide")}.get(_spec.name, ())
+    _spec.aliases += {"atan2": ("arctan2",)}.get(_spec.name, ())

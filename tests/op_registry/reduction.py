@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import warnings
+from dataclasses import replace
 
 import numpy as np
 
@@ -475,5 +477,134 @@ SPECS: list[OpSpec] = [
         family=FAMILY,
         torch_ref=lambda torch, x, axis=-1: torch.log_softmax(x, axis),
         dtypes=("float64", "float16"),
+    ),
+]
+
+
+# -- composites: nan-ignoring reductions, aminmax, renorm, logcumsumexp --------------------------
+def _composite(samples: list[Sample]) -> list[Sample]:
+    return [replace(s, max=False) for s in samples]
+
+
+WITH_NANS = np.array([[1.5, NAN, 2.0, -3.0], [NAN, NAN, NAN, NAN], [0.5, -2.0, NAN, 3.0]])
+
+
+def _np_nan(fn, floating: bool):
+    def ref(x, axis=None, keepdims=False):
+        with warnings.catch_warnings():  # all-nan slices
+            warnings.simplefilter("ignore", RuntimeWarning)
+            out = np.asarray(fn(x, axis=axis, keepdims=keepdims))
+        return out.astype(x.dtype if x.dtype.kind == "f" or floating else np.int64)
+
+    return ref
+
+
+def _np_renorm(x, p, axis, maxnorm):
+    axes = tuple(d for d in range(x.ndim) if d != axis % x.ndim)
+    norms = np.sum(np.abs(x.astype(np.float64)) ** p, axis=axes, keepdims=True) ** (1.0 / p)
+    return (x * np.where(norms > maxnorm, maxnorm / (norms + 1e-7), 1.0)).astype(x.dtype)
+
+
+def _np_logcumsumexp(x, axis):
+    if x.ndim == 0:
+        return x.copy()
+    with np.errstate(invalid="ignore"):
+        return np.logaddexp.accumulate(x, axis=axis)
+
+
+def _torch_nan(name: str):
+    def ref(torch, x, axis=None, keepdims=False):
+        return getattr(torch, name)(x, dim=_axes(x, axis) if x.ndim else None, keepdim=keepdims)
+
+    return ref
+
+
+_LOGCUMSUMEXP_SAMPLES = [
+    Sample((uniform((), seed="lcse"),), {"axis": 0}, label="0d"),
+    Sample((uniform((5,), seed="lcse"),), {"axis": 0}, label="(5,)"),
+    Sample((uniform((3, 4), seed="lcse"),), {"axis": 1}, label="(3,4)-axis1"),
+    Sample((uniform((3, 4), seed="lcse"),), {"axis": -2}, label="(3,4)-axis-2"),
+    Sample((uniform((2, 9, 3), seed="lcse"),), {"axis": 1}, label="(2,9,3)-long"),
+    Sample((uniform((0, 3), seed="lcse"),), {"axis": 0}, label="empty"),
+    Sample(
+        (np.array([[-1000.0, 0.0, 1000.0, -INF], [-INF, -INF, 2.0, INF]]),), {"axis": 1}, label="extremes", grad=False
+    ),
+]
+
+SPECS += [
+    OpSpec(
+        name="nansum",
+        fn=nb.nansum,
+        ref=_np_nan(np.nansum, False),
+        samples=_composite(
+            _samples("nansum")
+            + [Sample((WITH_NANS,), {"axis": 1}, label="nans"), Sample((WITH_NANS,), {}, label="nans-all")]
+            + [Sample((INTS,), {"axis": 1}, label="int32")]
+        ),
+        family=FAMILY,
+        covers=("sum", "where", "isnan"),
+        torch_ref=_torch_nan("nansum"),
+    ),
+    OpSpec(
+        name="nanmean",
+        fn=nb.nanmean,
+        ref=_np_nan(np.nanmean, True),
+        samples=_composite(
+            _samples("nanmean", nan_at=(EMPTY_REDUCTION,))
+            + [Sample((WITH_NANS,), {"axis": 1}, label="nans", grad=False), Sample((WITH_NANS,), {}, label="nans-all")]
+        ),
+        family=FAMILY,
+        covers=("sum", "where", "isnan", "div"),
+        torch_ref=_torch_nan("nanmean"),
+    ),
+    OpSpec(
+        name="aminmax",
+        fn=nb.aminmax,
+        ref=lambda x, axis=None, keepdims=False: (
+            np.min(x, axis=axis, keepdims=keepdims),
+            np.max(x, axis=axis, keepdims=keepdims),
+        ),
+        samples=_composite(
+            [
+                Sample((uniform((), seed="amm"),), {}, label="0d"),
+                Sample((uniform((5,), seed="amm"),), {}, label="(5,)"),
+                Sample((uniform((3, 4), seed="amm"),), {"axis": 1}, label="axis1"),
+                Sample((uniform((3, 4), seed="amm"),), {"axis": -2, "keepdims": True}, label="axis-2-keepdims"),
+                Sample((uniform((2, 3, 4), seed="amm"),), {"keepdims": True}, label="all-keepdims"),
+                Sample((TIES,), {"axis": 1}, label="ties", grad=False),
+                Sample((INTS,), {"axis": 0}, label="int32"),
+            ]
+        ),
+        family=FAMILY,
+        covers=("min", "max"),
+        torch_ref=lambda torch, x, axis=None, keepdims=False: tuple(torch.aminmax(x, dim=axis, keepdim=keepdims)),
+    ),
+    OpSpec(
+        name="renorm",
+        fn=nb.renorm,
+        ref=_np_renorm,
+        samples=_composite(
+            [
+                Sample((uniform((3, 4), seed="renorm"), 2, 0, 1.0), label="p2-dim0"),
+                Sample((uniform((3, 4), seed="renorm"), 1, 1, 2.0), label="p1-dim1"),
+                Sample((uniform((2, 3, 4), seed="renorm"), 3, -1, 1.2), label="p3-dim-1"),
+                Sample((uniform((2, 3), seed="renorm"), 2, 0, 100.0), label="below-max"),
+            ]
+        ),
+        family=FAMILY,
+        covers=("sum", "abs", "pow", "where", "mul", "div"),
+        torch_ref=lambda torch, x, p, axis, maxnorm: torch.renorm(x, p, axis, maxnorm),
+        rtol=1e-5,
+        atol=1e-5,
+    ),
+    OpSpec(
+        name="logcumsumexp",
+        fn=nb.logcumsumexp,
+        ref=_np_logcumsumexp,
+        samples=_composite(_LOGCUMSUMEXP_SAMPLES),
+        family=FAMILY,
+        covers=("maximum", "abs", "exp", "log1p", "concatenate", "slice"),
+        torch_ref=lambda torch, x, axis: torch.logcumsumexp(x, axis),
+        dtypes=("float64",),
     ),
 ]

@@ -157,3 +157,23 @@ SPECS: list[OpSpec] = [
         dtypes=("float64", "float16"),
     ),
 ]
+
+SPECS.append(
+    OpSpec(
+        name="msort",
+        fn=nb.msort,
+        ref=lambda x: np.sort(x, axis=0, kind="stable"),
+        samples=[
+            replace(s, max=False)
+            for s in [
+                Sample((uniform((5,), seed="msort"),), label="(5,)"),
+                Sample((uniform((4, 3), seed="msort"),), label="(4,3)"),
+                Sample((TIES.T.copy(),), label="ties", grad=False),
+                Sample((INTS,), label="int64"),
+            ]
+        ],
+        family=FAMILY,
+        covers=("sort", "sort_scatter", "sort_gather"),
+        torch_ref=lambda torch, x: torch.msort(x),
+    )
+)

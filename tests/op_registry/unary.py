@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
@@ -431,3 +432,159 @@ SPECS: list[OpSpec] = [
         dtypes=("float64",),
     ),
 ]
+
+
+# -- composites (torch's other elementwise functions): their primitives run on MAX already ------
+def _composite(samples: list[Sample]) -> list[Sample]:
+    return [replace(s, max=False) for s in samples]
+
+
+def _float_result(fn):
+    """A reference computed in float64 and given PyTorch's float result dtype (float32 for ints)."""
+
+    def ref(x, *args, **kwargs):
+        out = np.asarray(fn(x.astype(np.float64), *args, **kwargs))
+        return out.astype(x.dtype if x.dtype.kind == "f" else np.float32)
+
+    return ref
+
+
+def _logit(x, eps=None):
+    if eps is not None:
+        x = np.clip(x, eps, 1 - eps)
+    with np.errstate(divide="ignore"):
+        return np.log(x / (1 - x))
+
+
+def _composite_unary(name: str, ref, low: float = -2.0, high: float = 2.0, extra: tuple = (), covers=(), **kw):
+    return OpSpec(
+        name=name,
+        fn=getattr(nb, name),
+        ref=_float_result(ref) if kw.pop("float_result", True) else ref,
+        samples=_composite(_samples(low, high, seed=name) + list(extra)),
+        family=FAMILY,
+        covers=covers,
+        torch_ref=kw.pop("torch_ref", _torch(name)),
+        **kw,
+    )
+
+
+def _predicate(name: str, ref) -> OpSpec:
+    return OpSpec(
+        name=name,
+        fn=getattr(nb, name),
+        ref=ref,
+        samples=_composite(_PREDICATE_SAMPLES + [Sample((np.array([-0.0, 0.0, -2.0, 3.0]),), label="signed-zeros")]),
+        family=FAMILY,
+        covers=("isinf", "less", "greater", "logical_and"),
+        differentiable=False,
+        torch_ref=_torch(name),
+    )
+
+
+_LOGS = ("log", "log1p", "sqrt", "add", "mul", "div", "where")
+SPECS += [
+    OpSpec(
+        name="positive",
+        fn=nb.positive,
+        ref=np.positive,
+        samples=_composite([Sample((uniform((3, 4), seed="pos"),), label="float"), _ints()]),
+        family=FAMILY,
+        covers=(),
+        torch_ref=_torch("positive"),
+    ),
+    _composite_unary(
+        "asinh",
+        np.arcsinh,
+        -5.0,
+        5.0,
+        extra=(_edge(0.0, 1e-20, -1e30, 1e30, INF, -INF, NAN), _ints()),
+        covers=_LOGS,
+        aliases=("arcsinh",),
+        dtypes=("float64",),
+    ),
+    _composite_unary(
+        "acosh",
+        np.arccosh,
+        1.1,
+        4.0,
+        extra=(_edge(1.0, 1.0 + 1e-6, 0.5, -3.0, 1e30, INF, NAN),),
+        covers=_LOGS,
+        aliases=("arccosh",),
+        dtypes=("float64",),
+    ),
+    _composite_unary(
+        "atanh",
+        np.arctanh,
+        -0.9,
+        0.9,
+        extra=(_edge(1.0, -1.0, 1.5, 1e-10, NAN),),
+        covers=("log1p", "div", "mul", "sub"),
+        aliases=("arctanh",),
+        dtypes=("float64",),
+    ),
+    _composite_unary("log10", np.log10, 0.1, 5.0, extra=(_edge(0.0, 1000.0, INF, NAN), _ints()), covers=("log", "div")),
+    _composite_unary("exp2", np.exp2, -3.0, 3.0, extra=(_edge(-INF, INF, 10.0, NAN), _ints()), covers=("pow",)),
+    _composite_unary(
+        "sinc", np.sinc, -3.0, 3.0, extra=(_edge(0.0, 1.0, -2.0, INF, NAN),), covers=("sin", "div", "where")
+    ),
+    _composite_unary("deg2rad", np.deg2rad, -360.0, 360.0, extra=(_ints(),), covers=("mul",)),
+    _composite_unary("rad2deg", np.rad2deg, extra=(_ints(),), covers=("mul",)),
+    _composite_unary(
+        "logit",
+        _logit,
+        0.05,
+        0.95,
+        extra=(
+            Sample((uniform((3, 4), 0.01, 0.99, seed="logit-eps"),), {"eps": 0.1}, label="eps", grad=False),
+            Sample(
+                (away_from(uniform((5,), 0.01, 0.99, seed="logit-e2"), (0.1, 0.9)),), {"eps": 0.1}, label="eps-grad"
+            ),
+            _edge(0.0, 1.0, 0.5, NAN),
+        ),
+        covers=("log", "div", "clamp"),
+    ),
+    _composite_unary(
+        "erfc",
+        np.vectorize(math.erfc, otypes=[np.float64]),
+        -4.0,
+        4.0,
+        extra=(_edge(-9.0, 9.0, 0.49, 0.51, 5.5, INF, -INF, NAN),),
+        covers=("erf", "exp", "reciprocal", "where"),
+        rtol=2e-5,
+    ),
+    _composite_unary(
+        "i0",
+        np.i0,
+        -20.0,
+        20.0,
+        extra=(_edge(0.0, 14.99, 15.0, 15.01, 60.0, -80.0, INF, NAN),),
+        covers=("exp", "sqrt", "reciprocal", "where"),
+        rtol=2e-5,
+    ),
+    _composite_unary(
+        "signbit",
+        np.signbit,
+        extra=(Sample((np.array([-0.0, 0.0, -INF, INF, 1.0]),), label="signed-zeros"), _ints()),
+        covers=("less", "equal", "div", "logical_or"),
+        float_result=False,
+        differentiable=False,
+    ),
+    _predicate("isposinf", np.isposinf),
+    _predicate("isneginf", np.isneginf),
+    OpSpec(
+        name="isreal",
+        fn=nb.isreal,
+        ref=np.isreal,
+        samples=_composite(_PREDICATE_SAMPLES),
+        family=FAMILY,
+        covers=("full",),
+        differentiable=False,
+        torch_ref=_torch("isreal"),
+    ),
+]
+for _spec in SPECS:  # PyTorch's other names of the same functions
+    _spec.aliases += {"abs": ("absolute",), "trunc": ("fix",), "sign": ("sgn",), "acos": ("arccos",)}.get(
+        _spec.name, ()
+    )
+    _spec.aliases += {"asin": ("arcsin",), "atan": ("arctan",)}.get(_spec.name, ())

@@ -461,3 +461,105 @@ SPECS: list[OpSpec] = [
         dtypes=FLOATS,
     ),
 ]
+
+
+# -- composites: ravel, rotations, directional flips and splits, unfold, diagonal_scatter ---------
+def _c(*args, label: str = "", grad: bool = True, **kwargs) -> Sample:
+    return Sample(args, kwargs, label=label, grad=grad, max=False)
+
+
+def _np_unfold(x, dimension, size, step):
+    if x.ndim == 0:
+        return x.reshape((1,))[:size]
+    windows = np.lib.stride_tricks.sliding_window_view(x, size, axis=dimension)
+    index = [slice(None)] * x.ndim
+    index[dimension] = slice(None, None, step)
+    return windows[tuple(index)].copy()
+
+
+def _np_diagonal_scatter(x, src, offset=0, axis1=0, axis2=1):
+    out = x.copy()
+    moved = np.moveaxis(out, (axis1, axis2), (-2, -1))
+    n1, n2 = moved.shape[-2:]
+    rows = np.arange(max(0, -offset), max(0, -offset) + src.shape[-1])
+    moved[..., rows, rows + offset] = src
+    return out
+
+
+_CUBE = _u((2, 3, 4), "rot")
+SPECS += [
+    _spec(
+        "ravel",
+        nb.ravel,
+        np.ravel,
+        [_c(_CUBE, label="3d"), _c(_u((), "ravel0"), label="0d"), _c(np.zeros((0, 2)), label="empty")],
+        covers=("reshape",),
+        torch_ref=lambda torch, x: torch.ravel(x),
+    ),
+    _spec(
+        "rot90",
+        nb.rot90,
+        lambda x, k=1, dims=(0, 1): np.rot90(x, k, dims).copy(),
+        [_c(_CUBE, label="k1"), _c(_CUBE, 2, label="k2"), _c(_CUBE, -1, (2, 1), label="k-1-dims21")]
+        + [_c(_CUBE, 3, (0, 2), label="k3"), _c(_CUBE, 4, label="k4"), _c(_u((3, 5), "rot2"), 5, label="2d-k5")],
+        covers=("flip", "permute"),
+        torch_ref=lambda torch, x, k=1, dims=(0, 1): torch.rot90(x, k, dims),
+    ),
+    _spec("fliplr", nb.fliplr, np.fliplr, [_c(_CUBE, label="3d"), _c(_u((3, 5), "lr"), label="2d")], covers=("flip",)),
+    _spec("flipud", nb.flipud, np.flipud, [_c(_CUBE, label="3d"), _c(_u((5,), "ud"), label="1d")], covers=("flip",)),
+    _spec(
+        "hsplit",
+        nb.hsplit,
+        np.hsplit,
+        [
+            _c(_u((2, 6), "hs"), 3, label="sections"),
+            _c(_CUBE, [1, 2], label="indices"),
+            _c(_u((6,), "hs1"), 2, label="1d"),
+        ],
+        covers=("split",),
+    ),
+    _spec(
+        "vsplit",
+        nb.vsplit,
+        np.vsplit,
+        [_c(_u((4, 3), "vs"), 2, label="sections"), _c(_CUBE, [1], label="indices")],
+        covers=("split",),
+    ),
+    _spec(
+        "dsplit",
+        nb.dsplit,
+        np.dsplit,
+        [_c(_CUBE, 2, label="sections"), _c(_CUBE, [3, 1], label="unordered-indices")],
+        covers=("split", "slice"),
+    ),
+    _spec(
+        "unfold",
+        nb.unfold,
+        _np_unfold,
+        [
+            _c(_CUBE, 2, 2, 1, label="last-dim"),
+            _c(_CUBE, 1, 2, 2, label="step2"),
+            _c(_CUBE, -1, 4, 3, label="whole"),
+            _c(_CUBE, 0, 1, 1, label="size1"),
+            _c(_u((7,), "unf"), 0, 3, 2, label="1d"),
+            _c(_CUBE, 2, 0, 1, label="size0"),
+            _c(_u((), "unf0"), 0, 1, 1, label="0d"),
+        ],
+        covers=("take", "take_transpose", "permute"),
+        torch_ref=lambda torch, x, d, size, step: x.unfold(d, size, step),
+    ),
+    _spec(
+        "diagonal_scatter",
+        nb.diagonal_scatter,
+        _np_diagonal_scatter,
+        [
+            _c(_u((3, 3), "ds"), _u((3,), "ds1"), label="square"),
+            _c(_u((3, 4), "ds"), _u((3,), "ds2"), 1, label="offset1"),
+            _c(_u((4, 3), "ds"), _u((2,), "ds3"), -2, label="offset-2"),
+            _c(_CUBE, _u((2, 3), "ds4"), 0, 2, 1, label="dims21"),
+            _c(_CUBE, _u((4, 2), "ds5"), 1, 0, 1, label="dims01-offset1"),
+        ],
+        covers=("where", "pad", "reshape", "permute"),
+        torch_ref=lambda torch, x, src, *a: torch.diagonal_scatter(x, src, *a),
+    ),
+]

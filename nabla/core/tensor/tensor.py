@@ -514,8 +514,32 @@ class Tensor(TorchMethods):
         if kind == "alias":  # `.data` and `detach()` bypass autodiff, as in PyTorch
             base._replace_impl(OPS.detach(self), what, autodiff=False)
         else:
-            base._replace_impl(_BASE_FROM[kind](base, self, arg), what)
+            autodiff = not (kind == "chain" and arg[0][0] == "alias")
+            base._replace_impl(_BASE_FROM[kind](base, self, arg), what, autodiff=autodiff)
         self._view = (base, base._impl, kind, arg)
+
+    def _restride(self, what: str, kind: str, arg: Any) -> Tensor:
+        """A shape-changing in-place op (`unsqueeze_`, `t_`, ...): self becomes the view `kind`
+        ("reshape" to shape `arg`, "permute" by `arg`) of its value. PyTorch changes only the
+        tensor's metadata, so a view stays a view of its base (writes still go through)."""
+        if self._impl.is_leaf and self._impl.requires_grad and is_grad_enabled():
+            raise RuntimeError(f"{what}: a leaf tensor that requires grad is used in an in-place operation")
+        self._sync_view()
+        new = _VIEW_OF[kind](self, arg)
+        if self._impl.is_leaf and self._impl.requires_grad:  # under no_grad: stays a leaf
+            new = OPS.detach(new)
+            new._impl.requires_grad = True
+        note_mutation(self)
+        self._impl = new._impl
+        if not new._impl.is_realized:
+            GRAPH.add_unrealized(self)
+        if self._impl.requires_grad:
+            self._impl.facade = weakref.ref(self)
+        view = getattr(self, "_view", None)
+        if view is not None:  # the chain of views from the base: reads and writes compose
+            base, seen, kind0, arg0 = view
+            self._view = (base, seen, "chain", (arg0 if kind0 == "chain" else ((kind0, arg0),)) + ((kind, arg),))
+        return self
 
     def _replace_impl(self, new: Tensor, what: str, autodiff: bool = True) -> Tensor:
         """In-place ops are functional updates: this facade now points at the new value (and
@@ -558,11 +582,11 @@ class Tensor(TorchMethods):
         return self
 
     # -- in-place arithmetic (functional updates under the hood, PyTorch names) ----------
-    def _in_place(self, what: str, op: Any, *args: Any) -> Tensor:
-        """`self = op(self, *args)` in place; a view first takes its base's current value. As in
-        PyTorch, a result of a higher category (bool < int < float) than self's is an error."""
+    def _in_place(self, what: str, op: Any, *args: Any, **kwargs: Any) -> Tensor:
+        """`self = op(self, *args, **kwargs)` in place; a view first takes its base's current value.
+        As in PyTorch, a result of a higher category (bool < int < float) than self's is an error."""
         self._sync_view()
-        new = op(self, *args)
+        new = op(self, *args, **kwargs)
         kind = [_dt.is_integer(d) + 2 * _dt.is_float(d) for d in (new.dtype, self.dtype)]
         if kind[0] > kind[1]:
             raise RuntimeError(
@@ -579,8 +603,8 @@ class Tensor(TorchMethods):
     def mul_(self, other: Any) -> Tensor:
         return self._in_place("mul_", OPS.mul, other)
 
-    def div_(self, other: Any) -> Tensor:
-        return self._in_place("div_", OPS.div, other)
+    def div_(self, other: Any, *, rounding_mode: str | None = None) -> Tensor:
+        return self._in_place("div_", OPS.div, other, rounding_mode=rounding_mode)
 
     def zero_(self) -> Tensor:
         return self._replace_impl(OPS.zeros_like(self), "zero_")
@@ -825,8 +849,13 @@ class Tensor(TorchMethods):
     def gather(self, dim: int, index: Tensor) -> Tensor:
         return OPS.gather(self, dim, index)
 
-    def scatter(self, dim: int, index: Tensor, src: Any) -> Tensor:
-        return OPS.scatter(self, dim, index, src)
+    def scatter(
+        self, dim: int, index: Tensor, src: Any = None, *, value: Any = None, reduce: str | None = None
+    ) -> Tensor:
+        """torch's scatter: `src` (a tensor) or `value=` (a number) at `index` along `dim`."""
+        if (src is None) == (value is None):
+            raise TypeError("scatter: pass exactly one of src and value")
+        return OPS.scatter(self, dim, index, value if src is None else src, reduce)
 
     def scatter_add(self, dim: int, index: Tensor, src: Tensor) -> Tensor:
         return OPS.scatter_add(self, dim, index, src)
@@ -953,7 +982,29 @@ _BASE_FROM = {
     "index": lambda base, view, index: OPS.setitem(base, index, view),
     "reshape": lambda base, view, _: OPS.reshape(view, base.shape),
     "permute": lambda base, view, perm: OPS.permute(view, tuple(int(i) for i in np.argsort(perm))),
+    "alias": lambda base, view, _: OPS.detach(view),
 }
+
+
+def _chain_view(base: Tensor, steps: tuple) -> Tensor:
+    """A view of a view (a view changed by `t_()`, `unsqueeze_()`): each step from the base."""
+    for kind, arg in steps:
+        base = _VIEW_OF[kind](base, arg)
+    return base
+
+
+def _chain_base(base: Tensor, view: Tensor, steps: tuple) -> Tensor:
+    """The base's new value from a chained view's: each step's write-through, from the last."""
+    values = [base]
+    for kind, arg in steps[:-1]:
+        values.append(_VIEW_OF[kind](values[-1], arg))
+    for (kind, arg), value in zip(reversed(steps), reversed(values), strict=True):
+        view = _BASE_FROM[kind](value, view, arg)
+    return view
+
+
+_VIEW_OF["chain"] = _chain_view
+_BASE_FROM["chain"] = _chain_base
 
 
 def _correction(correction: float, unbiased: bool | None) -> float:

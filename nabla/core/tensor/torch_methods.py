@@ -2,8 +2,11 @@
 convention (`x.t()`, `x.add(y, alpha=2)`, `x.new_zeros(3)`, `x.eq(y)`, `x.narrow(0, 1, 2)`):
 a mixin of `Tensor`, so code written for torch.Tensor runs unchanged. Each is a line or two over
 the op library (reached through the dispatch table) and Tensor's own methods, as are the
-elementwise methods (`x.exp()`, `x.maximum(y)`: the ops of the same name). Also torch's
-gradient-hook registration (`register_hook`), whose hooks the autograd engine runs.
+elementwise methods (`x.exp()`, `x.maximum(y)`: the ops of the same name). The in-place
+variants (`x.abs_()`, `x.eq_(y)`, `x.index_add_(...)`, `x.unsqueeze_(0)`, random fills such as
+`x.uniform_()`) go through Tensor's `_in_place` / `_restride` / `_replace_impl`: functional
+updates that views write through. Also torch's gradient-hook registration (`register_hook`),
+whose hooks the autograd engine runs.
 """
 
 from __future__ import annotations
@@ -485,6 +488,773 @@ class TorchMethods:
     def kron(self, other: Any) -> Tensor:
         return OPS.kron(self, other)
 
+    # -- more elementwise methods (torch's names for nabla's ops) -------------------------------------
+    def absolute(self) -> Tensor:
+        return OPS.abs(self)
+
+    def negative(self) -> Tensor:
+        return OPS.neg(self)
+
+    def positive(self) -> Tensor:
+        return OPS.positive(self)
+
+    def fix(self) -> Tensor:
+        return OPS.trunc(self)
+
+    def sgn(self) -> Tensor:
+        return OPS.sign(self)
+
+    def arccos(self) -> Tensor:
+        return OPS.acos(self)
+
+    def arcsin(self) -> Tensor:
+        return OPS.asin(self)
+
+    def arctan(self) -> Tensor:
+        return OPS.atan(self)
+
+    def asinh(self) -> Tensor:
+        return OPS.asinh(self)
+
+    def acosh(self) -> Tensor:
+        return OPS.acosh(self)
+
+    def atanh(self) -> Tensor:
+        return OPS.atanh(self)
+
+    arcsinh, arccosh, arctanh = asinh, acosh, atanh
+
+    def log10(self) -> Tensor:
+        return OPS.log10(self)
+
+    def exp2(self) -> Tensor:
+        return OPS.exp2(self)
+
+    def sinc(self) -> Tensor:
+        return OPS.sinc(self)
+
+    def deg2rad(self) -> Tensor:
+        return OPS.deg2rad(self)
+
+    def rad2deg(self) -> Tensor:
+        return OPS.rad2deg(self)
+
+    def erfc(self) -> Tensor:
+        return OPS.erfc(self)
+
+    def i0(self) -> Tensor:
+        return OPS.i0(self)
+
+    def logit(self, eps: float | None = None) -> Tensor:
+        return OPS.logit(self, eps)
+
+    def signbit(self) -> Tensor:
+        return OPS.signbit(self)
+
+    def isposinf(self) -> Tensor:
+        return OPS.isposinf(self)
+
+    def isneginf(self) -> Tensor:
+        return OPS.isneginf(self)
+
+    def isreal(self) -> Tensor:
+        return OPS.isreal(self)
+
+    def angle(self) -> Tensor:
+        """The argument of a real number: pi for negative values, else 0 (nan stays nan); float."""
+        x = self if _dt.is_float(self.dtype) else OPS.cast(self, _dt.DEFAULT_FLOAT)
+        return OPS.where(OPS.isnan(x), x, OPS.where(OPS.less(x, 0), math.pi, 0.0))
+
+    def hardshrink(self, lambd: float = 0.5) -> Tensor:
+        """self where |self| > lambd, else 0 (torch.nn.functional.hardshrink)."""
+        return OPS.where(OPS.greater(OPS.abs(self), lambd), self, 0.0)
+
+    def conj(self) -> Tensor:
+        """Self: nabla's tensors are real."""
+        return self
+
+    resolve_conj = resolve_neg = conj
+
+    def conj_physical(self) -> Tensor:
+        """A copy: nabla's tensors are real."""
+        return OPS.identity(self)
+
+    def is_conj(self) -> bool:
+        return False
+
+    def is_neg(self) -> bool:
+        return False
+
+    @property
+    def real(self) -> Tensor:
+        """Self: nabla's tensors are real."""
+        return self
+
+    def arctan2(self, other: Any) -> Tensor:
+        return OPS.atan2(self, other)
+
+    def logaddexp(self, other: Any) -> Tensor:
+        return OPS.logaddexp(self, other)
+
+    def logaddexp2(self, other: Any) -> Tensor:
+        return OPS.logaddexp2(self, other)
+
+    def hypot(self, other: Any) -> Tensor:
+        return OPS.hypot(self, other)
+
+    def copysign(self, other: Any) -> Tensor:
+        return OPS.copysign(self, other)
+
+    def heaviside(self, values: Any) -> Tensor:
+        return OPS.heaviside(self, values)
+
+    def xlogy(self, other: Any) -> Tensor:
+        return OPS.xlogy(self, other)
+
+    def fmax(self, other: Any) -> Tensor:
+        return OPS.fmax(self, other)
+
+    def fmin(self, other: Any) -> Tensor:
+        return OPS.fmin(self, other)
+
+    def float_power(self, exponent: Any) -> Tensor:
+        return OPS.float_power(self, exponent)
+
+    def isclose(self, other: Any, rtol: float = 1e-5, atol: float = 1e-8, equal_nan: bool = False) -> Tensor:
+        return OPS.isclose(self, other, rtol, atol, equal_nan)
+
+    def gcd(self, other: Any) -> Tensor:
+        return OPS.gcd(self, other)
+
+    def lcm(self, other: Any) -> Tensor:
+        return OPS.lcm(self, other)
+
+    def ldexp(self, other: Any) -> Tensor:
+        return OPS.ldexp(self, other)
+
+    def addcmul(self, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Tensor:
+        return OPS.addcmul(self, tensor1, tensor2, value)
+
+    def addcdiv(self, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Tensor:
+        return OPS.addcdiv(self, tensor1, tensor2, value)
+
+    def bitwise_and(self, other: Any) -> Tensor:
+        return OPS.bitwise_and(self, other)
+
+    def bitwise_or(self, other: Any) -> Tensor:
+        return OPS.bitwise_or(self, other)
+
+    def bitwise_xor(self, other: Any) -> Tensor:
+        return OPS.bitwise_xor(self, other)
+
+    def bitwise_not(self) -> Tensor:
+        return OPS.bitwise_not(self)
+
+    # -- more reductions and statistics ----------------------------------------------------------------
+    def nansum(self, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+        return OPS.nansum(self if dtype is None else OPS.cast(self, dtype), all_if_empty(dim), keepdim)
+
+    def nanmean(self, dim: Any = None, keepdim: bool = False) -> Tensor:
+        return OPS.nanmean(self, all_if_empty(dim), keepdim)
+
+    def aminmax(self, *, dim: int | None = None, keepdim: bool = False) -> Any:
+        """(min, max) over `dim` (every element when None), as torch.aminmax."""
+        return OPS.aminmax(self, dim, keepdim)
+
+    def logcumsumexp(self, dim: int) -> Tensor:
+        return OPS.logcumsumexp(self, dim)
+
+    def renorm(self, p: float, dim: int, maxnorm: float) -> Tensor:
+        return OPS.renorm(self, p, dim, maxnorm)
+
+    def msort(self) -> Tensor:
+        return OPS.msort(self)
+
+    def nanmedian(self, dim: int | None = None, keepdim: bool = False) -> Any:
+        """The lower median ignoring nan: of every element, or (values, indices) along `dim`."""
+        return OPS.nanmedian(self, dim, keepdim)
+
+    def quantile(
+        self, q: Any, dim: int | None = None, keepdim: bool = False, *, interpolation: str = "linear"
+    ) -> Tensor:
+        return OPS.quantile(self, q, dim, keepdim, interpolation=interpolation)
+
+    def nanquantile(
+        self, q: Any, dim: int | None = None, keepdim: bool = False, *, interpolation: str = "linear"
+    ) -> Tensor:
+        return OPS.nanquantile(self, q, dim, keepdim, interpolation=interpolation)
+
+    def mode(self, dim: int = -1, keepdim: bool = False) -> Any:
+        """(values, indices): the most frequent value along `dim` and its last index."""
+        return OPS.mode(self, dim, keepdim)
+
+    def histc(self, bins: int = 100, min: float = 0, max: float = 0) -> Tensor:  # noqa: A002
+        return OPS.histc(self, bins, min, max)
+
+    def bincount(self, weights: Any = None, minlength: int = 0) -> Tensor:
+        return OPS.bincount(self, weights, minlength)
+
+    def cov(self, *, correction: int = 1, fweights: Any = None, aweights: Any = None) -> Tensor:
+        return OPS.cov(self, correction=correction, fweights=fweights, aweights=aweights)
+
+    def corrcoef(self) -> Tensor:
+        return OPS.corrcoef(self)
+
+    def argwhere(self) -> Tensor:
+        """Indices of the non-zero entries, (count, ndim) int64 (computes the values)."""
+        return self.nonzero()
+
+    # -- more shapes and views -------------------------------------------------------------------------
+    def ravel(self) -> Tensor:
+        return self.reshape(-1)
+
+    def rot90(self, k: int = 1, dims: Any = (0, 1)) -> Tensor:
+        return OPS.rot90(self, k, dims)
+
+    def fliplr(self) -> Tensor:
+        return OPS.fliplr(self)
+
+    def flipud(self) -> Tensor:
+        return OPS.flipud(self)
+
+    def hsplit(self, indices_or_sections: Any) -> tuple:
+        return OPS.hsplit(self, indices_or_sections)
+
+    def vsplit(self, indices_or_sections: Any) -> tuple:
+        return OPS.vsplit(self, indices_or_sections)
+
+    def dsplit(self, indices_or_sections: Any) -> tuple:
+        return OPS.dsplit(self, indices_or_sections)
+
+    def unfold(self, dimension: int, size: int, step: int) -> Tensor:
+        """The windows of `size` entries every `step` along `dimension`, in a new last dim."""
+        return OPS.unfold(self, dimension, size, step)
+
+    def split_with_sizes(self, split_sizes: Any, dim: int = 0) -> tuple:
+        return self.split(list(split_sizes), dim)
+
+    def unsafe_split(self, split_size: Any, dim: int = 0) -> tuple:
+        return self.split(split_size, dim)
+
+    def unsafe_chunk(self, chunks: int, dim: int = 0) -> tuple:
+        return self.chunk(chunks, dim)
+
+    unsafe_split_with_sizes = split_with_sizes
+
+    def narrow_copy(self, dim: int, start: int, length: int) -> Tensor:
+        """`narrow`, as a new tensor (not a view)."""
+        return OPS.identity(self.narrow(dim, start, length))
+
+    def sum_to_size(self, *size: Any) -> Tensor:
+        """Sum the dims that broadcasting `size` to self's shape expanded (the reverse of `expand`)."""
+        size = tuple(size[0]) if len(size) == 1 and isinstance(size[0], tuple | list) else tuple(size)
+        lead = self.ndim - len(size)
+        if lead < 0 or any(s not in (1, n) for s, n in zip(size, self.shape[lead:], strict=True)):
+            raise RuntimeError(f"sum_to_size: size {list(size)} is not expandable to size {list(self.shape)}")
+        out = self.sum(tuple(range(lead))) if lead else self
+        dims = tuple(i for i, (s, n) in enumerate(zip(size, out.shape, strict=True)) if s == 1 and n != 1)
+        return out.sum(dims, keepdim=True) if dims else out
+
+    @property
+    def H(self) -> Tensor:  # noqa: N802
+        """The (conjugate) transpose of a 2-D tensor."""
+        if self.ndim != 2:
+            raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors), got shape {self.shape}")
+        return self.transpose(0, 1)
+
+    @property
+    def mH(self) -> Tensor:  # noqa: N802
+        return self.transpose(-2, -1)
+
+    def adjoint(self) -> Tensor:
+        """The (conjugate) transpose of the last two dims."""
+        return self.transpose(-2, -1)
+
+    # -- more indexing -----------------------------------------------------------------------------------
+    def take(self, index: Any) -> Tensor:
+        """Entries of the flattened tensor at `index` (negative from the end), of index's shape."""
+        return OPS.take(self, index)
+
+    def put(self, index: Any, source: Any, accumulate: bool = False) -> Tensor:
+        """A copy of self with `source` written (added, with `accumulate`) at the flat `index`."""
+        n = builtins.max(self.numel(), 1)
+        flat_index = OPS.remainder(OPS.reshape(_as_tensor(index), (-1,)), n)  # negatives from the end
+        flat_source = OPS.reshape(OPS.cast(_as_tensor(source), self.dtype), (-1,))
+        scatter = OPS.scatter_add if accumulate else OPS.scatter
+        return OPS.reshape(scatter(OPS.reshape(self, (-1,)), 0, flat_index, flat_source), self.shape)
+
+    def index_put(self, indices: Any, values: Any, accumulate: bool = False) -> Tensor:
+        """A copy of self with `self[indices] = values` (added, with `accumulate`)."""
+        index = tuple(indices)
+        return OPS.at(self)[index].add(values) if accumulate else OPS.setitem(self, index, values)
+
+    def index_add(self, dim: int, index: Any, source: Any, *, alpha: Any = 1) -> Tensor:
+        return OPS.index_add(self, dim, index, source, alpha=alpha)
+
+    def index_copy(self, dim: int, index: Any, source: Any) -> Tensor:
+        return OPS.index_copy(self, dim, index, source)
+
+    def index_fill(self, dim: int, index: Any, value: Any) -> Tensor:
+        return OPS.index_fill(self, dim, index, value)
+
+    def scatter_reduce(self, dim: int, index: Any, src: Any, reduce: str, *, include_self: bool = True) -> Tensor:
+        return OPS.scatter_reduce(self, dim, index, src, reduce, include_self=include_self)
+
+    def masked_scatter(self, mask: Any, source: Any) -> Tensor:
+        return OPS.masked_scatter(self, mask, source)
+
+    def select_scatter(self, src: Any, dim: int, index: int) -> Tensor:
+        return OPS.select_scatter(self, src, dim, index)
+
+    def slice_scatter(
+        self, src: Any, dim: int = 0, start: int | None = None, end: int | None = None, step: int = 1
+    ) -> Tensor:
+        return OPS.slice_scatter(self, src, dim, start, end, step)
+
+    def diagonal_scatter(self, src: Any, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+        return OPS.diagonal_scatter(self, src, offset, dim1, dim2)
+
+    # -- random draws shaped like this tensor ------------------------------------------------------------
+    def bernoulli(self, p: float | None = None) -> Tensor:
+        """0/1 draws: with probabilities self (torch's `input.bernoulli()`), or `p` for every entry."""
+        if p is None:
+            return OPS.bernoulli(self)
+        return OPS.cast(OPS.bernoulli(float(p), self.shape), self.dtype)
+
+    # -- dtype conversions and metadata ----------------------------------------------------------------
+    def bfloat16(self) -> Tensor:
+        return OPS.cast(self, _dt.bfloat16)
+
+    def byte(self) -> Tensor:
+        """uint8 is not a nabla dtype: raises TypeError naming the supported ones."""
+        return OPS.cast(self, _dt.DType.uint8)
+
+    def char(self) -> Tensor:
+        """int8 is not a nabla dtype: raises TypeError naming the supported ones."""
+        return OPS.cast(self, _dt.DType.int8)
+
+    def short(self) -> Tensor:
+        """int16 is not a nabla dtype: raises TypeError naming the supported ones."""
+        return OPS.cast(self, _dt.DType.int16)
+
+    def is_signed(self) -> bool:
+        """Whether the dtype can hold negative values (all but bool)."""
+        return self.dtype != _dt.bool_ and self.dtype != _dt.uint64
+
+    def is_same_size(self, other: Any) -> bool:
+        return tuple(self.shape) == tuple(other.shape)
+
+    def is_nonzero(self) -> bool:
+        """The truth value of a one-element tensor (computes it)."""
+        if self.numel() != 1:
+            raise RuntimeError(f"Boolean value of Tensor with {self.numel()} elements is ambiguous")
+        return builtins.bool(self.item())
+
+    @property
+    def is_cpu(self) -> bool:
+        return not self.device.is_accelerator
+
+    def get_device(self) -> int:
+        """The accelerator's index, or -1 on the CPU (PyTorch's convention)."""
+        return self.device.index if self.device.is_accelerator else -1
+
+    @property
+    def itemsize(self) -> int:
+        """Bytes per element."""
+        return self.dtype.size_in_bytes
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of all elements."""
+        return self.numel() * self.dtype.size_in_bytes
+
+    # -- in-place variants: `self = op(self, ...)`, through `_in_place` (views write through; a
+    # result of a higher dtype category than self's is an error; others are cast to self's dtype,
+    # so `x.eq_(y)` writes 1.0 / 0.0 into a float x, as PyTorch) ------------------------------------
+    def abs_(self) -> Tensor:
+        return self._in_place("abs_", OPS.abs)
+
+    absolute_ = abs_
+
+    def neg_(self) -> Tensor:
+        return self._in_place("neg_", OPS.neg)
+
+    negative_ = neg_
+
+    def sign_(self) -> Tensor:
+        return self._in_place("sign_", OPS.sign)
+
+    sgn_ = sign_
+
+    def floor_(self) -> Tensor:
+        return self._in_place("floor_", OPS.floor)
+
+    def ceil_(self) -> Tensor:
+        return self._in_place("ceil_", OPS.ceil)
+
+    def trunc_(self) -> Tensor:
+        return self._in_place("trunc_", OPS.trunc)
+
+    fix_ = trunc_
+
+    def round_(self, decimals: int = 0) -> Tensor:
+        return self._in_place("round_", OPS.round, decimals)
+
+    def frac_(self) -> Tensor:
+        return self._in_place("frac_", TorchMethods.frac)
+
+    def exp_(self) -> Tensor:
+        return self._in_place("exp_", OPS.exp)
+
+    def exp2_(self) -> Tensor:
+        return self._in_place("exp2_", OPS.exp2)
+
+    def expm1_(self) -> Tensor:
+        return self._in_place("expm1_", OPS.expm1)
+
+    def log_(self) -> Tensor:
+        return self._in_place("log_", OPS.log)
+
+    def log2_(self) -> Tensor:
+        return self._in_place("log2_", OPS.log2)
+
+    def log10_(self) -> Tensor:
+        return self._in_place("log10_", OPS.log10)
+
+    def log1p_(self) -> Tensor:
+        return self._in_place("log1p_", OPS.log1p)
+
+    def sqrt_(self) -> Tensor:
+        return self._in_place("sqrt_", OPS.sqrt)
+
+    def rsqrt_(self) -> Tensor:
+        return self._in_place("rsqrt_", OPS.rsqrt)
+
+    def square_(self) -> Tensor:
+        return self._in_place("square_", OPS.square)
+
+    def reciprocal_(self) -> Tensor:
+        return self._in_place("reciprocal_", OPS.reciprocal)
+
+    def sin_(self) -> Tensor:
+        return self._in_place("sin_", OPS.sin)
+
+    def cos_(self) -> Tensor:
+        return self._in_place("cos_", OPS.cos)
+
+    def tan_(self) -> Tensor:
+        return self._in_place("tan_", OPS.tan)
+
+    def sinh_(self) -> Tensor:
+        return self._in_place("sinh_", OPS.sinh)
+
+    def cosh_(self) -> Tensor:
+        return self._in_place("cosh_", OPS.cosh)
+
+    def tanh_(self) -> Tensor:
+        return self._in_place("tanh_", OPS.tanh)
+
+    def asin_(self) -> Tensor:
+        return self._in_place("asin_", OPS.asin)
+
+    def acos_(self) -> Tensor:
+        return self._in_place("acos_", OPS.acos)
+
+    def atan_(self) -> Tensor:
+        return self._in_place("atan_", OPS.atan)
+
+    arcsin_, arccos_, arctan_ = asin_, acos_, atan_
+
+    def asinh_(self) -> Tensor:
+        return self._in_place("asinh_", OPS.asinh)
+
+    def acosh_(self) -> Tensor:
+        return self._in_place("acosh_", OPS.acosh)
+
+    def atanh_(self) -> Tensor:
+        return self._in_place("atanh_", OPS.atanh)
+
+    arcsinh_, arccosh_, arctanh_ = asinh_, acosh_, atanh_
+
+    def sigmoid_(self) -> Tensor:
+        return self._in_place("sigmoid_", OPS.sigmoid)
+
+    def relu_(self) -> Tensor:
+        return self._in_place("relu_", OPS.relu)
+
+    def erf_(self) -> Tensor:
+        return self._in_place("erf_", OPS.erf)
+
+    def erfc_(self) -> Tensor:
+        return self._in_place("erfc_", OPS.erfc)
+
+    def sinc_(self) -> Tensor:
+        return self._in_place("sinc_", OPS.sinc)
+
+    def deg2rad_(self) -> Tensor:
+        return self._in_place("deg2rad_", OPS.deg2rad)
+
+    def rad2deg_(self) -> Tensor:
+        return self._in_place("rad2deg_", OPS.rad2deg)
+
+    def i0_(self) -> Tensor:
+        return self._in_place("i0_", OPS.i0)
+
+    def logit_(self, eps: float | None = None) -> Tensor:
+        return self._in_place("logit_", OPS.logit, eps)
+
+    def nan_to_num_(self, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Tensor:
+        return self._in_place("nan_to_num_", OPS.nan_to_num, nan, posinf, neginf)
+
+    def clamp_min_(self, min: Any) -> Tensor:  # noqa: A002
+        return self._in_place("clamp_min_", OPS.clamp, min, None)
+
+    def clamp_max_(self, max: Any) -> Tensor:  # noqa: A002
+        return self._in_place("clamp_max_", OPS.clamp, None, max)
+
+    def clip_(self, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
+        return self._in_place("clip_", OPS.clamp, min, max)
+
+    def logical_not_(self) -> Tensor:
+        return self._in_place("logical_not_", OPS.logical_not)
+
+    def bitwise_not_(self) -> Tensor:
+        return self._in_place("bitwise_not_", OPS.bitwise_not)
+
+    def pow_(self, exponent: Any) -> Tensor:
+        return self._in_place("pow_", OPS.pow, exponent)
+
+    def float_power_(self, exponent: Any) -> Tensor:
+        """In place: self ** exponent in float64, so self must be float64 (as PyTorch)."""
+        if self.dtype != _dt.float64:
+            raise RuntimeError(
+                f"float_power_: the base has dtype {self.dtype.name} but the operation's result requires dtype float64"
+            )
+        return self._in_place("float_power_", OPS.float_power, exponent)
+
+    def remainder_(self, other: Any) -> Tensor:
+        return self._in_place("remainder_", OPS.remainder, other)
+
+    def fmod_(self, other: Any) -> Tensor:
+        return self._in_place("fmod_", OPS.fmod, other)
+
+    def floor_divide_(self, other: Any) -> Tensor:
+        return self._in_place("floor_divide_", OPS.floor_divide, other)
+
+    def true_divide_(self, other: Any) -> Tensor:
+        return self._in_place("true_divide_", OPS.div, other)
+
+    def divide_(self, other: Any, *, rounding_mode: str | None = None) -> Tensor:
+        return self.div_(other, rounding_mode=rounding_mode)
+
+    def multiply_(self, other: Any) -> Tensor:
+        return self.mul_(other)
+
+    def subtract_(self, other: Any, *, alpha: Any = 1) -> Tensor:
+        return self.sub_(other, alpha=alpha)
+
+    def atan2_(self, other: Any) -> Tensor:
+        return self._in_place("atan2_", OPS.atan2, other)
+
+    arctan2_ = atan2_
+
+    def hypot_(self, other: Any) -> Tensor:
+        return self._in_place("hypot_", OPS.hypot, other)
+
+    def copysign_(self, other: Any) -> Tensor:
+        return self._in_place("copysign_", OPS.copysign, other)
+
+    def heaviside_(self, values: Any) -> Tensor:
+        return self._in_place("heaviside_", OPS.heaviside, values)
+
+    def xlogy_(self, other: Any) -> Tensor:
+        return self._in_place("xlogy_", OPS.xlogy, other)
+
+    def ldexp_(self, other: Any) -> Tensor:
+        return self._in_place("ldexp_", OPS.ldexp, other)
+
+    def gcd_(self, other: Any) -> Tensor:
+        return self._in_place("gcd_", OPS.gcd, other)
+
+    def lcm_(self, other: Any) -> Tensor:
+        return self._in_place("lcm_", OPS.lcm, other)
+
+    def lerp_(self, end: Any, weight: Any) -> Tensor:
+        return self._in_place("lerp_", TorchMethods.lerp, end, weight)
+
+    def addcmul_(self, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Tensor:
+        return self._in_place("addcmul_", OPS.addcmul, tensor1, tensor2, value)
+
+    def addcdiv_(self, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Tensor:
+        return self._in_place("addcdiv_", OPS.addcdiv, tensor1, tensor2, value)
+
+    def eq_(self, other: Any) -> Tensor:
+        return self._in_place("eq_", OPS.equal, other)
+
+    def ne_(self, other: Any) -> Tensor:
+        return self._in_place("ne_", OPS.not_equal, other)
+
+    def lt_(self, other: Any) -> Tensor:
+        return self._in_place("lt_", OPS.less, other)
+
+    def le_(self, other: Any) -> Tensor:
+        return self._in_place("le_", OPS.less_equal, other)
+
+    def gt_(self, other: Any) -> Tensor:
+        return self._in_place("gt_", OPS.greater, other)
+
+    def ge_(self, other: Any) -> Tensor:
+        return self._in_place("ge_", OPS.greater_equal, other)
+
+    not_equal_, less_, less_equal_, greater_, greater_equal_ = ne_, lt_, le_, gt_, ge_
+
+    def logical_and_(self, other: Any) -> Tensor:
+        return self._in_place("logical_and_", OPS.logical_and, other)
+
+    def logical_or_(self, other: Any) -> Tensor:
+        return self._in_place("logical_or_", OPS.logical_or, other)
+
+    def logical_xor_(self, other: Any) -> Tensor:
+        return self._in_place("logical_xor_", OPS.logical_xor, other)
+
+    def bitwise_and_(self, other: Any) -> Tensor:
+        return self._in_place("bitwise_and_", OPS.bitwise_and, other)
+
+    def bitwise_or_(self, other: Any) -> Tensor:
+        return self._in_place("bitwise_or_", OPS.bitwise_or, other)
+
+    def bitwise_xor_(self, other: Any) -> Tensor:
+        return self._in_place("bitwise_xor_", OPS.bitwise_xor, other)
+
+    def cumsum_(self, dim: int) -> Tensor:
+        return self._in_place("cumsum_", OPS.cumsum, dim)
+
+    def cumprod_(self, dim: int) -> Tensor:
+        return self._in_place("cumprod_", OPS.cumprod, dim)
+
+    def tril_(self, diagonal: int = 0) -> Tensor:
+        return self._in_place("tril_", OPS.tril, diagonal)
+
+    def triu_(self, diagonal: int = 0) -> Tensor:
+        return self._in_place("triu_", OPS.triu, diagonal)
+
+    def renorm_(self, p: float, dim: int, maxnorm: float) -> Tensor:
+        return self._in_place("renorm_", OPS.renorm, p, dim, maxnorm)
+
+    def scatter_(
+        self, dim: int, index: Any, src: Any = None, *, value: Any = None, reduce: str | None = None
+    ) -> Tensor:
+        return self._in_place("scatter_", OPS.scatter, dim, index, _src_or_value(src, value, "scatter_"), reduce)
+
+    def scatter_add_(self, dim: int, index: Any, src: Any) -> Tensor:
+        return self._in_place("scatter_add_", OPS.scatter_add, dim, index, src)
+
+    def scatter_reduce_(self, dim: int, index: Any, src: Any, reduce: str, *, include_self: bool = True) -> Tensor:
+        return self._in_place("scatter_reduce_", OPS.scatter_reduce, dim, index, src, reduce, include_self=include_self)
+
+    def index_add_(self, dim: int, index: Any, source: Any, *, alpha: Any = 1) -> Tensor:
+        return self._in_place("index_add_", OPS.index_add, dim, index, source, alpha=alpha)
+
+    def index_copy_(self, dim: int, index: Any, source: Any) -> Tensor:
+        return self._in_place("index_copy_", OPS.index_copy, dim, index, source)
+
+    def index_fill_(self, dim: int, index: Any, value: Any) -> Tensor:
+        return self._in_place("index_fill_", OPS.index_fill, dim, index, value)
+
+    def index_put_(self, indices: Any, values: Any, accumulate: bool = False) -> Tensor:
+        return self._in_place("index_put_", TorchMethods.index_put, indices, values, accumulate)
+
+    def put_(self, index: Any, source: Any, accumulate: bool = False) -> Tensor:
+        return self._in_place("put_", TorchMethods.put, index, source, accumulate)
+
+    def masked_scatter_(self, mask: Any, source: Any) -> Tensor:
+        return self._in_place("masked_scatter_", OPS.masked_scatter, mask, source)
+
+    def fill_diagonal_(self, fill_value: Any, wrap: bool = False) -> Tensor:
+        """Fill the main diagonal (every index equal) with `fill_value`; a tall 2-D matrix's
+        diagonal restarts below each square block with `wrap`, as PyTorch's."""
+        if self.ndim < 2 or (self.ndim > 2 and len(set(self.shape)) != 1):
+            raise RuntimeError(f"fill_diagonal_: dimensions must be >= 2 and all of one length, got {self.shape}")
+        mask = np.zeros(self.numel(), bool)
+        stride = builtins.sum(math.prod(self.shape[d + 1 :]) for d in range(self.ndim))  # (i, i, ..., i)
+        mask[0 : self.numel() if wrap and self.ndim == 2 else builtins.min(self.shape) * stride : stride] = True
+        return self._in_place("fill_diagonal_", OPS.masked_fill, OPS.tensor(mask.reshape(self.shape)), fill_value)
+
+    # shape-changing in-place ops: self becomes a view of its old value (PyTorch changes only the
+    # view's metadata; storage, and a view's base, stay as they are)
+    def squeeze_(self, dim: Any = None) -> Tensor:
+        return self._restride("squeeze_", "reshape", OPS.squeeze(self, dim).shape)
+
+    def unsqueeze_(self, dim: int) -> Tensor:
+        return self._restride("unsqueeze_", "reshape", OPS.unsqueeze(self, dim).shape)
+
+    def t_(self) -> Tensor:
+        if self.ndim > 2:
+            raise ValueError(f"t_() expects a tensor with <= 2 dimensions, got shape {self.shape}")
+        return self if self.ndim < 2 else self.transpose_(0, 1)
+
+    def transpose_(self, dim0: int, dim1: int) -> Tensor:
+        perm = list(range(self.ndim))
+        a, b = dim0 % builtins.max(self.ndim, 1), dim1 % builtins.max(self.ndim, 1)
+        if self.ndim:
+            perm[a], perm[b] = perm[b], perm[a]
+        return self._restride("transpose_", "permute", tuple(perm))
+
+    swapaxes_ = swapdims_ = transpose_
+
+    def detach_(self) -> Tensor:
+        """Cut this tensor from autodiff in place: it becomes a leaf that does not require grad."""
+        if self._is_view():
+            raise RuntimeError("detach_: can't detach views in-place; use detach() instead")
+        self._install(OPS.detach(self)._impl)
+        self._impl.requires_grad = False
+        self._impl.facade = None
+        return self
+
+    # random fills (outside autodiff: a leaf that requires grad keeps doing so, under no_grad)
+    def uniform_(self, a: float = 0.0, b: float = 1.0) -> Tensor:
+        return self._replace_impl(OPS.uniform(self.shape, a, b, dtype=self.dtype), "uniform_")
+
+    def normal_(self, mean: float = 0.0, std: float = 1.0) -> Tensor:
+        return self._replace_impl(OPS.normal(self.shape, mean, std, dtype=self.dtype), "normal_")
+
+    def bernoulli_(self, p: Any = 0.5) -> Tensor:
+        """0/1 draws, 1 with probability `p` (a number, or a tensor broadcast to self's shape)."""
+        if hasattr(p, "_impl"):
+            draw = OPS.bernoulli(OPS.broadcast_to(OPS.cast(p, _dt.float32), self.shape))
+        else:
+            draw = OPS.bernoulli(float(p), self.shape)
+        return self._replace_impl(OPS.cast(draw, self.dtype), "bernoulli_")
+
+    def exponential_(self, lambd: float = 1.0) -> Tensor:
+        u = OPS.uniform(self.shape, 0.0, 1.0, dtype=self.dtype)
+        return self._replace_impl(OPS.div(OPS.neg(OPS.log1p(OPS.neg(u))), lambd), "exponential_")
+
+    def geometric_(self, p: float) -> Tensor:
+        """The number of Bernoulli(p) trials up to the first success (1, 2, ...)."""
+        u = OPS.uniform(self.shape, 0.0, 1.0, dtype=_dt.float64)
+        k = OPS.ceil(OPS.div(OPS.log1p(OPS.neg(u)), math.log1p(-p)))
+        return self._replace_impl(OPS.cast(OPS.maximum(k, 1.0), self.dtype), "geometric_")
+
+    def log_normal_(self, mean: float = 1.0, std: float = 2.0) -> Tensor:
+        return self._replace_impl(OPS.exp(OPS.normal(self.shape, mean, std, dtype=self.dtype)), "log_normal_")
+
+    def cauchy_(self, median: float = 0.0, sigma: float = 1.0) -> Tensor:
+        u = OPS.uniform(self.shape, 0.0, 1.0, dtype=self.dtype)
+        return self._replace_impl(
+            OPS.add(OPS.mul(OPS.tan(OPS.mul(OPS.sub(u, 0.5), math.pi)), sigma), median), "cauchy_"
+        )
+
+    def random_(self, from_: int = 0, to: int | None = None) -> Tensor:
+        """Uniform integers in [from_, to) (`random_(to)`: [0, to); no bound: [0, the dtype's
+        largest exactly representable integer])."""
+        low, high = (0, from_) if to is None and from_ != 0 else (from_, to)
+        if high is None:
+            high = {_dt.float16: 2**11, _dt.bfloat16: 2**8, _dt.float32: 2**24, _dt.float64: 2**53}.get(
+                self.dtype, 2**31 - 1 if self.dtype == _dt.int32 else 2**53
+            ) + 1
+        return self._replace_impl(OPS.randint(int(low), int(high), self.shape, dtype=self.dtype), "random_")
+
 
 def all_if_empty(dim: Any) -> Any:
     """PyTorch's dim=() or dim=[] reduces every dim (None); NumPy's axis=() reduces none."""
@@ -514,3 +1284,14 @@ def _slot(t: Any, name: str) -> dict:
         hooks = {}
         setattr(t, name, hooks)
     return hooks
+
+
+def _as_tensor(value: Any) -> Any:
+    return value if hasattr(value, "_impl") else OPS.tensor(value)
+
+
+def _src_or_value(src: Any, value: Any, what: str) -> Any:
+    """scatter's `src` (a tensor) or `value=` (a number): exactly one."""
+    if (src is None) == (value is None):
+        raise TypeError(f"{what}: pass exactly one of src and value")
+    return value if src is None else src
