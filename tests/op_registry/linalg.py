@@ -1,4 +1,5 @@
-"""Registry entries for nabla.ops.linalg: matmul, linear, dot, outer, tensordot, einsum, cross, kron."""
+"""Registry entries for nabla.ops.linalg (matmul, linear, dot, outer, tensordot, einsum, cross, kron) and
+nabla.ops.linalg_matrix (matrix_exp, householder_product, geqrf, qr, solve, inv: composites)."""
 
 from __future__ import annotations
 
@@ -136,6 +137,145 @@ KRON_SAMPLES = [
 ]
 
 
+# -- linalg_matrix: NumPy references written out (NumPy has no expm, orgqr or batched raw QR) ----------
+def _per_matrix(fn, *arrays: np.ndarray, nout: int = 1):
+    """fn applied to each matrix of a batch (the leading dims of the first array)."""
+    batch = arrays[0].shape[:-2]
+    outs = [fn(*(a[idx] for a in arrays)) for idx in np.ndindex(*batch)]
+    if nout == 1:
+        return np.stack(outs).reshape(batch + outs[0].shape)
+    return tuple(np.stack([o[k] for o in outs]).reshape(batch + outs[0][k].shape) for k in range(nout))
+
+
+def _np_expm(a: np.ndarray) -> np.ndarray:
+    """exp(a) in float64: scaled to 1-norm <= 1/16, a degree-24 Taylor sum, then squared back."""
+
+    def one(x):
+        s = max(0, int(np.ceil(np.log2(max(np.abs(x).sum(axis=0).max(), 1e-300))))) + 4
+        b, term, out = x / 2.0**s, np.eye(len(x)), np.eye(len(x))
+        for i in range(1, 25):
+            term = term @ b / i
+            out = out + term
+        for _ in range(s):
+            out = out @ out
+        return out
+
+    return _per_matrix(one, a.astype(np.float64)).astype(a.dtype)
+
+
+def _np_householder_product(a: np.ndarray, tau: np.ndarray) -> np.ndarray:
+    def one(x, t):
+        m, n = x.shape
+        q = np.eye(m)
+        for i in range(len(t)):
+            v = np.concatenate([np.zeros(i), [1.0], x[i + 1 :, i]])
+            q = q @ (np.eye(m) - t[i] * np.outer(v, v))
+        return q[:, :n]
+
+    return _per_matrix(one, a.astype(np.float64), tau.astype(np.float64)).astype(a.dtype)
+
+
+def _np_geqrf(a: np.ndarray) -> tuple:
+    def one(x):
+        h, tau = np.linalg.qr(x, mode="raw")  # LAPACK's geqrf, h transposed
+        return h.T, tau
+
+    out = _per_matrix(one, a.astype(np.float64), nout=2)
+    return tuple(o.astype(a.dtype) for o in out)
+
+
+def _np_qr(a: np.ndarray, mode: str = "reduced") -> tuple:
+    if mode == "r":
+        return np.zeros((0,), a.dtype), np.linalg.qr(a.astype(np.float64), mode="r").astype(a.dtype)
+    q, r = np.linalg.qr(a.astype(np.float64), mode=mode)
+    return q.astype(a.dtype), r.astype(a.dtype)
+
+
+def _np_solve(a: np.ndarray, b: np.ndarray, left: bool = True) -> np.ndarray:
+    dtype = np.promote_types(a.dtype, b.dtype)
+    a, b = a.astype(np.float64), b.astype(np.float64)
+    if left and (b.ndim == 1 or (b.ndim == a.ndim - 1 and b.shape == a.shape[:-1])):  # torch's vector rule
+        return np.linalg.solve(a, b[..., None])[..., 0].astype(dtype)
+    if not left:
+        return np.swapaxes(np.linalg.solve(np.swapaxes(a, -1, -2), np.swapaxes(b, -1, -2)), -1, -2).astype(dtype)
+    return np.linalg.solve(a, b).astype(dtype)
+
+
+def _dominant(seed: str, shape: tuple) -> np.ndarray:
+    """A well-conditioned square matrix (or batch): uniform entries plus 4 on the diagonal."""
+    return uniform(shape, seed=seed) + 4.0 * np.eye(shape[-1])
+
+
+# Pivoting needed: small diagonal entries, the largest entry of each column off the diagonal.
+_PIVOT = np.array([[0.05, 2.0, 1.0, 0.3], [1.0, 0.1, 3.0, -0.5], [3.0, 1.0, 0.02, 0.4], [0.2, -1.0, 0.7, 0.01]])
+
+MATRIX_EXP_SAMPLES = [
+    Sample(_arrays("mexp1", (3, 3)), label="(3,3)"),
+    Sample(_arrays("mexp2", (2, 4, 4)), label="batched"),
+    Sample((uniform((4, 4), seed="mexp3") * 4.0,), label="norm-16"),  # a few squarings
+    Sample((uniform((3, 3), seed="mexp4") * 0.01,), label="small"),  # none
+    Sample((np.diag([1.0, -2.0, 0.5]),), label="diagonal"),
+    Sample(_arrays("mexp5", (1, 1)), label="(1,1)"),
+    Sample((uniform((3, 3), seed="mexp6") * 3.0,), {"max_squarings": 4}, label="max_squarings=4"),
+]
+HOUSEHOLDER_SAMPLES = [
+    Sample(_arrays("hp1", (4, 3), (3,)), label="(4,3)-k3"),
+    Sample(_arrays("hp2", (5, 3), (2,)), label="(5,3)-k2"),
+    Sample(_arrays("hp3", (4, 4), (4,)), label="(4,4)-k4"),
+    Sample(_arrays("hp4", (2, 6, 5), (2, 5)), label="batched-k5"),
+    Sample(_arrays("hp5", (3, 1), (1,)), label="(3,1)"),
+]
+GEQRF_SAMPLES = [
+    Sample(_arrays("gq1", (4, 3)), label="tall"),
+    Sample(_arrays("gq2", (3, 3)), label="square"),
+    Sample(_arrays("gq3", (3, 5)), label="wide"),
+    Sample(_arrays("gq4", (2, 4, 3)), label="batched"),
+    Sample(_arrays("gq5", (3, 2)), label="(3,2)"),
+]
+QR_SAMPLES = [
+    Sample(_arrays("qr1", (4, 3)), label="tall"),
+    Sample(_arrays("qr2", (3, 3)), label="square"),
+    Sample(_arrays("qr3", (3, 5)), label="wide"),
+    Sample(_arrays("qr4", (2, 4, 3)), label="batched"),
+    Sample(_arrays("qr5", (4, 3)), {"mode": "complete"}, label="complete-tall"),
+    Sample(_arrays("qr6", (3, 5)), {"mode": "complete"}, label="complete-wide"),
+    Sample(_arrays("qr7", (4, 3)), {"mode": "r"}, label="mode-r"),
+    Sample(_arrays("qr8", (3, 2)), label="(3,2)"),
+]
+SOLVE_SAMPLES = [
+    Sample((_dominant("sv1", (3, 3)), uniform((3, 2), seed="sv1b")), label="(3,3)(3,2)"),
+    Sample((_dominant("sv2", (3, 3)), uniform((3,), seed="sv2b")), label="vector"),
+    Sample((_dominant("sv3", (2, 3, 3)), uniform((2, 3), seed="sv3b")), label="batched-vectors"),
+    Sample((_dominant("sv4", (2, 3, 3)), uniform((3, 4), seed="sv4b")), label="broadcast-B"),
+    Sample((_PIVOT, uniform((4, 2), seed="sv5b")), label="pivoting"),
+    Sample((np.array([[0.1, 2.0], [1.0, 0.5]]), uniform((2, 1), seed="sv7b")), label="pivoting-2x2"),
+    Sample((_dominant("sv6", (3, 3)), uniform((2, 3), seed="sv6b")), {"left": False}, label="left=False"),
+]
+INV_SAMPLES = [
+    Sample((_dominant("inv1", (3, 3)),), label="(3,3)"),
+    Sample((_dominant("inv2", (2, 4, 4)),), label="batched"),
+    Sample((_PIVOT,), label="pivoting"),
+    Sample((np.array([[2.0]]),), label="(1,1)"),
+    Sample((np.array([[0.2, 1.0], [2.0, 0.3]]),), label="pivoting-2x2"),
+]
+
+
+# These composites unroll into hundreds of primitive calls per sample (forward and VJP), each
+# primitive MAX-checked by its own entry. In the MAX group's graph they took more than 20 minutes
+# of cold compile on a 2-core CPU for one small sample each, so their samples stay out of it.
+def _off_max(samples: list[Sample]) -> list[Sample]:
+    for sample in samples:
+        sample.max = False
+    return samples
+
+
+_HOUSEHOLDER_COVERS = (
+    "matmul", "add", "sub", "neg", "tril", "concatenate", "reshape", "permute", "pad", "slice", "eye",
+)  # fmt: skip
+_GEQRF_COVERS = ("matmul", "mul", "add", "sub", "div", "neg", "sqrt", "where", "sum", "equal", "greater_equal", "slice")
+_SOLVE_COVERS = ("argmax", "abs", "equal", "where", "sum", "div", "mul", "sub", "concatenate", "slice")
+
+
 SPECS: list[OpSpec] = [
     OpSpec(
         name="matmul",
@@ -245,6 +385,78 @@ SPECS: list[OpSpec] = [
         family=FAMILY,
         covers=("mul", "reshape"),
         torch_ref=lambda torch, x, y: torch.kron(x, y),
+        dtypes=("float64",),
+    ),
+    OpSpec(
+        name="matrix_exp",
+        fn=nb.matrix_exp,
+        ref=lambda a, max_squarings=16: _np_expm(a),
+        samples=_off_max(MATRIX_EXP_SAMPLES),
+        family=FAMILY,
+        covers=("matmul", "mul", "add", "where", "prod", "greater", "abs", "sum", "max", "eye"),
+        torch_ref=lambda torch, a, max_squarings=16: torch.linalg.matrix_exp(a),
+        rtol=1e-5,
+        atol=1e-5,
+        dtypes=("float64",),
+    ),
+    OpSpec(
+        name="householder_product",
+        fn=nb.householder_product,
+        ref=_np_householder_product,
+        samples=_off_max(HOUSEHOLDER_SAMPLES),
+        family=FAMILY,
+        covers=_HOUSEHOLDER_COVERS,
+        torch_ref=lambda torch, a, tau: torch.linalg.householder_product(a, tau),
+        rtol=1e-5,
+        atol=1e-5,
+        dtypes=("float64",),
+    ),
+    OpSpec(
+        name="geqrf",
+        fn=nb.geqrf,
+        ref=_np_geqrf,
+        samples=_off_max(GEQRF_SAMPLES),
+        family=FAMILY,
+        covers=_GEQRF_COVERS,
+        torch_ref=lambda torch, a: tuple(torch.geqrf(a)),
+        rtol=1e-5,
+        atol=1e-5,
+        dtypes=("float64",),
+    ),
+    OpSpec(
+        name="qr",
+        fn=nb.qr,
+        ref=_np_qr,
+        samples=_off_max(QR_SAMPLES),
+        family=FAMILY,
+        covers=tuple(dict.fromkeys(_GEQRF_COVERS + _HOUSEHOLDER_COVERS + ("triu",))),
+        torch_ref=lambda torch, a, mode="reduced": tuple(torch.linalg.qr(a, mode=mode)),
+        rtol=1e-5,
+        atol=1e-5,
+        dtypes=("float64",),
+    ),
+    OpSpec(
+        name="solve",
+        fn=nb.solve,
+        ref=_np_solve,
+        samples=_off_max(SOLVE_SAMPLES),
+        family=FAMILY,
+        covers=_SOLVE_COVERS,
+        torch_ref=lambda torch, a, b, left=True: torch.linalg.solve(a, b, left=left),
+        rtol=1e-5,
+        atol=1e-5,
+        dtypes=("float64",),
+    ),
+    OpSpec(
+        name="inv",
+        fn=nb.inv,
+        ref=lambda a: np.linalg.inv(a.astype(np.float64)).astype(a.dtype),
+        samples=_off_max(INV_SAMPLES),
+        family=FAMILY,
+        covers=(*_SOLVE_COVERS, "eye"),
+        torch_ref=lambda torch, a: torch.linalg.inv(a),
+        rtol=1e-5,
+        atol=1e-5,
         dtypes=("float64",),
     ),
 ]
