@@ -13,7 +13,7 @@ import sys
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -28,27 +28,18 @@ from . import serialization
 from .backward_hooks import _BackwardHookCall
 from .module_hooks import GLOBAL_BACKWARD_HOOKS, GLOBAL_FORWARD_HOOKS, GLOBAL_FORWARD_PRE_HOOKS
 from .module_pytree import _compiled_forward, _flatten_module, _forward_of, _unflatten_module
-from .module_state import (
-    _assembled,
-    _foreign_array,
-    _in_layout_of,
-    _is_placeholder,
-    _materialize_lazy,
-    _with_defaults,
-)
-from .parameter import Buffer, Parameter, is_lazy
+from .module_state import IncompatibleKeys, _Load, _Save
+from .module_state import _assembled as _assembled  # (nabla_optim's Optimizer.state_dict imports it from here)
+from .parameter import Buffer, Parameter
 
 __all__ = ["Module", "RemovableHandle", "IncompatibleKeys"]
 
-
-_EXTRA_STATE_KEY = "_extra_state"  # PyTorch's key suffix for get_extra_state's value
-
-
-class IncompatibleKeys(NamedTuple):
-    """What `load_state_dict` did not match: keys the module expected and keys it did not know."""
-
-    missing_keys: list[str]
-    unexpected_keys: list[str]
+_STATE_DICT_HOOK_STORES = (
+    "_state_dict_pre_hooks",
+    "_state_dict_hooks",
+    "_load_state_dict_pre_hooks",
+    "_load_state_dict_post_hooks",
+)
 
 
 class Module:
@@ -69,6 +60,7 @@ class Module:
     """
 
     training: bool
+    _version: int = 1  # PyTorch's: saved in the state_dict's `_metadata`, read back by `_state_dict_defaults`
 
     def __init__(self) -> None:
         object.__setattr__(self, "training", True)
@@ -79,6 +71,11 @@ class Module:
         object.__setattr__(self, "_forward_hooks", OrderedDict())
         object.__setattr__(self, "_forward_pre_hooks", OrderedDict())
         object.__setattr__(self, "_backward_hooks", OrderedDict())  # id -> ("full" | "pre", hook)
+        # state_dict hooks, as PyTorch's (a flag beside a hook where it needs one):
+        object.__setattr__(self, "_state_dict_pre_hooks", OrderedDict())  # id -> hook
+        object.__setattr__(self, "_state_dict_hooks", OrderedDict())  # id -> (hook, public: must return None)
+        object.__setattr__(self, "_load_state_dict_pre_hooks", OrderedDict())  # id -> (hook, with_module)
+        object.__setattr__(self, "_load_state_dict_post_hooks", OrderedDict())  # id -> hook
         object.__setattr__(self, "_compiled", None)
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
@@ -610,37 +607,100 @@ class Module:
         registration order. Shared tensors appear under every name. Each value is the
         tensor's `.data`: an in-place op on it writes through to the module (as in PyTorch),
         but unlike PyTorch it holds the values of the moment it was taken, so take the
-        state_dict after training (or `keep_vars=True`, the Parameter objects themselves). A value sharded on a DeviceMesh is assembled into
-        one ordinary tensor (a copy), so checkpoints do not depend on the layout.
+        state_dict after training (or `keep_vars=True`, the Parameter objects themselves). A
+        value sharded on a DeviceMesh is assembled into one ordinary tensor (a copy), so
+        checkpoints do not depend on the layout.
 
         `prefix` is prepended as given (PyTorch's: pass "model." for "model.weight"). A module
-        that overrides `get_extra_state` adds its result under "<its prefix>_extra_state"."""
-        out = OrderedDict() if destination is None else destination
-        sharded: list[str] = []
-        for key, t in self._state_entries(prefix, "get_extra_state"):
-            if isinstance(t, Module):
-                out[key] = t.get_extra_state()
-                continue
-            out[key] = t if keep_vars else t.data
-            if not keep_vars and t.sharding is not None:
-                sharded.append(key)
-        if sharded:
-            full = _assembled([out[k] for k in sharded])
-            out.update(zip(sharded, full, strict=True))
-        return out
+        that overrides `get_extra_state` adds its result under "<its prefix>_extra_state". As in
+        PyTorch, a new dict (not a given `destination`) gets `_metadata`: each module's
+        `{"version": module._version}` under its name, and each module's state_dict pre- and
+        post-hooks run with its prefix (`register_state_dict_pre_hook`, `register_state_dict_post_hook`).
+        """
+        if destination is None:
+            destination = OrderedDict()
+            destination._metadata = OrderedDict()  # type: ignore[attr-defined]
+        save = _Save(keep_vars, Module.get_extra_state)
+        destination = save.module(self, destination, prefix)
+        save.flush()
+        return destination
 
-    def _state_entries(self, prefix: str, extra: str) -> Iterator[tuple[str, Any]]:
-        """(key, tensor) for every parameter and persistent buffer and (key, module) for the
-        extra state of every module overriding `extra` (get_ or set_extra_state: PyTorch
-        writes and reads it only then), in PyTorch's state_dict order."""
-        for mod_prefix, module in self.named_modules(remove_duplicate=False):
-            dot = prefix + (f"{mod_prefix}." if mod_prefix else "")
-            for store, skip in ((module._parameters, ()), (module._buffers, module._non_persistent_buffers)):
-                for name, t in store.items():
-                    if t is not None and name not in skip:
-                        yield dot + name, t
-            if getattr(type(module), extra) is not getattr(Module, extra):
-                yield dot + _EXTRA_STATE_KEY, module
+    def register_state_dict_pre_hook(self, hook: Callable) -> RemovableHandle:
+        """Call `hook(module, prefix, keep_vars)` before this module's entries are saved by
+        `state_dict` (also when a parent's state_dict saves it, with its prefix there).
+
+        Example:
+            >>> handle = model.fc.register_state_dict_pre_hook(lambda m, prefix, keep_vars: print(prefix))
+            >>> model.state_dict()  # prints "fc."
+        """
+        return add_hook(self._state_dict_pre_hooks, hook)
+
+    def register_state_dict_post_hook(self, hook: Callable) -> RemovableHandle:
+        """Call `hook(module, state_dict, prefix, local_metadata)` once this module and its
+        submodules are in the state_dict; the hook may change `state_dict` (and `local_metadata`,
+        this module's `_metadata` entry) in place, and must return None.
+
+        Example:
+            >>> def drop_bias(module, state_dict, prefix, local_metadata):
+            ...     state_dict.pop(prefix + "bias")
+            >>> handle = model.fc.register_state_dict_post_hook(drop_bias)
+        """
+        try:  # PyTorch marks the function: `_register_state_dict_hook` then refuses it
+            hook._from_public_api = True  # type: ignore[attr-defined]
+        except AttributeError:  # (a bound method: the flag below is enough)
+            pass
+        return add_hook(self._state_dict_hooks, (hook, True))
+
+    def _register_state_dict_hook(self, hook: Callable) -> RemovableHandle:
+        """PyTorch's private `state_dict` post-hook: `hook(module, state_dict, prefix,
+        local_metadata)` may also return a new dict, which `state_dict` returns when it was
+        called on this module (a parent keeps its own dict, as in PyTorch)."""
+        if getattr(hook, "_from_public_api", False):
+            raise RuntimeError(
+                "Cannot register the same function as the state dict post hook that was previously registered via "
+                "register_state_dict_post_hook"
+            )
+        return add_hook(self._state_dict_hooks, (hook, False))
+
+    def register_load_state_dict_pre_hook(self, hook: Callable) -> RemovableHandle:
+        """Call `hook(module, state_dict, prefix, local_metadata, strict, missing_keys,
+        unexpected_keys, error_msgs)` before this module's entries are loaded by
+        `load_state_dict` (also through a parent, with this module's prefix).
+
+        `state_dict` is this module's own dict (a copy: the caller's mapping never changes):
+        the hook may rename, add or drop entries in place, and its submodules then load from it.
+        `local_metadata` is this module's entry in the caller's `_metadata` (else empty);
+        `strict` is always True, as in PyTorch (the lists are filled either way);
+        `missing_keys`, `unexpected_keys` and `error_msgs` are the load's lists, which the hook
+        may extend (an error message fails the load).
+
+        Example:
+            >>> def rename(module, sd, prefix, *args):
+            ...     if prefix + "w" in sd:
+            ...         sd[prefix + "weight"] = sd.pop(prefix + "w")
+            >>> handle = model.fc.register_load_state_dict_pre_hook(rename)
+        """
+        return self._register_load_state_dict_pre_hook(hook, with_module=True)
+
+    def _register_load_state_dict_pre_hook(self, hook: Callable, with_module: bool = False) -> RemovableHandle:
+        """PyTorch's private load pre-hook: `register_load_state_dict_pre_hook`'s, called
+        without the module argument unless `with_module`."""
+        return add_hook(self._load_state_dict_pre_hooks, (hook, with_module))
+
+    def register_load_state_dict_post_hook(self, hook: Callable) -> RemovableHandle:
+        """Call `hook(module, incompatible_keys)` once this module and its submodules are loaded.
+
+        `incompatible_keys` holds the load's `missing_keys` and `unexpected_keys` lists as they
+        are then (those of the modules loaded so far, in PyTorch's order); the hook may change
+        them in place, which decides a strict load's error (clear them and it loads). It must
+        return None. A load that fails after it ran still changes nothing in the model.
+
+        Example:
+            >>> def ignore_head(module, keys):
+            ...     keys.missing_keys[:] = [k for k in keys.missing_keys if not k.startswith("head.")]
+            >>> handle = model.register_load_state_dict_post_hook(ignore_head)
+        """
+        return add_hook(self._load_state_dict_post_hooks, hook)
 
     def get_extra_state(self) -> Any:
         """Override (with `set_extra_state`) to save state that is not a tensor under
@@ -662,75 +722,47 @@ class Module:
     ) -> IncompatibleKeys:
         """Copy values from `state_dict` into this module's parameters and persistent buffers.
 
-        Every value is checked before anything changes: a shape or dtype mismatch raises
-        naming the key, the expected and the actual value; with `strict`, missing and
-        unexpected keys are listed in the error. Returns `(missing_keys, unexpected_keys)`.
-        Values may be Tensors or NumPy arrays; they are realized, so a loaded model's
-        training step has the same structure as any other. A parameter sharded on a
-        DeviceMesh keeps its layout (the loaded value is split to it), and an unsharded one
-        stays unsharded whatever layout the loaded value had. Lazy submodules (LazyLinear, ...)
-        are first materialized to the loaded shapes under their prefix (their
-        `_materialize_from_state_dict`); a failed load undoes that too, so it changes nothing.
+        Every value is checked: a shape or dtype mismatch raises naming the key, the expected
+        and the actual value; with `strict`, missing and unexpected keys are listed in the
+        error. A failed load changes nothing in the model. Returns `(missing_keys,
+        unexpected_keys)`. Values may be Tensors or NumPy arrays; they are realized, so a
+        loaded model's training step has the same structure as any other. A parameter sharded
+        on a DeviceMesh keeps its layout (the loaded value is split to it), and an unsharded
+        one stays unsharded whatever layout the loaded value had. Lazy submodules (LazyLinear,
+        ...) are first materialized to the loaded shapes under their prefix (their
+        `_materialize_from_state_dict`); a failed load undoes that too.
+
+        As PyTorch's, the load walks the submodules with their prefixes: each runs its load
+        pre-hooks on its own copy of the entries (`register_load_state_dict_pre_hook`: a hook
+        may rename keys), then loads, then, after its submodules, runs its load post-hooks
+        (`register_load_state_dict_post_hook`: a hook may change the missing and unexpected
+        keys, deciding a strict load's error). The caller's mapping is never changed. Extra
+        state (`set_extra_state`) is set last, once the load has succeeded, and a failed load
+        puts every loaded tensor back, also when it fails after post-hooks ran (what the hooks
+        themselves changed is theirs to undo).
         """
         if not isinstance(state_dict, Mapping):
             raise TypeError(f"load_state_dict: expected a mapping of name -> tensor, got {type(state_dict).__name__}")
-        state_dict = _with_defaults(self, state_dict)
-        undo: list[Callable[[], None]] = []
+        load = _Load(state_dict, assign, Module.set_extra_state)
         try:
-            problems = _materialize_lazy(self, state_dict, undo)
-            targets = OrderedDict(self._state_entries("", "set_extra_state"))
-            missing = [k for k in targets if k not in state_dict]
-            unexpected = [k for k in state_dict if k not in targets]
-            values: list[tuple[Tensor, Tensor]] = []
-            extras: list[tuple[Module, Any]] = []
-            for key, target in targets.items():
-                if key not in state_dict:
-                    continue
-                value = state_dict[key]
-                if isinstance(target, Module):  # a module's extra state: set once every tensor has loaded
-                    extras.append((target, value))
-                    continue
-                if is_lazy(target) or _is_placeholder(value):
-                    if not (is_lazy(target) and _is_placeholder(value)):  # both: nothing to copy (as PyTorch)
-                        which = "the module's tensor" if is_lazy(target) else "the state_dict's value"
-                        problems.append(f"{key}: {which} is an uninitialized placeholder (run a dry run first)")
-                    continue
-                if not isinstance(value, Tensor | np.ndarray | np.generic) and hasattr(value, "__array__"):
-                    value = _foreign_array(value)  # another library's tensor (a torch state_dict)
-                if isinstance(value, np.ndarray | np.generic):
-                    value = nb.Tensor.from_numpy(np.array(value, copy=True))  # the caller may reuse the array
-                if not isinstance(value, Tensor):
-                    kind = f"{type(value).__module__}.{type(value).__qualname__}"
-                    problems.append(f"{key}: expected a nabla Tensor or a NumPy array, got {kind}")
-                elif tuple(value.shape) != tuple(target.shape):
-                    problems.append(
-                        f"{key}: shape {tuple(value.shape)} in the state_dict, the module has {target.shape}"
-                    )
-                elif value.dtype != target.dtype and not assign:
-                    problems.append(
-                        f"{key}: dtype {value.dtype.name} in the state_dict, the module has {target.dtype.name}"
-                    )
-                else:
-                    values.append((target, value))
-            if strict and (missing or unexpected):
-                problems += [f"missing key(s): {', '.join(missing)}"] if missing else []
-                problems += [f"unexpected key(s): {', '.join(unexpected)}"] if unexpected else []
+            load.module(self, load.root_dict(state_dict), "")
+            problems = list(load.error_msgs)
+            if strict and load.missing:
+                problems.append(f"missing key(s): {', '.join(load.missing)}")
+            if strict and load.unexpected:
+                problems.append(f"unexpected key(s): {', '.join(load.unexpected)}")
             if problems:
                 raise RuntimeError(
                     f"Error(s) in loading state_dict for {type(self).__name__}:\n  " + "\n  ".join(problems)
                 )
-            nb.evaluate(*(v for _, v in values))
-            values = [(target, _in_layout_of(target, value)) for target, value in values]
-            nb.evaluate(*(v for _, v in values))
+            load.flush()
         except BaseException:
-            for step in reversed(undo):  # put every materialized lazy tensor back: the load changed nothing
+            for step in reversed(load.undo):  # put every loaded value and materialized lazy tensor back
                 step()
             raise
-        for target, value in values:
-            target.data = value.to(target.device)  # a model on an accelerator stays there, as PyTorch's copy_
-        for module, state in extras:
+        for module, state in load.extras:
             module.set_extra_state(state)
-        return IncompatibleKeys(missing, unexpected)
+        return IncompatibleKeys(load.missing, load.unexpected)
 
     def save_weights(self, path: Any, metadata: dict | None = None) -> None:
         """Write the state_dict as safetensors (atomically: a crash never loses the old file)."""
@@ -765,6 +797,9 @@ class Module:
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
+        for name in _STATE_DICT_HOOK_STORES:  # a state from before these stores existed (as PyTorch's __setstate__)
+            if name not in self.__dict__:
+                self.__dict__[name] = OrderedDict()
 
 
 def _shape_str(shape: tuple) -> str:

@@ -1,12 +1,14 @@
 """What `Module.state_dict` and `Module.load_state_dict` use besides the module's own methods:
+PyTorch's walk over the submodules with their prefixes and state_dict hooks (`_Save`, `_Load`),
 lazy modules' materialization, the defaults submodules supply for missing keys (BatchNorm's
 num_batches_tracked), PyTorch's placeholders and tensors, and sharded values moved between
 a mesh layout and the host."""
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -20,32 +22,231 @@ if TYPE_CHECKING:  # type hints only: module.py imports this file
     from .module import Module
 
 
-def _materialize_lazy(module: Module, state_dict: Mapping[str, Any], undo: list[Callable[[], None]]) -> list[str]:
-    """Call `_materialize_from_state_dict(prefix, state_dict)` on every submodule that defines it
-    (the lazy modules), adding their undo steps to `undo`; returns the problems they report."""
-    problems: list[str] = []
-    for name, sub in module.named_modules(remove_duplicate=False):
-        hook = getattr(type(sub), "_materialize_from_state_dict", None)
-        if hook is not None:
-            steps, found = hook(sub, f"{name}." if name else "", state_dict)
-            undo += steps
-            problems += found
-    return problems
+_EXTRA_STATE_KEY = "_extra_state"  # PyTorch's key suffix for get_extra_state's value
 
 
-def _with_defaults(module: Module, state_dict: Mapping[str, Any]) -> Mapping[str, Any]:
-    """`state_dict` plus the entries submodules supply for keys it lacks (their
-    `_state_dict_defaults(prefix, state_dict, local_metadata)`, PyTorch's `_load_from_state_dict`
-    upgrades: BatchNorm's num_batches_tracked); a new dict only when one is added, so the
-    caller's mapping is never changed. `local_metadata` is the module's entry in a PyTorch
-    state_dict's `_metadata` (its version), else empty."""
-    metadata = getattr(state_dict, "_metadata", None) or {}
-    extra: dict[str, Any] = {}
-    for name, sub in module.named_modules(remove_duplicate=False):
-        hook = getattr(type(sub), "_state_dict_defaults", None)
-        if hook is not None:
-            extra.update(hook(sub, f"{name}." if name else "", state_dict, metadata.get(name, {})))
-    return {**state_dict, **extra} if extra else state_dict
+class IncompatibleKeys(NamedTuple):
+    """What `load_state_dict` did not match: keys the module expected and keys it did not know."""
+
+    missing_keys: list[str]
+    unexpected_keys: list[str]
+
+
+class _Save:
+    """One `Module.state_dict` call: PyTorch's recursive `state_dict`. Each module records its
+    `_metadata` entry (`{"version": module._version}`) when the destination has `_metadata`, runs
+    its pre-hooks `hook(module, prefix, keep_vars)`, saves its parameters, persistent buffers and
+    extra state, then its children's (prefix "<prefix><name>."), then runs its post-hooks
+    `hook(module, destination, prefix, local_metadata)`. Sharded values are assembled on the host
+    in one batch at the end, or before a post-hook runs, so hooks see the values returned.
+
+    Args:
+        keep_vars: store the tensors themselves instead of their `.data`.
+        base_get_extra_state: `Module.get_extra_state`, which a module must override to save extra state.
+    """
+
+    def __init__(self, keep_vars: bool, base_get_extra_state: Callable) -> None:
+        self.keep_vars = keep_vars
+        self.base_get_extra_state = base_get_extra_state
+        self.pending: list[tuple[Any, str]] = []  # (destination, key) of sharded values to assemble
+        self.memo: dict[int, Tensor] = {}  # one host copy per storage, across batches (tied weights)
+        self.assembled: list[Tensor] = []  # the values assembled: kept, so the storage ids in memo stay theirs
+
+    def module(self, module: Module, destination: Any, prefix: str) -> Any:
+        """Save `module` and its descendants into `destination`; returns what `module.state_dict`
+        returns (a private post-hook may replace the dict)."""
+        local_metadata = {"version": module._version}
+        if hasattr(destination, "_metadata"):
+            destination._metadata[prefix[:-1]] = local_metadata
+        for hook in module._state_dict_pre_hooks.values():
+            hook(module, prefix, self.keep_vars)
+        keep_vars = self.keep_vars
+        for store, skip in ((module._parameters, ()), (module._buffers, module._non_persistent_buffers)):
+            for name, t in store.items():
+                if t is not None and name not in skip:
+                    destination[prefix + name] = t if keep_vars else t.data
+                    if not keep_vars and t.sharding is not None:
+                        self.pending.append((destination, prefix + name))
+        if type(module).get_extra_state is not self.base_get_extra_state:
+            destination[prefix + _EXTRA_STATE_KEY] = module.get_extra_state()
+        for name, child in module._modules.items():
+            if child is not None:
+                self.module(child, destination, f"{prefix}{name}.")
+        if module._state_dict_hooks:
+            self.flush()
+            for hook, public in module._state_dict_hooks.values():
+                result = hook(module, destination, prefix, local_metadata)
+                if public or getattr(hook, "_from_public_api", False):
+                    if result is not None:
+                        raise RuntimeError("state_dict post-hook must return None")
+                elif result is not None:  # the private API's new dict: what this call returns
+                    destination = result
+        return destination
+
+    def flush(self) -> None:
+        """Replace the sharded values saved so far with ordinary tensors holding their global values."""
+        if self.pending:
+            values = [d[k] for d, k in self.pending]
+            self.assembled += values
+            full = _assembled(values, self.memo)
+            for (d, k), value in zip(self.pending, full, strict=True):
+                d[k] = value
+            self.pending.clear()
+
+
+class _Load:
+    """One `Module.load_state_dict` call: PyTorch's recursive `load`, made atomic.
+
+    Each module gets its own dict (the root a shallow copy of the caller's, keeping its
+    `_metadata`; a child the entries of its parent's dict under "<prefix><name>.", taken after
+    the parent's hooks ran) and its `local_metadata` (its `_metadata` entry, else empty). In
+    order: its `_state_dict_defaults` (BatchNorm's `_load_from_state_dict` upgrade), its lazy
+    materialization (PyTorch's `_lazy_load_hook`, registered first), its load pre-hooks (which
+    may change its dict), then its own tensors are checked, its extra state noted, its children
+    loaded, and its load post-hooks run with the shared missing/unexpected lists. Checked values
+    are loaded in one batch (`flush`) at the end, or before any hook runs, so a hook sees the
+    values PyTorch would have copied by then. Every change is recorded in `undo`, so the
+    caller puts the model back if the load fails.
+
+    Args:
+        state_dict: the caller's mapping (its `_metadata` is read).
+        assign: `load_state_dict`'s; adds `assign_to_params_buffers` to every `local_metadata`.
+        base_set_extra_state: `Module.set_extra_state`, which a module must override to load extra state.
+    """
+
+    def __init__(self, state_dict: Mapping[str, Any], assign: bool, base_set_extra_state: Callable) -> None:
+        self.metadata = getattr(state_dict, "_metadata", None)
+        self.assign = assign
+        self.base_set_extra_state = base_set_extra_state
+        self.missing: list[str] = []
+        self.unexpected: list[str] = []
+        self.error_msgs: list[str] = []
+        self.staged: list[tuple[Tensor, Tensor]] = []  # (target, checked value) not loaded yet
+        self.extras: list[tuple[Module, Any]] = []  # set once the load has succeeded
+        self.undo: list[Callable[[], None]] = []
+
+    def root_dict(self, state_dict: Mapping[str, Any]) -> OrderedDict:
+        """The root module's dict: a shallow copy, so hooks never change the caller's mapping."""
+        copied = OrderedDict(state_dict)
+        if self.metadata is not None:
+            copied._metadata = self.metadata  # type: ignore[attr-defined]
+        return copied
+
+    def module(self, module: Module, local: dict, prefix: str) -> None:
+        """Load `module` and its descendants from `local` (keys with the full prefix)."""
+        local_metadata = {} if self.metadata is None else self.metadata.get(prefix[:-1], {})
+        if self.assign:  # (a new dict: PyTorch writes into the caller's _metadata)
+            local_metadata = {**local_metadata, "assign_to_params_buffers": True}
+        defaults = getattr(type(module), "_state_dict_defaults", None)
+        if defaults is not None:
+            local.update(defaults(module, prefix, local, local_metadata))
+        materialize = getattr(type(module), "_materialize_from_state_dict", None)
+        if materialize is not None:
+            steps, found = materialize(module, prefix, local)
+            self.undo += steps
+            self.error_msgs += found
+        if module._load_state_dict_pre_hooks:
+            self.flush()
+        for hook, with_module in module._load_state_dict_pre_hooks.values():
+            args = (local, prefix, local_metadata, True, self.missing, self.unexpected, self.error_msgs)
+            if with_module:
+                hook(module, *args)
+            else:
+                hook(*args)
+        own = {name: t for name, t in module._parameters.items() if t is not None}
+        skip = module._non_persistent_buffers
+        own.update((name, t) for name, t in module._buffers.items() if t is not None and name not in skip)
+        for name, target in own.items():
+            key = prefix + name
+            if key not in local:
+                self.missing.append(key)
+                continue
+            value = _checked_value(key, target, local[key], self.assign, self.error_msgs)
+            if value is not None:
+                self.staged.append((target, value))
+        extra_key = prefix + _EXTRA_STATE_KEY
+        if type(module).set_extra_state is not self.base_set_extra_state:
+            if extra_key in local:  # set once every tensor has loaded
+                self.extras.append((module, local[extra_key]))
+            else:
+                self.missing.append(extra_key)
+        elif extra_key in local:
+            self.unexpected.append(extra_key)
+        children: dict[str, dict] = {}
+        modules, unexpected, n = module._modules, self.unexpected, len(prefix)
+        for key, value in local.items():  # PyTorch's strict check, and each child's entries
+            if n and not key.startswith(prefix):
+                continue
+            head, dot, _ = key[n:].partition(".")
+            if not dot:
+                if head not in own and key != extra_key:
+                    unexpected.append(key)
+            elif head not in modules:
+                unexpected.append(key)
+            elif (entries := children.get(head)) is not None:
+                entries[key] = value
+            else:
+                children[head] = {key: value}
+        for name, child in module._modules.items():
+            if child is not None:
+                self.module(child, children.get(name, {}), f"{prefix}{name}.")
+        if module._load_state_dict_post_hooks:
+            self.flush()
+            incompatible = IncompatibleKeys(self.missing, self.unexpected)
+            for hook in module._load_state_dict_post_hooks.values():
+                if hook(module, incompatible) is not None:
+                    raise AssertionError(
+                        "Hooks registered with ``register_load_state_dict_post_hook`` are not expected to return "
+                        "new values, if incompatible_keys need to be modified, it should be done inplace."
+                    )
+
+    def flush(self) -> None:
+        """Load the values checked so far (realized, in their target's layout and device),
+        recording how to undo it: in one batch at the end, or before a hook runs, so that it
+        sees what PyTorch would have loaded by then."""
+        staged = self.staged
+        if not staged:
+            return
+        self.staged = []
+        values = [v for _, v in staged]
+        if pending := [v for v in values if not v.is_realized]:
+            nb.evaluate(*pending)
+        values = [_in_layout_of(target, value) for (target, _), value in zip(staged, values, strict=True)]
+        if pending := [v for v in values if not v.is_realized]:
+            nb.evaluate(*pending)
+        for (target, _), value in zip(staged, values, strict=True):
+            self.undo.append(_restorer(target))
+            target.data = value.to(target.device)  # a model on an accelerator stays there, as PyTorch's copy_
+
+
+def _restorer(target: Tensor) -> Callable[[], None]:
+    """An undo step giving `target` back the value it holds now."""
+    impl = target._impl
+    return lambda: target._install(impl)
+
+
+def _checked_value(key: str, target: Tensor, value: Any, assign: bool, problems: list[str]) -> Tensor | None:
+    """`value` as a nabla Tensor that can load into `target`, or None with the reason in `problems`
+    (or nothing to load: both are lazy placeholders, as PyTorch)."""
+    if is_lazy(target) or _is_placeholder(value):
+        if not (is_lazy(target) and _is_placeholder(value)):
+            which = "the module's tensor" if is_lazy(target) else "the state_dict's value"
+            problems.append(f"{key}: {which} is an uninitialized placeholder (run a dry run first)")
+        return None
+    if not isinstance(value, Tensor | np.ndarray | np.generic) and hasattr(value, "__array__"):
+        value = _foreign_array(value)  # another library's tensor (a torch state_dict)
+    if isinstance(value, np.ndarray | np.generic):
+        value = nb.Tensor.from_numpy(np.array(value, copy=True))  # the caller may reuse the array
+    if not isinstance(value, Tensor):
+        kind = f"{type(value).__module__}.{type(value).__qualname__}"
+        problems.append(f"{key}: expected a nabla Tensor or a NumPy array, got {kind}")
+    elif tuple(value.shape) != tuple(target.shape):
+        problems.append(f"{key}: shape {tuple(value.shape)} in the state_dict, the module has {target.shape}")
+    elif value.dtype != target.dtype and not assign:
+        problems.append(f"{key}: dtype {value.dtype.name} in the state_dict, the module has {target.dtype.name}")
+    else:
+        return value
+    return None
 
 
 def _is_placeholder(value: Any) -> bool:
@@ -63,11 +264,12 @@ def _foreign_array(value: Any) -> Any:
         return value
 
 
-def _assembled(values: list[Tensor]) -> list[Tensor]:
+def _assembled(values: list[Tensor], memo: dict[int, Tensor] | None = None) -> list[Tensor]:
     """Sharded values as ordinary tensors holding their global values, assembled on the host
-    (no model to build). Values on one storage (tied parameters) give one tensor."""
+    (no model to build). Values on one storage (tied parameters) give one tensor, also across
+    calls sharing `memo`."""
     nb.evaluate(*(v for v in values if not v.is_realized))
-    memo: dict[int, Tensor] = {}
+    memo = {} if memo is None else memo
     out = []
     for v in values:
         key = id(v._impl.data)

@@ -43,6 +43,8 @@ __all__ = [
 class _NormBase(Module):
     """Parameters (weight, bias) and running-stat buffers shared by BatchNorm and InstanceNorm."""
 
+    _version = 2  # PyTorch's: version 2 state_dicts have num_batches_tracked (saved in `_metadata`)
+
     def __init__(
         self,
         num_features: int,
