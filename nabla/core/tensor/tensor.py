@@ -525,16 +525,7 @@ class Tensor(TorchMethods):
         if self._impl.is_leaf and self._impl.requires_grad and is_grad_enabled():
             raise RuntimeError(f"{what}: a leaf tensor that requires grad is used in an in-place operation")
         self._sync_view()
-        new = _VIEW_OF[kind](self, arg)
-        if self._impl.is_leaf and self._impl.requires_grad:  # under no_grad: stays a leaf
-            new = OPS.detach(new)
-            new._impl.requires_grad = True
-        note_mutation(self)
-        self._impl = new._impl
-        if not new._impl.is_realized:
-            GRAPH.add_unrealized(self)
-        if self._impl.requires_grad:
-            self._impl.facade = weakref.ref(self)
+        self._take_value(_VIEW_OF[kind](self, arg))
         view = getattr(self, "_view", None)
         if view is not None:  # the chain of views from the base: reads and writes compose
             base, seen, kind0, arg0 = view
@@ -553,10 +544,15 @@ class Tensor(TorchMethods):
                 f"vmap: {what} is not possible because the tensor is not mapped over but the value written "
                 "into it is (it would need a different value per batch element); use the out-of-place op"
             )
-        if new.dtype != self.dtype:
-            new = OPS.cast(new, self.dtype)
+        self._take_value(new if new.dtype == self.dtype else OPS.cast(new, self.dtype))
+        if getattr(self, "_view", None) is not None:
+            self._write_through(what)
+        return self
+
+    def _take_value(self, new: Tensor) -> None:
+        """Point this facade at `new`'s value, recorded as a mutation. A leaf that requires grad
+        (a parameter updated under no_grad) stays one, as in PyTorch."""
         if self._impl.is_leaf and self._impl.requires_grad:
-            # A parameter updated under no_grad stays a leaf that requires grad (as in PyTorch).
             new = OPS.detach(new)
             new._impl.requires_grad = True
         note_mutation(self)
@@ -565,9 +561,6 @@ class Tensor(TorchMethods):
             GRAPH.add_unrealized(self)
         if self._impl.requires_grad:
             self._impl.facade = weakref.ref(self)
-        if getattr(self, "_view", None) is not None:
-            self._write_through(what)
-        return self
 
     def _adopt(self, value: Tensor) -> Tensor:
         """Point this facade at `value`'s impl, keeping `requires_grad` (no op recorded).
