@@ -21,7 +21,8 @@ from ..graph.executors import available_device, host_array, storage_item, storag
 from ..graph.tracing import TRACE, note_grad, note_grad_read, note_mutation
 from .dispatch import OPS
 from .impl import RETAINED, Device, TensorImpl
-from .torch_methods import TorchMethods, _scaled, all_if_empty
+from .torch_inplace import TorchInPlace
+from .torch_methods import TorchMethods, _scaled, _src_or_value, all_if_empty
 
 
 def _axis_arg(dim: Any, axis: Any, what: str) -> Any:
@@ -31,7 +32,7 @@ def _axis_arg(dim: Any, axis: Any, what: str) -> Any:
     return dim if dim is not None else axis
 
 
-class Tensor(TorchMethods):
+class Tensor(TorchMethods, TorchInPlace):
     """An n-dimensional array with lazy evaluation and autodiff.
 
     Operations return immediately with shape and dtype known; values are computed (as one
@@ -846,9 +847,7 @@ class Tensor(TorchMethods):
         self, dim: int, index: Tensor, src: Any = None, *, value: Any = None, reduce: str | None = None
     ) -> Tensor:
         """torch's scatter: `src` (a tensor) or `value=` (a number) at `index` along `dim`."""
-        if (src is None) == (value is None):
-            raise TypeError("scatter: pass exactly one of src and value")
-        return OPS.scatter(self, dim, index, value if src is None else src, reduce)
+        return OPS.scatter(self, dim, index, _src_or_value(src, value, "scatter"), reduce)
 
     def scatter_add(self, dim: int, index: Tensor, src: Tensor) -> Tensor:
         return OPS.scatter_add(self, dim, index, src)
