@@ -29,7 +29,6 @@ from .backward_hooks import _BackwardHookCall
 from .module_hooks import GLOBAL_BACKWARD_HOOKS, GLOBAL_FORWARD_HOOKS, GLOBAL_FORWARD_PRE_HOOKS
 from .module_pytree import _compiled_forward, _flatten_module, _forward_of, _unflatten_module
 from .module_state import IncompatibleKeys, _Load, _Save
-from .module_state import _assembled as _assembled  # (nabla_optim's Optimizer.state_dict imports it from here)
 from .parameter import Buffer, Parameter
 
 __all__ = ["Module", "RemovableHandle", "IncompatibleKeys"]

@@ -48,7 +48,7 @@ from nabla import Tensor
 from nabla.core.common import dtypes as _dt
 from nabla.core.common.hooks import RemovableHandle, add_hook
 from nabla.core.graph.tracing import note_guard, tracing
-from nabla_nn.module import _assembled
+from nabla_nn.module_state import _assembled
 from nabla_nn.parameter import Parameter
 
 from .fused import fused_update_
