@@ -13,7 +13,7 @@ Example:
     (2, 2)
 """
 
-from . import core, ops, transforms
+from . import core, ops, special, transforms
 from .core.common import (
     PyTreeDef,
     enable_grad,
@@ -138,6 +138,7 @@ __all__ = [
     "register_pytree_node",
     "reset_cache_info",
     "set_auto_dynamic",
+    "special",
     "set_cache_limit",
     "set_eager_max_graph",
     "set_executor",

@@ -26,6 +26,7 @@ from . import (
     reduction,
     shape,
     sorting,
+    special,
     spmd,
     statistics,
     triangular,
@@ -51,6 +52,7 @@ from .pooling import *  # noqa: F403
 from .reduction import *  # noqa: F403
 from .shape import *  # noqa: F403
 from .sorting import *  # noqa: F403
+from .special import *  # noqa: F403
 from .statistics import *  # noqa: F403
 from .triangular import *  # noqa: F403
 from .unary import *  # noqa: F403
@@ -77,6 +79,7 @@ FAMILIES = (
     "reduction",
     "shape",
     "sorting",
+    "special",
     "spmd",
     "statistics",
     "triangular",

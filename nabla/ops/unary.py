@@ -41,7 +41,6 @@ __all__ = [
     "atan",
     "atanh",
     "deg2rad",
-    "erfc",
     "exp2",
     "fix",
     "i0",
@@ -1274,29 +1273,6 @@ def logit(x: Tensor, eps: float | None = None) -> Tensor:
         e = _check_number(eps, "logit", "eps")
         x = clamp(x, e, 1.0 - e)
     return log(_bin.div(x, _bin.sub(1.0, x)))
-
-
-# erfc for |x| >= 0.5: t exp(-x^2 + P(t)), t = 1 / (1 + |x| / 2), relative error below 1.2e-7
-# (Numerical Recipes' erfcc); 1 - erf(x) below, where it loses nothing.
-_ERFC_P = (0.17087277, -0.82215223, 1.48851587, -1.13520398, 0.27886807)
-_ERFC_P += (-0.18628806, 0.09678418, 0.37409196, 1.00002368, -1.26551223)
-
-
-@public()
-def erfc(x: Tensor) -> Tensor:
-    """Elementwise complementary error function 1 - erf(x), accurate (relative error ~1e-7) in the
-    tails where 1 - erf(x) would round to 0."""
-    x = _float_input(x, "erfc")
-    negative, a = _mirror(x)
-    central = _bin.less(a, 0.5)
-    b = _bin.where_(central, 1.0, a)
-    t = reciprocal(_bin.add(_bin.mul(b, 0.5), 1.0))
-    poly = full((), _ERFC_P[0], x.dtype)
-    for c in _ERFC_P[1:]:
-        poly = _bin.add(_bin.mul(poly, t), c)
-    tail = _bin.mul(t, exp(_bin.sub(poly, _bin.mul(b, b))))
-    tail = _bin.where_(negative, _bin.sub(2.0, tail), tail)
-    return _bin.where_(central, _bin.sub(1.0, erf(x)), tail)
 
 
 _I0_SERIES_TERMS = 40  # the power series' terms below |x| = 15 (the last one is < 1e-17 of the sum)

@@ -21,6 +21,7 @@ from . import (
     normalization,
     reduction,
     sorting,
+    special,
     statistics,
     unary,
     view,
@@ -29,7 +30,7 @@ from .spec import OpSpec, Sample
 
 FAMILY_MODULES = (
     attention, binary, cast, control_flow, conv, creation, cumulative, custom, gather_scatter, indexing, linalg,
-    normalization, reduction, sorting, statistics, unary, view,
+    normalization, reduction, sorting, special, statistics, unary, view,
 )  # fmt: skip
 REGISTRY: list[OpSpec] = [spec for module in FAMILY_MODULES for spec in module.SPECS]
 
@@ -56,6 +57,7 @@ MAX_GROUPS = {
     "shapes": ("view", "indexing", "creation"),
     "nn": ("conv", "control_flow", "custom"),
     "attention": ("attention",),
+    "special": ("special",),
 }
 
 __all__ = ["FAMILY_MODULES", "MAX_GROUPS", "NOT_OPS", "SHARDING_OPS", "TRANSFORM_OPS", "REGISTRY", "OpSpec", "Sample"]

@@ -293,7 +293,7 @@ SPECS += [
             ),
             Sample((np.array([0.0, 1.5, -2.0]), np.array([1.5, 2.5, 0.5])), label="x-zero-grad"),
         ),
-        covers=("mul", "log", "where", "equal", "isnan"),
+        covers=("mul", "log", "where", "equal", "isnan", "isinf", "less_equal", "logical_or"),
     ),
     _composite_binary(
         "fmax", torch_like(np.fmax), extra=(_special_pairs(), *_int_samples("fmax")[:2]), covers=("where", "isnan")

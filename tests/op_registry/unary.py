@@ -545,15 +545,6 @@ SPECS += [
         covers=("log", "div", "clamp"),
     ),
     _composite_unary(
-        "erfc",
-        np.vectorize(math.erfc, otypes=[np.float64]),
-        -4.0,
-        4.0,
-        extra=(_edge(-9.0, 9.0, 0.49, 0.51, 5.5, INF, -INF, NAN),),
-        covers=("erf", "exp", "reciprocal", "where"),
-        rtol=2e-5,
-    ),
-    _composite_unary(
         "i0",
         np.i0,
         -20.0,

@@ -160,6 +160,21 @@ class TorchInPlace:
     def i0_(self) -> Tensor:
         return self._in_place("i0_", OPS.i0)
 
+    def lgamma_(self) -> Tensor:
+        return self._in_place("lgamma_", OPS.lgamma)
+
+    def digamma_(self) -> Tensor:
+        return self._in_place("digamma_", OPS.digamma)
+
+    def polygamma_(self, n: int) -> Tensor:
+        return self._in_place("polygamma_", lambda x: OPS.polygamma(n, x))
+
+    def mvlgamma_(self, p: int) -> Tensor:
+        return self._in_place("mvlgamma_", OPS.mvlgamma, p)
+
+    def erfinv_(self) -> Tensor:
+        return self._in_place("erfinv_", OPS.erfinv)
+
     def logit_(self, eps: float | None = None) -> Tensor:
         return self._in_place("logit_", OPS.logit, eps)
 

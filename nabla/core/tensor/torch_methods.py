@@ -544,6 +544,21 @@ class TorchMethods:
     def i0(self) -> Tensor:
         return OPS.i0(self)
 
+    def lgamma(self) -> Tensor:
+        return OPS.lgamma(self)
+
+    def digamma(self) -> Tensor:
+        return OPS.digamma(self)
+
+    def polygamma(self, n: int) -> Tensor:
+        return OPS.polygamma(n, self)
+
+    def mvlgamma(self, p: int) -> Tensor:
+        return OPS.mvlgamma(self, p)
+
+    def erfinv(self) -> Tensor:
+        return OPS.erfinv(self)
+
     def logit(self, eps: float | None = None) -> Tensor:
         return OPS.logit(self, eps)
 
