@@ -62,6 +62,11 @@ a.deg2rad()
 a.rad2deg()
 a.erfc()
 a.i0()
+a.lgamma()
+p.digamma()
+p.polygamma(2)
+u.erfinv()
+(p + 1).mvlgamma(2)
 (u.abs() * 0.9 + 0.05).logit()
 u.logit(eps=0.2)
 a.signbit()
@@ -174,7 +179,11 @@ IN_PLACE = [
     *[(m, "", A) for m in ("trunc_", "fix_", "round_", "frac_", "exp_", "exp2_", "expm1_", "square_")],
     *[(m, "", A) for m in ("sin_", "cos_", "tan_", "sinh_", "cosh_", "tanh_", "atan_", "arctan_")],
     *[(m, "", A) for m in ("asinh_", "arcsinh_", "sigmoid_", "relu_", "erf_", "erfc_", "sinc_", "i0_")],
-    *[(m, "", A) for m in ("deg2rad_", "rad2deg_")],
+    *[(m, "", A) for m in ("deg2rad_", "rad2deg_", "lgamma_")],
+    *[(m, "", POS) for m in ("digamma_",)],
+    *[(m, "", UNIT) for m in ("erfinv_",)],
+    ("polygamma_", "1", POS),
+    ("mvlgamma_", "2", POS + 1),
     *[(m, "", UNIT) for m in ("asin_", "acos_", "arcsin_", "arccos_", "atanh_", "arctanh_")],
     *[(m, "", POS) for m in ("log_", "log2_", "log10_", "log1p_", "sqrt_", "rsqrt_", "reciprocal_")],
     *[(m, "", POS + 1) for m in ("acosh_", "arccosh_")],

@@ -629,7 +629,7 @@ def polygamma(n: int, x: Tensor) -> Tensor:
     y = _bin.where_(reflect, _bin.sub(1.0, x), x)
     scale = (-1.0) ** (n + 1) * math.factorial(n)
     positive = _bin.mul(_zeta(*binary_operands("polygamma", order, y)), scale)
-    r = _bin.where_(reflect, x, 0.25)
+    r = _bin.where_(_bin.logical_and(reflect, _un.isfinite(x)), x, 0.25)  # -inf: a pole, below
     f = _bin.mul(_bin.sub(r, _un.floor(_bin.add(r, 0.5))), math.pi)  # cot(pi x) = cot(pi (x - round(x)))
     c = _bin.div(_un.cos(f), _un.sin(f))
     coeffs = _cot_derivative(n)
