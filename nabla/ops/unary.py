@@ -23,7 +23,7 @@ from ..core.common import dtypes as _dt
 from ..core.tensor.tensor import Tensor
 from . import binary as _bin
 from .base import AVal, Operation, public
-from .creation import full, ones_like, zeros_like
+from .creation import ones_like, zeros_like
 
 __all__ = [
     "abs",
@@ -43,7 +43,6 @@ __all__ = [
     "deg2rad",
     "exp2",
     "fix",
-    "i0",
     "isneginf",
     "isposinf",
     "isreal",
@@ -1273,32 +1272,3 @@ def logit(x: Tensor, eps: float | None = None) -> Tensor:
         e = _check_number(eps, "logit", "eps")
         x = clamp(x, e, 1.0 - e)
     return log(_bin.div(x, _bin.sub(1.0, x)))
-
-
-_I0_SERIES_TERMS = 40  # the power series' terms below |x| = 15 (the last one is < 1e-17 of the sum)
-_I0_ASYMPTOTIC = (1.0, 1.0 / 8, 9.0 / 128, 225.0 / 3072, 11025.0 / 98304, 893025.0 / 3932160)
-_I0_ASYMPTOTIC += (108056025.0 / 188743680, 18261468225.0 / 10569646080)
-
-
-@public()
-def i0(x: Tensor) -> Tensor:
-    """Elementwise modified Bessel function of the first kind, order 0: the power series
-    sum (x^2/4)^k / k!^2 below |x| = 15 (all terms positive), its asymptotic expansion
-    e^|x| / sqrt(2 pi |x|) * (1 + 1/(8|x|) + ...) above."""
-    x = _float_input(x, "i0")
-    _, a = _mirror(x)
-    big = _bin.greater_equal(a, 15.0)
-    s = _bin.where_(big, 0.0, a)
-    q = _bin.mul(_bin.mul(s, s), 0.25)
-    series = full((), 1.0, x.dtype)
-    for k in range(_I0_SERIES_TERMS, 0, -1):  # 1 + q/1 (1 + q/4 (1 + q/9 (...)))
-        series = _bin.add(_bin.mul(_bin.div(q, float(k * k)), series), 1.0)
-    b = _bin.where_(big, a, 15.0)
-    inv = reciprocal(b)
-    poly = full((), _I0_ASYMPTOTIC[-1], x.dtype)
-    for c in reversed(_I0_ASYMPTOTIC[:-1]):
-        poly = _bin.add(_bin.mul(poly, inv), c)
-    # e^b / sqrt(2 pi b) as (e^(b/2) / sqrt(2 pi b)) * e^(b/2): finite wherever i0 is
-    half = exp(_bin.mul(b, 0.5))
-    asymptotic = _bin.mul(_bin.mul(_bin.div(half, sqrt(_bin.mul(b, 2.0 * math.pi))), half), poly)
-    return _bin.where_(big, asymptotic, series)

@@ -140,6 +140,18 @@ def _log_ndtr(v: float) -> float:
         return float(mpmath.log(mpmath.ncdf(v)))
 
 
+def _bessel(n: int, scaled: bool):
+    def fn(v: float) -> float:
+        if math.isnan(v) or (math.isinf(v) and not scaled):
+            return NAN  # PyTorch: e^|x| * i_ne(x) is inf * 0 at +-inf
+        if math.isinf(v):
+            return 0.0 if n == 0 or v > 0 else -0.0
+        out = mpmath.besseli(n, v)
+        return float(out * mpmath.exp(-abs(v)) if scaled else out)
+
+    return fn
+
+
 def _samples(low: float, high: float, seed: str, **kwargs) -> list[Sample]:
     label = "" if not kwargs else " " + ",".join(f"{k}={v}" for k, v in kwargs.items())
     return [Sample((uniform(s, low, high, seed=seed),), dict(kwargs), label=str(s) + label) for s in SHAPES]
@@ -261,6 +273,29 @@ SPECS = [
         dtypes=("float64", "bfloat16"),
     ),
     OpSpec(
+        name="i0e",
+        fn=nb.i0e,
+        ref=_elementwise(_bessel(0, scaled=True)),
+        samples=_samples(-20.0, 20.0, "i0e") + [_edge(0.0, 7.99, 8.0, 8.01, 60.0, -800.0, INF, -INF, NAN), _ints()],
+        family=FAMILY,
+        torch_ref=_torch("i0e"),
+        dtypes=("float64", "bfloat16"),
+    ),
+    OpSpec(
+        name="i1e",
+        fn=nb.i1e,
+        ref=_elementwise(_bessel(1, scaled=True)),
+        samples=_samples(-20.0, 20.0, "i1e")
+        + [
+            Sample((np.array([0.0, -0.3, 0.4]),), label="near-zero"),
+            _edge(0.0, -0.0, 7.99, 8.0, 8.01, 60.0, -800.0, INF, -INF, NAN),
+            _ints(),
+        ],
+        family=FAMILY,
+        torch_ref=_torch("i1e"),
+        dtypes=("float64", "bfloat16"),
+    ),
+    OpSpec(
         name="ndtri",
         fn=nb.ndtri,
         ref=_elementwise(_ndtri),
@@ -305,6 +340,33 @@ SPECS += [
         torch_ref=lambda torch, x, p: torch.mvlgamma(x, p=p),
         dtypes=("float64",),
         atol=2e-6,
+    ),
+    OpSpec(
+        name="i0",
+        fn=nb.i0,
+        ref=_elementwise(_bessel(0, scaled=False)),
+        samples=_composite(_samples(-20.0, 20.0, "i0") + [_edge(0.0, 8.0, 60.0, -80.0, 800.0, INF, NAN), _ints()]),
+        family=FAMILY,
+        covers=("i0e", "exp", "abs", "mul"),
+        torch_ref=lambda torch, x: torch.i0(x),
+        dtypes=("float64",),
+    ),
+    OpSpec(
+        name="i1",
+        fn=nb.i1,
+        ref=_elementwise(_bessel(1, scaled=False)),
+        samples=_composite(
+            _samples(-20.0, 20.0, "i1")
+            + [
+                Sample((np.array([0.0, -0.3, 0.4]),), label="near-zero"),
+                _edge(0.0, -8.0, 60.0, 800.0, INF, NAN),
+                _ints(),
+            ]
+        ),
+        family=FAMILY,
+        covers=("i1e", "exp", "abs", "mul"),
+        torch_ref=_torch("i1"),
+        dtypes=("float64",),
     ),
     OpSpec(
         name="xlog1py",

@@ -545,15 +545,6 @@ SPECS += [
         covers=("log", "div", "clamp"),
     ),
     _composite_unary(
-        "i0",
-        np.i0,
-        -20.0,
-        20.0,
-        extra=(_edge(0.0, 14.99, 15.0, 15.01, 60.0, -80.0, INF, NAN),),
-        covers=("exp", "sqrt", "reciprocal", "where"),
-        rtol=2e-5,
-    ),
-    _composite_unary(
         "signbit",
         np.signbit,
         extra=(Sample((np.array([-0.0, 0.0, -INF, INF, 1.0]),), label="signed-zeros"), _ints()),
