@@ -1,4 +1,5 @@
-"""nabla.ops.linalg_matrix: matrix_exp, householder_product, geqrf, qr, solve, inv.
+"""nabla.ops.linalg_matrix: matrix_exp, householder_product, geqrf, qr, solve, inv, det, slogdet,
+logdet, matrix_power; and torch's scaled products (addmm, ...) from nabla.ops.linalg.
 
 The registry entries (tests/op_registry/linalg.py) check values against NumPy references and the
 derivatives numerically; here: closed forms and invariants (exp of a diagonal, of a rotation
@@ -313,3 +314,70 @@ def test_solve_and_inv_vs_torch(n: int):
         rtol=1e-9,
         atol=1e-10,
     )
+
+
+# -- determinants, matrix_power, torch's scaled products ---------------------------------------
+def test_determinants_follow_their_definitions():
+    a = RNG.standard_normal((4, 5, 5))
+    close(nb.det(nb.tensor(a)).numpy(), np.linalg.det(a), rtol=1e-12)
+    sign, logabs = nb.slogdet(nb.tensor(a))
+    want_sign, want_log = np.linalg.slogdet(a)
+    close(sign.numpy(), want_sign)
+    close(logabs.numpy(), want_log, rtol=1e-12)
+    big = np.eye(60) * 1e8  # det = 1e480 overflows; slogdet does not
+    assert nb.det(nb.tensor(big)).item() == np.inf
+    close(nb.slogdet(nb.tensor(big)).logabsdet.item(), 60 * np.log(1e8), rtol=1e-14)
+    singular = np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [0.0, 1.0, 1.0]])
+    assert nb.det(nb.tensor(singular)).item() == 0.0
+    assert tuple(x.item() for x in nb.slogdet(nb.tensor(singular))) == (0.0, -np.inf)
+    assert nb.logdet(nb.tensor(singular)).item() == -np.inf
+    assert np.isnan(nb.logdet(nb.tensor(np.diag([1.0, -2.0]))).item())
+    # d det(A) / dA = det(A) A^-T (Jacobi's formula)
+    g = nb.grad(lambda t: nb.det(t).sum())(nb.tensor(a)).numpy()
+    close(g, np.linalg.det(a)[:, None, None] * np.swapaxes(np.linalg.inv(a), -1, -2), rtol=1e-10, atol=1e-12)
+
+
+def test_matrix_power_by_squaring():
+    a = RNG.standard_normal((2, 3, 3))
+    for n in (0, 1, 2, 7, -1, -4):
+        close(nb.matrix_power(nb.tensor(a), n).numpy(), np.linalg.matrix_power(a, n), rtol=1e-9, atol=1e-12)
+
+
+def test_scaled_products_and_their_errors():
+    i, m1, m2 = RNG.standard_normal(5), RNG.standard_normal((3, 4)), RNG.standard_normal((4, 5))
+    close(nb.addmm(nb.tensor(i), nb.tensor(m1), nb.tensor(m2), beta=0.5, alpha=-2).numpy(), 0.5 * i - 2 * m1 @ m2)
+    nan = nb.tensor(np.full((3, 5), np.nan))
+    close(nb.addmm(nan, nb.tensor(m1), nb.tensor(m2), beta=0).numpy(), m1 @ m2)  # beta = 0 ignores input
+    with pytest.raises(
+        ValueError, match=r"addmm: input of shape \(4,\) cannot be broadcast to the product's shape \(3, 5\)"
+    ):
+        nb.addmm(nb.ones(4), nb.tensor(m1), nb.tensor(m2))
+    with pytest.raises(ValueError, match=r"addmm: mat1 must be 2-D, got shape \(4,\)"):
+        nb.addmm(nb.ones(5), nb.ones(4), nb.tensor(m2))
+    with pytest.raises(ValueError, match=r"mv: mat \(3, 4\) and vec \(3,\) do not match: vec needs 4 entries"):
+        nb.mv(nb.tensor(m1), nb.ones(3))
+    with pytest.raises(ValueError, match=r"baddbmm: batch1 \(2, 3, 4\) and batch2 \(3, 4, 5\) must be"):
+        nb.baddbmm(nb.ones(3, 5), nb.ones(2, 3, 4), nb.ones(3, 4, 5))
+    with pytest.raises(
+        ValueError, match=r"det: A must be a batch of square matrices \(..., n, n\), got shape \(3, 4\)"
+    ):
+        nb.det(nb.tensor(m1))
+    with pytest.raises(TypeError, match="matrix_power: n must be an int, got 1.5"):
+        nb.matrix_power(nb.eye(3), 1.5)
+    with pytest.raises(ValueError, match="diag_embed: dim1 and dim2 must differ, both are 1"):
+        nb.diag_embed(nb.ones(3), 0, 1, -1)
+    with pytest.raises(ValueError, match=r"diag: expected a 1-D or 2-D tensor, got shape \(2, 2, 2\)"):
+        nb.diag(nb.ones(2, 2, 2))
+
+
+@needs_torch
+def test_determinant_gradients_vs_torch():
+    a = RNG.standard_normal((3, 4, 4))
+    for ours, theirs in (
+        (nb.det, torch.linalg.det),
+        (lambda t: nb.slogdet(t).logabsdet, lambda t: torch.linalg.slogdet(t).logabsdet),
+    ):
+        t = torch.tensor(a, requires_grad=True)
+        theirs(t).sum().backward()
+        got = nb.grad(lambda x, f=ours: f(x).sum())(nb.tensor(a)).numpy()
+        close(got, t.grad.numpy(), rtol=1e-9, atol=1e-12)

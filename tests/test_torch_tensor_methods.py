@@ -142,6 +142,28 @@ a.H
 a.mH
 a.adjoint()
 a.take(T.tensor([[0, 11], [-1, 5]]))
+a.mv(T.tensor([1.0, -2.0, 0.5, 3.0]))
+a[0].ger(a[1, :3])
+a.inner(a)
+a[0].vdot(a[1])
+a[:, :3].addmm(a, a.T, beta=0.5, alpha=2.0)
+a[0].addmv(a.T, a[1, :3])
+a.addr(a[:, 0], a[0])
+a[:, :3].addbmm(T.stack([a, a]), T.stack([a.T, a.T]), beta=2)
+T.stack([a[:, :3], a[:, :3]]).baddbmm(T.stack([a, a]), T.stack([a.T, a.T]), alpha=0.5)
+a[0].diag(1)
+a.diag(-1)
+a.diag_embed(1, 0, 2)
+a.diagflat()
+a[:, :3].trace()
+a[:, :3].matrix_power(3)
+a[:, :3].matrix_exp()
+a[:, :3].inverse()
+a[:, :3].det()
+a[:, :3].logdet()
+a[:, :3].slogdet()
+a.qr()
+a.T.qr(some=False)
 a.put(T.tensor([0, -1]), T.tensor([9.0, 8.0]))
 a.put(T.tensor([1, 1]), T.tensor([9.0, 8.0]), accumulate=True)
 a.index_put((T.tensor([0, 2]), T.tensor([1, 3])), T.tensor(7.0))
@@ -187,6 +209,11 @@ IN_PLACE = [
     *[(m, "", UNIT) for m in ("asin_", "acos_", "arcsin_", "arccos_", "atanh_", "arctanh_")],
     *[(m, "", POS) for m in ("log_", "log2_", "log10_", "log1p_", "sqrt_", "rsqrt_", "reciprocal_")],
     *[(m, "", POS + 1) for m in ("acosh_", "arccosh_")],
+    ("addmm_", "T.tensor(A), T.tensor(A).T, beta=0.5, alpha=2", A[:, :3]),
+    ("addmv_", "T.tensor(A).T, T.tensor(A)[0, :3]", A[0]),
+    ("addr_", "T.tensor(A)[:, 0], T.tensor(A)[0]", A),
+    ("addbmm_", "T.ones(2, 3, 2), T.ones(2, 2, 4)", A),
+    ("baddbmm_", "T.ones(2, 3, 2), T.ones(2, 2, 4), beta=0", np.stack([A, A])),
     ("round_", "decimals=1", A),
     ("logit_", "0.2", UNIT),
     ("nan_to_num_", "nan=1.0", np.array([np.nan, np.inf, -np.inf, 2.0], np.float32)),

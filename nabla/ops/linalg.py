@@ -28,7 +28,25 @@ from .creation import tensor
 from .shape import roll
 from .view import broadcast_shapes, broadcast_to, normalize_axis, permute, reshape, transpose
 
-__all__ = ["cross", "dot", "einsum", "kron", "linear", "matmul", "outer", "tensordot"]
+__all__ = [
+    "addbmm",
+    "addmm",
+    "addmv",
+    "addr",
+    "baddbmm",
+    "cross",
+    "dot",
+    "einsum",
+    "ger",
+    "inner",
+    "kron",
+    "linear",
+    "matmul",
+    "mv",
+    "outer",
+    "tensordot",
+    "vdot",
+]
 
 
 class MatmulOp(Operation):
@@ -287,6 +305,122 @@ def outer(x: Any, y: Any) -> Tensor:
     if x.ndim != 1 or y.ndim != 1:
         raise ValueError(f"outer: expected two 1-D tensors, got shapes {x.shape} and {y.shape}")
     return _bin.mul(reshape(x, (x.shape[0], 1)), reshape(y, (1, y.shape[0])))
+
+
+ger = outer  # torch.ger: PyTorch's old name of outer
+
+
+def _rank(x: Tensor, op: str, arg: str, ndim: int) -> None:
+    if x.ndim != ndim:
+        raise ValueError(f"{op}: {arg} must be {ndim}-D, got shape {x.shape}")
+
+
+@public()
+def mv(mat: Any, vec: Any) -> Tensor:
+    """Matrix-vector product of a 2-D and a 1-D tensor (torch.mv).
+
+    Example:
+        >>> nabla.mv(nabla.ones(2, 3), nabla.ones(3)).numpy()
+        array([3., 3.], dtype=float32)
+    """
+    mat, vec = _as_tensor(mat, "mv", "mat"), _as_tensor(vec, "mv", "vec")
+    _rank(mat, "mv", "mat", 2)
+    _rank(vec, "mv", "vec", 1)
+    if mat.shape[1] != vec.shape[0]:
+        raise ValueError(f"mv: mat {mat.shape} and vec {vec.shape} do not match: vec needs {mat.shape[1]} entries")
+    return matmul(mat, vec)
+
+
+@public()
+def inner(x: Any, y: Any) -> Tensor:
+    """Sum of products over the last dims (torch.inner): `out[i..., j...] = sum_k x[i..., k]
+    y[j..., k]`; a scalar operand multiplies.
+
+    Example:
+        >>> nabla.inner(nabla.ones(2, 3), nabla.ones(4, 3)).shape
+        (2, 4)
+    """
+    x, y = _as_tensor(x, "inner", "x"), _as_tensor(y, "inner", "y")
+    if x.ndim == 0 or y.ndim == 0:
+        return _bin.mul(x, y)
+    if x.shape[-1] != y.shape[-1]:
+        raise ValueError(f"inner: the last dims of x {x.shape} and y {y.shape} must match")
+    return tensordot(x, y, dims=([x.ndim - 1], [y.ndim - 1]))
+
+
+@public()
+def vdot(x: Any, y: Any) -> Tensor:
+    """Dot product of two 1-D tensors (torch.vdot; nabla has no complex dtype to conjugate)."""
+    x, y = _as_tensor(x, "vdot", "x"), _as_tensor(y, "vdot", "y")
+    if x.ndim != 1 or y.ndim != 1 or x.shape != y.shape:
+        raise ValueError(f"vdot: expected two 1-D tensors of the same length, got shapes {x.shape} and {y.shape}")
+    return matmul(x, y)
+
+
+def _scaled_sum(op: str, input: Any, product: Tensor, beta: Any, alpha: Any) -> Tensor:
+    """beta * input + alpha * product, input broadcast to the product's shape; with beta == 0
+    input is ignored (its nan and inf do not propagate), as in PyTorch."""
+    input = _as_tensor(input, op, "input")
+    try:
+        shape = broadcast_shapes(input.shape, product.shape)
+    except ValueError:
+        shape = None
+    if shape != tuple(product.shape):
+        raise ValueError(
+            f"{op}: input of shape {input.shape} cannot be broadcast to the product's shape {product.shape}"
+        )
+    scaled = product if alpha == 1 else _bin.mul(product, alpha)
+    if beta == 0:
+        return scaled
+    return _bin.add(input if beta == 1 else _bin.mul(input, beta), scaled)
+
+
+@public()
+def addmm(input: Any, mat1: Any, mat2: Any, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+    """beta * input + alpha * (mat1 @ mat2) for 2-D mat1 (n, m) and mat2 (m, p) (torch.addmm);
+    input broadcasts to (n, p).
+
+    Example:
+        >>> nabla.addmm(nabla.zeros(3), nabla.ones(2, 4), nabla.ones(4, 3), alpha=0.5).numpy()[0]
+        array([2., 2., 2.], dtype=float32)
+    """
+    mat1, mat2 = _as_tensor(mat1, "addmm", "mat1"), _as_tensor(mat2, "addmm", "mat2")
+    _rank(mat1, "addmm", "mat1", 2)
+    _rank(mat2, "addmm", "mat2", 2)
+    return _scaled_sum("addmm", input, matmul(mat1, mat2), beta, alpha)
+
+
+@public()
+def addmv(input: Any, mat: Any, vec: Any, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+    """beta * input + alpha * (mat @ vec) (torch.addmv)."""
+    return _scaled_sum("addmv", input, mv(mat, vec), beta, alpha)
+
+
+@public()
+def addr(input: Any, vec1: Any, vec2: Any, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+    """beta * input + alpha * outer(vec1, vec2) (torch.addr)."""
+    return _scaled_sum("addr", input, outer(vec1, vec2), beta, alpha)
+
+
+def _batches(op: str, batch1: Any, batch2: Any) -> Tensor:
+    b1, b2 = _as_tensor(batch1, op, "batch1"), _as_tensor(batch2, op, "batch2")
+    _rank(b1, op, "batch1", 3)
+    _rank(b2, op, "batch2", 3)
+    if b1.shape[0] != b2.shape[0] or b1.shape[2] != b2.shape[1]:
+        raise ValueError(f"{op}: batch1 {b1.shape} and batch2 {b2.shape} must be (b, n, m) and (b, m, p)")
+    return matmul(b1, b2)
+
+
+@public()
+def baddbmm(input: Any, batch1: Any, batch2: Any, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+    """beta * input + alpha * (batch1 @ batch2) for (b, n, m) and (b, m, p) batches (torch.baddbmm)."""
+    return _scaled_sum("baddbmm", input, _batches("baddbmm", batch1, batch2), beta, alpha)
+
+
+@public()
+def addbmm(input: Any, batch1: Any, batch2: Any, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+    """beta * input + alpha * sum_b batch1[b] @ batch2[b] (torch.addbmm): the batch reduced."""
+    return _scaled_sum("addbmm", input, _red.sum(_batches("addbmm", batch1, batch2), axis=0), beta, alpha)
 
 
 def _cross_axis(x: Tensor, y: Tensor, axis: int | None) -> int:

@@ -47,10 +47,22 @@ from .shape import concatenate, pad, stack
 from .triangular import tril, triu
 from .view import broadcast_to, detach, permute, reshape, transpose, unsqueeze
 
-__all__ = ["geqrf", "householder_product", "inv", "matrix_exp", "qr", "solve"]
+__all__ = [
+    "det",
+    "geqrf",
+    "householder_product",
+    "inv",
+    "logdet",
+    "matrix_exp",
+    "matrix_power",
+    "qr",
+    "slogdet",
+    "solve",
+]
 
 QRResult = namedtuple("QRResult", ["Q", "R"])
 GeqrfResult = namedtuple("GeqrfResult", ["a", "tau"])
+SlogdetResult = namedtuple("SlogdetResult", ["sign", "logabsdet"])
 
 _HALF = (_dt.float16, _dt.bfloat16)
 
@@ -422,3 +434,113 @@ def inv(a: Any) -> Tensor:
     _square(a, "inv")
     n = a.shape[-1]
     return solve(a, broadcast_to(eye(n, dtype=a.dtype), a.shape))
+
+
+# -- determinants / matrix_power -------------------------------------------------------------------
+def _lu_pivots(a: Tensor, n: int) -> tuple[Tensor, Tensor, Tensor]:
+    """Gaussian elimination with partial pivoting (LAPACK's getrf pivot choice), unrolled over
+    the columns: U's diagonal (..., n), the sign of the row permutation (...,) and whether a
+    pivot was exactly 0 (...,). A zero pivot is divided as 1, so a singular matrix stays finite."""
+    rows = np.arange(n)
+    rows_t = _const(rows)
+    sign = _bin.add(_red.sum(_bin.mul(a, 0.0), axis=(-2, -1)), 1.0)
+    singular = _bin.ne(sign, sign)  # all False, of the batch's shape
+    pivots = []
+    for j in range(n):
+        is_j = _const(rows == j)
+        col = getitem(a, (Ellipsis, slice(None), j))
+        p = _red.argmax(_cf.where(_const(rows >= j), _un.abs(col), -1.0), axis=-1, keepdims=True)
+        at_p = unsqueeze(_bin.eq(rows_t, p), -1)
+        row_p = _red.sum(_cf.where(at_p, a, 0.0), axis=-2, keepdims=True)
+        row_j = getitem(a, (Ellipsis, slice(j, j + 1), slice(None)))
+        a = _cf.where(unsqueeze(is_j, -1), row_p, _cf.where(at_p, row_j, a))
+        sign = _cf.where(_bin.ne(getitem(p, (Ellipsis, 0)), j), _un.neg(sign), sign)
+        pivot = getitem(row_p, (Ellipsis, 0, j))
+        zero = _bin.eq(pivot, 0.0)
+        singular = _bin.logical_or(singular, zero)
+        pivots.append(pivot)
+        factors = _bin.div(getitem(a, (Ellipsis, slice(None), j)), unsqueeze(_cf.where(zero, 1.0, pivot), -1))
+        factors = _cf.where(_const(rows > j), factors, 0.0)
+        a = _bin.sub(a, _bin.mul(unsqueeze(factors, -1), row_p))
+    return stack(pivots, axis=-1), sign, singular
+
+
+def _determinant_parts(a: Any, op: str) -> tuple[Tensor, Tensor, Tensor, Any]:
+    a = _float_tensor(a, op, "A", 2)
+    _square(a, op)
+    (a,), dtype = _working(a)
+    n = a.shape[-1]
+    if n == 0:
+        ones = _bin.add(_red.sum(a, axis=(-2, -1)), 1.0)
+        return unsqueeze(ones, -1), ones, _bin.ne(ones, ones), dtype
+    pivots, sign, singular = _lu_pivots(a, n)
+    return pivots, sign, singular, dtype
+
+
+@public()
+def det(a: Any) -> Tensor:
+    """Determinants of square matrices (torch.linalg.det): the product of the pivots of
+    Gaussian elimination with partial pivoting (O(n) ops), 0 for a singular matrix.
+    Differentiable where the matrix is invertible.
+
+    Args:
+        a: (..., n, n), floating.
+
+    Example:
+        >>> nabla.det(nabla.tensor([[2.0, 1.0], [1.0, 3.0]])).item()
+        5.0
+    """
+    pivots, sign, singular, dtype = _determinant_parts(a, "det")
+    out = _bin.mul(sign, _red.prod(pivots, axis=-1))
+    return cast(_cf.where(singular, 0.0, out), dtype)
+
+
+@public()
+def slogdet(a: Any) -> SlogdetResult:
+    """`(sign, logabsdet)` of square matrices (torch.linalg.slogdet): det = sign * exp(logabsdet)
+    without overflow; a singular matrix gives (0, -inf). Differentiable where invertible.
+
+    Args:
+        a: (..., n, n), floating.
+    """
+    pivots, sign, singular, dtype = _determinant_parts(a, "slogdet")
+    sign = _bin.mul(sign, _red.prod(_un.sign(pivots), axis=-1))
+    logabs = _red.sum(_un.log(_un.abs(_cf.where(_bin.eq(pivots, 0.0), 1.0, pivots))), axis=-1)
+    sign = _cf.where(singular, 0.0, sign)
+    logabs = _cf.where(singular, -math.inf, logabs)
+    return SlogdetResult(cast(sign, dtype), cast(logabs, dtype))
+
+
+@public()
+def logdet(a: Any) -> Tensor:
+    """log(det(A)) (torch.logdet): nan for a negative determinant, -inf for a singular matrix."""
+    sign, logabs = slogdet(a)
+    return _cf.where(_bin.less(sign, 0.0), math.nan, logabs)
+
+
+@public()
+def matrix_power(a: Any, n: int) -> Tensor:
+    """A^n for square matrices and an integer n (torch.linalg.matrix_power): repeated squaring
+    (about 2 log2|n| matmuls); n = 0 gives the identity, n < 0 powers of inv(A).
+
+    Example:
+        >>> nabla.matrix_power(nabla.tensor([[1.0, 1.0], [0.0, 1.0]]), 3).numpy()
+        array([[1., 3.],
+               [0., 1.]], dtype=float32)
+    """
+    if isinstance(n, bool) or not isinstance(n, int | np.integer):
+        raise TypeError(f"matrix_power: n must be an int, got {n!r}")
+    x = a if isinstance(a, Tensor) else tensor(a)
+    if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
+        raise ValueError(f"matrix_power: A must be a batch of square matrices (..., n, n), got shape {x.shape}")
+    if n == 0:
+        return broadcast_to(eye(x.shape[-1], dtype=x.dtype), x.shape)
+    base = inv(x) if n < 0 else x
+    out, k = None, abs(int(n))
+    while k:
+        if k & 1:
+            out = base if out is None else matmul(out, base)
+        k >>= 1
+        if k:
+            base = matmul(base, base)
+    return out

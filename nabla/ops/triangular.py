@@ -28,7 +28,7 @@ from .shape import _check_tensor, _empty, _int, _shift, _slice, _static_shape, _
 from .spmd import windowable
 from .view import normalize_axis, permute, reshape, unsqueeze
 
-__all__ = ["diagonal", "diagonal_scatter", "tril", "triu"]
+__all__ = ["diag", "diag_embed", "diagflat", "diagonal", "diagonal_scatter", "tril", "triu"]
 
 
 # -- tril / triu -------------------------------------------------------------------------------
@@ -252,3 +252,55 @@ def diagonal_scatter(x: Tensor, src: Tensor, offset: int = 0, axis1: int = 0, ax
     on = _bin.equal(_bin.sub(cols, rows), _int(offset, "diagonal_scatter", "offset"))
     embedded = _diag_embed(src.astype(x.dtype), x.shape, int(offset), a1, a2)
     return _cf.where(on, embedded, x)
+
+
+@public()
+def diag_embed(x: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
+    """Matrices with the last dim of `x` on their `offset` diagonal (torch.diag_embed): a
+    (..., n) input gives (..., n + |offset|, n + |offset|) with the new dims at dim1, dim2 of
+    the result; zeros elsewhere.
+
+    Example:
+        >>> nb.diag_embed(nb.ones(2, 3)).shape
+        (2, 3, 3)
+    """
+    _check_tensor(x, "diag_embed")
+    offset = _int(offset, "diag_embed", "offset")
+    if x.ndim < 1:
+        raise ValueError(f"diag_embed: expected a tensor of rank >= 1, got shape {x.shape}")
+    a1 = normalize_axis(dim1, x.ndim + 1, "diag_embed", "dim1")
+    a2 = normalize_axis(dim2, x.ndim + 1, "diag_embed", "dim2")
+    if a1 == a2:
+        raise ValueError(f"diag_embed: dim1 and dim2 must differ, both are {a1}")
+    m = x.shape[-1] + abs(offset)
+    rest = iter(x.shape[:-1])
+    shape = tuple(m if d in (a1, a2) else next(rest) for d in range(x.ndim + 1))
+    return _diag_embed(x, shape, offset, a1, a2)
+
+
+_take_diagonal = diagonal  # diag's argument is named `diagonal`, as torch's
+
+
+@public()
+def diag(x: Tensor, diagonal: int = 0) -> Tensor:
+    """torch.diag: a 1-D `x` becomes a square matrix with it on the `diagonal`-th diagonal; a
+    2-D `x` gives that diagonal as a 1-D tensor.
+
+    Example:
+        >>> nb.diag(nb.tensor([1.0, 2.0])).numpy()
+        array([[1., 0.],
+               [0., 2.]], dtype=float32)
+    """
+    _check_tensor(x, "diag")
+    if x.ndim == 1:
+        return diag_embed(x, diagonal)
+    if x.ndim == 2:
+        return _take_diagonal(x, diagonal)
+    raise ValueError(f"diag: expected a 1-D or 2-D tensor, got shape {x.shape}")
+
+
+@public()
+def diagflat(x: Tensor, offset: int = 0) -> Tensor:
+    """A square matrix with the flattened `x` on its `offset` diagonal (torch.diagflat)."""
+    _check_tensor(x, "diagflat")
+    return diag_embed(reshape(x, (x.numel(),)), offset)

@@ -337,6 +337,7 @@ SPECS: list[OpSpec] = [
         ],
         family=FAMILY,
         covers=("mul",),
+        aliases=("ger",),
         torch_ref=lambda torch, x, y: torch.outer(x, y),
     ),
     OpSpec(
@@ -458,5 +459,157 @@ SPECS: list[OpSpec] = [
         rtol=1e-5,
         atol=1e-5,
         dtypes=("float64",),
+    ),
+]
+
+
+# -- torch's BLAS-style products and determinants: composites, kept out of the MAX groups ---------
+def _blas(name: str, ref, samples: list[Sample], torch_ref, covers=("matmul", "mul", "add"), **kw) -> OpSpec:
+    return OpSpec(
+        name=name,
+        fn=getattr(nb, name),
+        ref=ref,
+        samples=_off_max(samples),
+        family=FAMILY,
+        covers=covers,
+        torch_ref=torch_ref,
+        **kw,
+    )
+
+
+def _scaled(product, beta=1, alpha=1):
+    def ref(inp, *xs, beta=beta, alpha=alpha):
+        out = alpha * product(*[x.astype(np.float64) for x in xs])
+        return (out if beta == 0 else beta * inp.astype(np.float64) + out).astype(inp.dtype)
+
+    return ref
+
+
+def _np_slogdet(a):
+    sign, logabs = np.linalg.slogdet(a.astype(np.float64))
+    return sign.astype(a.dtype), logabs.astype(a.dtype)
+
+
+def _np_logdet(a):
+    sign, logabs = np.linalg.slogdet(a.astype(np.float64))
+    with np.errstate(invalid="ignore"):
+        return np.where(sign < 0, np.nan, logabs).astype(a.dtype)
+
+
+_DET_COVERS = ("argmax", "abs", "equal", "where", "sum", "div", "mul", "sub", "prod", "slice", "stack")
+_DET_SAMPLES = [
+    Sample((uniform((3, 3), seed="det1"),), label="(3,3)"),
+    Sample((uniform((2, 4, 4), seed="det2"),), label="batched"),
+    Sample((_PIVOT,), label="pivoting"),
+    Sample((np.array([[2.0]]),), label="(1,1)"),
+    Sample((np.array([[1.0, 2.0], [2.0, 4.0]]),), label="singular", grad=False),
+    Sample((np.zeros((0, 0)),), label="(0,0)", grad=False),
+]
+SPECS += [
+    _blas(
+        "addmm",
+        _scaled(np.matmul),
+        [
+            Sample(_arrays("addmm", (3, 5), (3, 4), (4, 5)), label="(3,5)"),
+            Sample(_arrays("addmm-b", (5,), (3, 4), (4, 5)), {"beta": 0.5, "alpha": 2.0}, label="broadcast"),
+            Sample(
+                (np.full((3, 5), np.nan), *_arrays("addmm-0", (3, 4), (4, 5))), {"beta": 0}, label="beta=0", grad=False
+            ),
+        ],
+        lambda torch, i, a, b, **kw: torch.addmm(i, a, b, **kw),
+    ),
+    _blas(
+        "addmv",
+        _scaled(np.matmul),
+        [Sample(_arrays("addmv", (3,), (3, 4), (4,)), {"beta": 2.0, "alpha": -1.0}, label="(3,)")],
+        lambda torch, i, a, b, **kw: torch.addmv(i, a, b, **kw),
+    ),
+    _blas(
+        "addr",
+        _scaled(np.outer),
+        [Sample(_arrays("addr", (3, 4), (3,), (4,)), {"alpha": 0.5}, label="(3,4)")],
+        lambda torch, i, a, b, **kw: torch.addr(i, a, b, **kw),
+    ),
+    _blas(
+        "baddbmm",
+        _scaled(np.matmul),
+        [Sample(_arrays("baddbmm", (2, 3, 5), (2, 3, 4), (2, 4, 5)), {"beta": 0.5}, label="(2,3,5)")],
+        lambda torch, i, a, b, **kw: torch.baddbmm(i, a, b, **kw),
+    ),
+    _blas(
+        "addbmm",
+        _scaled(lambda a, b: np.matmul(a, b).sum(0)),
+        [Sample(_arrays("addbmm", (3, 5), (2, 3, 4), (2, 4, 5)), {"alpha": 2.0}, label="(3,5)")],
+        lambda torch, i, a, b, **kw: torch.addbmm(i, a, b, **kw),
+        covers=("matmul", "mul", "add", "sum"),
+    ),
+    _blas(
+        "mv",
+        lambda a, v: np.matmul(a, v),
+        [Sample(_arrays("mv", (3, 4), (4,)), label="(3,4)")],
+        lambda torch, a, v: torch.mv(a, v),
+        covers=("matmul",),
+    ),
+    _blas(
+        "inner",
+        np.inner,
+        [
+            Sample(_arrays("inner", (2, 3), (4, 3)), label="(2,3)x(4,3)"),
+            Sample(_arrays("inner1", (3,), (3,)), label="vectors"),
+            Sample((np.array(2.0), uniform((2, 3), seed="inner-s")), label="scalar"),
+        ],
+        lambda torch, a, b: torch.inner(a, b),
+        covers=("matmul", "mul", "permute", "reshape"),
+    ),
+    _blas(
+        "vdot",
+        lambda a, b: np.asarray(np.vdot(a, b)),
+        [Sample(_arrays("vdot", (5,), (5,)), label="(5,)")],
+        lambda torch, a, b: torch.vdot(a, b),
+        covers=("matmul",),
+    ),
+    _blas(
+        "det",
+        lambda a: np.asarray(np.linalg.det(a.astype(np.float64))).astype(a.dtype),
+        list(_DET_SAMPLES),
+        lambda torch, a: torch.linalg.det(a),
+        covers=_DET_COVERS,
+        dtypes=("float64",),
+        atol=1e-5,
+    ),
+    _blas(
+        "slogdet",
+        _np_slogdet,
+        [s for s in _DET_SAMPLES if s.label != "(0,0)"],
+        lambda torch, a: tuple(torch.linalg.slogdet(a)),
+        covers=(*_DET_COVERS, "sign", "log"),
+        dtypes=("float64",),
+        atol=1e-5,
+    ),
+    _blas(
+        "logdet",
+        _np_logdet,
+        [
+            Sample((_dominant("logdet", (3, 3)),), label="positive"),
+            Sample((_dominant("logdet2", (2, 4, 4)),), label="batched"),
+            Sample((uniform((3, 4, 4), seed="logdet3"),), label="signs", grad=False),  # nan where det < 0
+        ],
+        lambda torch, a: torch.logdet(a),
+        covers=(*_DET_COVERS, "sign", "log", "less"),
+        dtypes=("float64",),
+        atol=1e-5,
+    ),
+    _blas(
+        "matrix_power",
+        lambda a, n: np.linalg.matrix_power(a.astype(np.float64), n).astype(a.dtype),
+        [
+            Sample((uniform((3, 3), seed="mp"), 5), label="n=5"),
+            Sample((uniform((2, 3, 3), seed="mp0"), 0), label="n=0", grad=False),
+            Sample((_dominant("mpn", (3, 3)), -2), label="n=-2"),
+        ],
+        lambda torch, a, n: torch.linalg.matrix_power(a, n),
+        covers=("matmul", "eye", *_SOLVE_COVERS),
+        dtypes=("float64",),
+        atol=1e-5,
     ),
 ]

@@ -330,7 +330,7 @@ SPECS += [
         ref=_mvlgamma,
         samples=_composite(
             [
-                Sample((uniform(s, 1.6, 5.0, seed="mvlgamma"),), {"p": p}, label=f"{s} p={p}")
+                Sample((uniform(s, 2.2, 5.0, seed="mvlgamma"),), {"p": p}, label=f"{s} p={p}")
                 for s in SHAPES[:4]
                 for p in (1, 3)
             ]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 import nabla as nb
@@ -561,5 +563,62 @@ SPECS += [
         ],
         covers=("where", "pad", "reshape", "permute"),
         torch_ref=lambda torch, x, src, *a: torch.diagonal_scatter(x, src, *a),
+    ),
+]
+
+
+# torch's diagonal matrices: composites of `_diag_embed`'s pads and reshapes (off the MAX groups)
+def _np_diag_embed(x, offset=0, dim1=-2, dim2=-1):
+    m = x.shape[-1] + abs(offset)
+    out = np.zeros(x.shape[:-1] + (m, m), x.dtype)
+    i = np.arange(x.shape[-1])
+    rows, cols = (i, i + offset) if offset >= 0 else (i - offset, i)
+    out[..., rows, cols] = x
+    nd = x.ndim + 1
+    return np.moveaxis(out, (-2, -1), (dim1 % nd, dim2 % nd))
+
+
+def _off_max(samples: list[Sample]) -> list[Sample]:
+    return [replace(s, max=False) for s in samples]
+
+
+SPECS += [
+    _spec(
+        "diag_embed",
+        nb.diag_embed,
+        _np_diag_embed,
+        _off_max(
+            [
+                Sample((_u((2, 3), "de"),), label="(2,3)"),
+                Sample((_u((2, 3), "de1"), 1), label="offset+1"),
+                Sample((_u((3,), "de2"), -2, 0, 1), label="offset-2"),
+                Sample((_u((2, 3), "de3"), 0, 0, 2), label="dims(0,2)"),
+                Sample((_u((2, 3), "de4"), 1, 2, 0), label="dims(2,0)"),
+            ]
+        ),
+        covers=("pad", "reshape", "permute"),
+        torch_ref=lambda torch, x, *a: torch.diag_embed(x, *a),
+    ),
+    _spec(
+        "diag",
+        nb.diag,
+        lambda x, d=0: np.diag(x, d),
+        _off_max(
+            [
+                Sample((_u((3,), "dg"),), label="vector"),
+                Sample((_u((3,), "dg1"), -1), label="vector-offset"),
+                Sample((_u((3, 4), "dg2"), 1), label="matrix-offset"),
+            ]
+        ),
+        covers=("pad", "reshape", "permute", "diagonal"),
+        torch_ref=lambda torch, x, *a: torch.diag(x, *a),
+    ),
+    _spec(
+        "diagflat",
+        nb.diagflat,
+        lambda x, offset=0: np.diagflat(x, offset),
+        _off_max([Sample((_u((2, 2), "df"),), label="(2,2)"), Sample((_u((3,), "df1"), 2), label="offset+2")]),
+        covers=("pad", "reshape"),
+        torch_ref=lambda torch, x, *a: torch.diagflat(x, *a),
     ),
 ]

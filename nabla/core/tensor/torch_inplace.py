@@ -175,6 +175,21 @@ class TorchInPlace:
     def erfinv_(self) -> Tensor:
         return self._in_place("erfinv_", OPS.erfinv)
 
+    def addmm_(self, mat1: Any, mat2: Any, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+        return self._in_place("addmm_", OPS.addmm, mat1, mat2, beta=beta, alpha=alpha)
+
+    def addmv_(self, mat: Any, vec: Any, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+        return self._in_place("addmv_", OPS.addmv, mat, vec, beta=beta, alpha=alpha)
+
+    def addr_(self, vec1: Any, vec2: Any, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+        return self._in_place("addr_", OPS.addr, vec1, vec2, beta=beta, alpha=alpha)
+
+    def addbmm_(self, batch1: Any, batch2: Any, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+        return self._in_place("addbmm_", OPS.addbmm, batch1, batch2, beta=beta, alpha=alpha)
+
+    def baddbmm_(self, batch1: Any, batch2: Any, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+        return self._in_place("baddbmm_", OPS.baddbmm, batch1, batch2, beta=beta, alpha=alpha)
+
     def logit_(self, eps: float | None = None) -> Tensor:
         return self._in_place("logit_", OPS.logit, eps)
 

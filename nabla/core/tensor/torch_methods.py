@@ -487,6 +487,77 @@ class TorchMethods:
     def kron(self, other: Any) -> Tensor:
         return OPS.kron(self, other)
 
+    # -- matrix products and matrix functions -------------------------------------------------------
+    def mv(self, vec: Any) -> Tensor:
+        return OPS.mv(self, vec)
+
+    def ger(self, vec2: Any) -> Tensor:
+        return OPS.outer(self, vec2)
+
+    def inner(self, other: Any) -> Tensor:
+        return OPS.inner(self, other)
+
+    def vdot(self, other: Any) -> Tensor:
+        return OPS.vdot(self, other)
+
+    def addmm(self, mat1: Any, mat2: Any, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+        return OPS.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
+
+    def addmv(self, mat: Any, vec: Any, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+        return OPS.addmv(self, mat, vec, beta=beta, alpha=alpha)
+
+    def addr(self, vec1: Any, vec2: Any, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+        return OPS.addr(self, vec1, vec2, beta=beta, alpha=alpha)
+
+    def addbmm(self, batch1: Any, batch2: Any, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+        return OPS.addbmm(self, batch1, batch2, beta=beta, alpha=alpha)
+
+    def baddbmm(self, batch1: Any, batch2: Any, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+        return OPS.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
+
+    def diag(self, diagonal: int = 0) -> Tensor:
+        return OPS.diag(self, diagonal)
+
+    def diag_embed(self, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
+        return OPS.diag_embed(self, offset, dim1, dim2)
+
+    def diagflat(self, offset: int = 0) -> Tensor:
+        return OPS.diagflat(self, offset)
+
+    def trace(self) -> Tensor:
+        """The sum of a matrix's diagonal (torch.trace: 2-D only)."""
+        if self.ndim != 2:
+            raise ValueError(f"trace: expected a matrix (2-D), got shape {self.shape}")
+        return OPS.sum(OPS.diagonal(self))
+
+    def matrix_power(self, n: int) -> Tensor:
+        return OPS.matrix_power(self, n)
+
+    def matrix_exp(self) -> Tensor:
+        return OPS.matrix_exp(self)
+
+    def inverse(self) -> Tensor:
+        return OPS.inv(self)
+
+    def det(self) -> Tensor:
+        return OPS.det(self)
+
+    def logdet(self) -> Tensor:
+        return OPS.logdet(self)
+
+    def slogdet(self) -> Any:
+        return OPS.slogdet(self)
+
+    def qr(self, some: bool = True) -> Any:
+        """torch.Tensor.qr: the reduced factors, or the complete ones for some=False."""
+        return OPS.qr(self, "reduced" if some else "complete")
+
+    def geqrf(self) -> Any:
+        return OPS.geqrf(self)
+
+    def orgqr(self, input2: Any) -> Tensor:
+        return OPS.householder_product(self, input2)
+
     # -- more elementwise methods (torch's names for nabla's ops) -------------------------------------
     def absolute(self) -> Tensor:
         return OPS.abs(self)
