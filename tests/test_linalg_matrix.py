@@ -381,3 +381,50 @@ def test_determinant_gradients_vs_torch():
         theirs(t).sum().backward()
         got = nb.grad(lambda x, f=ours: f(x).sum())(nb.tensor(a)).numpy()
         close(got, t.grad.numpy(), rtol=1e-9, atol=1e-12)
+
+
+# -- cholesky and triangular solves -------------------------------------------------------------
+def _spd(*shape: int) -> np.ndarray:
+    m = RNG.standard_normal(shape)
+    return m @ np.swapaxes(m, -1, -2) + shape[-1] * np.eye(shape[-1])
+
+
+def test_cholesky_factors_and_solves():
+    a = _spd(3, 5, 5)
+    lower = nb.cholesky(nb.tensor(a))
+    close(lower.numpy(), np.linalg.cholesky(a), rtol=1e-12, atol=1e-14)
+    close(nb.cholesky(nb.tensor(a), upper=True).numpy(), np.swapaxes(np.linalg.cholesky(a), -1, -2), rtol=1e-12)
+    garbage = a.copy()
+    garbage[:, 0, 4] = 1e3  # the upper triangle is never read
+    close(nb.cholesky(nb.tensor(garbage)).numpy(), np.linalg.cholesky(a), rtol=1e-12, atol=1e-14)
+    assert np.isnan(nb.cholesky(nb.tensor(np.array([[1.0, 2.0], [2.0, 1.0]]))).numpy()).any()  # not PD: nan
+    b = RNG.standard_normal((3, 5, 2))
+    close(nb.cholesky_solve(nb.tensor(b), lower).numpy(), np.linalg.solve(a, b), rtol=1e-10, atol=1e-12)
+    close(nb.cholesky_inverse(lower).numpy(), np.linalg.inv(a), rtol=1e-10, atol=1e-12)
+    x, coefficient = nb.tensor(b).triangular_solve(lower, upper=False)
+    close(x.numpy(), np.linalg.solve(np.linalg.cholesky(a), b), rtol=1e-10, atol=1e-12)
+    close(coefficient.numpy(), lower.numpy())
+    x = nb.tensor(b).triangular_solve(lower, upper=False, transpose=True).solution
+    close(x.numpy(), np.linalg.solve(np.swapaxes(np.linalg.cholesky(a), -1, -2), b), rtol=1e-10, atol=1e-12)
+    with pytest.raises(ValueError, match=r"solve_triangular: A \(3, 3\) and B \(2, 1\) do not match: B needs 3 rows"):
+        nb.solve_triangular(nb.eye(3), nb.ones(2, 1), upper=True)
+    with pytest.raises(ValueError, match=r"cholesky: A must be a batch of square matrices"):
+        nb.cholesky(nb.ones(2, 3))
+
+
+@needs_torch
+def test_cholesky_gradient_is_torchs_symmetric_one():
+    a, w = _spd(2, 4, 4), RNG.standard_normal((2, 4, 4))
+    t = torch.tensor(a, requires_grad=True)
+    (torch.linalg.cholesky(t) ** 2 * torch.tensor(w)).sum().backward()
+    got = nb.grad(lambda x: (nb.cholesky(x) ** 2 * nb.tensor(w)).sum())(nb.tensor(a)).numpy()
+    close(got, t.grad.numpy(), rtol=1e-10, atol=1e-12)
+    b = RNG.standard_normal((2, 4, 3))
+    for upper in (True, False):
+        tb, ta = torch.tensor(b, requires_grad=True), torch.tensor(a, requires_grad=True)
+        torch.linalg.solve_triangular(ta, tb, upper=upper).sum().backward()
+        ga, gb = nb.grad(lambda x, y, u=upper: nb.solve_triangular(x, y, upper=u).sum(), argnums=(0, 1))(
+            nb.tensor(a), nb.tensor(b)
+        )
+        close(ga.numpy(), ta.grad.numpy(), rtol=1e-10, atol=1e-12)
+        close(gb.numpy(), tb.grad.numpy(), rtol=1e-10, atol=1e-12)

@@ -1,5 +1,6 @@
 """Matrix functions and factorizations (PyTorch's `torch.linalg`): matrix_exp, householder_product,
-geqrf, qr, solve and inv, all composites of matmul, where, triangular masks, reductions and shape
+geqrf, qr, solve, inv, det/slogdet/logdet, matrix_power, cholesky, solve_triangular and
+cholesky_solve/cholesky_inverse, all composites of matmul, where, triangular masks, reductions and shape
 ops, so their derivatives (VJP, JVP, any order), MAX lowering, vmap and sharding come from those
 ops. Every function works on batches of matrices (`(..., m, n)`); float16/bfloat16 inputs are
 computed in float32 and cast back. Complex matrices are not supported (nabla has no complex dtype).
@@ -21,7 +22,9 @@ The lazy graph has a static structure, so nothing here branches on values:
   and `solve`/`inv` (Gauss-Jordan elimination with partial pivoting: the pivot row is found with
   argmax and swapped in with `where`) are unrolled over the columns: their graphs grow linearly
   with min(m, n) resp. n. A singular matrix gives inf/nan instead of raising (the values are
-  not known when the graph is built).
+  not known when the graph is built). det/slogdet take the pivots of the same elimination
+  (Gaussian, forward only); cholesky goes by columns and solve_triangular by rows (n
+  matrix-vector products each); a matrix that is not positive definite gives nan.
 """
 
 from __future__ import annotations
@@ -48,6 +51,9 @@ from .triangular import tril, triu
 from .view import broadcast_to, detach, permute, reshape, transpose, unsqueeze
 
 __all__ = [
+    "cholesky",
+    "cholesky_inverse",
+    "cholesky_solve",
     "det",
     "geqrf",
     "householder_product",
@@ -58,6 +64,7 @@ __all__ = [
     "qr",
     "slogdet",
     "solve",
+    "solve_triangular",
 ]
 
 QRResult = namedtuple("QRResult", ["Q", "R"])
@@ -544,3 +551,130 @@ def matrix_power(a: Any, n: int) -> Tensor:
         if k:
             base = matmul(base, base)
     return out
+
+
+# -- cholesky / triangular solves ------------------------------------------------------------------
+def _cholesky_lower(a: Tensor, n: int) -> Tensor:
+    """L with A = L L^T, one column at a time (column j of A minus L[:, :j] L[j, :j]^T, scaled by
+    the square root of its diagonal entry): n matrix-vector products."""
+    rows = np.arange(n)
+    below, cols = _const(rows), _const(rows)
+    lower = _bin.mul(a, 0.0)
+    for j in range(n):
+        row_j = getitem(lower, (Ellipsis, slice(j, j + 1), slice(None)))  # (..., 1, n), zeros from column j on
+        col = _bin.sub(getitem(a, (Ellipsis, slice(None), j)), getitem(matmul(lower, _mT(row_j)), (Ellipsis, 0)))
+        d = _un.sqrt(getitem(col, (Ellipsis, slice(j, j + 1))))  # nan where A is not positive definite
+        new = _cf.where(_bin.greater(below, j), _bin.div(col, d), _cf.where(_bin.eq(below, j), d, 0.0))
+        lower = _cf.where(_bin.eq(cols, j), unsqueeze(new, -1), lower)
+    return lower
+
+
+@public()
+def cholesky(a: Any, upper: bool = False) -> Tensor:
+    """The Cholesky factor of symmetric positive-definite matrices (torch.linalg.cholesky): lower
+    L with A = L L^T, or upper U = L^T with A = U^T U. Only A's lower triangle is read; the
+    gradient is symmetric, as torch's. Unrolled
+    over the n columns (n matrix-vector products); a matrix that is not positive definite gives
+    nan instead of raising (its values are not known when the graph is built). Differentiable.
+
+    Args:
+        a: (..., n, n), floating.
+        upper: return U instead of L.
+
+    Example:
+        >>> nabla.cholesky(nabla.tensor([[4.0, 2.0], [2.0, 5.0]])).numpy()
+        array([[2., 0.],
+               [1., 2.]], dtype=float32)
+    """
+    a = _float_tensor(a, "cholesky", "A", 2)
+    _square(a, "cholesky")
+    (a,), dtype = _working(a)
+    n = a.shape[-1]
+    # The value reads the lower triangle; the gradient is that of the symmetric part, split
+    # evenly between A[i, j] and A[j, i] (torch's convention: A is taken to be symmetric).
+    sym = _bin.mul(_bin.add(a, _mT(a)), 0.5)
+    read = _bin.add(tril(a), _mT(tril(a, -1)))
+    lower = _cholesky_lower(_bin.add(sym, detach(_bin.sub(read, sym))), n) if n else a
+    return cast(_mT(lower) if upper else lower, dtype)
+
+
+def _substitute(a: Tensor, b: Tensor, upper: bool, unit: bool) -> Tensor:
+    """X with A X = B for triangular A (the other triangle is not read): back substitution for
+    upper, forward for lower, one row of X per step (rows not yet solved are 0 in X)."""
+    n = a.shape[-1]
+    a = (triu(a, 1) if unit else triu(a)) if upper else (tril(a, -1) if unit else tril(a))
+    rows = unsqueeze(_const(np.arange(n)), -1)
+    x = _bin.mul(b, 0.0)
+    for i in reversed(range(n)) if upper else range(n):
+        row = getitem(a, (Ellipsis, slice(i, i + 1), slice(None)))
+        r = _bin.sub(getitem(b, (Ellipsis, slice(i, i + 1), slice(None))), matmul(row, x))
+        if not unit:
+            r = _bin.div(r, getitem(a, (Ellipsis, slice(i, i + 1), slice(i, i + 1))))
+        x = _cf.where(_bin.eq(rows, i), r, x)
+    return x
+
+
+@public()
+def solve_triangular(a: Any, b: Any, *, upper: bool, left: bool = True, unitriangular: bool = False) -> Tensor:
+    """The solution X of `A X = B` (`X A = B` for left=False) for triangular A
+    (torch.linalg.solve_triangular): substitution, unrolled over the n rows; only A's `upper`
+    (or lower) triangle is read, and with unitriangular=True its diagonal is taken as ones.
+    Batch dims broadcast.
+
+    Args:
+        a: (..., n, n), floating.
+        b: (..., n, k) (or (..., k, n) for left=False).
+        upper: A is upper triangular (keyword only, as in torch).
+
+    Example:
+        >>> a = nabla.tensor([[2.0, 1.0], [0.0, 4.0]])
+        >>> nabla.solve_triangular(a, nabla.tensor([[3.0], [4.0]]), upper=True).numpy()
+        array([[1.],
+               [1.]], dtype=float32)
+    """
+    a = _float_tensor(a, "solve_triangular", "A", 2)
+    b = _float_tensor(b, "solve_triangular", "B", 2)
+    _square(a, "solve_triangular")
+    if not left:  # X A = B  <=>  A^T X^T = B^T, and A^T is triangular the other way
+        a, b, upper = _mT(a), _mT(b), not upper
+    n = a.shape[-1]
+    if b.shape[-2] != n:
+        raise ValueError(
+            f"solve_triangular: A {a.shape} and B {b.shape} do not match: B needs {n} "
+            f"{'rows' if left else 'columns'} for A's {n}x{n} matrices"
+        )
+    (a, b), dtype = _working(a, b)
+    try:
+        batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    except ValueError:
+        raise ValueError(
+            f"solve_triangular: the batch dims of A {a.shape} and B {b.shape} cannot be broadcast together"
+        ) from None
+    a, b = broadcast_to(a, batch + a.shape[-2:]), broadcast_to(b, batch + b.shape[-2:])
+    out = _substitute(a, b, upper, unitriangular) if n else b
+    return cast(_mT(out) if not left else out, dtype)
+
+
+@public()
+def cholesky_solve(b: Any, factor: Any, upper: bool = False) -> Tensor:
+    """The solution X of `A X = B` given A's Cholesky factor (torch.cholesky_solve(B, L)):
+    two triangular solves, L then L^T (U^T then U for upper=True).
+
+    Args:
+        b: (..., n, k), floating.
+        factor: (..., n, n), L (or U for upper=True).
+    """
+    factor = _float_tensor(factor, "cholesky_solve", "L", 2)
+    if upper:
+        y = solve_triangular(_mT(factor), b, upper=False)
+        return solve_triangular(factor, y, upper=True)
+    y = solve_triangular(factor, b, upper=False)
+    return solve_triangular(_mT(factor), y, upper=True)
+
+
+@public()
+def cholesky_inverse(factor: Any, upper: bool = False) -> Tensor:
+    """A^-1 from A's Cholesky factor (torch.cholesky_inverse): `cholesky_solve(I, L)`."""
+    factor = _float_tensor(factor, "cholesky_inverse", "L", 2)
+    _square(factor, "cholesky_inverse")
+    return cholesky_solve(broadcast_to(eye(factor.shape[-1], dtype=factor.dtype), factor.shape), factor, upper)

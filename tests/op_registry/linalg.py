@@ -464,10 +464,10 @@ SPECS: list[OpSpec] = [
 
 
 # -- torch's BLAS-style products and determinants: composites, kept out of the MAX groups ---------
-def _blas(name: str, ref, samples: list[Sample], torch_ref, covers=("matmul", "mul", "add"), **kw) -> OpSpec:
+def _blas(name: str, ref, samples: list[Sample], torch_ref, covers=("matmul", "mul", "add"), fn=None, **kw) -> OpSpec:
     return OpSpec(
         name=name,
-        fn=getattr(nb, name),
+        fn=fn or getattr(nb, name),
         ref=ref,
         samples=_off_max(samples),
         family=FAMILY,
@@ -609,6 +609,95 @@ SPECS += [
         ],
         lambda torch, a, n: torch.linalg.matrix_power(a, n),
         covers=("matmul", "eye", *_SOLVE_COVERS),
+        dtypes=("float64",),
+        atol=1e-5,
+    ),
+]
+
+
+def _spd(seed: str, shape: tuple) -> np.ndarray:
+    m = uniform(shape, seed=seed)
+    return m @ np.swapaxes(m, -1, -2) + shape[-1] * np.eye(shape[-1])
+
+
+def _np_solve_triangular(a, b, upper, left=True, unitriangular=False):
+    a64 = np.triu(a.astype(np.float64)) if upper else np.tril(a.astype(np.float64))
+    if unitriangular:
+        a64 = a64 - np.eye(a.shape[-1]) * np.diagonal(a64, axis1=-2, axis2=-1)[..., None, :] + np.eye(a.shape[-1])
+    if left:
+        return np.linalg.solve(a64, b.astype(np.float64)).astype(a.dtype)
+    return np.swapaxes(np.linalg.solve(np.swapaxes(a64, -1, -2), np.swapaxes(b, -1, -2)), -1, -2).astype(a.dtype)
+
+
+def _np_cholesky_solve(b, factor, upper=False):
+    lower = np.swapaxes(factor, -1, -2) if upper else factor
+    a = lower.astype(np.float64) @ np.swapaxes(lower.astype(np.float64), -1, -2)
+    return np.linalg.solve(a, b.astype(np.float64)).astype(b.dtype)
+
+
+_CHOL_COVERS = ("matmul", "sqrt", "div", "sub", "where", "tril", "slice", "permute")
+_L = np.linalg.cholesky(_spd("cs", (3, 3)))
+SPECS += [
+    _blas(
+        "cholesky",
+        lambda a, upper=False: (
+            np.swapaxes(np.linalg.cholesky(a.astype(np.float64)), -1, -2)
+            if upper
+            else np.linalg.cholesky(a.astype(np.float64))
+        ).astype(a.dtype),
+        [
+            Sample((_spd("ch", (3, 3)),), label="(3,3)"),
+            Sample((_spd("ch2", (2, 4, 4)),), label="batched"),
+            Sample((_spd("ch3", (3, 3)),), {"upper": True}, label="upper"),
+        ],
+        lambda torch, a, upper=False: torch.linalg.cholesky(a, upper=upper),
+        covers=_CHOL_COVERS,
+        # A's symmetric part in: cholesky reads one triangle, and its gradient is torch's symmetric
+        # one, which is the derivative along symmetric perturbations only
+        fn=lambda a, upper=False: nb.cholesky(nb.mul(nb.add(a, nb.transpose(a, -1, -2)), 0.5), upper=upper),
+        dtypes=("float64",),
+        atol=1e-5,
+    ),
+    _blas(
+        "solve_triangular",
+        _np_solve_triangular,
+        [
+            Sample((_dominant("st", (3, 3)), uniform((3, 2), seed="stb")), {"upper": True}, label="upper"),
+            Sample((_dominant("st2", (2, 3, 3)), uniform((2, 3, 2), seed="st2b")), {"upper": False}, label="lower"),
+            Sample(
+                (_dominant("st3", (3, 3)), uniform((2, 3), seed="st3b")), {"upper": True, "left": False}, label="right"
+            ),
+            Sample(
+                (_dominant("st4", (3, 3)), uniform((3, 1), seed="st4b")),
+                {"upper": False, "unitriangular": True},
+                label="unit",
+            ),
+        ],
+        lambda torch, a, b, **kw: torch.linalg.solve_triangular(a, b, **kw),
+        covers=("matmul", "div", "sub", "where", "tril", "triu", "slice"),
+        dtypes=("float64",),
+        atol=1e-5,
+    ),
+    _blas(
+        "cholesky_solve",
+        _np_cholesky_solve,
+        [
+            Sample((uniform((3, 2), seed="csb"), _L), label="lower"),
+            Sample((uniform((3, 2), seed="csb2"), np.swapaxes(_L, -1, -2).copy()), {"upper": True}, label="upper"),
+        ],
+        lambda torch, b, f, upper=False: torch.cholesky_solve(b, f, upper=upper),
+        covers=("matmul", "div", "sub", "where", "tril", "triu", "slice", "permute"),
+        dtypes=("float64",),
+        atol=1e-5,
+    ),
+    _blas(
+        "cholesky_inverse",
+        lambda f, upper=False: np.linalg.inv(
+            (np.swapaxes(f, -1, -2) @ f) if upper else (f @ np.swapaxes(f, -1, -2))
+        ).astype(f.dtype),
+        [Sample((_L,), label="lower"), Sample((np.swapaxes(_L, -1, -2).copy(),), {"upper": True}, label="upper")],
+        lambda torch, f, upper=False: torch.cholesky_inverse(f, upper=upper),
+        covers=("matmul", "div", "sub", "where", "tril", "triu", "slice", "permute", "eye"),
         dtypes=("float64",),
         atol=1e-5,
     ),

@@ -558,6 +558,21 @@ class TorchMethods:
     def orgqr(self, input2: Any) -> Tensor:
         return OPS.householder_product(self, input2)
 
+    def cholesky(self, upper: bool = False) -> Tensor:
+        return OPS.cholesky(self, upper)
+
+    def cholesky_solve(self, input2: Any, upper: bool = False) -> Tensor:
+        return OPS.cholesky_solve(self, input2, upper)
+
+    def cholesky_inverse(self, upper: bool = False) -> Tensor:
+        return OPS.cholesky_inverse(self, upper)
+
+    def triangular_solve(self, A: Any, upper: bool = True, transpose: bool = False, unitriangular: bool = False) -> Any:
+        """torch.triangular_solve: X with A X = self (A^T X = self for transpose=True), and A."""
+        coefficient = A.transpose(-2, -1) if transpose else A
+        x = OPS.solve_triangular(coefficient, self, upper=upper != transpose, unitriangular=unitriangular)
+        return _TriangularSolveResult(x, A.clone())
+
     # -- more elementwise methods (torch's names for nabla's ops) -------------------------------------
     def absolute(self) -> Tensor:
         return OPS.abs(self)
@@ -973,6 +988,9 @@ def _pick(values: Any, indices: Any, dim: int, k: int, keepdim: bool, ndim: int)
     if ndim == 0:
         return ValuesIndices(values.reshape(()), indices.reshape(()))
     return ValuesIndices(values[index], indices[index])
+
+
+_TriangularSolveResult = namedtuple("triangular_solve", ["solution", "cloned_coefficient"])
 
 
 def _slot(t: Any, name: str) -> dict:
