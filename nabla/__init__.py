@@ -13,7 +13,7 @@ Example:
     (2, 2)
 """
 
-from . import core, ops, special, transforms
+from . import core, linalg, ops, special, transforms
 from .core.common import (
     PyTreeDef,
     enable_grad,
@@ -129,6 +129,7 @@ __all__ = [
     "jacfwd",
     "jacrev",
     "jvp",
+    "linalg",
     "linearize",
     "model_store_info",
     "no_grad",

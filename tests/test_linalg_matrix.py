@@ -428,3 +428,31 @@ def test_cholesky_gradient_is_torchs_symmetric_one():
         )
         close(ga.numpy(), ta.grad.numpy(), rtol=1e-10, atol=1e-12)
         close(gb.numpy(), tb.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+# -- the nabla.linalg namespace -----------------------------------------------------------------
+def test_linalg_namespace_has_torch_linalg_defaults():
+    a = RNG.standard_normal((3, 4))
+    x = nb.tensor(a)
+    close(nb.linalg.norm(x).numpy(), np.linalg.norm(a), rtol=1e-12)  # flattened 2-norm
+    close(nb.linalg.norm(x, 1).numpy(), np.linalg.norm(a, 1), rtol=1e-12)  # a 2-D x with ord: matrix norm
+    close(nb.linalg.norm(x, np.inf).numpy(), np.linalg.norm(a, np.inf), rtol=1e-12)
+    close(nb.linalg.norm(x, dim=1).numpy(), np.linalg.norm(a, axis=1), rtol=1e-12)
+    close(nb.linalg.norm(x, -1, dim=(1, 0)).numpy(), np.linalg.norm(a.T, -1), rtol=1e-12)
+    close(nb.linalg.norm(nb.tensor(a[0]), 3).numpy(), np.linalg.norm(a[0], 3), rtol=1e-12)
+    close(nb.linalg.diagonal(nb.tensor(np.arange(18.0).reshape(2, 3, 3))).numpy(), [[0, 4, 8], [9, 13, 17]])
+    close(
+        nb.linalg.cross(nb.tensor(np.eye(3)), nb.tensor(np.roll(np.eye(3), 1, 0))).numpy(),
+        np.cross(np.eye(3), np.roll(np.eye(3), 1, 0)),
+    )
+    assert nb.linalg.solve is nb.solve and nb.linalg.cholesky is nb.cholesky
+    with pytest.raises(NotImplementedError, match="matrix_norm: ord='nuc' needs singular values"):
+        nb.linalg.matrix_norm(x, "nuc")
+    with pytest.raises(
+        ValueError, match=r"linalg.norm: with ord and no dim, x must be 1-D or 2-D, got shape \(2, 3, 4\)"
+    ):
+        nb.linalg.norm(nb.ones(2, 3, 4), 2)
+    with pytest.raises(
+        ValueError, match="multi_dot: tensors\\[0\\] \\(3, 4\\) and tensors\\[1\\] \\(3, 4\\) do not chain"
+    ):
+        nb.linalg.multi_dot([x, x])

@@ -42,10 +42,13 @@ __all__ = [
     "kron",
     "linear",
     "matmul",
+    "multi_dot",
     "mv",
     "outer",
     "tensordot",
+    "vander",
     "vdot",
+    "vecdot",
 ]
 
 
@@ -421,6 +424,68 @@ def baddbmm(input: Any, batch1: Any, batch2: Any, *, beta: Any = 1, alpha: Any =
 def addbmm(input: Any, batch1: Any, batch2: Any, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
     """beta * input + alpha * sum_b batch1[b] @ batch2[b] (torch.addbmm): the batch reduced."""
     return _scaled_sum("addbmm", input, _red.sum(_batches("addbmm", batch1, batch2), axis=0), beta, alpha)
+
+
+@public()
+def vecdot(x: Any, y: Any, *, dim: int = -1) -> Tensor:
+    """torch.linalg.vecdot: sum(x * y) over `dim`, the other dims broadcast."""
+    x, y = _as_tensor(x, "vecdot", "x"), _as_tensor(y, "vecdot", "y")
+    prod = _bin.mul(x, y)
+    return _red.sum(prod, normalize_axis(dim, prod.ndim, "vecdot", "dim"))
+
+
+@public()
+def multi_dot(tensors: Any) -> Tensor:
+    """torch.linalg.multi_dot: the product of a chain of matrices, the first and last of which
+    may be vectors (a row and a column), multiplied in the order that needs the fewest scalar
+    products (the classic dynamic program over the chain's shapes)."""
+    xs = [_as_tensor(t, "multi_dot", f"tensors[{i}]") for i, t in enumerate(tensors)]
+    if len(xs) < 2:
+        raise ValueError(f"multi_dot: expected at least 2 tensors, got {len(xs)}")
+    first_vec, last_vec = xs[0].ndim == 1, xs[-1].ndim == 1
+    mats = [
+        reshape(xs[0], (1, -1)) if first_vec else xs[0],
+        *xs[1:-1],
+        reshape(xs[-1], (-1, 1)) if last_vec else xs[-1],
+    ]
+    for i, m in enumerate(mats):
+        if m.ndim != 2:
+            raise ValueError(f"multi_dot: tensors[{i}] must be 2-D (the first and last may be 1-D), got {xs[i].shape}")
+        if i and mats[i - 1].shape[1] != m.shape[0]:
+            raise ValueError(
+                f"multi_dot: tensors[{i - 1}] {xs[i - 1].shape} and tensors[{i}] {xs[i].shape} do not chain"
+            )
+    dims = [m.shape[0] for m in mats] + [mats[-1].shape[1]]
+    n = len(mats)
+    cost = [[0] * n for _ in range(n)]
+    split = [[0] * n for _ in range(n)]
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            cost[i][j], split[i][j] = min(
+                (cost[i][k] + cost[k + 1][j] + dims[i] * dims[k + 1] * dims[j + 1], k) for k in range(i, j)
+            )
+
+    def chain(i: int, j: int) -> Tensor:
+        return mats[i] if i == j else matmul(chain(i, split[i][j]), chain(split[i][j] + 1, j))
+
+    out = chain(0, n - 1)
+    shape = tuple(out.shape[int(first_vec) :]) if not last_vec else tuple(out.shape[int(first_vec) : 1])
+    return reshape(out, shape)
+
+
+@public()
+def vander(x: Any, N: int | None = None) -> Tensor:  # noqa: N803
+    """torch.linalg.vander: the Vandermonde matrix of the last dim, powers 0 .. N-1 increasing
+    (`out[..., i, j] = x[..., i] ** j`)."""
+    x = _as_tensor(x, "vander", "x")
+    if x.ndim < 1:
+        raise ValueError(f"vander: x must have at least 1 dim, got shape {x.shape}")
+    n = x.shape[-1] if N is None else N
+    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
+        raise ValueError(f"vander: N must be a positive int, got {N!r}")
+    powers = tensor(np.arange(int(n)), dtype=x.dtype)
+    return _bin.pow(reshape(x, (*x.shape, 1)), powers)
 
 
 def _cross_axis(x: Tensor, y: Tensor, axis: int | None) -> int:

@@ -702,3 +702,45 @@ SPECS += [
         atol=1e-5,
     ),
 ]
+
+
+def _np_multi_dot(*xs):
+    return np.linalg.multi_dot([x.astype(np.float64) for x in xs]).astype(xs[0].dtype)
+
+
+SPECS += [
+    _blas(
+        "vecdot",
+        lambda x, y, dim=-1: np.sum(x * y, axis=dim),
+        [
+            Sample(_arrays("vecdot", (3, 4), (4,)), label="broadcast"),
+            Sample(_arrays("vecdot2", (3, 4), (3, 1)), {"dim": 0}, label="dim=0"),
+        ],
+        lambda torch, x, y, dim=-1: torch.linalg.vecdot(x, y, dim=dim),
+        covers=("mul", "sum"),
+    ),
+    _blas(
+        "multi_dot",
+        _np_multi_dot,
+        [
+            Sample(_arrays("md", (5,), (5, 3), (3, 7), (7, 2), (2,)), label="vector-ends"),
+            Sample(_arrays("md2", (4, 5), (5, 3), (3, 7)), label="matrices"),
+        ],
+        lambda torch, *xs: torch.linalg.multi_dot(list(xs)),
+        covers=("matmul", "reshape"),
+        fn=lambda *xs: nb.multi_dot(list(xs)),
+        atol=1e-5,
+    ),
+    _blas(
+        "vander",
+        lambda x, N=None: (
+            np.vander(x, N, increasing=True) if x.ndim == 1 else np.stack([np.vander(r, N, increasing=True) for r in x])
+        ).astype(x.dtype),
+        [
+            Sample((uniform((4,), seed="vander"),), label="(4,)"),
+            Sample((uniform((2, 3), seed="vander2"), 5), label="N=5"),
+        ],
+        lambda torch, x, N=None: torch.linalg.vander(x, N=N),
+        covers=("pow", "reshape"),
+    ),
+]
