@@ -5,7 +5,7 @@ defaults where they differ from torch's top-level functions.
 
 Not built: the decompositions that need an iterative eigen- or singular-value solver (svd,
 svdvals, eig, eigh, eigvals, eigvalsh, pinv, lstsq, matrix_rank, cond, matrix norms "nuc" and
-2 / -2), lu/lu_factor/lu_solve, ldl_*, tensorinv/tensorsolve and the `*_ex` variants.
+2 / -2), ldl_*, tensorinv/tensorsolve and the `*_ex` variants.
 """
 
 from typing import Any
@@ -16,6 +16,9 @@ from .ops import (
     det,
     householder_product,
     inv,
+    lu,
+    lu_factor,
+    lu_solve,
     matmul,
     matrix_exp,
     matrix_norm,
@@ -69,6 +72,9 @@ __all__ = [
     "diagonal",
     "householder_product",
     "inv",
+    "lu",
+    "lu_factor",
+    "lu_solve",
     "matmul",
     "matrix_exp",
     "matrix_norm",

@@ -456,3 +456,40 @@ def test_linalg_namespace_has_torch_linalg_defaults():
         ValueError, match="multi_dot: tensors\\[0\\] \\(3, 4\\) and tensors\\[1\\] \\(3, 4\\) do not chain"
     ):
         nb.linalg.multi_dot([x, x])
+
+
+# -- LU --------------------------------------------------------------------------------------------
+def test_lu_reconstructs_and_solves():
+    for shape in ((4, 4), (2, 5, 5), (5, 3), (3, 5)):
+        a = RNG.standard_normal(shape)
+        p, lower, upper = nb.lu(nb.tensor(a))
+        close((p @ lower @ upper).numpy(), a, rtol=1e-12, atol=1e-12)
+        assert np.all(np.abs(np.tril(lower.numpy(), -1)) <= 1.0 + 1e-12)  # partial pivoting bounds L
+    a, b = RNG.standard_normal((2, 4, 4)), RNG.standard_normal((2, 4, 3))
+    lu_data, pivots = nb.tensor(a).lu()
+    close(nb.tensor(b).lu_solve(lu_data, pivots).numpy(), np.linalg.solve(a, b), rtol=1e-10, atol=1e-12)
+    close(
+        nb.lu_solve(lu_data, pivots, nb.tensor(b), adjoint=True).numpy(),
+        np.linalg.solve(np.swapaxes(a, -1, -2), b),
+        rtol=1e-10,
+    )
+    *_, infos = nb.tensor(a).lu(get_infos=True)
+    assert infos.numpy().tolist() == [0, 0]
+    with pytest.raises(ValueError, match=r"lu_solve: pivots must have shape \(2, 4\), got \(4,\)"):
+        nb.lu_solve(lu_data, pivots[0], nb.tensor(b))
+    with pytest.raises(ValueError, match="lu_factor: pivot=False is not supported"):
+        nb.lu_factor(nb.tensor(a), pivot=False)
+
+
+@needs_torch
+def test_lu_gradients_vs_torch():
+    a, w = RNG.standard_normal((2, 4, 4)), RNG.standard_normal((2, 4, 4))
+    t = torch.tensor(a, requires_grad=True)
+    _, tl, tu = torch.linalg.lu(t)
+    ((tl + tu) * torch.tensor(w)).sum().backward()
+    got = nb.grad(lambda x: ((nb.lu(x).L + nb.lu(x).U) * nb.tensor(w)).sum())(nb.tensor(a)).numpy()
+    close(got, t.grad.numpy(), rtol=1e-9, atol=1e-12)
+    t = torch.tensor(a, requires_grad=True)
+    (torch.linalg.lu_factor(t).LU * torch.tensor(w)).sum().backward()
+    got = nb.grad(lambda x: (nb.lu_factor(x).LU * nb.tensor(w)).sum())(nb.tensor(a)).numpy()
+    close(got, t.grad.numpy(), rtol=1e-9, atol=1e-12)

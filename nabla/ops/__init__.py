@@ -20,6 +20,7 @@ from . import (
     gather_scatter,
     indexing,
     linalg,
+    linalg_lu,
     linalg_matrix,
     normalization,
     pooling,
@@ -46,6 +47,7 @@ from .custom import *  # noqa: F403
 from .gather_scatter import *  # noqa: F403
 from .indexing import *  # noqa: F403
 from .linalg import *  # noqa: F403
+from .linalg_lu import *  # noqa: F403
 from .linalg_matrix import *  # noqa: F403
 from .normalization import *  # noqa: F403
 from .pooling import *  # noqa: F403
@@ -73,6 +75,7 @@ FAMILIES = (
     "gather_scatter",
     "indexing",
     "linalg",
+    "linalg_lu",
     "linalg_matrix",
     "normalization",
     "pooling",

@@ -1,6 +1,6 @@
 """Matrix functions and factorizations (PyTorch's `torch.linalg`): matrix_exp, householder_product,
-geqrf, qr, solve, inv, det/slogdet/logdet, matrix_power, cholesky, solve_triangular and
-cholesky_solve/cholesky_inverse, all composites of matmul, where, triangular masks, reductions and shape
+geqrf, qr, solve, inv, matrix_power, cholesky, solve_triangular and cholesky_solve/
+cholesky_inverse, all composites of matmul, where, triangular masks, reductions and shape
 ops, so their derivatives (VJP, JVP, any order), MAX lowering, vmap and sharding come from those
 ops. Every function works on batches of matrices (`(..., m, n)`); float16/bfloat16 inputs are
 computed in float32 and cast back. Complex matrices are not supported (nabla has no complex dtype).
@@ -22,9 +22,9 @@ The lazy graph has a static structure, so nothing here branches on values:
   and `solve`/`inv` (Gauss-Jordan elimination with partial pivoting: the pivot row is found with
   argmax and swapped in with `where`) are unrolled over the columns: their graphs grow linearly
   with min(m, n) resp. n. A singular matrix gives inf/nan instead of raising (the values are
-  not known when the graph is built). det/slogdet take the pivots of the same elimination
-  (Gaussian, forward only); cholesky goes by columns and solve_triangular by rows (n
-  matrix-vector products each); a matrix that is not positive definite gives nan.
+  not known when the graph is built). cholesky goes by columns and solve_triangular by rows (n
+  matrix-vector products each); a matrix that is not positive definite gives nan. The LU
+  factorization and determinants are in `linalg_lu.py`.
 """
 
 from __future__ import annotations
@@ -54,22 +54,18 @@ __all__ = [
     "cholesky",
     "cholesky_inverse",
     "cholesky_solve",
-    "det",
     "geqrf",
     "householder_product",
     "inv",
-    "logdet",
     "matrix_exp",
     "matrix_power",
     "qr",
-    "slogdet",
     "solve",
     "solve_triangular",
 ]
 
 QRResult = namedtuple("QRResult", ["Q", "R"])
 GeqrfResult = namedtuple("GeqrfResult", ["a", "tau"])
-SlogdetResult = namedtuple("SlogdetResult", ["sign", "logabsdet"])
 
 _HALF = (_dt.float16, _dt.bfloat16)
 
@@ -443,88 +439,7 @@ def inv(a: Any) -> Tensor:
     return solve(a, broadcast_to(eye(n, dtype=a.dtype), a.shape))
 
 
-# -- determinants / matrix_power -------------------------------------------------------------------
-def _lu_pivots(a: Tensor, n: int) -> tuple[Tensor, Tensor, Tensor]:
-    """Gaussian elimination with partial pivoting (LAPACK's getrf pivot choice), unrolled over
-    the columns: U's diagonal (..., n), the sign of the row permutation (...,) and whether a
-    pivot was exactly 0 (...,). A zero pivot is divided as 1, so a singular matrix stays finite."""
-    rows = np.arange(n)
-    rows_t = _const(rows)
-    sign = _bin.add(_red.sum(_bin.mul(a, 0.0), axis=(-2, -1)), 1.0)
-    singular = _bin.ne(sign, sign)  # all False, of the batch's shape
-    pivots = []
-    for j in range(n):
-        is_j = _const(rows == j)
-        col = getitem(a, (Ellipsis, slice(None), j))
-        p = _red.argmax(_cf.where(_const(rows >= j), _un.abs(col), -1.0), axis=-1, keepdims=True)
-        at_p = unsqueeze(_bin.eq(rows_t, p), -1)
-        row_p = _red.sum(_cf.where(at_p, a, 0.0), axis=-2, keepdims=True)
-        row_j = getitem(a, (Ellipsis, slice(j, j + 1), slice(None)))
-        a = _cf.where(unsqueeze(is_j, -1), row_p, _cf.where(at_p, row_j, a))
-        sign = _cf.where(_bin.ne(getitem(p, (Ellipsis, 0)), j), _un.neg(sign), sign)
-        pivot = getitem(row_p, (Ellipsis, 0, j))
-        zero = _bin.eq(pivot, 0.0)
-        singular = _bin.logical_or(singular, zero)
-        pivots.append(pivot)
-        factors = _bin.div(getitem(a, (Ellipsis, slice(None), j)), unsqueeze(_cf.where(zero, 1.0, pivot), -1))
-        factors = _cf.where(_const(rows > j), factors, 0.0)
-        a = _bin.sub(a, _bin.mul(unsqueeze(factors, -1), row_p))
-    return stack(pivots, axis=-1), sign, singular
-
-
-def _determinant_parts(a: Any, op: str) -> tuple[Tensor, Tensor, Tensor, Any]:
-    a = _float_tensor(a, op, "A", 2)
-    _square(a, op)
-    (a,), dtype = _working(a)
-    n = a.shape[-1]
-    if n == 0:
-        ones = _bin.add(_red.sum(a, axis=(-2, -1)), 1.0)
-        return unsqueeze(ones, -1), ones, _bin.ne(ones, ones), dtype
-    pivots, sign, singular = _lu_pivots(a, n)
-    return pivots, sign, singular, dtype
-
-
-@public()
-def det(a: Any) -> Tensor:
-    """Determinants of square matrices (torch.linalg.det): the product of the pivots of
-    Gaussian elimination with partial pivoting (O(n) ops), 0 for a singular matrix.
-    Differentiable where the matrix is invertible.
-
-    Args:
-        a: (..., n, n), floating.
-
-    Example:
-        >>> nabla.det(nabla.tensor([[2.0, 1.0], [1.0, 3.0]])).item()
-        5.0
-    """
-    pivots, sign, singular, dtype = _determinant_parts(a, "det")
-    out = _bin.mul(sign, _red.prod(pivots, axis=-1))
-    return cast(_cf.where(singular, 0.0, out), dtype)
-
-
-@public()
-def slogdet(a: Any) -> SlogdetResult:
-    """`(sign, logabsdet)` of square matrices (torch.linalg.slogdet): det = sign * exp(logabsdet)
-    without overflow; a singular matrix gives (0, -inf). Differentiable where invertible.
-
-    Args:
-        a: (..., n, n), floating.
-    """
-    pivots, sign, singular, dtype = _determinant_parts(a, "slogdet")
-    sign = _bin.mul(sign, _red.prod(_un.sign(pivots), axis=-1))
-    logabs = _red.sum(_un.log(_un.abs(_cf.where(_bin.eq(pivots, 0.0), 1.0, pivots))), axis=-1)
-    sign = _cf.where(singular, 0.0, sign)
-    logabs = _cf.where(singular, -math.inf, logabs)
-    return SlogdetResult(cast(sign, dtype), cast(logabs, dtype))
-
-
-@public()
-def logdet(a: Any) -> Tensor:
-    """log(det(A)) (torch.logdet): nan for a negative determinant, -inf for a singular matrix."""
-    sign, logabs = slogdet(a)
-    return _cf.where(_bin.less(sign, 0.0), math.nan, logabs)
-
-
+# -- matrix_power ----------------------------------------------------------------------------------
 @public()
 def matrix_power(a: Any, n: int) -> Tensor:
     """A^n for square matrices and an integer n (torch.linalg.matrix_power): repeated squaring

@@ -4,6 +4,7 @@ nabla.ops.linalg_matrix (matrix_exp, householder_product, geqrf, qr, solve, inv:
 from __future__ import annotations
 
 import warnings
+from dataclasses import replace
 
 import numpy as np
 
@@ -744,3 +745,108 @@ SPECS += [
         covers=("pow", "reshape"),
     ),
 ]
+
+
+def _np_lu(a):
+    """LAPACK-style LU with partial pivoting in float64: (LU, 1-based pivots)."""
+    lu = a.astype(np.float64).copy()
+    m, n = lu.shape[-2:]
+    piv = np.zeros(lu.shape[:-2] + (min(m, n),), np.int32)
+    for idx in np.ndindex(*lu.shape[:-2]):
+        w = lu[idx]
+        for j in range(min(m, n)):
+            p = j + int(np.argmax(np.abs(w[j:, j])))
+            piv[idx + (j,)] = p + 1
+            w[[j, p]] = w[[p, j]]
+            if w[j, j] != 0:
+                w[j + 1 :, j] /= w[j, j]
+                w[j + 1 :, j + 1 :] -= np.outer(w[j + 1 :, j], w[j, j + 1 :])
+    return lu.astype(a.dtype), piv
+
+
+def _np_lu_plu(a):
+    lu, piv = _np_lu(a)
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    perm = np.broadcast_to(np.arange(m), a.shape[:-2] + (m,)).copy()
+    for idx in np.ndindex(*a.shape[:-2]):
+        for j in range(k):
+            p = piv[idx + (j,)] - 1
+            perm[idx + (j,)], perm[idx + (p,)] = perm[idx + (p,)], perm[idx + (j,)]
+    eye_m = np.eye(m, dtype=a.dtype)
+    p_mat = np.swapaxes(eye_m[perm], -1, -2)
+    lower = np.tril(lu[..., :, :k], -1) + np.eye(m, k, dtype=a.dtype)
+    return p_mat, lower, np.triu(lu[..., :k, :])
+
+
+_LU_COVERS = ("argmax", "abs", "equal", "where", "sum", "div", "mul", "sub", "slice", "stack", "tril", "triu", "cast")
+_LU_SAMPLES = [
+    Sample((uniform((3, 3), seed="lu1"),), label="(3,3)"),
+    Sample((uniform((2, 4, 4), seed="lu2"),), label="batched"),
+    Sample((uniform((4, 3), seed="lu3"),), label="tall"),
+    Sample((uniform((3, 5), seed="lu4"),), label="wide"),
+]
+_LU_A = uniform((3, 3), seed="lus")
+SPECS += [
+    _blas(
+        "lu_factor",
+        _np_lu,
+        list(_LU_SAMPLES),
+        lambda torch, a: tuple(torch.linalg.lu_factor(a)),
+        covers=_LU_COVERS,
+        dtypes=("float64",),
+        atol=1e-5,
+    ),
+    _blas(
+        "lu",
+        _np_lu_plu,
+        [replace(s) for s in _LU_SAMPLES],
+        lambda torch, a: tuple(torch.linalg.lu(a)),
+        covers=(*_LU_COVERS, "eye", "add"),
+        dtypes=("float64",),
+        atol=1e-5,
+    ),
+    _blas(
+        "lu_unpack",
+        lambda lu, piv: _np_lu_plu(np.einsum("...ij->...ij", _reconstruct(lu, piv))),
+        [Sample(_np_lu(_LU_A), label="(3,3)", grad=False)],
+        lambda torch, lu, piv: tuple(torch.lu_unpack(lu, piv)),
+        covers=("tril", "triu", "eye", "add", "where", "sum", "equal", "cast"),
+    ),
+    _blas(
+        "lu_solve",
+        lambda lu, piv, b, left=True, adjoint=False: _np_lu_solve(lu, piv, b, left, adjoint),
+        [
+            Sample((*_np_lu(_LU_A), uniform((3, 2), seed="lusb")), label="left", grad=False),
+            Sample((*_np_lu(_LU_A), uniform((3, 2), seed="lusb2")), {"adjoint": True}, label="adjoint", grad=False),
+            Sample((*_np_lu(_LU_A), uniform((2, 3), seed="lusb3")), {"left": False}, label="right", grad=False),
+        ],
+        lambda torch, lu, piv, b, **kw: torch.linalg.lu_solve(lu, piv, b, **kw),
+        covers=("matmul", "div", "sub", "where", "tril", "triu", "slice", "permute", "equal", "cast"),
+        atol=1e-5,
+    ),
+]
+
+
+def _reconstruct(lu, piv):
+    """A from its compact LU factors (so the unpack reference can refactor it)."""
+    p, lower, upper = _unpack_np(lu, piv)
+    return p @ lower @ upper
+
+
+def _unpack_np(lu, piv):
+    n = lu.shape[-1]
+    perm = list(range(n))
+    for j, p in enumerate(piv - 1):
+        perm[j], perm[p] = perm[p], perm[j]
+    p_mat = np.eye(n, dtype=lu.dtype)[perm].T
+    return p_mat, np.tril(lu, -1) + np.eye(n, dtype=lu.dtype), np.triu(lu)
+
+
+def _np_lu_solve(lu, piv, b, left, adjoint):
+    p, lower, upper = _unpack_np(lu, piv)
+    a = (p @ lower @ upper).astype(np.float64)
+    a = a.T if adjoint else a
+    if left:
+        return np.linalg.solve(a, b.astype(np.float64)).astype(b.dtype)
+    return np.linalg.solve(a.T, b.T.astype(np.float64)).T.astype(b.dtype)

@@ -558,6 +558,17 @@ class TorchMethods:
     def orgqr(self, input2: Any) -> Tensor:
         return OPS.householder_product(self, input2)
 
+    def lu(self, pivot: bool = True, get_infos: bool = False) -> Any:
+        """torch.Tensor.lu: `(LU, pivots)` of lu_factor, and zeros as `infos` with get_infos
+        (a singular matrix gives a zero pivot, not an error)."""
+        factors = OPS.lu_factor(self, pivot=pivot)
+        if not get_infos:
+            return tuple(factors)
+        return (*factors, OPS.zeros(*self.shape[:-2], dtype=factors.pivots.dtype))
+
+    def lu_solve(self, LU_data: Any, LU_pivots: Any) -> Tensor:  # noqa: N803
+        return OPS.lu_solve(LU_data, LU_pivots, self)
+
     def cholesky(self, upper: bool = False) -> Tensor:
         return OPS.cholesky(self, upper)
 
