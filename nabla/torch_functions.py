@@ -1,0 +1,483 @@
+"""torch's top-level functions that nabla's op library spells otherwise or has only as Tensor
+methods: `nabla.mm(a, b)`, `nabla.median(x, dim)`, `nabla.hstack(...)`, `nabla.cdist(x1, x2)`,
+`nabla.searchsorted(...)`, window functions, ... Each is a composite of public ops (or the Tensor
+method of the same name), so derivatives, vmap and the MAX lowering come from those ops;
+`tests/test_torch_functions.py` checks them against torch and NumPy.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import namedtuple
+from typing import Any
+
+import numpy as np
+
+from . import ops
+from .core.common import dtypes as _dt
+from .core.tensor import Tensor
+from .ops.view import normalize_axis
+
+__all__ = [
+    "allclose",
+    "argwhere",
+    "as_tensor",
+    "atleast_1d",
+    "atleast_2d",
+    "atleast_3d",
+    "bartlett_window",
+    "blackman_window",
+    "block_diag",
+    "bmm",
+    "broadcast_tensors",
+    "bucketize",
+    "cartesian_prod",
+    "cdist",
+    "clone",
+    "column_stack",
+    "count_nonzero",
+    "cumulative_trapezoid",
+    "diff",
+    "dist",
+    "dstack",
+    "frac",
+    "hamming_window",
+    "hann_window",
+    "hstack",
+    "is_floating_point",
+    "is_nonzero",
+    "is_tensor",
+    "isin",
+    "kaiser_window",
+    "kthvalue",
+    "lerp",
+    "masked_select",
+    "median",
+    "mm",
+    "narrow",
+    "nonzero",
+    "numel",
+    "randint_like",
+    "row_stack",
+    "rsub",
+    "scalar_tensor",
+    "searchsorted",
+    "select",
+    "std_mean",
+    "trapezoid",
+    "trapz",
+    "var_mean",
+    "vstack",
+]
+
+StdMean = namedtuple("StdMean", ["std", "mean"])
+VarMean = namedtuple("VarMean", ["var", "mean"])
+
+
+def _tensor(x: Any, op: str, arg: str = "input") -> Tensor:
+    if isinstance(x, Tensor):
+        return x
+    if isinstance(x, np.ndarray | list | tuple | int | float | bool | np.generic):
+        return ops.tensor(x)
+    raise TypeError(f"{op}: {arg} must be a Tensor, got {type(x).__name__}")
+
+
+def _tensors(xs: Any, op: str) -> list[Tensor]:
+    if isinstance(xs, Tensor) or not isinstance(xs, list | tuple):
+        raise TypeError(f"{op}: tensors must be a list or tuple of Tensors, got {type(xs).__name__}")
+    return [_tensor(x, op, f"tensors[{i}]") for i, x in enumerate(xs)]
+
+
+# -- torch functions that are nabla Tensor methods -----------------------------------------------
+def mm(input: Any, mat2: Any) -> Tensor:
+    """torch.mm: the product of two matrices (2-D only)."""
+    return _tensor(input, "mm").mm(mat2)
+
+
+def bmm(input: Any, mat2: Any) -> Tensor:
+    """torch.bmm: batched matrix products of (b, n, m) and (b, m, p)."""
+    return _tensor(input, "bmm").bmm(mat2)
+
+
+def clone(input: Any) -> Tensor:
+    """torch.clone: a copy that autodiff tracks."""
+    return _tensor(input, "clone").clone()
+
+
+def lerp(input: Any, end: Any, weight: Any) -> Tensor:
+    """torch.lerp: input + weight * (end - input)."""
+    return _tensor(input, "lerp").lerp(end, weight)
+
+
+def median(input: Any, dim: int | None = None, keepdim: bool = False) -> Any:
+    """torch.median: the lower median of all elements, or `(values, indices)` over `dim`."""
+    return _tensor(input, "median").median(dim, keepdim)
+
+
+def kthvalue(input: Any, k: int, dim: int = -1, keepdim: bool = False) -> Any:
+    """torch.kthvalue: `(values, indices)` of the k-th smallest element over `dim`."""
+    return _tensor(input, "kthvalue").kthvalue(k, dim, keepdim)
+
+
+def nonzero(input: Any, *, as_tuple: bool = False) -> Any:
+    """torch.nonzero: the indices of nonzero elements (read on the host: the size depends on them)."""
+    return _tensor(input, "nonzero").nonzero(as_tuple=as_tuple)
+
+
+def argwhere(input: Any) -> Tensor:
+    """torch.argwhere: `nonzero(input)`."""
+    return _tensor(input, "argwhere").argwhere()
+
+
+def narrow(input: Any, dim: int, start: int, length: int) -> Tensor:
+    """torch.narrow: `length` entries of `dim` from `start` (a view)."""
+    return _tensor(input, "narrow").narrow(dim, start, length)
+
+
+def select(input: Any, dim: int, index: int) -> Tensor:
+    """torch.select: the slice at `index` of `dim`, which is removed (a view)."""
+    return _tensor(input, "select").select(dim, index)
+
+
+def masked_select(input: Any, mask: Any) -> Tensor:
+    """torch.masked_select: the elements where the broadcast `mask` is True, as a 1-D tensor."""
+    return _tensor(input, "masked_select").masked_select(mask)
+
+
+def allclose(input: Any, other: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
+    """torch.allclose: whether |input - other| <= atol + rtol |other| everywhere."""
+    return _tensor(input, "allclose").allclose(other, rtol, atol, equal_nan)
+
+
+def count_nonzero(input: Any, dim: Any = None) -> Tensor:
+    """torch.count_nonzero over `dim` (all elements when None)."""
+    return _tensor(input, "count_nonzero").count_nonzero(dim)
+
+
+def diff(input: Any, n: int = 1, dim: int = -1, prepend: Any = None, append: Any = None) -> Tensor:
+    """torch.diff: the n-th forward difference over `dim`, after `prepend`/`append` are joined."""
+    x = _tensor(input, "diff")
+    parts = [
+        _tensor(p, "diff", name)
+        for p, name in ((prepend, "prepend"), (x, "input"), (append, "append"))
+        if p is not None
+    ]
+    return (ops.cat(parts, dim) if len(parts) > 1 else x).diff(n, dim)
+
+
+def dist(input: Any, other: Any, p: float = 2) -> Tensor:
+    """torch.dist: the p-norm of input - other."""
+    return _tensor(input, "dist").dist(other, p)
+
+
+def frac(input: Any) -> Tensor:
+    """torch.frac: input - trunc(input)."""
+    return _tensor(input, "frac").frac()
+
+
+def numel(input: Any) -> int:
+    """torch.numel: the number of elements."""
+    return _tensor(input, "numel").numel()
+
+
+def is_tensor(obj: Any) -> bool:
+    """torch.is_tensor: whether obj is a nabla Tensor."""
+    return isinstance(obj, Tensor)
+
+
+def is_floating_point(input: Any) -> bool:
+    return _tensor(input, "is_floating_point").is_floating_point()
+
+
+def is_nonzero(input: Any) -> bool:
+    return _tensor(input, "is_nonzero").is_nonzero()
+
+
+def rsub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
+    """torch.rsub: other - alpha * input."""
+    x = _tensor(input, "rsub")
+    return ops.sub(other, x if alpha == 1 else ops.mul(x, alpha))
+
+
+# -- creation --------------------------------------------------------------------------------------
+def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
+    """torch.as_tensor: `data` itself when it is a Tensor of that dtype and device, else a tensor of it."""
+    if isinstance(data, Tensor):
+        out = data if dtype is None else data.astype(dtype)
+        return out if device is None else out.to(device)
+    return ops.tensor(data, dtype=dtype, device=device)
+
+
+def scalar_tensor(s: Any, dtype: Any = None, device: Any = None) -> Tensor:
+    """torch.scalar_tensor: a 0-d tensor (float32 by default, as torch)."""
+    return ops.tensor(float(s) if dtype is None else s, dtype=dtype, device=device)
+
+
+def randint_like(input: Any, low: int = 0, high: int | None = None, *, dtype: Any = None) -> Tensor:
+    """torch.randint_like: integers in [low, high) of input's shape (and dtype unless given);
+    `randint_like(x, high)` as in torch."""
+    x = _tensor(input, "randint_like")
+    if high is None:
+        low, high = 0, low
+    return ops.randint(low, high, tuple(x.shape), dtype=dtype or x.dtype)
+
+
+def _window(name: str, n: int, periodic: bool, dtype: Any) -> tuple[np.ndarray, int]:
+    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 0:
+        raise ValueError(f"{name}: window_length must be a non-negative int, got {n!r}")
+    m = n + 1 if periodic else n  # a periodic window is the symmetric one of n + 1, last point dropped
+    return np.arange(m, dtype=np.float64), m
+
+
+def _finish_window(values: np.ndarray, n: int, dtype: Any) -> Tensor:
+    if n == 1:  # torch: every window of length 1 is [1]
+        values = np.ones(1)
+    return ops.tensor(values[:n], dtype=dtype or _dt.float32) if n else ops.zeros(0, dtype=dtype or _dt.float32)
+
+
+def _cosine_window(name: str, n: int, periodic: bool, dtype: Any, coeffs: tuple) -> Tensor:
+    k, m = _window(name, n, periodic, dtype)
+    if m == 1:
+        return _finish_window(np.ones(1), n, dtype)
+    phase = 2 * math.pi * k / (m - 1)
+    values = sum(c * (-1) ** i * np.cos(i * phase) for i, c in enumerate(coeffs))
+    return _finish_window(values, n, dtype)
+
+
+def hann_window(window_length: int, periodic: bool = True, *, dtype: Any = None) -> Tensor:
+    """torch.hann_window: 0.5 - 0.5 cos(2 pi k / (N - 1)) (N = window_length + 1 when periodic)."""
+    return _cosine_window("hann_window", window_length, periodic, dtype, (0.5, 0.5))
+
+
+def hamming_window(
+    window_length: int, periodic: bool = True, alpha: float = 0.54, beta: float = 0.46, *, dtype: Any = None
+) -> Tensor:
+    """torch.hamming_window: alpha - beta cos(2 pi k / (N - 1))."""
+    return _cosine_window("hamming_window", window_length, periodic, dtype, (alpha, beta))
+
+
+def blackman_window(window_length: int, periodic: bool = True, *, dtype: Any = None) -> Tensor:
+    """torch.blackman_window: 0.42 - 0.5 cos(2 pi k / (N - 1)) + 0.08 cos(4 pi k / (N - 1))."""
+    return _cosine_window("blackman_window", window_length, periodic, dtype, (0.42, 0.5, 0.08))
+
+
+def bartlett_window(window_length: int, periodic: bool = True, *, dtype: Any = None) -> Tensor:
+    """torch.bartlett_window: the triangle 1 - |2k / (N - 1) - 1|."""
+    k, m = _window("bartlett_window", window_length, periodic, dtype)
+    values = np.ones(1) if m == 1 else 1 - np.abs(2 * k / (m - 1) - 1)
+    return _finish_window(values, window_length, dtype)
+
+
+def kaiser_window(window_length: int, periodic: bool = True, beta: float = 12.0, *, dtype: Any = None) -> Tensor:
+    """torch.kaiser_window: I0(beta sqrt(1 - (2k / (N - 1) - 1)^2)) / I0(beta)."""
+    k, m = _window("kaiser_window", window_length, periodic, dtype)
+    values = (
+        np.ones(1) if m == 1 else np.i0(beta * np.sqrt(np.clip(1 - (2 * k / (m - 1) - 1) ** 2, 0, None))) / np.i0(beta)
+    )
+    return _finish_window(values, window_length, dtype)
+
+
+# -- shapes ----------------------------------------------------------------------------------------
+def _atleast_shape(shape: tuple, ndim: int) -> tuple:
+    """torch's: a scalar becomes (1,) * ndim, a vector (1, n) or (1, n, 1), a matrix (m, n, 1)."""
+    if len(shape) >= ndim:
+        return shape
+    if not shape:
+        return (1,) * ndim
+    if len(shape) == 1:
+        return (1, shape[0], 1)[:ndim] if ndim == 3 else (1, shape[0])[-ndim:]
+    return shape + (1,)
+
+
+def _atleast(op: str, ndim: int, tensors: tuple) -> Any:
+    xs = list(tensors[0]) if len(tensors) == 1 and isinstance(tensors[0], list | tuple) else list(tensors)
+    out = [ops.reshape(x, _atleast_shape(tuple(x.shape), ndim)) for x in (_tensor(t, op) for t in xs)]
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def atleast_1d(*tensors: Any) -> Any:
+    """torch.atleast_1d: each tensor with at least one dim (a tuple for several)."""
+    return _atleast("atleast_1d", 1, tensors)
+
+
+def atleast_2d(*tensors: Any) -> Any:
+    """torch.atleast_2d: a vector becomes a row (1, n)."""
+    return _atleast("atleast_2d", 2, tensors)
+
+
+def atleast_3d(*tensors: Any) -> Any:
+    """torch.atleast_3d: a vector becomes (1, n, 1), a matrix (m, n, 1)."""
+    return _atleast("atleast_3d", 3, tensors)
+
+
+def broadcast_tensors(*tensors: Any) -> tuple[Tensor, ...]:
+    """torch.broadcast_tensors: every tensor broadcast to their common shape."""
+    xs = [_tensor(t, "broadcast_tensors", f"tensors[{i}]") for i, t in enumerate(tensors)]
+    shape = ops.broadcast_shapes(*[x.shape for x in xs])
+    return tuple(ops.broadcast_to(x, shape) for x in xs)
+
+
+def hstack(tensors: Any) -> Tensor:
+    """torch.hstack: 1-D tensors joined end to end, others along dim 1."""
+    xs = atleast_1d(*_tensors(tensors, "hstack"))
+    xs = [xs] if isinstance(xs, Tensor) else list(xs)
+    return ops.cat(xs, 0 if xs[0].ndim == 1 else 1)
+
+
+def vstack(tensors: Any) -> Tensor:
+    """torch.vstack (row_stack): rows stacked, 1-D tensors as rows."""
+    xs = atleast_2d(*_tensors(tensors, "vstack"))
+    return ops.cat([xs] if isinstance(xs, Tensor) else list(xs), 0)
+
+
+row_stack = vstack
+
+
+def dstack(tensors: Any) -> Tensor:
+    """torch.dstack: joined along the third dim (atleast_3d first)."""
+    xs = atleast_3d(*_tensors(tensors, "dstack"))
+    return ops.cat([xs] if isinstance(xs, Tensor) else list(xs), 2)
+
+
+def column_stack(tensors: Any) -> Tensor:
+    """torch.column_stack: 0-D and 1-D tensors become columns, then joined along dim 1."""
+    xs = [ops.reshape(x, (x.numel(), 1)) if x.ndim <= 1 else x for x in _tensors(tensors, "column_stack")]
+    return ops.cat(xs, 1)
+
+
+def block_diag(*tensors: Any) -> Tensor:
+    """torch.block_diag: the (at most 2-D) tensors on the diagonal of one matrix, zeros elsewhere."""
+    xs = []
+    for i, t in enumerate(tensors):
+        x = _tensor(t, "block_diag", f"tensors[{i}]")
+        if x.ndim > 2:
+            raise ValueError(f"block_diag: tensors[{i}] must have at most 2 dims, got shape {x.shape}")
+        xs.append(ops.reshape(x, (1,) * (2 - x.ndim) + tuple(x.shape)) if x.ndim < 2 else x)
+    if not xs:
+        return ops.zeros(1, 0)
+    dtype = xs[0].dtype
+    for x in xs[1:]:
+        dtype = _dt.promote_types(dtype, x.dtype)
+    width = sum(x.shape[1] for x in xs)
+    rows, left = [], 0
+    for x in xs:
+        rows.append(ops.pad(x.astype(dtype), (left, width - left - x.shape[1])))
+        left += x.shape[1]
+    return ops.cat(rows, 0)
+
+
+def cartesian_prod(*tensors: Any) -> Tensor:
+    """torch.cartesian_prod: every combination of the 1-D tensors' elements, one per row (a
+    single tensor comes back as it is)."""
+    xs = [_tensor(t, "cartesian_prod", f"tensors[{i}]") for i, t in enumerate(tensors)]
+    for i, x in enumerate(xs):
+        if x.ndim != 1:
+            raise ValueError(f"cartesian_prod: tensors[{i}] must be 1-D, got shape {x.shape}")
+    if len(xs) == 1:
+        return xs[0]
+    grids = ops.meshgrid(*xs, indexing="ij")
+    return ops.stack([ops.reshape(g, (g.numel(),)) for g in grids], 1)
+
+
+# -- distances, searching, statistics, integration ------------------------------------------------------
+def cdist(x1: Any, x2: Any, p: float = 2.0) -> Tensor:
+    """torch.cdist: the p-norm distances between the rows of x1 (..., P, M) and x2 (..., R, M),
+    (..., P, R); batch dims broadcast. The gradient at a zero distance is 0, as torch's."""
+    a, b = _tensor(x1, "cdist", "x1"), _tensor(x2, "cdist", "x2")
+    if a.ndim < 2 or b.ndim < 2 or a.shape[-1] != b.shape[-1]:
+        raise ValueError(f"cdist: x1 {a.shape} and x2 {b.shape} must be (..., P, M) and (..., R, M)")
+    if p < 0:
+        raise ValueError(f"cdist: p must be non-negative, got {p}")
+    d = ops.sub(ops.unsqueeze(a, -2), ops.unsqueeze(b, -3))  # (..., P, R, M)
+    return ops.norm(d, float(p), -1)
+
+
+def searchsorted(
+    sorted_sequence: Any,
+    input: Any,
+    *,
+    out_int32: bool = False,
+    right: bool = False,
+    side: str | None = None,
+    sorter: Any = None,
+) -> Tensor:
+    """torch.searchsorted: for each value, the index where it would be inserted into the sorted
+    last dim of `sorted_sequence` (the first such index, or the last for right=True / side='right').
+    A 1-D sequence serves every value; otherwise the leading dims match input's."""
+    seq, x = _tensor(sorted_sequence, "searchsorted", "sorted_sequence"), _tensor(input, "searchsorted")
+    if side is not None:
+        if side not in ("left", "right"):
+            raise ValueError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
+        right = side == "right"
+    if sorter is not None:
+        seq = ops.take_along_dim(seq, sorter, -1)
+    if seq.ndim > 1 and tuple(seq.shape[:-1]) != tuple(x.shape[:-1]):
+        raise ValueError(
+            f"searchsorted: sorted_sequence {seq.shape} and input {x.shape} must have the same leading dims"
+        )
+    vals = ops.unsqueeze(x, -1)  # (..., V, 1) against (..., 1, N)
+    bounds = seq if seq.ndim == 1 else ops.unsqueeze(seq, -2)
+    below = ops.less_equal(bounds, vals) if right else ops.less(bounds, vals)
+    return ops.sum(below.astype(_dt.int64), -1).astype(_dt.int32 if out_int32 else _dt.int64)
+
+
+def bucketize(input: Any, boundaries: Any, *, out_int32: bool = False, right: bool = False) -> Tensor:
+    """torch.bucketize: the bucket of each value among the sorted 1-D `boundaries` (right=False:
+    boundaries[i-1] < x <= boundaries[i])."""
+    b = _tensor(boundaries, "bucketize", "boundaries")
+    if b.ndim != 1:
+        raise ValueError(f"bucketize: boundaries must be 1-D, got shape {b.shape}")
+    return searchsorted(b, input, out_int32=out_int32, right=right)
+
+
+def isin(elements: Any, test_elements: Any, *, assume_unique: bool = False, invert: bool = False) -> Tensor:
+    """torch.isin: whether each element occurs in test_elements (a bool tensor of elements' shape)."""
+    x, t = _tensor(elements, "isin", "elements"), _tensor(test_elements, "isin", "test_elements")
+    found = ops.any(ops.equal(ops.unsqueeze(x, -1), ops.reshape(t, (t.numel(),))), -1)
+    return ops.logical_not(found) if invert else found
+
+
+def std_mean(input: Any, dim: Any = None, *, correction: Any = 1, keepdim: bool = False) -> StdMean:
+    """torch.std_mean: `(std, mean)` over `dim`."""
+    x = _tensor(input, "std_mean")
+    return StdMean(ops.std(x, dim, correction, keepdim), ops.mean(x, dim, keepdim))
+
+
+def var_mean(input: Any, dim: Any = None, *, correction: Any = 1, keepdim: bool = False) -> VarMean:
+    """torch.var_mean: `(var, mean)` over `dim`."""
+    x = _tensor(input, "var_mean")
+    return VarMean(ops.var(x, dim, correction, keepdim), ops.mean(x, dim, keepdim))
+
+
+def _spacing(y: Tensor, x: Any, dx: Any, d: int, op: str) -> Any:
+    """The widths of the n - 1 intervals along dim d: from sample points x (1-D, or y's shape),
+    else the constant dx (1 by default)."""
+    if x is None:
+        return 1.0 if dx is None else dx
+    xt = _tensor(x, op, "x")
+    if xt.ndim == 1:
+        return ops.reshape(xt.diff(1, 0), (y.shape[d] - 1,) + (1,) * (y.ndim - d - 1))
+    return xt.diff(1, d)
+
+
+def trapezoid(y: Any, x: Any = None, *, dx: Any = None, dim: int = -1) -> Tensor:
+    """torch.trapezoid: the trapezoidal rule over `dim`, with sample points `x` or spacing `dx`."""
+    yt = _tensor(y, "trapezoid", "y")
+    d = normalize_axis(dim, yt.ndim, "trapezoid", "dim")
+    n = yt.shape[d]
+    if n == 0:
+        return ops.sum(yt, d)
+    mids = ops.mul(ops.add(yt.narrow(d, 1, n - 1), yt.narrow(d, 0, n - 1)), 0.5)
+    return ops.sum(ops.mul(mids, _spacing(yt, x, dx, d, "trapezoid")), d)
+
+
+trapz = trapezoid
+
+
+def cumulative_trapezoid(y: Any, x: Any = None, *, dx: Any = None, dim: int = -1) -> Tensor:
+    """torch.cumulative_trapezoid: the running trapezoidal integral over `dim` (one shorter)."""
+    yt = _tensor(y, "cumulative_trapezoid", "y")
+    d = normalize_axis(dim, yt.ndim, "cumulative_trapezoid", "dim")
+    n = yt.shape[d]
+    mids = ops.mul(ops.add(yt.narrow(d, 1, max(n - 1, 0)), yt.narrow(d, 0, max(n - 1, 0))), 0.5)
+    return ops.cumsum(ops.mul(mids, _spacing(yt, x, dx, d, "cumulative_trapezoid")), d)
