@@ -28,6 +28,8 @@ from . import (
     shape,
     sorting,
     special,
+    special_bessel,
+    special_erf,
     spmd,
     statistics,
     triangular,
@@ -55,6 +57,8 @@ from .reduction import *  # noqa: F403
 from .shape import *  # noqa: F403
 from .sorting import *  # noqa: F403
 from .special import *  # noqa: F403
+from .special_bessel import *  # noqa: F403
+from .special_erf import *  # noqa: F403
 from .statistics import *  # noqa: F403
 from .triangular import *  # noqa: F403
 from .unary import *  # noqa: F403
@@ -83,6 +87,8 @@ FAMILIES = (
     "shape",
     "sorting",
     "special",
+    "special_bessel",
+    "special_erf",
     "spmd",
     "statistics",
     "triangular",

@@ -82,7 +82,6 @@ __all__ = [
     "sub",
     "subtract",
     "true_divide",
-    "xlogy",
 ]
 
 Operand = Tensor | int | float | bool
@@ -901,22 +900,6 @@ def heaviside(x: Operand, values: Operand) -> Tensor:
     x, values = binary_operands("heaviside", x, values)
     _no_bool("heaviside", x)
     return where_(equal(x, 0), values, cast(greater(x, 0), x.dtype))
-
-
-@public()
-def xlogy(x: Operand, y: Operand) -> Tensor:
-    """Elementwise x * log(y), and 0 where x == 0 (unless y is nan); float result. As PyTorch's,
-    its x-gradient is log(y), and 0 where x == 0 and y <= 0."""
-    x, y = binary_operands("xlogy", x, y, float_result=True)
-    return _x_times(x, y, _un.log, low=0.0)
-
-
-def _x_times(x: Tensor, y: Tensor, log_fn: Any, low: float) -> Tensor:
-    """x * log_fn(y), 0 where x == 0 unless y is nan (xlogy, xlog1py). Where x == 0 and
-    log_fn(y) is finite the product is that 0 itself, so the x-gradient there is log_fn(y)."""
-    zero = logical_and(equal(x, 0.0), _un.logical_not(_un.isnan(y)))
-    bad = logical_and(zero, logical_or(less_equal(y, low), _un.isinf(y)))
-    return where_(bad, 0.0, mul(x, log_fn(where_(bad, low + 1.0, y))))
 
 
 def _nan_ignoring(name: str, x: Operand, y: Operand, keep_x: Any) -> Tensor:

@@ -22,11 +22,12 @@ from ..core.sharding import OpShardingRule
 from ..core.tensor.tensor import Tensor
 from . import binary as _bin
 from . import reduction as _red
+from . import unary as _un
 from .base import AVal, Operation, public, shape_of
 from .cast import cast
 from .creation import tensor
 from .shape import roll
-from .view import broadcast_shapes, broadcast_to, normalize_axis, permute, reshape, transpose
+from .view import broadcast_shapes, broadcast_to, normalize_axis, permute, reshape, squeeze, transpose
 
 __all__ = [
     "addbmm",
@@ -49,6 +50,8 @@ __all__ = [
     "vander",
     "vdot",
     "vecdot",
+    "vector_norm",
+    "matrix_norm",
 ]
 
 
@@ -424,6 +427,38 @@ def baddbmm(input: Any, batch1: Any, batch2: Any, *, beta: Any = 1, alpha: Any =
 def addbmm(input: Any, batch1: Any, batch2: Any, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
     """beta * input + alpha * sum_b batch1[b] @ batch2[b] (torch.addbmm): the batch reduced."""
     return _scaled_sum("addbmm", input, _red.sum(_batches("addbmm", batch1, batch2), axis=0), beta, alpha)
+
+
+@public()
+def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A002
+    """torch.linalg.vector_norm: the `ord`-norm of the elements over `dim` (all when None), the
+    tensor read as a flat vector; `norm`'s numbers (2, 1, inf, -inf, 0, any float)."""
+    if isinstance(ord, str):
+        raise ValueError(f"vector_norm: ord must be a number, got {ord!r}")
+    return _red.norm(x, ord, dim, keepdim)
+
+
+@public()
+def matrix_norm(x: Tensor, ord: Any = "fro", dim: tuple = (-2, -1), keepdim: bool = False) -> Tensor:  # noqa: A002
+    """torch.linalg.matrix_norm over the two dims `dim`: "fro", 1 / -1 (largest / smallest
+    column sum of |x|) or inf / -inf (row sums). "nuc", 2 and -2 need singular values, which
+    nabla does not compute yet: they raise."""
+    x = _as_tensor(x, "matrix_norm", "x")
+    if not _dt.is_float(x.dtype):
+        raise TypeError(f"matrix_norm: expected a floating-point tensor, got dtype {x.dtype.name}")
+    dims = tuple(dim) if isinstance(dim, tuple | list) else ()
+    axes = tuple(normalize_axis(d, x.ndim, "matrix_norm", "dim") for d in dims)  # in order: rows, columns
+    if len(axes) != 2 or axes[0] == axes[1]:
+        raise ValueError(f"matrix_norm: dim must be two different dims, got {dim!r}")
+    if ord == "fro":
+        return _red.norm(x, 2.0, axes, keepdim)
+    if ord in ("nuc", 2, -2):
+        raise NotImplementedError(f"matrix_norm: ord={ord!r} needs singular values (nabla has no SVD yet)")
+    if ord not in (1, -1, math.inf, -math.inf) or isinstance(ord, bool):
+        raise ValueError(f"matrix_norm: ord must be 'fro', 'nuc', 1, -1, 2, -2, inf or -inf, got {ord!r}")
+    summed, kept = (axes[0], axes[1]) if abs(ord) == 1 else (axes[1], axes[0])  # 1: column sums
+    out = (_red.max if ord > 0 else _red.min)(_red.sum(_un.abs(x), summed, True), kept, True)
+    return out if keepdim else squeeze(out, axes)
 
 
 @public()

@@ -56,8 +56,6 @@ __all__ = [
     "std",
     "sum",
     "var",
-    "vector_norm",
-    "matrix_norm",
 ]
 
 
@@ -733,37 +731,6 @@ def norm(x: Tensor, p: Any = "fro", axis: Any = None, keepdims: bool = False) ->
     if p == 0.0:
         return sum(cast(_bin.not_equal(x, 0), x.dtype), axes, keepdims)
     return _safe_root(sum(_bin.pow(_abs(x), p), axes, keepdims), p)
-
-
-@public()
-def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A002
-    """torch.linalg.vector_norm: the `ord`-norm of the elements over `dim` (all when None), the
-    tensor read as a flat vector; `norm`'s numbers (2, 1, inf, -inf, 0, any float)."""
-    if isinstance(ord, str):
-        raise ValueError(f"vector_norm: ord must be a number, got {ord!r}")
-    return norm(x, ord, dim, keepdim)
-
-
-@public()
-def matrix_norm(x: Tensor, ord: Any = "fro", dim: tuple = (-2, -1), keepdim: bool = False) -> Tensor:  # noqa: A002
-    """torch.linalg.matrix_norm over the two dims `dim`: "fro", 1 / -1 (largest / smallest
-    column sum of |x|) or inf / -inf (row sums). "nuc", 2 and -2 need singular values, which
-    nabla does not compute yet: they raise."""
-    _check(x, "matrix_norm")
-    _float_only(x, "matrix_norm")
-    dims = tuple(dim) if isinstance(dim, tuple | list) else ()
-    axes = tuple(_view.normalize_axis(d, x.ndim, "matrix_norm", "dim") for d in dims)  # in order: rows, columns
-    if len(axes) != 2 or axes[0] == axes[1]:
-        raise ValueError(f"matrix_norm: dim must be two different dims, got {dim!r}")
-    if ord == "fro":
-        return norm(x, 2.0, axes, keepdim)
-    if ord in ("nuc", 2, -2):
-        raise NotImplementedError(f"matrix_norm: ord={ord!r} needs singular values (nabla has no SVD yet)")
-    if ord not in (1, -1, math.inf, -math.inf) or isinstance(ord, bool):
-        raise ValueError(f"matrix_norm: ord must be 'fro', 'nuc', 1, -1, 2, -2, inf or -inf, got {ord!r}")
-    summed, kept = (axes[0], axes[1]) if abs(ord) == 1 else (axes[1], axes[0])  # 1: column sums
-    out = (max if ord > 0 else min)(sum(_abs(x), summed, True), kept, True)
-    return out if keepdim else _view.squeeze(out, axes)
 
 
 @public()

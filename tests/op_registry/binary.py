@@ -218,11 +218,6 @@ def _composite(samples: list[Sample]) -> list[Sample]:
     return [replace(s, max=False) for s in samples]
 
 
-def _np_xlogy(x, y):
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where((x == 0) & ~np.isnan(y), 0.0, x * np.log(y))
-
-
 def _np_heaviside(x, values):
     x, values = np.asarray(x), np.asarray(values)
     return np.where(x == 0, values, (x > 0).astype(np.result_type(x, values)))
@@ -279,21 +274,6 @@ SPECS += [
         extra=(Sample((np.array([-1.5, 0.0, 2.0, 0.0]), np.array([0.5, 0.25, 0.5, 1.0])), label="zeros"),),
         covers=("equal", "greater", "where"),
         differentiable=False,
-    ),
-    _composite_binary(
-        "xlogy",
-        torch_like(_np_xlogy, True),
-        0.1,
-        3.0,
-        extra=(
-            Sample(
-                (np.array([0.0, 0.0, 0.0, 2.0, 1.5]), np.array([0.0, np.nan, 2.0, 0.0, np.inf])),
-                label="zeros",
-                grad=False,
-            ),
-            Sample((np.array([0.0, 1.5, -2.0]), np.array([1.5, 2.5, 0.5])), label="x-zero-grad"),
-        ),
-        covers=("mul", "log", "where", "equal", "isnan", "isinf", "less_equal", "logical_or"),
     ),
     _composite_binary(
         "fmax", torch_like(np.fmax), extra=(_special_pairs(), *_int_samples("fmax")[:2]), covers=("where", "isnan")

@@ -850,3 +850,60 @@ def _np_lu_solve(lu, piv, b, left, adjoint):
     if left:
         return np.linalg.solve(a, b.astype(np.float64)).astype(b.dtype)
     return np.linalg.solve(a.T, b.T.astype(np.float64)).T.astype(b.dtype)
+
+
+# torch.linalg's vector and matrix norms: composites of norm / sum / max, off the MAX groups
+def _np_matrix_norm(x, ord="fro", dim=(-2, -1), keepdim=False):
+    return np.asarray(np.linalg.norm(x.astype(np.float64), ord, tuple(dim), keepdim)).astype(x.dtype)
+
+
+def _np_vector_norm(x, ord=2, dim=None, keepdim=False):
+    x64 = np.abs(x.astype(np.float64))
+    axes = None if dim is None else dim
+    if ord == 0:
+        out = np.sum(x64 != 0, axis=axes, keepdims=keepdim).astype(np.float64)
+    elif np.isinf(ord):
+        out = (np.max if ord > 0 else np.min)(x64, axis=axes, keepdims=keepdim)
+    else:
+        out = np.sum(x64**ord, axis=axes, keepdims=keepdim) ** (1 / ord)
+    return np.asarray(out).astype(x.dtype)
+
+
+_MAT = uniform((2, 3, 4), seed="matrix_norm")
+SPECS += [
+    OpSpec(
+        name="vector_norm",
+        fn=nb.vector_norm,
+        ref=_np_vector_norm,
+        samples=[
+            replace(s, max=False)
+            for s in [
+                Sample((_MAT,), label="all"),
+                Sample((_MAT, 1, (0, 2), True), label="ord=1 dims"),
+                Sample((_MAT, 3.5, -1), label="ord=3.5"),
+                Sample((_MAT, float("inf"), 1), label="inf", grad=False),
+            ]
+        ],
+        family=FAMILY,
+        covers=("mul", "sum", "sqrt", "abs", "max", "pow"),
+        torch_ref=lambda torch, x, *a: torch.linalg.vector_norm(x, *a),
+    ),
+    OpSpec(
+        name="matrix_norm",
+        fn=nb.matrix_norm,
+        ref=_np_matrix_norm,
+        samples=[
+            replace(s, max=False)
+            for s in [
+                Sample((_MAT,), label="fro"),
+                Sample((_MAT, 1), label="ord=1", grad=False),  # max: ties have no unique gradient
+                Sample((_MAT, -1, (0, 2), True), label="ord=-1 dims", grad=False),
+                Sample((_MAT, float("inf")), label="inf", grad=False),
+                Sample((uniform((3, 3), seed="mn2"), -float("inf")), label="-inf", grad=False),
+            ]
+        ],
+        family=FAMILY,
+        covers=("mul", "sum", "sqrt", "abs", "max", "min", "squeeze"),
+        torch_ref=lambda torch, x, *a: torch.linalg.matrix_norm(x, *a),
+    ),
+]

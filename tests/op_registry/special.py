@@ -114,6 +114,12 @@ def _xlog1py(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return out.astype(np.result_type(x, y) if np.result_type(x, y).kind == "f" else np.float32)
 
 
+def _xlogy(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.where((x == 0) & ~np.isnan(y), 0.0, x * np.log(y))
+    return out.astype(np.result_type(x, y) if np.result_type(x, y).kind == "f" else np.float32)
+
+
 def _entr(v: float) -> float:
     if math.isnan(v):
         return NAN
@@ -367,6 +373,29 @@ SPECS += [
         covers=("i1e", "exp", "abs", "mul"),
         torch_ref=_torch("i1"),
         dtypes=("float64",),
+    ),
+    OpSpec(
+        name="xlogy",
+        fn=nb.xlogy,
+        ref=_xlogy,
+        samples=_composite(
+            [
+                Sample((uniform(s, -2.0, 2.0, seed="xlogy-x"), uniform(s, 0.1, 3.0, seed="xlogy-y")), label=str(s))
+                for s in SHAPES
+            ]
+            + [
+                Sample(
+                    (np.array([0.0, 0.0, 0.0, 2.0, 1.5]), np.array([0.0, NAN, 2.0, 0.0, INF])),
+                    label="zeros",
+                    grad=False,
+                ),
+                Sample((np.array([0.0, 1.5, -2.0]), np.array([1.5, 2.5, 0.5])), label="x-zero-grad"),
+                Sample((np.array([1, 0, 2], np.int64), np.array([2, 3, 1], np.int64)), label="int", grad=False),
+            ]
+        ),
+        family=FAMILY,
+        covers=("mul", "log", "where", "equal", "isnan", "isinf", "less_equal", "logical_or"),
+        torch_ref=lambda torch, x, y: torch.xlogy(x, y),
     ),
     OpSpec(
         name="xlog1py",
