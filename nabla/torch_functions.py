@@ -16,6 +16,7 @@ import numpy as np
 from . import ops
 from .core.common import dtypes as _dt
 from .core.tensor import Tensor
+from .core.tensor.dispatch import register
 from .ops.view import normalize_axis
 
 __all__ = [
@@ -54,8 +55,11 @@ __all__ = [
     "masked_select",
     "median",
     "mm",
+    "frexp",
+    "multinomial",
     "narrow",
     "nonzero",
+    "prelu",
     "numel",
     "randint_like",
     "row_stack",
@@ -66,10 +70,12 @@ __all__ = [
     "std_mean",
     "trapezoid",
     "trapz",
+    "unique_consecutive",
     "var_mean",
     "vstack",
 ]
 
+FrexpResult = namedtuple("FrexpResult", ["mantissa", "exponent"])
 StdMean = namedtuple("StdMean", ["std", "mean"])
 VarMean = namedtuple("VarMean", ["var", "mean"])
 
@@ -481,3 +487,90 @@ def cumulative_trapezoid(y: Any, x: Any = None, *, dx: Any = None, dim: int = -1
     n = yt.shape[d]
     mids = ops.mul(ops.add(yt.narrow(d, 1, max(n - 1, 0)), yt.narrow(d, 0, max(n - 1, 0))), 0.5)
     return ops.cumsum(ops.mul(mids, _spacing(yt, x, dx, d, "cumulative_trapezoid")), d)
+
+
+# -- sampling, activations, float decomposition, runs ----------------------------------------------
+@register()
+def multinomial(input: Any, num_samples: int, replacement: bool = False) -> Tensor:
+    """torch.multinomial: `num_samples` category indices per row of the (unnormalized,
+    non-negative) weights `input` (1-D or 2-D), int64. With replacement, inverse-CDF sampling;
+    without, the Gumbel top-k trick (each draw a category not drawn before in its row). The
+    draws come from nabla's generator (`nabla.manual_seed`), fresh on each call."""
+    w = _tensor(input, "multinomial")
+    if w.ndim not in (1, 2) or not _dt.is_float(w.dtype):
+        raise ValueError(
+            f"multinomial: input must be a 1-D or 2-D floating tensor of weights, got {w.dtype.name} {w.shape}"
+        )
+    if isinstance(num_samples, bool) or not isinstance(num_samples, int | np.integer) or num_samples <= 0:
+        raise ValueError(f"multinomial: num_samples must be a positive int, got {num_samples!r}")
+    n = w.shape[-1]
+    if not replacement and num_samples > n:
+        raise ValueError(f"multinomial: cannot draw {num_samples} samples without replacement from {n} categories")
+    rows = w if w.ndim == 2 else ops.unsqueeze(w, 0)
+    if replacement:
+        cdf = ops.cumsum(rows, -1)
+        u = ops.mul(ops.rand(rows.shape[0], num_samples, dtype=w.dtype), cdf.narrow(-1, n - 1, 1))
+        out = ops.sum(ops.less_equal(ops.unsqueeze(cdf, -2), ops.unsqueeze(u, -1)).astype(_dt.int64), -1)
+        out = ops.minimum(out, n - 1)  # u == total (rounding): the last category
+    else:
+        gumbel = ops.neg(ops.log(ops.neg(ops.log(ops.rand(*rows.shape, dtype=w.dtype)))))
+        keys = ops.where(ops.greater(rows, 0), ops.add(ops.log(rows), gumbel), -math.inf)
+        out = ops.topk(keys, num_samples, -1).indices
+    return out if w.ndim == 2 else ops.reshape(out, (num_samples,))
+
+
+@register()
+def prelu(input: Any, weight: Any) -> Tensor:
+    """torch.prelu: max(0, x) + weight * min(0, x), a 1-D weight per channel (dim 1) or one."""
+    x, w = _tensor(input, "prelu"), _tensor(weight, "prelu", "weight")
+    if w.numel() > 1:
+        if x.ndim < 2 or w.ndim != 1 or w.shape[0] != x.shape[1]:
+            raise ValueError(f"prelu: weight of shape {w.shape} must have one entry per channel of input {x.shape}")
+        w = ops.reshape(w, (w.shape[0],) + (1,) * (x.ndim - 2))
+    return ops.where(ops.greater_equal(x, 0), x, ops.mul(w, x))
+
+
+@register()
+def frexp(input: Any) -> FrexpResult:
+    """torch.frexp: `(mantissa, exponent)` with input = mantissa * 2^exponent, 0.5 <= |mantissa| < 1
+    (exponent int32; 0, inf and nan give themselves and 0)."""
+    x = _tensor(input, "frexp")
+    if not _dt.is_float(x.dtype):
+        raise TypeError(f"frexp: expected a floating-point tensor, got dtype {x.dtype.name}")
+    finite = ops.logical_and(ops.isfinite(x), ops.not_equal(x, 0))
+    safe = ops.where(finite, ops.abs(x), 1.0)
+    e = ops.add(ops.floor(ops.log2(safe)), 1.0)
+    half = ops.floor(ops.mul(e, 0.5))  # 2^-e in two factors: 2^-e alone overflows for subnormal x
+    m = ops.mul(ops.mul(safe, ops.exp2(ops.neg(half))), ops.exp2(ops.sub(half, e)))
+    e = ops.where(ops.greater_equal(m, 1.0), ops.add(e, 1.0), ops.where(ops.less(m, 0.5), ops.sub(e, 1.0), e))
+    m = ops.where(ops.greater_equal(m, 1.0), ops.mul(m, 0.5), ops.where(ops.less(m, 0.5), ops.mul(m, 2.0), m))
+    m = ops.where(finite, ops.where(ops.less(x, 0), ops.neg(m), m), x)
+    return FrexpResult(m, ops.where(finite, e, 0.0).astype(_dt.int32))
+
+
+@register()
+def unique_consecutive(
+    input: Any, return_inverse: bool = False, return_counts: bool = False, dim: int | None = None
+) -> Any:
+    """torch.unique_consecutive: each run of equal consecutive elements (or slices along `dim`)
+    kept once. The size depends on the values, which are read on the host; not differentiable."""
+    x = _tensor(input, "unique_consecutive")
+    data = x.numpy()
+    if dim is None:
+        flat = data.reshape(-1)
+        starts = np.ones(flat.shape[0], bool)
+        starts[1:] = flat[1:] != flat[:-1]
+        values = flat[starts]
+    else:
+        d = normalize_axis(dim, x.ndim, "unique_consecutive", "dim")
+        moved = np.moveaxis(data, d, 0)
+        starts = np.ones(moved.shape[0], bool)
+        starts[1:] = np.any((moved[1:] != moved[:-1]).reshape(moved.shape[0] - 1, -1), axis=1) if moved.shape[0] else []
+        values = np.moveaxis(moved[starts], 0, d)
+    run = np.cumsum(starts) - 1
+    out = [ops.tensor(np.ascontiguousarray(values), dtype=x.dtype)]
+    if return_inverse:
+        out.append(ops.tensor(run.reshape(data.shape if dim is None else (-1,)).astype(np.int64)))
+    if return_counts:
+        out.append(ops.tensor(np.bincount(run, minlength=int(starts.sum())).astype(np.int64)))
+    return out[0] if len(out) == 1 else tuple(out)

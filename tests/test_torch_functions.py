@@ -76,6 +76,15 @@ T.atleast_3d(a[0, 0])
 T.atleast_1d(a[0], a)
 T.kaiser_window(10, True, 5.0)
 T.scalar_tensor(3)
+T.frexp(a)
+T.frexp(a.double() * 1e-310)
+a.frexp()
+T.prelu(a, T.tensor([0.25]))
+T.prelu(T.stack([a, -a], 1), T.tensor([0.1, 0.2]))
+a.prelu(T.tensor([0.5]))
+T.unique_consecutive(T.tensor([1, 1, 2, 2, 3, 1, 1, 2]), True, True)
+T.unique_consecutive(T.tensor([[1, 1], [1, 1], [2, 0], [1, 1]]), return_counts=True, dim=0)
+T.tensor([3, 3, 1]).unique_consecutive()
 T.as_tensor([1.5, 2.0])"""
 
 
@@ -130,6 +139,21 @@ def test_values_without_torch():
     assert nb.as_tensor(a) is a and nb.as_tensor(a, dtype=nb.float64).dtype == nb.float64
     r = nb.randint_like(a, 3, 7)
     assert r.shape == a.shape and r.dtype == a.dtype and 3 <= r.numpy().min() and r.numpy().max() < 7
+
+
+def test_multinomial_draws_follow_the_weights():
+    nb.manual_seed(0)
+    w = nb.tensor([[0.1, 0.0, 0.6, 0.3], [1.0, 1.0, 1.0, 1.0]])
+    draws = nb.multinomial(w, 4000, replacement=True).numpy()
+    assert draws.shape == (2, 4000) and draws.dtype == np.int64
+    np.testing.assert_allclose(np.bincount(draws[0], minlength=4) / 4000, [0.1, 0.0, 0.6, 0.3], atol=0.03)
+    np.testing.assert_allclose(np.bincount(draws[1], minlength=4) / 4000, [0.25] * 4, atol=0.03)
+    once = nb.multinomial(w, 3).numpy()  # without replacement: distinct, never a zero weight
+    assert all(len(set(row)) == 3 for row in once) and 1 not in once[0]
+    firsts = np.array([nb.tensor([0.1, 0.0, 0.6, 0.3]).multinomial(1).item() for _ in range(400)])
+    np.testing.assert_allclose(np.bincount(firsts, minlength=4) / 400, [0.1, 0.0, 0.6, 0.3], atol=0.08)
+    with pytest.raises(ValueError, match="multinomial: cannot draw 5 samples without replacement from 4 categories"):
+        nb.multinomial(w, 5)
 
 
 def test_gradients_flow_through_the_composites():

@@ -569,6 +569,20 @@ class TorchMethods:
     def lu_solve(self, LU_data: Any, LU_pivots: Any) -> Tensor:  # noqa: N803
         return OPS.lu_solve(LU_data, LU_pivots, self)
 
+    def multinomial(self, num_samples: int, replacement: bool = False) -> Tensor:
+        return OPS.multinomial(self, num_samples, replacement)
+
+    def prelu(self, weight: Any) -> Tensor:
+        return OPS.prelu(self, weight)
+
+    def frexp(self) -> Any:
+        return OPS.frexp(self)
+
+    def unique_consecutive(
+        self, return_inverse: bool = False, return_counts: bool = False, dim: int | None = None
+    ) -> Any:
+        return OPS.unique_consecutive(self, return_inverse, return_counts, dim)
+
     def cholesky(self, upper: bool = False) -> Tensor:
         return OPS.cholesky(self, upper)
 
