@@ -18,7 +18,7 @@ Example:
     ...     sched.step()
 """
 
-from . import lr_scheduler
+from . import lr_scheduler, swa_utils
 from .adadelta import Adadelta
 from .adafactor import Adafactor
 from .adagrad import Adagrad
@@ -54,6 +54,7 @@ __all__ = [
     "RMSprop",
     "Rprop",
     "lr_scheduler",
+    "swa_utils",
     "register_optimizer_step_post_hook",
     "register_optimizer_step_pre_hook",
 ]

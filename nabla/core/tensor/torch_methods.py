@@ -108,8 +108,16 @@ class TorchMethods:
         return OPS.sub(self, OPS.trunc(self))
 
     def lerp(self, end: Any, weight: Any) -> Any:
-        """self + weight * (end - self)."""
-        return OPS.add(self, OPS.mul(weight, OPS.sub(end, self)))
+        """self + weight * (end - self), as PyTorch computes it: end - (end - self) * (1 - weight)
+        where |weight| >= 0.5, so weight 1 gives `end` exactly."""
+        diff = OPS.sub(end, self)
+        if isinstance(weight, int | float):
+            if abs(weight) < 0.5:
+                return OPS.add(self, OPS.mul(diff, weight))
+            return OPS.sub(end, OPS.mul(diff, 1 - weight))
+        low = OPS.add(self, OPS.mul(weight, diff))
+        high = OPS.sub(end, OPS.mul(diff, OPS.sub(1, weight)))
+        return OPS.where(OPS.less(OPS.abs(weight), 0.5), low, high)
 
     def clamp_min(self, min: Any) -> Any:  # noqa: A002
         return OPS.clamp(self, min, None)
