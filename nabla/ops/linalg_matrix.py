@@ -362,6 +362,23 @@ def _gauss_jordan(w: Tensor, n: int) -> Tensor:
     return w
 
 
+def _system(op: str, a: Tensor, b: Tensor, left: bool) -> tuple[Tensor, Tensor, Any]:
+    """A (..., n, n) and B (..., n, k) of `A X = B` (for left=False already transposed) checked
+    to match, in one computation dtype, with their batch dims broadcast; and the result dtype."""
+    n = a.shape[-1]
+    if b.shape[-2] != n:
+        raise ValueError(
+            f"{op}: A {a.shape} and B {b.shape} do not match: B needs {n} "
+            f"{'rows' if left else 'columns'} for A's {n}x{n} matrices"
+        )
+    (a, b), dtype = _working(a, b)
+    try:
+        batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    except ValueError:
+        raise ValueError(f"{op}: the batch dims of A {a.shape} and B {b.shape} cannot be broadcast together") from None
+    return broadcast_to(a, batch + a.shape[-2:]), broadcast_to(b, batch + b.shape[-2:]), dtype
+
+
 def _square(x: Tensor, op: str) -> None:
     if x.shape[-1] != x.shape[-2]:
         raise ValueError(f"{op}: A must be a batch of square matrices (..., n, n), got shape {x.shape}")
@@ -396,18 +413,7 @@ def solve(a: Any, b: Any, *, left: bool = True) -> Tensor:
         raise ValueError(f"solve: B must be a vector (n,) or a batch of matrices, got shape {b.shape}")
     if not left:  # X A = B  <=>  A^T X^T = B^T
         a, b = _mT(a), _mT(b)
-    if b.shape[-2] != n:
-        raise ValueError(
-            f"solve: A {a.shape} and B {b.shape} do not match: B needs {n} "
-            f"{'rows' if left else 'columns'} for A's {n}x{n} matrices"
-        )
-    (a, b), dtype = _working(a, b)
-    try:
-        batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-    except ValueError:
-        raise ValueError(f"solve: the batch dims of A {a.shape} and B {b.shape} cannot be broadcast together") from None
-    a = broadcast_to(a, batch + a.shape[-2:])
-    b = broadcast_to(b, batch + b.shape[-2:])
+    a, b, dtype = _system("solve", a, b, left)
     if n == 0 or math.prod(b.shape) == 0:
         out = zeros(*b.shape, dtype=a.dtype)
     else:
@@ -552,21 +558,8 @@ def solve_triangular(a: Any, b: Any, *, upper: bool, left: bool = True, unitrian
     _square(a, "solve_triangular")
     if not left:  # X A = B  <=>  A^T X^T = B^T, and A^T is triangular the other way
         a, b, upper = _mT(a), _mT(b), not upper
-    n = a.shape[-1]
-    if b.shape[-2] != n:
-        raise ValueError(
-            f"solve_triangular: A {a.shape} and B {b.shape} do not match: B needs {n} "
-            f"{'rows' if left else 'columns'} for A's {n}x{n} matrices"
-        )
-    (a, b), dtype = _working(a, b)
-    try:
-        batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-    except ValueError:
-        raise ValueError(
-            f"solve_triangular: the batch dims of A {a.shape} and B {b.shape} cannot be broadcast together"
-        ) from None
-    a, b = broadcast_to(a, batch + a.shape[-2:]), broadcast_to(b, batch + b.shape[-2:])
-    out = _substitute(a, b, upper, unitriangular) if n else b
+    a, b, dtype = _system("solve_triangular", a, b, left)
+    out = _substitute(a, b, upper, unitriangular) if a.shape[-1] else b
     return cast(_mT(out) if not left else out, dtype)
 
 

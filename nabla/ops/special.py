@@ -89,6 +89,19 @@ def _on_numpy(formula: Any, *xs: np.ndarray) -> np.ndarray:
         return np.asarray(formula(_NumpyMath, *[x.astype(np.float64) for x in xs])).astype(xs[0].dtype)
 
 
+class _Formula:
+    """An elementwise primitive whose `formula(lib, *xs)` is both its MAX lowering and its NumPy
+    kernel (mixed in before UnaryOperation / BinaryOperation)."""
+
+    formula: Any = None
+
+    def kernel(self, *xs: Any) -> Any:
+        return _on_max(type(self).formula, *xs)
+
+    def numpy_kernel(self, *xs: np.ndarray) -> np.ndarray:
+        return _on_numpy(type(self).formula, *xs)
+
+
 def _horner(lib: Any, z: Any, coeffs: tuple) -> Any:
     """coeffs[0] z^(n-1) + ... + coeffs[-1]."""
     acc = lib.add(lib.mul(z, coeffs[0]), coeffs[1])
@@ -172,14 +185,9 @@ def _lgamma_formula(lib: Any, x: Any) -> Any:
     return lib.where(lib.is_nan(x), x, out)
 
 
-class LgammaOp(UnaryOperation):
+class LgammaOp(_Formula, UnaryOperation):
     name = "lgamma"
-
-    def kernel(self, x: Any) -> Any:
-        return _on_max(_lgamma_formula, x)
-
-    def numpy_kernel(self, x: np.ndarray) -> np.ndarray:
-        return _on_numpy(_lgamma_formula, x)
+    formula = staticmethod(_lgamma_formula)
 
     def vjp_rule(self, primals: list, cotangents: list, outputs: list) -> list:
         return [_bin.mul(cotangents[0], digamma(primals[0]))]
@@ -209,14 +217,9 @@ def _digamma_formula(lib: Any, x: Any) -> Any:
     return lib.where(lib.is_nan(x), x, out)
 
 
-class DigammaOp(UnaryOperation):
+class DigammaOp(_Formula, UnaryOperation):
     name = "digamma"
-
-    def kernel(self, x: Any) -> Any:
-        return _on_max(_digamma_formula, x)
-
-    def numpy_kernel(self, x: np.ndarray) -> np.ndarray:
-        return _on_numpy(_digamma_formula, x)
+    formula = staticmethod(_digamma_formula)
 
     def vjp_rule(self, primals: list, cotangents: list, outputs: list) -> list:
         return [_bin.mul(cotangents[0], polygamma(1, primals[0]))]
@@ -271,16 +274,11 @@ def _zeta_formula(lib: Any, x: Any, q: Any) -> Any:
     return lib.where(lib.logical_or(lib.is_nan(x), lib.is_nan(q)), lib.add(x, q), out)
 
 
-class ZetaOp(BinaryOperation):
+class ZetaOp(_Formula, BinaryOperation):
     """Hurwitz zeta(x, q) (torch.special.zeta(input, other))."""
 
     name = "zeta"
-
-    def kernel(self, x: Any, q: Any) -> Any:
-        return _on_max(_zeta_formula, x, q)
-
-    def numpy_kernel(self, x: np.ndarray, q: np.ndarray) -> np.ndarray:
-        return _on_numpy(_zeta_formula, x, q)
+    formula = staticmethod(_zeta_formula)
 
     def _dq(self, x: Tensor, q: Tensor) -> Tensor:
         return _un.neg(_bin.mul(x, _zeta(_bin.add(x, 1.0), q)))

@@ -9,13 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from ..core.tensor.tensor import Tensor
 from . import binary as _bin
 from . import unary as _un
 from .base import public
-from .special import _on_max, _on_numpy
+from .special import _Formula
 from .unary import UnaryOperation, _float_input
 
 __all__ = ["i0", "i0e", "i1", "i1e"]
@@ -96,28 +94,18 @@ def _i1e_formula(lib: Any, x: Any) -> Any:
     return _bessel_scaled(lib, x, _I1E_A, _I1E_B, odd=True)
 
 
-class I0eOp(UnaryOperation):
+class I0eOp(_Formula, UnaryOperation):
     name = "i0e"
-
-    def kernel(self, x: Any) -> Any:
-        return _on_max(_i0e_formula, x)
-
-    def numpy_kernel(self, x: np.ndarray) -> np.ndarray:
-        return _on_numpy(_i0e_formula, x)
+    formula = staticmethod(_i0e_formula)
 
     def vjp_rule(self, primals: list, cotangents: list, outputs: list) -> list:
         x = primals[0]  # d/dx e^-|x| I0(x) = i1e(x) - sign(x) i0e(x)
         return [_bin.mul(cotangents[0], _bin.sub(_i1e(x), _bin.mul(_un.sign(x), outputs[0])))]
 
 
-class I1eOp(UnaryOperation):
+class I1eOp(_Formula, UnaryOperation):
     name = "i1e"
-
-    def kernel(self, x: Any) -> Any:
-        return _on_max(_i1e_formula, x)
-
-    def numpy_kernel(self, x: np.ndarray) -> np.ndarray:
-        return _on_numpy(_i1e_formula, x)
+    formula = staticmethod(_i1e_formula)
 
     def vjp_rule(self, primals: list, cotangents: list, outputs: list) -> list:
         # d/dx e^-|x| I1(x) = i0e(x) - i1e(x) (sign(x) + 1/x); 1/2 at 0

@@ -14,13 +14,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numpy as np
-
 from ..core.tensor.tensor import Tensor
 from . import binary as _bin
 from . import unary as _un
 from .base import public
-from .special import _INF, _NAN, _horner, _on_max, _on_numpy
+from .special import _INF, _NAN, _Formula, _horner
 from .unary import UnaryOperation, _float_input
 
 __all__ = ["erfc", "erfcx", "erfinv", "log_ndtr", "ndtr", "ndtri"]
@@ -116,42 +114,27 @@ def _log_ndtr_formula(lib: Any, x: Any) -> Any:
     return lib.where(lib.is_nan(x), x, out)
 
 
-class ErfcOp(UnaryOperation):
+class ErfcOp(_Formula, UnaryOperation):
     name = "erfc"
-
-    def kernel(self, x: Any) -> Any:
-        return _on_max(_erfc_formula, x)
-
-    def numpy_kernel(self, x: np.ndarray) -> np.ndarray:
-        return _on_numpy(_erfc_formula, x)
+    formula = staticmethod(_erfc_formula)
 
     def vjp_rule(self, primals: list, cotangents: list, outputs: list) -> list:
         x = primals[0]  # d/dx erfc(x) = -2 / sqrt(pi) exp(-x^2)
         return [_bin.mul(cotangents[0], _bin.mul(_un.exp(_un.neg(_bin.mul(x, x))), -2.0 / math.sqrt(math.pi)))]
 
 
-class ErfcxOp(UnaryOperation):
+class ErfcxOp(_Formula, UnaryOperation):
     name = "erfcx"
-
-    def kernel(self, x: Any) -> Any:
-        return _on_max(_erfcx_formula, x)
-
-    def numpy_kernel(self, x: np.ndarray) -> np.ndarray:
-        return _on_numpy(_erfcx_formula, x)
+    formula = staticmethod(_erfcx_formula)
 
     def vjp_rule(self, primals: list, cotangents: list, outputs: list) -> list:
         x, y = primals[0], outputs[0]  # d/dx erfcx(x) = 2 x erfcx(x) - 2 / sqrt(pi)
         return [_bin.mul(cotangents[0], _bin.sub(_bin.mul(_bin.mul(x, y), 2.0), 2.0 / math.sqrt(math.pi)))]
 
 
-class LogNdtrOp(UnaryOperation):
+class LogNdtrOp(_Formula, UnaryOperation):
     name = "log_ndtr"
-
-    def kernel(self, x: Any) -> Any:
-        return _on_max(_log_ndtr_formula, x)
-
-    def numpy_kernel(self, x: np.ndarray) -> np.ndarray:
-        return _on_numpy(_log_ndtr_formula, x)
+    formula = staticmethod(_log_ndtr_formula)
 
     def vjp_rule(self, primals: list, cotangents: list, outputs: list) -> list:
         # d/dx log ndtr(x) = pdf(x) / ndtr(x) = exp(-x^2/2 - log_ndtr(x)) / sqrt(2 pi): no 0 / 0
@@ -252,28 +235,18 @@ def _ndtri_formula(lib: Any, p: Any) -> Any:
     return lib.where(lib.is_nan(p), p, out)
 
 
-class ErfinvOp(UnaryOperation):
+class ErfinvOp(_Formula, UnaryOperation):
     name = "erfinv"
-
-    def kernel(self, y: Any) -> Any:
-        return _on_max(_erfinv_formula, y)
-
-    def numpy_kernel(self, y: np.ndarray) -> np.ndarray:
-        return _on_numpy(_erfinv_formula, y)
+    formula = staticmethod(_erfinv_formula)
 
     def vjp_rule(self, primals: list, cotangents: list, outputs: list) -> list:
         x = outputs[0]  # d/dy erfinv(y) = sqrt(pi) / 2 exp(erfinv(y)^2)
         return [_bin.mul(cotangents[0], _bin.mul(_un.exp(_bin.mul(x, x)), math.sqrt(math.pi) / 2))]
 
 
-class NdtriOp(UnaryOperation):
+class NdtriOp(_Formula, UnaryOperation):
     name = "ndtri"
-
-    def kernel(self, p: Any) -> Any:
-        return _on_max(_ndtri_formula, p)
-
-    def numpy_kernel(self, p: np.ndarray) -> np.ndarray:
-        return _on_numpy(_ndtri_formula, p)
+    formula = staticmethod(_ndtri_formula)
 
     def vjp_rule(self, primals: list, cotangents: list, outputs: list) -> list:
         z = outputs[0]  # d/dp ndtri(p) = sqrt(2 pi) exp(z^2 / 2)
