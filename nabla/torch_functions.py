@@ -44,6 +44,7 @@ __all__ = [
     "frac",
     "hamming_window",
     "hann_window",
+    "histogram",
     "hstack",
     "is_floating_point",
     "is_nonzero",
@@ -76,6 +77,7 @@ __all__ = [
 ]
 
 FrexpResult = namedtuple("FrexpResult", ["mantissa", "exponent"])
+HistogramResult = namedtuple("HistogramResult", ["hist", "bin_edges"])
 StdMean = namedtuple("StdMean", ["std", "mean"])
 VarMean = namedtuple("VarMean", ["var", "mean"])
 
@@ -574,3 +576,45 @@ def unique_consecutive(
     if return_counts:
         out.append(ops.tensor(np.bincount(run, minlength=int(starts.sum())).astype(np.int64)))
     return out[0] if len(out) == 1 else tuple(out)
+
+
+@register()
+def histogram(input: Any, bins: Any = 100, *, range: Any = None, weight: Any = None, density: bool = False) -> Any:  # noqa: A002
+    """torch.histogram: `(hist, bin_edges)` of the flattened input. `bins` is a count of equal
+    bins over `range` (the data's min and max by default, widened by 1/2 each way when they are
+    equal) or a 1-D tensor of increasing edges; bin i holds edges[i] <= x < edges[i + 1], the last
+    one also its right edge, and values outside are dropped. `weight` (input's shape) weights
+    each value; `density` divides by the total and the bin widths. No gradient."""
+    x = _tensor(input, "histogram")
+    if not _dt.is_float(x.dtype):
+        raise TypeError(f"histogram: expected a floating-point tensor, got dtype {x.dtype.name}")
+    flat = ops.reshape(x, (x.numel(),))
+    if isinstance(bins, Tensor):
+        if bins.ndim != 1 or bins.shape[0] < 2:
+            raise ValueError(f"histogram: bins must be a 1-D tensor of at least 2 edges, got shape {bins.shape}")
+        edges = bins.astype(x.dtype)
+    else:
+        if isinstance(bins, bool) or not isinstance(bins, int | np.integer) or bins <= 0:
+            raise ValueError(f"histogram: bins must be a positive int or a tensor of edges, got {bins!r}")
+        if range is not None:
+            lo, hi = (ops.tensor(float(v), dtype=x.dtype) for v in range)
+            if float(range[0]) > float(range[1]):
+                raise ValueError(f"histogram: range must be (min, max) with min <= max, got {tuple(range)}")
+        elif flat.numel():
+            lo, hi = ops.min(flat), ops.max(flat)
+        else:
+            lo, hi = ops.tensor(0.0, dtype=x.dtype), ops.tensor(0.0, dtype=x.dtype)
+        same = ops.equal(lo, hi)
+        lo, hi = ops.where(same, ops.sub(lo, 0.5), lo), ops.where(same, ops.add(hi, 0.5), hi)
+        steps = ops.tensor(np.arange(int(bins) + 1) / int(bins), dtype=x.dtype)
+        edges = ops.add(lo, ops.mul(ops.sub(hi, lo), steps))
+    n_bins = edges.shape[0] - 1
+    first, last = edges.narrow(0, 0, 1), edges.narrow(0, n_bins, 1)
+    inside = ops.logical_and(ops.greater_equal(flat, first), ops.less_equal(flat, last))
+    pos = ops.sub(searchsorted(edges, flat, right=True), 1)
+    pos = ops.clamp(ops.where(inside, pos, 0), 0, n_bins - 1)  # the last edge itself: the last bin
+    w = ops.ones_like(flat) if weight is None else ops.reshape(_tensor(weight, "histogram", "weight"), (x.numel(),))
+    hist = ops.scatter_add(ops.zeros(n_bins, dtype=x.dtype), 0, pos, ops.where(inside, w.astype(x.dtype), 0.0))
+    if density:
+        hist = ops.div(hist, ops.mul(ops.sum(hist), edges.diff()))
+    return HistogramResult(hist.detach(), edges.detach())

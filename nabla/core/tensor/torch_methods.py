@@ -586,6 +586,9 @@ class TorchMethods:
     def frexp(self) -> Any:
         return OPS.frexp(self)
 
+    def histogram(self, bins: Any = 100, *, range: Any = None, weight: Any = None, density: bool = False) -> Any:  # noqa: A002
+        return OPS.histogram(self, bins, range=range, weight=weight, density=density)
+
     def unique_consecutive(
         self, return_inverse: bool = False, return_counts: bool = False, dim: int | None = None
     ) -> Any:
