@@ -46,6 +46,7 @@ __all__ = [
     "hann_window",
     "histogram",
     "hstack",
+    "index_reduce",
     "is_floating_point",
     "is_nonzero",
     "is_tensor",
@@ -618,3 +619,23 @@ def histogram(input: Any, bins: Any = 100, *, range: Any = None, weight: Any = N
     if density:
         hist = ops.div(hist, ops.mul(ops.sum(hist), edges.diff()))
     return HistogramResult(hist.detach(), edges.detach())
+
+
+@register()
+def index_reduce(input: Any, dim: int, index: Any, source: Any, reduce: str, *, include_self: bool = True) -> Tensor:
+    """torch.index_reduce: input with source's slice i along `dim` folded into input's slice
+    index[i] by "prod", "mean", "amax" or "amin" (with include_self=False, input's own values
+    of the slices an index names are left out); a scatter_reduce with the index spread over
+    source's other dims."""
+    x, src = _tensor(input, "index_reduce"), _tensor(source, "index_reduce", "source")
+    idx = _tensor(index, "index_reduce", "index")
+    if reduce not in ("prod", "mean", "amax", "amin"):
+        raise ValueError(f"index_reduce: reduce must be 'prod', 'mean', 'amax' or 'amin', got {reduce!r}")
+    d = normalize_axis(dim, max(x.ndim, 1), "index_reduce", "dim")
+    if idx.ndim != 1 or src.ndim != x.ndim or (src.ndim and src.shape[d] != idx.shape[0]):
+        raise ValueError(
+            f"index_reduce: index must be 1-D with one entry per slice of source along dim {d}, "
+            f"got index {idx.shape} and source {src.shape}"
+        )
+    spread = ops.broadcast_to(ops.reshape(idx, tuple(-1 if k == d else 1 for k in range(src.ndim))), src.shape)
+    return ops.scatter_reduce(x, d, spread, src, reduce, include_self=include_self)

@@ -175,6 +175,9 @@ class TorchInPlace:
     def erfinv_(self) -> Tensor:
         return self._in_place("erfinv_", OPS.erfinv)
 
+    def index_reduce_(self, dim: int, index: Any, source: Any, reduce: str, *, include_self: bool = True) -> Tensor:
+        return self._in_place("index_reduce_", OPS.index_reduce, dim, index, source, reduce, include_self=include_self)
+
     def addmm_(self, mat1: Any, mat2: Any, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
         return self._in_place("addmm_", OPS.addmm, mat1, mat2, beta=beta, alpha=alpha)
 

@@ -927,6 +927,9 @@ class TorchMethods:
     def index_add(self, dim: int, index: Any, source: Any, *, alpha: Any = 1) -> Tensor:
         return OPS.index_add(self, dim, index, source, alpha=alpha)
 
+    def index_reduce(self, dim: int, index: Any, source: Any, reduce: str, *, include_self: bool = True) -> Tensor:
+        return OPS.index_reduce(self, dim, index, source, reduce, include_self=include_self)
+
     def index_copy(self, dim: int, index: Any, source: Any) -> Tensor:
         return OPS.index_copy(self, dim, index, source)
 
