@@ -111,7 +111,8 @@ class TorchMethods:
         """self + weight * (end - self), as PyTorch computes it: end - (end - self) * (1 - weight)
         where |weight| >= 0.5, so weight 1 gives `end` exactly."""
         diff = OPS.sub(end, self)
-        if isinstance(weight, int | float):
+        if not hasattr(weight, "_impl"):  # a number (Python or NumPy scalar)
+            weight = float(weight)
             if abs(weight) < 0.5:
                 return OPS.add(self, OPS.mul(diff, weight))
             return OPS.sub(end, OPS.mul(diff, 1 - weight))
