@@ -29,7 +29,7 @@ from .cast import cast
 from .creation import eye
 from .indexing import getitem
 from .linalg import matmul
-from .linalg_matrix import _const, _float_tensor, _mT, _square, _working, solve_triangular
+from .linalg_matrix import _const, _float_tensor, _mT, _square, _swap_in_pivot, _working, solve_triangular
 from .shape import stack
 from .triangular import diagonal, tril, triu
 from .view import broadcast_to, unsqueeze
@@ -46,19 +46,13 @@ def _eliminate(a: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     the 0-based pivot row of each step (..., k) (int64), the sign of the row permutation (...,)
     and whether a pivot was exactly 0 (...,)."""
     m, n = a.shape[-2], a.shape[-1]
-    rows, cols = np.arange(m), np.arange(n)
-    rows_t, cols_t = _const(rows), _const(cols)
+    rows = np.arange(m)
+    cols_t = _const(np.arange(n))
     sign = _bin.add(_red.sum(_bin.mul(a, 0.0), axis=(-2, -1)), 1.0)
     singular = _bin.ne(sign, sign)  # all False, of the batch's shape
     pivots = []
     for j in range(min(m, n)):
-        is_j = unsqueeze(_const(rows == j), -1)
-        col = getitem(a, (Ellipsis, slice(None), j))
-        p = _red.argmax(_cf.where(_const(rows >= j), _un.abs(col), -1.0), axis=-1, keepdims=True)
-        at_p = unsqueeze(_bin.eq(rows_t, p), -1)
-        row_p = _red.sum(_cf.where(at_p, a, 0.0), axis=-2, keepdims=True)
-        row_j = getitem(a, (Ellipsis, slice(j, j + 1), slice(None)))
-        a = _cf.where(is_j, row_p, _cf.where(at_p, row_j, a))  # swap rows j and p
+        a, p, row_p = _swap_in_pivot(a, j)
         p = getitem(p, (Ellipsis, 0))
         sign = _cf.where(_bin.ne(p, j), _un.neg(sign), sign)
         pivots.append(p)

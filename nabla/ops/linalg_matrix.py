@@ -340,20 +340,26 @@ def qr(x: Any, mode: str = "reduced") -> QRResult:
 
 
 # -- solve / inv ---------------------------------------------------------------------------------
+def _swap_in_pivot(w: Tensor, j: int) -> tuple[Tensor, Tensor, Tensor]:
+    """Partial pivoting at column j (LAPACK's choice: the largest |entry| of the column at or
+    below the diagonal, the first of ties): w with rows j and p swapped, p (..., 1) and the
+    pivot row (..., 1, columns)."""
+    rows = np.arange(w.shape[-2])
+    col = getitem(w, (Ellipsis, slice(None), j))  # (..., rows)
+    p = _red.argmax(_cf.where(_const(rows >= j), _un.abs(col), -1.0), axis=-1, keepdims=True)
+    at_p = unsqueeze(_bin.eq(_const(rows), p), -1)  # (..., rows, 1)
+    row_p = _red.sum(_cf.where(at_p, w, 0.0), axis=-2, keepdims=True)
+    row_j = getitem(w, (Ellipsis, slice(j, j + 1), slice(None)))
+    w = _cf.where(unsqueeze(_const(rows == j), -1), row_p, _cf.where(at_p, row_j, w))
+    return w, p, row_p
+
+
 def _gauss_jordan(w: Tensor, n: int) -> Tensor:
-    """Reduce the augmented (..., n, n + r) matrix [A | B] to [I | A^-1 B] with partial pivoting
-    (the largest |entry| of the column at or below the diagonal, the first of ties: LAPACK's)."""
+    """Reduce the augmented (..., n, n + r) matrix [A | B] to [I | A^-1 B] with partial pivoting."""
     rows = np.arange(n)
-    rows_t = _const(rows)
     for j in range(n):
         is_j = _const(rows == j)
-        col = getitem(w, (Ellipsis, slice(None), j))  # (..., n)
-        cand = _cf.where(_const(rows >= j), _un.abs(col), -1.0)
-        p = _red.argmax(cand, axis=-1, keepdims=True)  # (..., 1)
-        at_p = unsqueeze(_bin.eq(rows_t, p), -1)  # (..., n, 1)
-        row_p = _red.sum(_cf.where(at_p, w, 0.0), axis=-2, keepdims=True)  # (..., 1, n + r)
-        row_j = getitem(w, (Ellipsis, slice(j, j + 1), slice(None)))
-        w = _cf.where(unsqueeze(is_j, -1), row_p, _cf.where(at_p, row_j, w))  # swap rows j and p
+        w, _, row_p = _swap_in_pivot(w, j)
         pivot = getitem(row_p, (Ellipsis, slice(None), slice(j, j + 1)))  # (..., 1, 1)
         prow = _bin.div(row_p, pivot)
         factors = _cf.where(is_j, 0.0, getitem(w, (Ellipsis, slice(None), j)))  # (..., n)
