@@ -17,6 +17,7 @@ from . import ops
 from .core.common import dtypes as _dt
 from .core.tensor import Tensor
 from .core.tensor.dispatch import register
+from .ops.linalg import _as_tensor
 from .ops.view import normalize_axis
 
 __all__ = [
@@ -42,6 +43,7 @@ __all__ = [
     "dist",
     "dstack",
     "frac",
+    "frexp",
     "hamming_window",
     "hann_window",
     "histogram",
@@ -57,12 +59,11 @@ __all__ = [
     "masked_select",
     "median",
     "mm",
-    "frexp",
     "multinomial",
     "narrow",
     "nonzero",
-    "prelu",
     "numel",
+    "prelu",
     "randint_like",
     "row_stack",
     "rsub",
@@ -84,11 +85,7 @@ VarMean = namedtuple("VarMean", ["var", "mean"])
 
 
 def _tensor(x: Any, op: str, arg: str = "input") -> Tensor:
-    if isinstance(x, Tensor):
-        return x
-    if isinstance(x, np.ndarray | list | tuple | int | float | bool | np.generic):
-        return ops.tensor(x)
-    raise TypeError(f"{op}: {arg} must be a Tensor, got {type(x).__name__}")
+    return _as_tensor(x, op, arg)
 
 
 def _tensors(xs: Any, op: str) -> list[Tensor]:
@@ -231,7 +228,7 @@ def randint_like(input: Any, low: int = 0, high: int | None = None, *, dtype: An
     return ops.randint(low, high, tuple(x.shape), dtype=dtype or x.dtype)
 
 
-def _window(name: str, n: int, periodic: bool, dtype: Any) -> tuple[np.ndarray, int]:
+def _window(name: str, n: int, periodic: bool) -> tuple[np.ndarray, int]:
     if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 0:
         raise ValueError(f"{name}: window_length must be a non-negative int, got {n!r}")
     m = n + 1 if periodic else n  # a periodic window is the symmetric one of n + 1, last point dropped
@@ -245,7 +242,7 @@ def _finish_window(values: np.ndarray, n: int, dtype: Any) -> Tensor:
 
 
 def _cosine_window(name: str, n: int, periodic: bool, dtype: Any, coeffs: tuple) -> Tensor:
-    k, m = _window(name, n, periodic, dtype)
+    k, m = _window(name, n, periodic)
     if m == 1:
         return _finish_window(np.ones(1), n, dtype)
     phase = 2 * math.pi * k / (m - 1)
@@ -272,14 +269,14 @@ def blackman_window(window_length: int, periodic: bool = True, *, dtype: Any = N
 
 def bartlett_window(window_length: int, periodic: bool = True, *, dtype: Any = None) -> Tensor:
     """torch.bartlett_window: the triangle 1 - |2k / (N - 1) - 1|."""
-    k, m = _window("bartlett_window", window_length, periodic, dtype)
+    k, m = _window("bartlett_window", window_length, periodic)
     values = np.ones(1) if m == 1 else 1 - np.abs(2 * k / (m - 1) - 1)
     return _finish_window(values, window_length, dtype)
 
 
 def kaiser_window(window_length: int, periodic: bool = True, beta: float = 12.0, *, dtype: Any = None) -> Tensor:
     """torch.kaiser_window: I0(beta sqrt(1 - (2k / (N - 1) - 1)^2)) / I0(beta)."""
-    k, m = _window("kaiser_window", window_length, periodic, dtype)
+    k, m = _window("kaiser_window", window_length, periodic)
     values = (
         np.ones(1) if m == 1 else np.i0(beta * np.sqrt(np.clip(1 - (2 * k / (m - 1) - 1) ** 2, 0, None))) / np.i0(beta)
     )
@@ -298,9 +295,13 @@ def _atleast_shape(shape: tuple, ndim: int) -> tuple:
     return shape + (1,)
 
 
+def _atleast_all(op: str, ndim: int, xs: Any) -> list[Tensor]:
+    return [ops.reshape(x, _atleast_shape(tuple(x.shape), ndim)) for x in (_tensor(t, op) for t in xs)]
+
+
 def _atleast(op: str, ndim: int, tensors: tuple) -> Any:
-    xs = list(tensors[0]) if len(tensors) == 1 and isinstance(tensors[0], list | tuple) else list(tensors)
-    out = [ops.reshape(x, _atleast_shape(tuple(x.shape), ndim)) for x in (_tensor(t, op) for t in xs)]
+    xs = tensors[0] if len(tensors) == 1 and isinstance(tensors[0], list | tuple) else tensors
+    out = _atleast_all(op, ndim, xs)
     return out[0] if len(out) == 1 else tuple(out)
 
 
@@ -328,15 +329,13 @@ def broadcast_tensors(*tensors: Any) -> tuple[Tensor, ...]:
 
 def hstack(tensors: Any) -> Tensor:
     """torch.hstack: 1-D tensors joined end to end, others along dim 1."""
-    xs = atleast_1d(*_tensors(tensors, "hstack"))
-    xs = [xs] if isinstance(xs, Tensor) else list(xs)
+    xs = _atleast_all("hstack", 1, _tensors(tensors, "hstack"))
     return ops.cat(xs, 0 if xs[0].ndim == 1 else 1)
 
 
 def vstack(tensors: Any) -> Tensor:
     """torch.vstack (row_stack): rows stacked, 1-D tensors as rows."""
-    xs = atleast_2d(*_tensors(tensors, "vstack"))
-    return ops.cat([xs] if isinstance(xs, Tensor) else list(xs), 0)
+    return ops.cat(_atleast_all("vstack", 2, _tensors(tensors, "vstack")), 0)
 
 
 row_stack = vstack
@@ -344,8 +343,7 @@ row_stack = vstack
 
 def dstack(tensors: Any) -> Tensor:
     """torch.dstack: joined along the third dim (atleast_3d first)."""
-    xs = atleast_3d(*_tensors(tensors, "dstack"))
-    return ops.cat([xs] if isinstance(xs, Tensor) else list(xs), 2)
+    return ops.cat(_atleast_all("dstack", 3, _tensors(tensors, "dstack")), 2)
 
 
 def column_stack(tensors: Any) -> Tensor:
@@ -465,19 +463,23 @@ def _spacing(y: Tensor, x: Any, dx: Any, d: int, op: str) -> Any:
         return 1.0 if dx is None else dx
     xt = _tensor(x, op, "x")
     if xt.ndim == 1:
-        return ops.reshape(xt.diff(1, 0), (y.shape[d] - 1,) + (1,) * (y.ndim - d - 1))
+        return ops.reshape(xt.diff(1, 0), (max(y.shape[d] - 1, 0),) + (1,) * (y.ndim - d - 1))
     return xt.diff(1, d)
+
+
+def _trapezoids(op: str, y: Any, x: Any, dx: Any, dim: int) -> tuple[Tensor, int]:
+    """The area of each of the n - 1 trapezoids along `dim`, and that dim."""
+    yt = _tensor(y, op, "y")
+    d = normalize_axis(dim, yt.ndim, op, "dim")
+    k = max(yt.shape[d] - 1, 0)
+    mids = ops.mul(ops.add(yt.narrow(d, 1, k), yt.narrow(d, 0, k)), 0.5)
+    return ops.mul(mids, _spacing(yt, x, dx, d, op)), d
 
 
 def trapezoid(y: Any, x: Any = None, *, dx: Any = None, dim: int = -1) -> Tensor:
     """torch.trapezoid: the trapezoidal rule over `dim`, with sample points `x` or spacing `dx`."""
-    yt = _tensor(y, "trapezoid", "y")
-    d = normalize_axis(dim, yt.ndim, "trapezoid", "dim")
-    n = yt.shape[d]
-    if n == 0:
-        return ops.sum(yt, d)
-    mids = ops.mul(ops.add(yt.narrow(d, 1, n - 1), yt.narrow(d, 0, n - 1)), 0.5)
-    return ops.sum(ops.mul(mids, _spacing(yt, x, dx, d, "trapezoid")), d)
+    areas, d = _trapezoids("trapezoid", y, x, dx, dim)
+    return ops.sum(areas, d)
 
 
 trapz = trapezoid
@@ -485,11 +487,8 @@ trapz = trapezoid
 
 def cumulative_trapezoid(y: Any, x: Any = None, *, dx: Any = None, dim: int = -1) -> Tensor:
     """torch.cumulative_trapezoid: the running trapezoidal integral over `dim` (one shorter)."""
-    yt = _tensor(y, "cumulative_trapezoid", "y")
-    d = normalize_axis(dim, yt.ndim, "cumulative_trapezoid", "dim")
-    n = yt.shape[d]
-    mids = ops.mul(ops.add(yt.narrow(d, 1, max(n - 1, 0)), yt.narrow(d, 0, max(n - 1, 0))), 0.5)
-    return ops.cumsum(ops.mul(mids, _spacing(yt, x, dx, d, "cumulative_trapezoid")), d)
+    areas, d = _trapezoids("cumulative_trapezoid", y, x, dx, dim)
+    return ops.cumsum(areas, d)
 
 
 # -- sampling, activations, float decomposition, runs ----------------------------------------------
