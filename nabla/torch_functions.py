@@ -472,7 +472,7 @@ def _trapezoids(op: str, y: Any, x: Any, dx: Any, dim: int) -> tuple[Tensor, int
     yt = _tensor(y, op, "y")
     d = normalize_axis(dim, yt.ndim, op, "dim")
     k = max(yt.shape[d] - 1, 0)
-    mids = ops.mul(ops.add(yt.narrow(d, 1, k), yt.narrow(d, 0, k)), 0.5)
+    mids = ops.mul(ops.add(yt.narrow(d, min(1, yt.shape[d]), k), yt.narrow(d, 0, k)), 0.5)  # empty: no areas
     return ops.mul(mids, _spacing(yt, x, dx, d, op)), d
 
 
