@@ -764,19 +764,27 @@ def _np_lu(a):
     return lu.astype(a.dtype), piv
 
 
-def _np_lu_plu(a):
-    lu, piv = _np_lu(a)
-    m, n = a.shape[-2:]
+def _np_unpack(lu, piv):
+    """(P, L, U) with A = P L U from compact LU factors and 1-based pivots (batched)."""
+    m, n = lu.shape[-2:]
     k = min(m, n)
-    perm = np.broadcast_to(np.arange(m), a.shape[:-2] + (m,)).copy()
-    for idx in np.ndindex(*a.shape[:-2]):
+    perm = np.broadcast_to(np.arange(m), lu.shape[:-2] + (m,)).copy()
+    for idx in np.ndindex(*lu.shape[:-2]):
         for j in range(k):
             p = piv[idx + (j,)] - 1
             perm[idx + (j,)], perm[idx + (p,)] = perm[idx + (p,)], perm[idx + (j,)]
-    eye_m = np.eye(m, dtype=a.dtype)
-    p_mat = np.swapaxes(eye_m[perm], -1, -2)
-    lower = np.tril(lu[..., :, :k], -1) + np.eye(m, k, dtype=a.dtype)
+    p_mat = np.swapaxes(np.eye(m, dtype=lu.dtype)[perm], -1, -2)
+    lower = np.tril(lu[..., :, :k], -1) + np.eye(m, k, dtype=lu.dtype)
     return p_mat, lower, np.triu(lu[..., :k, :])
+
+
+def _np_lu_solve(lu, piv, b, left=True, adjoint=False):
+    p, lower, upper = _np_unpack(lu, piv)
+    a = (p @ lower @ upper).astype(np.float64)
+    a = a.T if adjoint else a
+    if left:
+        return np.linalg.solve(a, b.astype(np.float64)).astype(b.dtype)
+    return np.linalg.solve(a.T, b.T.astype(np.float64)).T.astype(b.dtype)
 
 
 _LU_COVERS = ("argmax", "abs", "equal", "where", "sum", "div", "mul", "sub", "slice", "stack", "tril", "triu", "cast")
@@ -799,7 +807,7 @@ SPECS += [
     ),
     _blas(
         "lu",
-        _np_lu_plu,
+        lambda a: _np_unpack(*_np_lu(a)),
         [replace(s) for s in _LU_SAMPLES],
         lambda torch, a: tuple(torch.linalg.lu(a)),
         covers=(*_LU_COVERS, "eye", "add"),
@@ -808,14 +816,14 @@ SPECS += [
     ),
     _blas(
         "lu_unpack",
-        lambda lu, piv: _np_lu_plu(np.einsum("...ij->...ij", _reconstruct(lu, piv))),
+        _np_unpack,
         [Sample(_np_lu(_LU_A), label="(3,3)", grad=False)],
         lambda torch, lu, piv: tuple(torch.lu_unpack(lu, piv)),
         covers=("tril", "triu", "eye", "add", "where", "sum", "equal", "cast"),
     ),
     _blas(
         "lu_solve",
-        lambda lu, piv, b, left=True, adjoint=False: _np_lu_solve(lu, piv, b, left, adjoint),
+        _np_lu_solve,
         [
             Sample((*_np_lu(_LU_A), uniform((3, 2), seed="lusb")), label="left", grad=False),
             Sample((*_np_lu(_LU_A), uniform((3, 2), seed="lusb2")), {"adjoint": True}, label="adjoint", grad=False),
@@ -826,30 +834,6 @@ SPECS += [
         atol=1e-5,
     ),
 ]
-
-
-def _reconstruct(lu, piv):
-    """A from its compact LU factors (so the unpack reference can refactor it)."""
-    p, lower, upper = _unpack_np(lu, piv)
-    return p @ lower @ upper
-
-
-def _unpack_np(lu, piv):
-    n = lu.shape[-1]
-    perm = list(range(n))
-    for j, p in enumerate(piv - 1):
-        perm[j], perm[p] = perm[p], perm[j]
-    p_mat = np.eye(n, dtype=lu.dtype)[perm].T
-    return p_mat, np.tril(lu, -1) + np.eye(n, dtype=lu.dtype), np.triu(lu)
-
-
-def _np_lu_solve(lu, piv, b, left, adjoint):
-    p, lower, upper = _unpack_np(lu, piv)
-    a = (p @ lower @ upper).astype(np.float64)
-    a = a.T if adjoint else a
-    if left:
-        return np.linalg.solve(a, b.astype(np.float64)).astype(b.dtype)
-    return np.linalg.solve(a.T, b.T.astype(np.float64)).T.astype(b.dtype)
 
 
 # torch.linalg's vector and matrix norms: composites of norm / sum / max, off the MAX groups
