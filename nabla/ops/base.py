@@ -209,7 +209,9 @@ class Operation:
         if batch_dims:
             node.rule_kwargs = rule_kwargs
         node.set_outputs(outs)
-        if TAPE.nodes is not None:  # a backward being recorded for replay (autograd/replay.py)
+        # A backward being recorded for replay (autograd/replay.py); a trace opened inside it (a
+        # `call`'s backward program traced on placeholders) is not part of its tape.
+        if TAPE.nodes is not None and state is None:
             TAPE.nodes.append(node)
         if CONFIG.eager_max_graph:  # debugging / shape oracle: build the MAX nodes now
             GRAPH_EAGER.build(node, outs)
