@@ -792,7 +792,9 @@ class Module:
         return f"{self._get_name()}(\n  " + "\n  ".join(lines) + "\n)"
 
     def __getstate__(self) -> dict:
-        return self.__dict__.copy()
+        state = self.__dict__.copy()
+        state.pop("_module_def", None)  # a compiled call's cached structure (module_pytree.py)
+        return state
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)

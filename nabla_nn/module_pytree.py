@@ -45,15 +45,16 @@ class _ModuleDef:
     """The hashable structure of a flattened module: the original module (by identity), the
     names of its leaves, and every submodule's training flag (train/eval changes the trace)."""
 
-    __slots__ = ("module", "names", "modes")
+    __slots__ = ("_hash", "module", "modes", "names")
 
     def __init__(self, module: Module, names: tuple, modes: tuple) -> None:
         self.module = module
         self.names = names
         self.modes = modes
+        self._hash: int | None = None
 
     def __eq__(self, other: object) -> bool:
-        return (
+        return other is self or (
             isinstance(other, _ModuleDef)
             and other.module is self.module
             and other.names == self.names
@@ -61,7 +62,10 @@ class _ModuleDef:
         )
 
     def __hash__(self) -> int:
-        return hash((id(self.module), self.names, self.modes))
+        h = self._hash
+        if h is None:
+            h = self._hash = hash((id(self.module), self.names, self.modes))
+        return h
 
     def __repr__(self) -> str:
         return f"{type(self.module).__name__}<{len(self.names)} tensors>"
@@ -69,7 +73,14 @@ class _ModuleDef:
 
 def _flatten_module(module: Module) -> tuple[list, _ModuleDef]:
     named, modes = module._tree()
-    return [t for _, t in named], _ModuleDef(module, tuple(n for n, _ in named), modes)
+    names = tuple(n for n, _ in named)
+    # A compiled forward flattens its module every call: the same structure gives the same
+    # _ModuleDef object, so its key compares by identity and hashes once.
+    last = module.__dict__.get("_module_def")
+    if last is None or last.names != names or last.modes != modes or last.module is not module:
+        last = _ModuleDef(module, names, modes)
+        object.__setattr__(module, "_module_def", last)
+    return [t for _, t in named], last
 
 
 def _unflatten_module(definition: _ModuleDef, leaves: list) -> Module:

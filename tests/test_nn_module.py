@@ -110,6 +110,19 @@ def test_compile_flatten_walk_matches_the_traversals_with_shared_and_missing_mem
     assert [n for n, _ in named][-3:] == ["extra.weight", "count.steps", "count.scratch"]
 
 
+def test_flattening_a_module_twice_gives_one_structure_until_it_changes():
+    net = Net()
+    leaves, first = nb.tree_flatten(net)
+    again = nb.tree_flatten(net)[1]
+    assert again == first and again.aux is first.aux  # a compiled call compares it by identity
+    net.count.eval()  # the modes are part of the structure: a new one
+    after = nb.tree_flatten(net)[1]
+    assert after.aux is not first.aux and after != first
+    twin = copy.deepcopy(net)  # a copy has a structure of its own, not the original's
+    assert nb.tree_flatten(twin)[1].aux.module is twin and nb.tree_flatten(twin)[1] != after
+    assert len(nb.tree_flatten(twin)[0]) == len(leaves)
+
+
 def test_parameters_are_realized_leaves_after_init():
     layer = Affine(3, 2)
     for p in layer.parameters():

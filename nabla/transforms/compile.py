@@ -143,7 +143,19 @@ class CompiledFunction(_Signature):
         # g, or `f(m.w)` where f reads m.w), by id, weakly: traced as themselves so in-place ops
         # on one are seen by the other.
         self._captured: dict[int, weakref.ref] = {}
+        # (cache, key, entry) of the last hit, and the last structure found differentiable:
+        # compared before hashing (see `_entry_for`)
+        self._last_found: tuple | None = None
+        self._last_structure: tuple | None = None
         functools.update_wrapper(self, fn)
+
+    def _is_differentiable(self, structure: tuple) -> bool:
+        if structure == self._last_structure:
+            return True
+        if structure in self._differentiable:
+            self._last_structure = structure
+            return True
+        return False
 
     def __repr__(self) -> str:
         return f"<nabla.compile of {getattr(self.fn, '__qualname__', self.fn)}>"
@@ -152,6 +164,7 @@ class CompiledFunction(_Signature):
         return self if obj is None else functools.partial(self, obj)
 
     def clear_cache(self) -> None:
+        self._last_found = self._last_structure = None
         self._entries.clear()
         self._calls.clear()
         self._grad_watch.clear()
@@ -173,7 +186,7 @@ class CompiledFunction(_Signature):
             # Under jvp/vmap: run the function inline so the outer transform sees its ops.
             return self.fn(*args, **kwargs)
         structure = _structure(treedef, leaves)
-        if self._differentiable and is_grad_enabled() and structure in self._differentiable:
+        if self._differentiable and is_grad_enabled() and self._is_differentiable(structure):
             return self._lazy(args, kwargs, values, treedef, leaves, structure)
         try:
             # (grad mode is part of the key, as torch.compile guards on it: see `_lazy`)
@@ -217,12 +230,21 @@ class CompiledFunction(_Signature):
         lazy = cache is self._calls
         structure = _structure(treedef, leaves) if structure is None else structure
         key = (*prefix, self._key(treedef, leaves, values, structure, lazy))
-        entry = cache.get(key)
+        # A training step calls with one key every time: compared with the last key found (no
+        # hashing; the same objects compare by identity), that entry is already the most recent.
+        last = self._last_found
+        if last is not None and last[0] is cache and last[1] == key:
+            entry = last[2]
+        else:
+            entry = cache.get(key)
+            if entry is not None:
+                cache.move_to_end(key)
+                self._last_found = (cache, key, entry)
         stale = None if entry is None else self._stale(entry)
         if entry is not None and stale is None:
-            cache.move_to_end(key)
             self.stats.hits += 1
             return entry
+        self._last_found = None
         labels = self._labels(args, kwargs)  # only a miss needs names for its explanation
         reason = made.reason if made else self._explain(key, stale, labels, [*self._entries, *self._calls])
         if GRAPH._no_recompile_depth:
