@@ -330,10 +330,14 @@ def fused_update_(
     grads: list[Tensor],
     states: list[tuple[Tensor, ...]],
     scalars: dict[str, Tensor],
+    *,
+    pending: bool = True,
     **consts: Any,
 ) -> None:
     """`fused_update` that writes each new value into its tensor: every parameter and state
-    tensor then holds its updated value (a promise), keeping its `requires_grad`.
+    tensor then holds its updated value (a promise), keeping its `requires_grad`. With
+    `pending=False` the caller evaluates them at once (an optimizer's step), so they are not
+    tracked as pending results (a rule's constant can not be named `pending`).
 
     Example:
         >>> fused_update_(sgd, [w], [w.grad], [()], {"lr": lr_t}, wd=0.01)  # w is updated
@@ -341,7 +345,7 @@ def fused_update_(
     inputs, kwargs = _operands(rule, params, grads, states, scalars, consts)
     targets = [t for p, s in zip(params, states, strict=True) for t in (p, *s)]
     layouts = [t._impl.sharding for t in targets] if kwargs["rule"].whole else []
-    _fused.call_into(targets, *inputs, **kwargs)
+    _fused.write_into(targets, inputs, kwargs, pending=pending)
     for t, spec in zip(targets, layouts, strict=False):  # a whole_parameter rule's: gathered
         if spec is not None and t._impl.sharding != spec:
             t._adopt(reshard(t, spec.without_partial()))

@@ -442,7 +442,8 @@ class Optimizer:
             g = p._grad
             grads.append(g if g._impl.dtype is p._impl.dtype else g.to(p.dtype))
         scalars = {name: group.scalar(name) for name in self.scalar_names}
-        fused_update_(self.rule, params, grads, states, scalars, **self.rule_consts(group))
+        # (`_step` evaluates the updated tensors at once, or a trace records them: not pending)
+        fused_update_(self.rule, params, grads, states, scalars, pending=False, **self.rule_consts(group))
         return [t for p, row in zip(params, states, strict=True) for t in (p, *row)]
 
     def _trace_guard(self) -> tuple:

@@ -259,18 +259,19 @@ class Tensor(TorchMethods, TorchInPlace):
         self._install(impl)
 
     @staticmethod
-    def _install_all(facades: list[Tensor], impls: list) -> None:
+    def _install_all(facades: list[Tensor], impls: list, pending: bool = True) -> None:
         """`_install` of each impl into its facade (an optimizer's update writing ~3 tensors per
-        parameter every step): one check of the trace state, the per-facade work inlined."""
+        parameter every step): one check of the trace state, the per-facade work inlined.
+        `pending=False`: the caller evaluates the facades at once, so they are not tracked."""
         if TRACE.state is not None:  # nabla.compile records each mutation
             for facade, impl in zip(facades, impls, strict=True):
                 facade._install(impl)
             return
-        track, ref = GRAPH.add_unrealized, weakref.ref
+        track, ref = GRAPH.add_unrealized if pending else None, weakref.ref
         for facade, impl in zip(facades, impls, strict=True):
             grad = impl.requires_grad = facade._impl.requires_grad
             facade._impl = impl
-            if impl.data is None:
+            if track is not None and impl.data is None:
                 track(facade)
             impl.facade = ref(facade) if grad else None
 
