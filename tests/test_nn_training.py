@@ -19,6 +19,8 @@ import nabla as nb
 import nabla_nn as nn
 import nabla_nn.functional as F
 import nabla_optim as optim
+from nabla.core.graph.engine import GRAPH
+from nabla_optim.fused import fused_update_
 
 RNG = np.random.default_rng(0)
 
@@ -109,6 +111,26 @@ def test_mlp_with_adam_is_one_cached_model_per_step():
         model, optim.Adam(model.parameters(), lr=1e-2), F.cross_entropy, _classification(16, (12,), 4, 12)
     )
     assert losses[-1] < losses[0]
+
+
+def test_a_step_leaves_its_updated_parameters_and_state_realized_and_untracked():
+    model = mlp()
+    opt = optim.Adam(model.parameters(), lr=1e-2)
+    for x, y in _classification(16, (12,), 4, 2):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        assert np.isfinite(loss.item())
+    written = [t for p in model.parameters() for t in (p, *opt.state[p].values())]
+    assert len(written) == 6 * 4 and all(t.is_realized for t in written)
+    # (the step evaluates what its fused update writes at once: none of it is a pending result)
+    assert not {id(t) for t in written} & GRAPH._pending.keys()
+    # A fused update outside a step is lazy, and joins the next evaluation as usual.
+    w = nb.Tensor.from_numpy(np.ones(3, np.float32))
+    fused_update_(lambda xp, p, g, state, s: (p - g, state), [w], [nb.ones(3)], [()], {})
+    assert not w.is_realized and id(w) in GRAPH._pending
+    np.testing.assert_array_equal(w.numpy(), np.zeros(3, np.float32))
 
 
 def test_cnn_with_sgd_momentum_and_batchnorm_is_one_cached_model_per_step():
