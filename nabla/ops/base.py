@@ -131,6 +131,8 @@ class Operation:
         outs, node, args, sharded, has_tangent = self.bind(args, kwargs)
         if sharded or has_tangent:
             tensors = self._finish(outs, node, args, sharded, has_tangent)
+        elif len(outs) == 1 and not self.always_tuple:  # most ops
+            return Tensor(outs[0])
         else:
             tensors = [Tensor(o) for o in outs]
         return tensors[0] if len(tensors) == 1 and not self.always_tuple else tuple(tensors)

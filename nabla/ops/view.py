@@ -149,7 +149,10 @@ class PermuteOp(Operation):
 
     def adapt_kwargs(self, impls: list[TensorImpl], kwargs: dict, batch_dims: int) -> dict:
         rank = len(impls[0].logical_shape)
-        dims = tuple(normalize_axis(d, rank, "permute", "dims") for d in kwargs["dims"])
+        dims = kwargs["dims"]
+        if not batch_dims and type(dims) is tuple and sorted(dims) == list(range(rank)):
+            return kwargs  # already normalized (every head split's permute)
+        dims = tuple(normalize_axis(d, rank, "permute", "dims") for d in dims)
         if sorted(dims) != list(range(rank)):
             raise ValueError(f"permute: dims {kwargs['dims']} is not a permutation of {rank} dimensions")
         return {"dims": tuple(range(batch_dims)) + _physical_axes(dims, batch_dims)}

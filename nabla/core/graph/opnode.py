@@ -26,6 +26,9 @@ def freeze(value: Any) -> Any:
             return value
         return tuple([v if type(v) in _EXACT else freeze(v) for v in value])
     if kind is dict:  # an op's kwargs
+        if len(value) == 1:  # (one static argument: axes, a shape, a permutation)
+            ((k, v),) = value.items()
+            return ((k, v if type(v) in _EXACT else freeze(v)),)
         items = [(k, v if type(v) in _EXACT else freeze(v)) for k, v in value.items()]
         if len(items) > 1:
             items.sort()  # keys are unique: values are never compared
@@ -88,6 +91,13 @@ class OpNode:
     def set_outputs(self, impls: list) -> None:
         """Make `impls` the node's outputs. They own the node; it refers to them weakly, so
         dropped outputs are freed."""
+        if len(impls) == 1:  # most ops: no loops
+            (impl,) = impls
+            impl.output_refs = self
+            impl.output_index = 0
+            self._refs = (weakref.ref(impl),)
+            self.out_avals = ((impl.physical_shape, impl.dtype),)
+            return
         for index, impl in enumerate(impls):
             impl.output_refs = self
             impl.output_index = index
