@@ -9,6 +9,7 @@ from . import (
     base,
     batching,
     binary,
+    bits,
     call,
     cast,
     communication,
@@ -39,6 +40,7 @@ from . import (
 from .attention import *  # noqa: F403
 from .base import Operation
 from .binary import *  # noqa: F403
+from .bits import *  # noqa: F403
 from .cast import *  # noqa: F403
 from .communication import *  # noqa: F403
 from .control_flow import *  # noqa: F403
@@ -68,6 +70,7 @@ FAMILIES = (
     "attention",
     "batching",
     "binary",
+    "bits",
     "call",
     "cast",
     "communication",

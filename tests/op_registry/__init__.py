@@ -9,6 +9,7 @@ from __future__ import annotations
 from . import (
     attention,
     binary,
+    bits,
     cast,
     control_flow,
     conv,
@@ -29,7 +30,7 @@ from . import (
 from .spec import OpSpec, Sample
 
 FAMILY_MODULES = (
-    attention, binary, cast, control_flow, conv, creation, cumulative, custom, gather_scatter, indexing, linalg,
+    attention, binary, bits, cast, control_flow, conv, creation, cumulative, custom, gather_scatter, indexing, linalg,
     normalization, reduction, sorting, special, statistics, unary, view,
 )  # fmt: skip
 REGISTRY: list[OpSpec] = [spec for module in FAMILY_MODULES for spec in module.SPECS]
@@ -58,6 +59,7 @@ MAX_GROUPS = {
     "nn": ("conv", "control_flow", "custom"),
     "attention": ("attention",),
     "special": ("special",),
+    "bits": ("bits",),
 }
 
 __all__ = ["FAMILY_MODULES", "MAX_GROUPS", "NOT_OPS", "SHARDING_OPS", "TRANSFORM_OPS", "REGISTRY", "OpSpec", "Sample"]

@@ -471,6 +471,18 @@ class Tensor(TorchMethods, TorchInPlace):
     def __invert__(self) -> Tensor:
         return OPS.bitwise_not(self)
 
+    def __lshift__(self, other: Any) -> Tensor:
+        return OPS.bitwise_left_shift(self, other)
+
+    def __rlshift__(self, other: Any) -> Tensor:
+        return OPS.bitwise_left_shift(other, self)
+
+    def __rshift__(self, other: Any) -> Tensor:
+        return OPS.bitwise_right_shift(self, other)
+
+    def __rrshift__(self, other: Any) -> Tensor:
+        return OPS.bitwise_right_shift(other, self)
+
     # -- indexing (x[idx] reads; x[idx] = v is recorded as a functional update) -----------
     def __getitem__(self, index: Any) -> Tensor:
         out = OPS.getitem(self, index)
@@ -647,6 +659,12 @@ class Tensor(TorchMethods, TorchInPlace):
 
     def __ixor__(self, other: Any) -> Tensor:
         return self._in_place("__ixor__", OPS.bitwise_xor, other)
+
+    def __ilshift__(self, other: Any) -> Tensor:
+        return self._in_place("__ilshift__", OPS.bitwise_left_shift, other)
+
+    def __irshift__(self, other: Any) -> Tensor:
+        return self._in_place("__irshift__", OPS.bitwise_right_shift, other)
 
     # -- reductions (dim=/keepdim= as in PyTorch, axis=/keepdims= as in NumPy) -----------
     def sum(self, dim: Any = None, keepdim: bool = False, *, axis: Any = None, keepdims: bool | None = None) -> Tensor:

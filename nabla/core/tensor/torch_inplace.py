@@ -263,6 +263,15 @@ class TorchInPlace:
     def xlogy_(self, other: Any) -> Tensor:
         return self._in_place("xlogy_", OPS.xlogy, other)
 
+    def nextafter_(self, other: Any) -> Tensor:
+        return self._in_place("nextafter_", OPS.nextafter, other)
+
+    def bitwise_left_shift_(self, other: Any) -> Tensor:
+        return self._in_place("bitwise_left_shift_", OPS.bitwise_left_shift, other)
+
+    def bitwise_right_shift_(self, other: Any) -> Tensor:
+        return self._in_place("bitwise_right_shift_", OPS.bitwise_right_shift, other)
+
     def ldexp_(self, other: Any) -> Tensor:
         return self._in_place("ldexp_", OPS.ldexp, other)
 

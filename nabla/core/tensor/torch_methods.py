@@ -748,6 +748,15 @@ class TorchMethods:
     def xlogy(self, other: Any) -> Tensor:
         return OPS.xlogy(self, other)
 
+    def nextafter(self, other: Any) -> Tensor:
+        return OPS.nextafter(self, other)
+
+    def bitwise_left_shift(self, other: Any) -> Tensor:
+        return OPS.bitwise_left_shift(self, other)
+
+    def bitwise_right_shift(self, other: Any) -> Tensor:
+        return OPS.bitwise_right_shift(self, other)
+
     def fmax(self, other: Any) -> Tensor:
         return OPS.fmax(self, other)
 
