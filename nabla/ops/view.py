@@ -150,7 +150,12 @@ class PermuteOp(Operation):
     def adapt_kwargs(self, impls: list[TensorImpl], kwargs: dict, batch_dims: int) -> dict:
         rank = len(impls[0].logical_shape)
         dims = kwargs["dims"]
-        if not batch_dims and type(dims) is tuple and sorted(dims) == list(range(rank)):
+        if (
+            not batch_dims
+            and type(dims) is tuple
+            and sorted(dims) == list(range(rank))
+            and {type(d) for d in dims} <= {int}
+        ):
             return kwargs  # already normalized (every head split's permute)
         dims = tuple(normalize_axis(d, rank, "permute", "dims") for d in dims)
         if sorted(dims) != list(range(rank)):
