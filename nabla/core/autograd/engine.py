@@ -175,10 +175,13 @@ def _run_rules(
 
 
 def _aval_tensor(node: Any, index: int, tensor: Tensor | None) -> Tensor:
+    """An output, or zeros of its logical shape for one nobody kept (under vmap the zeros stay
+    unbatched and broadcast over the batch, which the live outputs' batch dims say)."""
     if tensor is not None:
         return tensor
     shape, dtype = node.out_avals[index]
-    return OPS.full(shape, 0, dtype)
+    batch_dims = next((o.batch_dims for o in node.outputs() if o is not None), 0)
+    return OPS.full(shape[batch_dims:], 0, dtype)
 
 
 def _accumulate(grads: dict[int, Tensor], holders: dict[int, TensorImpl], impl: TensorImpl, cot: Tensor) -> None:
