@@ -3,9 +3,11 @@
 `reduction.py`); `norm`, `diagonal` and `cross` are thin wrappers that give torch.linalg's
 defaults where they differ from torch's top-level functions.
 
-Not built: the decompositions that need an iterative eigen- or singular-value solver (svd,
-svdvals, eig, eigh, eigvals, eigvalsh, pinv, lstsq, matrix_rank, cond, matrix norms "nuc" and
-2 / -2), ldl_*, tensorinv/tensorsolve and the `*_ex` variants.
+eigh, eigvalsh, svd, svdvals and what builds on them (pinv, matrix_rank, cond, lstsq, the
+"nuc" and 2-norms) run LAPACK on the host when recorded (`nabla/ops/linalg_host.py`).
+
+Not built: eig / eigvals (general, complex results), ldl_*, tensorinv/tensorsolve and the
+`*_ex` variants.
 """
 
 from typing import Any
@@ -14,8 +16,11 @@ from .core.tensor import Tensor
 from .ops import (
     cholesky,
     det,
+    eigh,
+    eigvalsh,
     householder_product,
     inv,
+    lstsq,
     lu,
     lu_factor,
     lu_solve,
@@ -23,17 +28,22 @@ from .ops import (
     matrix_exp,
     matrix_norm,
     matrix_power,
+    matrix_rank,
     multi_dot,
+    pinv,
     qr,
     slogdet,
     solve,
     solve_triangular,
+    svdvals,
     vander,
     vecdot,
     vector_norm,
 )
 from .ops import cross as _cross
 from .ops import diagonal as _diagonal
+from .ops import linalg_cond as cond
+from .ops import linalg_svd as svd
 
 
 def norm(x: Tensor, ord: Any = None, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A002
@@ -67,11 +77,15 @@ def cross(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
 
 __all__ = [
     "cholesky",
+    "cond",
     "cross",
     "det",
     "diagonal",
+    "eigh",
+    "eigvalsh",
     "householder_product",
     "inv",
+    "lstsq",
     "lu",
     "lu_factor",
     "lu_solve",
@@ -79,12 +93,16 @@ __all__ = [
     "matrix_exp",
     "matrix_norm",
     "matrix_power",
+    "matrix_rank",
     "multi_dot",
     "norm",
+    "pinv",
     "qr",
     "slogdet",
     "solve",
     "solve_triangular",
+    "svd",
+    "svdvals",
     "vander",
     "vecdot",
     "vector_norm",

@@ -21,6 +21,7 @@ from . import (
     gather_scatter,
     indexing,
     linalg,
+    linalg_host,
     linalg_lu,
     linalg_matrix,
     normalization,
@@ -51,6 +52,7 @@ from .custom import *  # noqa: F403
 from .gather_scatter import *  # noqa: F403
 from .indexing import *  # noqa: F403
 from .linalg import *  # noqa: F403
+from .linalg_host import *  # noqa: F403
 from .linalg_lu import *  # noqa: F403
 from .linalg_matrix import *  # noqa: F403
 from .normalization import *  # noqa: F403
@@ -82,6 +84,7 @@ FAMILIES = (
     "gather_scatter",
     "indexing",
     "linalg",
+    "linalg_host",
     "linalg_lu",
     "linalg_matrix",
     "normalization",

@@ -19,6 +19,7 @@ from max.graph import ops
 
 from ..core.common import dtypes as _dt
 from ..core.sharding import OpShardingRule
+from ..core.tensor.dispatch import OPS
 from ..core.tensor.tensor import Tensor
 from . import binary as _bin
 from . import reduction as _red
@@ -27,7 +28,7 @@ from .base import AVal, Operation, public, shape_of
 from .cast import cast
 from .creation import tensor
 from .shape import roll
-from .view import broadcast_shapes, broadcast_to, normalize_axis, permute, reshape, squeeze, transpose
+from .view import broadcast_shapes, broadcast_to, normalize_axis, permute, reshape, squeeze, transpose, unsqueeze
 
 __all__ = [
     "addbmm",
@@ -441,8 +442,8 @@ def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False)
 @public()
 def matrix_norm(x: Tensor, ord: Any = "fro", dim: tuple = (-2, -1), keepdim: bool = False) -> Tensor:  # noqa: A002
     """torch.linalg.matrix_norm over the two dims `dim`: "fro", 1 / -1 (largest / smallest
-    column sum of |x|) or inf / -inf (row sums). "nuc", 2 and -2 need singular values, which
-    nabla does not compute yet: they raise."""
+    column sum of |x|), inf / -inf (row sums), or from the singular values (`svdvals`, LAPACK on
+    the host): "nuc" (their sum), 2 / -2 (the largest / smallest)."""
     x = _as_tensor(x, "matrix_norm", "x")
     if not _dt.is_float(x.dtype):
         raise TypeError(f"matrix_norm: expected a floating-point tensor, got dtype {x.dtype.name}")
@@ -452,13 +453,20 @@ def matrix_norm(x: Tensor, ord: Any = "fro", dim: tuple = (-2, -1), keepdim: boo
         raise ValueError(f"matrix_norm: dim must be two different dims, got {dim!r}")
     if ord == "fro":
         return _red.norm(x, 2.0, axes, keepdim)
-    if ord in ("nuc", 2, -2):
-        raise NotImplementedError(f"matrix_norm: ord={ord!r} needs singular values (nabla has no SVD yet)")
+    if ord in ("nuc", 2, -2) and not isinstance(ord, bool):  # from the singular values (LAPACK, on the host)
+        s = OPS.svdvals(permute(x, _last_two(x.ndim, axes)))
+        out = _red.sum(s, -1) if ord == "nuc" else (_red.max if ord == 2 else _red.min)(s, -1)
+        return unsqueeze(unsqueeze(out, min(axes)), max(axes)) if keepdim else out
     if ord not in (1, -1, math.inf, -math.inf) or isinstance(ord, bool):
         raise ValueError(f"matrix_norm: ord must be 'fro', 'nuc', 1, -1, 2, -2, inf or -inf, got {ord!r}")
     summed, kept = (axes[0], axes[1]) if abs(ord) == 1 else (axes[1], axes[0])  # 1: column sums
     out = (_red.max if ord > 0 else _red.min)(_red.sum(_un.abs(x), summed, True), kept, True)
     return out if keepdim else squeeze(out, axes)
+
+
+def _last_two(ndim: int, axes: tuple[int, int]) -> tuple[int, ...]:
+    """The permutation that moves `axes` (rows, columns) to the end, the other dims in order."""
+    return (*[d for d in range(ndim) if d not in axes], *axes)
 
 
 @public()

@@ -19,6 +19,7 @@ from . import (
     gather_scatter,
     indexing,
     linalg,
+    linalg_host,
     normalization,
     reduction,
     sorting,
@@ -30,7 +31,7 @@ from . import (
 from .spec import OpSpec, Sample
 
 FAMILY_MODULES = (
-    attention, binary, bits, cast, control_flow, conv, creation, cumulative, custom, gather_scatter, indexing, linalg,
+    attention, binary, bits, cast, control_flow, conv, creation, cumulative, custom, gather_scatter, indexing, linalg, linalg_host,
     normalization, reduction, sorting, special, statistics, unary, view,
 )  # fmt: skip
 REGISTRY: list[OpSpec] = [spec for module in FAMILY_MODULES for spec in module.SPECS]

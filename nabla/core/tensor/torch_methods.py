@@ -751,6 +751,12 @@ class TorchMethods:
     def nextafter(self, other: Any) -> Tensor:
         return OPS.nextafter(self, other)
 
+    def svd(self, some: bool = True, compute_uv: bool = True) -> Any:
+        return OPS.svd(self, some, compute_uv)
+
+    def pinverse(self, rcond: float = 1e-15) -> Tensor:
+        return OPS.pinverse(self, rcond)
+
     def bitwise_left_shift(self, other: Any) -> Tensor:
         return OPS.bitwise_left_shift(self, other)
 
