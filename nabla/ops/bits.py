@@ -29,8 +29,6 @@ from . import unary as _un
 from .base import AVal, public
 from .binary import (
     BinaryOperation,
-    _MaxLib,
-    _NumpyLib,
     binary_operands,
     floor_divide,
     greater_equal,
@@ -40,6 +38,7 @@ from .binary import (
 )
 from .creation import full_like, tensor, zeros_like
 from .gather_scatter import take
+from .special import _MaxMath, _NumpyMath
 
 __all__ = ["bitwise_left_shift", "bitwise_right_shift", "nextafter"]
 
@@ -146,9 +145,7 @@ def _powers_table(emin: int, emax: int) -> np.ndarray:
     return np.ldexp(1.0, np.arange(emin, emax + 2))
 
 
-class _MaxBits(_MaxLib):
-    floor = staticmethod(ops.floor)
-    logical_not = staticmethod(ops.logical_not)
+class _MaxBits(_MaxMath):
     neg = staticmethod(ops.negate)
 
     @staticmethod
@@ -172,9 +169,7 @@ class _MaxBits(_MaxLib):
         return ops.gather(table, index, axis=0)
 
 
-class _NumpyBits(_NumpyLib):
-    floor = staticmethod(np.floor)
-    logical_not = staticmethod(np.logical_not)
+class _NumpyBits(_NumpyMath):
     neg = staticmethod(np.negative)
     greater_equal = staticmethod(np.greater_equal)
     log2 = staticmethod(np.log2)
