@@ -73,6 +73,8 @@ REPLICATED_BY_DESIGN = {
     "tri": "no tensor inputs",
     "random": "its only input is the internal seed, never sharded",
     "custom": "the user's kernels see whole values",
+    "eigh": "LAPACK on the host: a sharded input is gathered first",
+    "svd": "LAPACK on the host: a sharded input is gathered first",
 }
 
 

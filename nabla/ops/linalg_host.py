@@ -34,6 +34,7 @@ from . import binary as _bin
 from . import control_flow as _cf
 from . import reduction as _red
 from .base import AVal, Operation, public
+from .communication import unshard
 from .creation import arange, zeros, zeros_like
 from .linalg import _as_tensor, matmul, matrix_norm
 from .linalg_matrix import inv
@@ -213,8 +214,8 @@ def _on_host(op: _HostOp, x: Tensor, name: str) -> tuple[Tensor, ...]:
             f"{name} is computed by LAPACK on the host from its input's values, which a nabla.compile trace "
             "does not have: call it outside the compiled function"
         )
-    if x.sharding is not None:
-        raise NotImplementedError(f"{name}: a tensor laid out on a mesh is not supported; gather it first")
+    if x.sharding is not None:  # LAPACK sees the whole matrix: gathered (off the mesh) first
+        x = unshard(x)
     GRAPH.evaluate([x._impl])
     outs = op(x)
     arrays = op.numpy_kernel(host_array(x._impl))
