@@ -14,7 +14,8 @@ output the rule needs.
 
     eigh   A = V diag(L) V^T (lower triangle read, as torch); VJP V (skew(V^T gV)/2 / E +
            diag(gL)) V^T with E_ij = L_j - L_i; JVP dL = diag(V^T dA V), dV = V (V^T dA V / E).
-    svd    A = U diag(S) Vh, reduced; VJP torch's svd_backward (real case).
+    svd    A = U diag(S) Vh, reduced; VJP torch's svd_backward, JVP from dP = U^T dA V (real
+           matrices, distinct nonzero singular values).
 """
 
 from __future__ import annotations
