@@ -57,6 +57,36 @@ def test_svd_and_its_family_match_torch(shape):
 
 
 @needs_torch
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (2, 4, 4)])
+def test_full_matrices_match_torch_values_and_gradients(shape):
+    a = RNG.standard_normal(shape)
+    m, n = shape[-2:]
+    w_u, w_v = RNG.standard_normal((*shape[:-2], m, m)), RNG.standard_normal((*shape[:-2], n, n))
+
+    def loss(lib, x):
+        u, s, vh = lib.linalg.svd(x)  # full_matrices=True, torch's default
+        return (s**2).sum() + (u.abs() * lib.tensor(w_u)).sum() + (vh.abs() * lib.tensor(w_v)).sum()
+
+    u, s, vh = nb.linalg.svd(nb.tensor(a))
+    tu, ts, tvh = torch.linalg.svd(torch.tensor(a))
+    assert (u.shape, s.shape, vh.shape) == (tuple(tu.shape), tuple(ts.shape), tuple(tvh.shape))
+    np.testing.assert_allclose(s.numpy(), ts.numpy(), atol=1e-12)
+    eye = np.broadcast_to(np.eye(m), u.shape)
+    np.testing.assert_allclose(u.numpy() @ np.swapaxes(u.numpy(), -1, -2), eye, atol=1e-12)  # orthogonal
+    # As torch, the columns of U and rows of Vh past min(m, n) get no gradient.
+    g = nb.grad(lambda x: loss(nb, x))(nb.tensor(a))
+    tx = torch.tensor(a, requires_grad=True)
+    loss(torch, tx).backward()
+    np.testing.assert_allclose(g.numpy(), tx.grad.numpy(), atol=1e-9)
+
+
+def test_svd_of_an_empty_matrix_gives_identities_and_no_values():
+    u, s, vh = nb.linalg.svd(nb.zeros((0, 3)))
+    assert (u.shape, s.shape, vh.shape) == ((0, 0), (0,), (3, 3))
+    np.testing.assert_array_equal(vh.numpy(), np.eye(3))
+
+
+@needs_torch
 def test_gradients_match_torch():
     a = RNG.standard_normal((5, 3))
     w_u, w_v = RNG.standard_normal((5, 3)), RNG.standard_normal((3, 3))
@@ -113,8 +143,8 @@ def test_bad_input_and_compile_get_clear_errors():
         nb.linalg.eigh(nb.ones((2, 3)))
     with pytest.raises(TypeError, match="svd: expected a float32 or float64 tensor, got dtype float16"):
         nb.linalg.svd(nb.ones((2, 2), dtype=nb.float16))
-    with pytest.raises(NotImplementedError, match="full_matrices=True of non-square"):
-        nb.linalg.svd(nb.ones((3, 2)))
+    with pytest.raises(NotImplementedError, match="forward-mode derivative for full_matrices=True of non-square"):
+        nb.jvp(lambda x: tuple(nb.linalg.svd(x)), (nb.ones((3, 2)),), (nb.ones((3, 2)),))
     with pytest.raises(RuntimeError, match="outside the compiled function"):
         nb.compile(lambda x: nb.linalg.svdvals(x))(nb.ones((3, 3)))
 

@@ -74,12 +74,12 @@ class _HostOp(Operation):
             f"{self.name} is computed on the host (LAPACK) when recorded: MAX has no kernel for it"
         )
 
-    def _all_outputs(self, primals: list, outputs: list) -> list:
+    def _all_outputs(self, primals: list, outputs: list, **kwargs: Any) -> list:
         """The outputs a derivative rule reads: those the caller dropped are computed again."""
         if all(o is not None for o in outputs):
             return outputs
         with no_grad():
-            return list(_on_host(self, primals[0], self.name))
+            return list(_on_host(self, primals[0], self.name, **kwargs))
 
 
 def _mT(x: Tensor) -> Tensor:
@@ -126,32 +126,44 @@ class EighOp(_HostOp):
 
 
 class SvdOp(_HostOp):
+    """`full`: U (m, m) and Vh (n, n) (torch's full_matrices), else the reduced (m, k), (k, n)."""
+
     name = "svd"
 
-    def abstract_eval(self, a: AVal) -> list[AVal]:
+    def abstract_eval(self, a: AVal, *, full: bool) -> list[AVal]:
         shape, dtype = a
-        m, n = shape[-2:]
+        batch, (m, n) = shape[:-2], shape[-2:]
         k = min(m, n)
-        batch = shape[:-2]
-        return [((*batch, m, k), dtype), ((*batch, k), dtype), ((*batch, k, n), dtype)]
+        return [((*batch, m, m if full else k), dtype), ((*batch, k), dtype), ((*batch, n if full else k, n), dtype)]
 
-    def numpy_kernel(self, a: np.ndarray) -> list[np.ndarray]:
-        if 0 in a.shape[-2:]:
-            m, n = a.shape[-2:]
-            k = min(m, n)
-            return [
-                np.zeros((*a.shape[:-2], m, k), a.dtype),
-                np.zeros((*a.shape[:-2], k), a.dtype),
-                np.zeros((*a.shape[:-2], k, n), a.dtype),
-            ]
-        u, s, vh = np.linalg.svd(a, full_matrices=False)
+    def numpy_kernel(self, a: np.ndarray, *, full: bool) -> list[np.ndarray]:
+        if 0 in a.shape[-2:]:  # (LAPACK rejects empty matrices; U and Vh are identities then)
+            u_shape, s_shape, vh_shape = (shape for shape, _ in self.abstract_eval((a.shape, None), full=full))
+            return [_eyes(u_shape, a.dtype), np.zeros(s_shape, a.dtype), _eyes(vh_shape, a.dtype)]
+        u, s, vh = np.linalg.svd(a, full_matrices=full)
         return [u.astype(a.dtype), s.astype(a.dtype), vh.astype(a.dtype)]
 
-    def vjp_rule(self, primals: list, cotangents: list, outputs: list) -> list:
-        return [_svd_backward(*self._all_outputs(primals, outputs), *cotangents)]
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, full: bool) -> list:
+        u, s, vh = self._all_outputs(primals, outputs, full=full)
+        gu, gs, gvh = cotangents
+        k = s.shape[-1]
+        if full:  # (as torch: the columns of U and rows of Vh past k get no gradient)
+            u, gu, vh, gvh = u[..., :k], gu[..., :k], vh[..., :k, :], gvh[..., :k, :]
+        return [_svd_backward(u, s, vh, gu, gs, gvh)]
 
-    def jvp_rule(self, primals: list, tangents: list, outputs: list) -> list:
-        return list(_svd_forward(*self._all_outputs(primals, outputs), tangents[0]))
+    def jvp_rule(self, primals: list, tangents: list, outputs: list, *, full: bool) -> list:
+        u, s, vh = self._all_outputs(primals, outputs, full=full)
+        if full and u.shape[-1] != vh.shape[-1]:
+            raise NotImplementedError("svd: no forward-mode derivative for full_matrices=True of non-square matrices")
+        return list(_svd_forward(u, s, vh, tangents[0]))
+
+
+def _eyes(shape: tuple, dtype: np.dtype) -> np.ndarray:
+    """Identity matrices of `shape` (..., n, n); zeros for a non-square or empty one."""
+    out = np.zeros(shape, dtype)
+    if shape[-1] == shape[-2]:
+        out[..., np.arange(shape[-1]), np.arange(shape[-1])] = 1
+    return out
 
 
 def _svd_forward(u: Tensor, s: Tensor, vh: Tensor, da: Tensor) -> tuple[Tensor, Tensor, Tensor]:
@@ -204,7 +216,7 @@ def _svd_backward(u: Tensor, s: Tensor, vh: Tensor, gu: Tensor, gs: Tensor, gvh:
 _eigh, _svd = EighOp(), SvdOp()
 
 
-def _on_host(op: _HostOp, x: Tensor, name: str) -> tuple[Tensor, ...]:
+def _on_host(op: _HostOp, x: Tensor, name: str, **kwargs: Any) -> tuple[Tensor, ...]:
     """Record `op` on `x` and compute its outputs now, on the host."""
     if not _dt.is_float(x.dtype) or x.dtype in (_dt.float16, _dt.bfloat16):
         raise TypeError(f"{name}: expected a float32 or float64 tensor, got dtype {x.dtype.name}")
@@ -218,8 +230,8 @@ def _on_host(op: _HostOp, x: Tensor, name: str) -> tuple[Tensor, ...]:
     if x.sharding is not None:  # LAPACK sees the whole matrix: gathered (off the mesh) first
         x = unshard(x)
     GRAPH.evaluate([x._impl])
-    outs = op(x)
-    arrays = op.numpy_kernel(host_array(x._impl))
+    outs = op(x, **kwargs)
+    arrays = op.numpy_kernel(host_array(x._impl), **outs[0]._impl.output_refs.adapted_kwargs)
     for t, value in zip(outs, arrays, strict=True):
         t._impl.set_realized(np.ascontiguousarray(value))
     return outs
@@ -257,27 +269,21 @@ def _square(a: Any, op: str) -> Tensor:
 
 @public()
 def linalg_svd(a: Any, full_matrices: bool = True) -> SVDResult:
-    """torch.linalg.svd (`nabla.linalg.svd`): A = U diag(S) Vh with singular values descending.
-    Only the reduced form is computed: `full_matrices=True` (torch's default) raises unless the
-    matrices are square, where both forms agree.
+    """torch.linalg.svd (`nabla.linalg.svd`): A = U diag(S) Vh, singular values descending; with
+    `full_matrices` (torch's default) U is (m, m) and Vh (n, n), else (m, k) and (k, n) for
+    k = min(m, n). As torch, the columns past k get no gradient.
 
     Example:
-        >>> nabla.linalg.svd(nabla.eye(2) * 3.0, full_matrices=False).S.tolist()
+        >>> nabla.linalg.svd(nabla.eye(2) * 3.0).S.tolist()
         [3.0, 3.0]
     """
-    a = _as_tensor(a, "svd", "A")
-    if full_matrices and a.ndim >= 2 and a.shape[-1] != a.shape[-2]:
-        raise NotImplementedError(
-            f"svd: full_matrices=True of non-square matrices (shape {a.shape}) is not supported; "
-            "pass full_matrices=False"
-        )
-    return SVDResult(*_on_host(_svd, a, "svd"))
+    return SVDResult(*_on_host(_svd, _as_tensor(a, "svd", "A"), "svd", full=bool(full_matrices)))
 
 
 @public()
 def svd(a: Any, some: bool = True, compute_uv: bool = True) -> TorchSVDResult:
-    """torch.svd (the older form): (U, S, V) with V, not its transpose; `some=False` (full U and
-    V) only for square matrices; `compute_uv=False` gives zero U and V, as torch."""
+    """torch.svd (the older form): (U, S, V) with V, not its transpose; `some=False` gives the
+    full U and V; `compute_uv=False` gives zero U and V, as torch."""
     u, s, vh = linalg_svd(a, full_matrices=not some and compute_uv)
     if not compute_uv:  # zero square U and V, as torch
         batch, (m, n) = u.shape[:-2], (u.shape[-2], vh.shape[-1])
