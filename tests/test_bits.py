@@ -1,4 +1,4 @@
-"""nabla.ops.bits: integer shifts (`<<`, `>>`) and nextafter, against NumPy (C's rules, with
+"""nabla.ops.bits: integer `&`, `|`, `^`, `~`, shifts (`<<`, `>>`) and nextafter, against NumPy (C's rules, with
 torch's for out-of-range shifts) and PyTorch where installed. The MAX lowerings run in the
 registry's "bits" MAX group (tests/test_conformance_max.py); here the nextafter formula that
 MAX runs is also evaluated on NumPy over many values of every float format."""
@@ -10,7 +10,7 @@ import pytest
 from _oracle import needs_torch, torch
 
 import nabla as nb
-from nabla.ops.bits import _FORMAT, _nextafter_formula, _NumpyBits
+from nabla.ops.bits import _FORMAT, _bitwise_formula, _nextafter_formula, _NumpyBits, _NumpyInts
 
 RNG = np.random.default_rng(0)
 FLOATS = {"float16": np.float16, "float32": np.float32, "float64": np.float64}
@@ -100,3 +100,57 @@ def test_shifts_match_torch(dtype):
     ta, ts = torch.from_numpy(a), torch.from_numpy(s)
     np.testing.assert_array_equal((nb.tensor(a) << nb.tensor(s)).numpy(), (ta << ts).numpy())
     np.testing.assert_array_equal((nb.tensor(a) >> nb.tensor(s)).numpy(), (ta >> ts).numpy())
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("kind", ["and", "or", "xor"])
+def test_the_max_bitwise_formula_equals_numpys_on_every_bit(dtype, kind):
+    info = np.iinfo(dtype)
+    x = RNG.integers(info.min, info.max, 3000, dtype=dtype, endpoint=True)
+    y = RNG.integers(info.min, info.max, 3000, dtype=dtype, endpoint=True)
+    x[:4], y[:4] = [0, -1, info.min, info.max], [info.min, info.max, -1, 0]
+    with np.errstate(over="ignore"):
+        got = _bitwise_formula(_NumpyInts, x, y, kind, info.bits).astype(dtype)
+    want = {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[kind](x, y)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_integer_bitwise_ops_and_their_operators():
+    x, y = nb.tensor(np.array([12, -1, 5, -8])), nb.tensor(np.array([10, 7, -3, 3]))
+    np.testing.assert_array_equal((x & y).numpy(), [8, 7, 5, 0])
+    np.testing.assert_array_equal((x | 3).numpy(), [15, -1, 7, -5])
+    np.testing.assert_array_equal((x ^ y).numpy(), [6, -8, -8, -5])
+    np.testing.assert_array_equal((~x).numpy(), [-13, 0, -6, 7])
+    assert (nb.tensor(np.array([1], np.int32)) & 1).dtype == nb.int32
+    x &= 6
+    np.testing.assert_array_equal(x.numpy(), [4, 6, 4, 0])
+
+
+def test_integer_bitwise_ops_run_exactly_on_max():
+    previous = nb.get_executor()
+    nb.set_executor("max")
+    try:
+        outs, wants = [], []
+        for dtype in (np.int32, np.int64):
+            info = np.iinfo(dtype)
+            a = RNG.integers(info.min, info.max, 64, dtype=dtype, endpoint=True)
+            b = RNG.integers(info.min, info.max, 64, dtype=dtype, endpoint=True)
+            a[:4], b[:4] = [0, -1, info.min, info.max], [info.min, info.max, -1, 0]
+            x, y = nb.tensor(a), nb.tensor(b)
+            outs += [x & y, x | y, x ^ y, ~x]
+            wants += [a & b, a | b, a ^ b, ~a]
+        nb.evaluate(*outs)  # one graph: one compile (about 45 s cold)
+        for out, want in zip(outs, wants, strict=True):
+            np.testing.assert_array_equal(out.numpy(), want)
+    finally:
+        nb.set_executor(previous)
+
+
+@needs_torch
+def test_integer_bitwise_ops_match_torch():
+    a = RNG.integers(-(2**40), 2**40, 300)
+    b = RNG.integers(-(2**40), 2**40, 300)
+    ta, tb = torch.from_numpy(a), torch.from_numpy(b)
+    x, y = nb.tensor(a), nb.tensor(b)
+    for got, want in ((x & y, ta & tb), (x | y, ta | tb), (x ^ y, ta ^ tb), (~x, ~ta)):
+        np.testing.assert_array_equal(got.numpy(), want.numpy())

@@ -188,10 +188,10 @@ def test_bool_dunders_are_logical_ops():
         (lambda x: ~x, "bitwise_not"),
     ],
 )
-@pytest.mark.parametrize("dtype, kind", [(np.int32, "integer"), (np.int64, "integer"), (np.float32, "floating")])
-def test_bitwise_ops_on_non_bool_raise_naming_op_and_dtype(call, name, dtype, kind):
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_bitwise_ops_on_floats_raise_naming_op_and_dtype(call, name, dtype):
     x = T(np.array([1, 2], dtype))
-    with pytest.raises(TypeError, match=rf"{name}: {kind}.*dtype {np.dtype(dtype).name}"):
+    with pytest.raises(TypeError, match=rf"{name}: floating-point .*dtype {np.dtype(dtype).name}"):
         call(x)
 
 

@@ -1,5 +1,5 @@
 """Elementwise binary ops: arithmetic (add sub mul div pow maximum minimum floor_divide remainder
-fmod atan2), comparisons, logical and bitwise ops.
+fmod atan2), comparisons and logical ops (the bitwise ones are in bits.py).
 
 `binary_operands` is the single place where operands meet: Python scalars become weakly
 typed constants, dtypes are promoted with the one table in `dtypes`, and shapes are broadcast
@@ -37,10 +37,6 @@ __all__ = [
     "addcmul",
     "arctan2",
     "atan2",
-    "bitwise_and",
-    "bitwise_not",
-    "bitwise_or",
-    "bitwise_xor",
     "copysign",
     "div",
     "divide",
@@ -805,41 +801,6 @@ def _logical(op: Operation, name: str, doc: str) -> Any:
 logical_and = _logical(_logical_and, "logical_and", "and")
 logical_or = _logical(_logical_or, "logical_or", "or")
 logical_xor = _logical(_logical_xor, "logical_xor", "exclusive or")
-
-
-def _bitwise(op: Operation, name: str, doc: str) -> Any:
-    def fn(x: Operand, y: Operand) -> Tensor:
-        x, y = binary_operands(name, x, y)
-        if x.dtype != _dt.bool_:
-            kind = "integer" if _dt.is_integer(x.dtype) else "floating-point"
-            raise TypeError(
-                f"{name}: {kind} operands (dtype {x.dtype.name}) are not supported: MAX has no bitwise kernels, "
-                "only bool tensors (logical ops) are"
-            )
-        return op(x, y)
-
-    fn.__name__ = name
-    fn.__doc__ = f"Elementwise bitwise {doc} (`Tensor.{doc}`) of bool tensors (MAX has no integer bitwise ops)."
-    return public(name)(fn)
-
-
-bitwise_and = _bitwise(_logical_and, "bitwise_and", "and: x & y")
-bitwise_or = _bitwise(_logical_or, "bitwise_or", "or: x | y")
-bitwise_xor = _bitwise(_logical_xor, "bitwise_xor", "xor: x ^ y")
-
-
-@public()
-def bitwise_not(x: Tensor) -> Tensor:
-    """Elementwise `~x` for bool tensors (logical not); MAX has no integer bitwise ops."""
-    if not isinstance(x, Tensor):
-        raise TypeError(f"bitwise_not: x must be a Tensor, got {type(x).__name__}")
-    if x.dtype != _dt.bool_:
-        kind = "integer" if _dt.is_integer(x.dtype) else "floating-point"
-        raise TypeError(
-            f"bitwise_not: {kind} tensors (dtype {x.dtype.name}) are not supported: MAX has no bitwise kernels, "
-            "only bool tensors (logical not) are"
-        )
-    return _logical_xor(x, broadcast_to(full((), True, _dt.bool_), x.shape))
 
 
 def where_(cond: Tensor, x: Operand, y: Operand) -> Tensor:

@@ -1,7 +1,11 @@
-"""Bit-level ops: the integer shifts (torch's `bitwise_left_shift` / `bitwise_right_shift`,
-`<<` and `>>`) and `nextafter`.
+"""Bit-level ops: `&`, `|`, `^`, `~` (torch's bitwise_and / or / xor / not), the integer shifts
+(`bitwise_left_shift` / `bitwise_right_shift`, `<<` and `>>`) and `nextafter`.
 
-MAX has no shift and no bitcast ops, so:
+MAX has no bitwise, shift or bitcast ops, so:
+  and/or/xor on bool tensors are the logical ops; on integers a primitive whose MAX lowering
+             takes the two's complement bits one at a time (x - 2 floor(x / 2), then x halved,
+             the last one the sign), combines them with integer arithmetic and sums them back
+             (one fused elementwise kernel); its NumPy kernel is NumPy's. `~x` is -x - 1.
   shifts     composites: `x << s` is x * 2^s (wrapping as the C shift of the unsigned value
              does) and `x >> s` is floor(x / 2^s), 2^s read from a table of the dtype's
              powers of two. Shifts outside [0, bits) give torch's results: 0 for `<<`, the
@@ -34,13 +38,124 @@ from .binary import (
     greater_equal,
     less,
     logical_and,
+    logical_or,
+    logical_xor,
     mul,
 )
 from .creation import full_like, tensor, zeros_like
 from .gather_scatter import take
 from .special import _MaxMath, _NumpyMath
 
-__all__ = ["bitwise_left_shift", "bitwise_right_shift", "nextafter"]
+__all__ = [
+    "bitwise_and",
+    "bitwise_left_shift",
+    "bitwise_not",
+    "bitwise_or",
+    "bitwise_right_shift",
+    "bitwise_xor",
+    "nextafter",
+]
+
+
+# -- and, or, xor, not -----------------------------------------------------------------------------
+def _bit_combine(lib: Any, kind: str, a: Any, b: Any) -> Any:
+    """One bit (0 or 1 in each operand) of a AND / OR / XOR b, in integer arithmetic."""
+    both = lib.mul(a, b)
+    if kind == "and":
+        return both
+    either = lib.add(a, b)
+    return lib.sub(either, both) if kind == "or" else lib.sub(either, lib.mul(both, 2))
+
+
+def _bitwise_formula(lib: Any, x: Any, y: Any, kind: str, bits: int) -> Any:
+    """x `kind` y for two's complement integers of width `bits`, from integer arithmetic alone."""
+    out = lib.mul(x, 0)
+    weight = 1
+    for _ in range(bits - 1):
+        half_x, half_y = lib.floor_div(x, 2), lib.floor_div(y, 2)  # floor: -1 // 2 == -1
+        bit = _bit_combine(lib, kind, lib.sub(x, lib.mul(half_x, 2)), lib.sub(y, lib.mul(half_y, 2)))
+        out = lib.add(out, lib.mul(bit, weight))
+        x, y, weight = half_x, half_y, weight * 2
+    # x and y are now their sign bits: 0 or -1; the top bit weighs -2^(bits-1) (it wraps there)
+    sign = _bit_combine(lib, kind, lib.neg(x), lib.neg(y))
+    return lib.add(out, lib.mul(sign, -(2 ** (bits - 1))))
+
+
+class _MaxInts:
+    add, sub, mul, floor_div, neg = ops.add, ops.sub, ops.mul, ops.floor_div, ops.negate
+
+
+class _NumpyInts:
+    add, sub, mul, floor_div, neg = np.add, np.subtract, np.multiply, np.floor_divide, np.negative
+
+
+class IntegerBitwiseOp(BinaryOperation):
+    """x & y, x | y or x ^ y (`kind`) of two integer tensors of one dtype."""
+
+    name = "integer_bitwise"
+    differentiable = False
+
+    def abstract_eval(self, x: AVal, y: AVal, *, kind: str) -> AVal:
+        return x
+
+    def kernel(self, x: Any, y: Any, *, kind: str) -> Any:
+        return _bitwise_formula(_MaxInts, x, y, kind, 32 if x.dtype == DType.int32 else 64)
+
+    def numpy_kernel(self, x: np.ndarray, y: np.ndarray, *, kind: str) -> np.ndarray:
+        return {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[kind](x, y)
+
+
+_integer_bitwise = IntegerBitwiseOp()
+_LOGICAL = {"and": logical_and, "or": logical_or, "xor": logical_xor}
+
+
+def _bitwise(kind: str, x: Any, y: Any) -> Tensor:
+    name = f"bitwise_{kind}"
+    x, y = binary_operands(name, x, y)
+    if x.dtype == _dt.bool_:
+        return _LOGICAL[kind](x, y)
+    if not _dt.is_integer(x.dtype):
+        raise TypeError(
+            f"{name}: floating-point operands (dtype {x.dtype.name}) are not supported; use bool or integers"
+        )
+    return _integer_bitwise(x, y, kind=kind)
+
+
+@public()
+def bitwise_and(x: Any, y: Any) -> Tensor:
+    """Elementwise `x & y` of bool (logical and) or integer tensors (torch.bitwise_and).
+
+    Example:
+        >>> nabla.bitwise_and(nabla.tensor([12, -1]), 10).tolist()
+        [8, 10]
+    """
+    return _bitwise("and", x, y)
+
+
+@public()
+def bitwise_or(x: Any, y: Any) -> Tensor:
+    """Elementwise `x | y` of bool (logical or) or integer tensors (torch.bitwise_or)."""
+    return _bitwise("or", x, y)
+
+
+@public()
+def bitwise_xor(x: Any, y: Any) -> Tensor:
+    """Elementwise `x ^ y` of bool (logical xor) or integer tensors (torch.bitwise_xor)."""
+    return _bitwise("xor", x, y)
+
+
+@public()
+def bitwise_not(x: Tensor) -> Tensor:
+    """Elementwise `~x`: logical not of a bool tensor, -x - 1 of an integer one (torch.bitwise_not)."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"bitwise_not: x must be a Tensor, got {type(x).__name__}")
+    if x.dtype == _dt.bool_:
+        return logical_xor(x, True)
+    if not _dt.is_integer(x.dtype):
+        raise TypeError(
+            f"bitwise_not: floating-point tensors (dtype {x.dtype.name}) are not supported; use bool or integers"
+        )
+    return _un.neg(x) - 1
 
 
 # -- shifts ----------------------------------------------------------------------------------------

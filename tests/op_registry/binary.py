@@ -148,8 +148,19 @@ def _logical(name: str, ref) -> OpSpec:
     return _binary(name, ref, samples=samples, differentiable=False)
 
 
+INTS_X = np.array([[0, -1, 5, -6], [2**31 - 1, -(2**31), 12345, -9]], np.int32)
+INTS_Y = np.array([[-1, 3, -6, 0], [7, -(2**31), -12345, 2**30]], np.int32)
+
+
 def _bitwise(name: str, ref) -> OpSpec:
-    samples = [Sample((BOOLS_X, BOOLS_Y), label="bool"), Sample((BOOLS_X, False), label="bool-scalar")]
+    samples = [
+        Sample((BOOLS_X, BOOLS_Y), label="bool"),
+        Sample((BOOLS_X, False), label="bool-scalar"),
+        # integers: the bits one at a time on MAX (tests/test_bits.py compiles them)
+        Sample((INTS_X, INTS_Y), label="int32", max=False),
+        Sample((INTS_X.astype(np.int64) * 3, INTS_Y.astype(np.int64)), label="int64", max=False),
+        Sample((INTS_X, 6), label="int-scalar", max=False),
+    ]
     return _binary(name, ref, samples=samples, differentiable=False)
 
 
@@ -198,10 +209,14 @@ SPECS: list[OpSpec] = [
     OpSpec(
         name="bitwise_not",
         fn=nb.bitwise_not,
-        ref=np.logical_not,
-        samples=[Sample((BOOLS_X,), label="bool"), Sample((np.array(True),), label="0-d")],
+        ref=np.invert,
+        samples=[
+            Sample((BOOLS_X,), label="bool"),
+            Sample((np.array(True),), label="0-d"),
+            Sample((INTS_X,), label="int32", max=False),
+        ],
         family=FAMILY,
-        covers=("logical_xor",),
+        covers=("logical_xor", "neg", "sub"),
         differentiable=False,
         torch_ref=lambda torch, x: torch.bitwise_not(x),
     ),
@@ -210,7 +225,7 @@ for _spec, _aliases in zip(SPECS[7:13], [("eq",), ("ne",), ("gt",), ("ge",), ("l
     _spec.aliases = _aliases
 for _spec in SPECS:
     if _spec.name.startswith("bitwise_") and _spec.name != "bitwise_not":
-        _spec.covers = ("logical_" + _spec.name.removeprefix("bitwise_"),)
+        _spec.covers = ("logical_" + _spec.name.removeprefix("bitwise_"), "integer_bitwise")
 
 
 # -- composites (torch's other two-operand functions): their primitives run on MAX already ------
