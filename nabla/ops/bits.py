@@ -193,7 +193,7 @@ def bitwise_left_shift(x: Any, y: Any) -> Tensor:
     wrapping in x's width; 0 where y < 0 or y >= the width.
 
     Example:
-        >>> nabla.bitwise_left_shift(nabla.tensor([1, -3], dtype=nabla.int8), 2).tolist()
+        >>> nabla.bitwise_left_shift(nabla.tensor([1, -3], dtype=nabla.int32), 2).tolist()
         [4, -12]
     """
     x, y, bits, _ = _shift_operands("bitwise_left_shift", x, y)

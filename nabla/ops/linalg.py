@@ -27,7 +27,7 @@ from . import unary as _un
 from .base import AVal, Operation, public, shape_of
 from .cast import cast
 from .creation import tensor
-from .shape import roll
+from .shape import moveaxis, roll
 from .view import broadcast_shapes, broadcast_to, normalize_axis, permute, reshape, squeeze, transpose, unsqueeze
 
 __all__ = [
@@ -454,7 +454,7 @@ def matrix_norm(x: Tensor, ord: Any = "fro", dim: tuple = (-2, -1), keepdim: boo
     if ord == "fro":
         return _red.norm(x, 2.0, axes, keepdim)
     if ord in ("nuc", 2, -2) and not isinstance(ord, bool):  # from the singular values (LAPACK, on the host)
-        s = OPS.svdvals(permute(x, _last_two(x.ndim, axes)))
+        s = OPS.svdvals(moveaxis(x, axes, (-2, -1)))
         out = _red.sum(s, -1) if ord == "nuc" else (_red.max if ord == 2 else _red.min)(s, -1)
         return unsqueeze(unsqueeze(out, min(axes)), max(axes)) if keepdim else out
     if ord not in (1, -1, math.inf, -math.inf) or isinstance(ord, bool):
@@ -462,11 +462,6 @@ def matrix_norm(x: Tensor, ord: Any = "fro", dim: tuple = (-2, -1), keepdim: boo
     summed, kept = (axes[0], axes[1]) if abs(ord) == 1 else (axes[1], axes[0])  # 1: column sums
     out = (_red.max if ord > 0 else _red.min)(_red.sum(_un.abs(x), summed, True), kept, True)
     return out if keepdim else squeeze(out, axes)
-
-
-def _last_two(ndim: int, axes: tuple[int, int]) -> tuple[int, ...]:
-    """The permutation that moves `axes` (rows, columns) to the end, the other dims in order."""
-    return (*[d for d in range(ndim) if d not in axes], *axes)
 
 
 @public()

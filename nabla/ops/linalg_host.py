@@ -36,11 +36,11 @@ from . import control_flow as _cf
 from . import reduction as _red
 from .base import AVal, Operation, public
 from .communication import unshard
-from .creation import arange, zeros, zeros_like
+from .creation import eye, zeros, zeros_like
 from .linalg import _as_tensor, matmul, matrix_norm
-from .linalg_matrix import inv
-from .triangular import diag_embed
-from .view import transpose, unsqueeze
+from .linalg_matrix import _mT, inv
+from .triangular import diag_embed, diagonal
+from .view import unsqueeze
 
 __all__ = [
     "eigh",
@@ -82,10 +82,6 @@ class _HostOp(Operation):
             return list(_on_host(self, primals[0], self.name, **kwargs))
 
 
-def _mT(x: Tensor) -> Tensor:
-    return transpose(x, -2, -1)
-
-
 def _gaps(values: Tensor) -> Tensor:
     """E_ij = values_j - values_i, with 1 on the diagonal (a divisor)."""
     e = _bin.sub(unsqueeze(values, -2), unsqueeze(values, -1))
@@ -94,8 +90,7 @@ def _gaps(values: Tensor) -> Tensor:
 
 def _eye_like(square: Tensor) -> Tensor:
     """A bool (n, n) identity for a (..., n, n) tensor."""
-    n = square.shape[-1]
-    return _bin.equal(unsqueeze(arange(n), -1), arange(n))
+    return eye(square.shape[-1], dtype=_dt.bool_)
 
 
 class EighOp(_HostOp):
@@ -120,7 +115,7 @@ class EighOp(_HostOp):
     def jvp_rule(self, primals: list, tangents: list, outputs: list) -> list:
         values, vectors = self._all_outputs(primals, outputs)
         projected = matmul(matmul(_mT(vectors), tangents[0]), vectors)
-        d_values = _red.sum(_cf.where(_eye_like(projected), projected, 0.0), -1)
+        d_values = diagonal(projected, 0, -2, -1)
         off = _cf.where(_eye_like(projected), 0.0, _bin.div(projected, _gaps(values)))
         return [d_values, matmul(vectors, off)]
 
@@ -159,11 +154,8 @@ class SvdOp(_HostOp):
 
 
 def _eyes(shape: tuple, dtype: np.dtype) -> np.ndarray:
-    """Identity matrices of `shape` (..., n, n); zeros for a non-square or empty one."""
-    out = np.zeros(shape, dtype)
-    if shape[-1] == shape[-2]:
-        out[..., np.arange(shape[-1]), np.arange(shape[-1])] = 1
-    return out
+    """Identity matrices of `shape` (..., n, m)."""
+    return np.broadcast_to(np.eye(shape[-2], shape[-1]), shape).astype(dtype)
 
 
 def _svd_forward(u: Tensor, s: Tensor, vh: Tensor, da: Tensor) -> tuple[Tensor, Tensor, Tensor]:
@@ -173,12 +165,12 @@ def _svd_forward(u: Tensor, s: Tensor, vh: Tensor, da: Tensor) -> tuple[Tensor, 
     m, n, k = u.shape[-2], vh.shape[-1], s.shape[-1]
     v = _mT(vh)
     dp = matmul(matmul(_mT(u), da), v)
-    eye = _eye_like(dp)
-    ds = _red.sum(_cf.where(eye, dp, 0.0), -1)
+    on_diagonal = _eye_like(dp)
+    ds = diagonal(dp, 0, -2, -1)
     gaps = _gaps(_bin.mul(s, s))
     row, col = unsqueeze(s, -2), unsqueeze(s, -1)
-    omega_u = _cf.where(eye, 0.0, _bin.div(_bin.add(_bin.mul(dp, row), _bin.mul(col, _mT(dp))), gaps))
-    omega_v = _cf.where(eye, 0.0, _bin.div(_bin.add(_bin.mul(col, dp), _bin.mul(_mT(dp), row)), gaps))
+    omega_u = _cf.where(on_diagonal, 0.0, _bin.div(_bin.add(_bin.mul(dp, row), _bin.mul(col, _mT(dp))), gaps))
+    omega_v = _cf.where(on_diagonal, 0.0, _bin.div(_bin.add(_bin.mul(col, dp), _bin.mul(_mT(dp), row)), gaps))
     du, dv = matmul(u, omega_u), matmul(v, omega_v)
     if m > k:
         du = _bin.add(du, _bin.div(_bin.sub(matmul(da, v), matmul(u, dp)), row))

@@ -75,122 +75,98 @@ def _rank_deficient() -> np.ndarray:
     return a
 
 
+def _spec(name: str, fn, ref, samples: list[Sample], *, covers: tuple = (), **kw) -> OpSpec:
+    """An entry of this family: composites cover no op of their own; tolerances for float32 LAPACK."""
+    return OpSpec(
+        name=name, fn=fn, ref=ref, samples=samples, family=FAMILY, covers=covers, **{"rtol": 1e-4, "atol": 1e-5} | kw
+    )
+
+
 SPECS = [
-    OpSpec(
-        name="eigh",
-        fn=lambda a: tuple(nb.linalg.eigh(_sym_nb(a))),
-        ref=lambda a: tuple(np.linalg.eigh(_sym_np(a))),
-        samples=_square_samples("eigh"),
-        family=FAMILY,
+    _spec(
+        "eigh",
+        lambda a: tuple(nb.linalg.eigh(_sym_nb(a))),
+        lambda a: tuple(np.linalg.eigh(_sym_np(a))),
+        _square_samples("eigh"),
         covers=("eigh",),
-        rtol=1e-4,
-        atol=1e-5,
     ),
-    OpSpec(
-        name="eigvalsh",
-        fn=lambda a: nb.linalg.eigvalsh(_sym_nb(a)),
-        ref=lambda a: np.linalg.eigvalsh(_sym_np(a)),
-        samples=_square_samples("eigvalsh"),
-        family=FAMILY,
-        covers=(),
+    _spec(
+        "eigvalsh",
+        lambda a: nb.linalg.eigvalsh(_sym_nb(a)),
+        lambda a: np.linalg.eigvalsh(_sym_np(a)),
+        _square_samples("eigvalsh"),
         torch_ref=lambda torch, a: torch.linalg.eigvalsh((a + a.mT) * 0.5),
-        rtol=1e-4,
-        atol=1e-5,
     ),
-    OpSpec(
-        name="linalg_svd",
-        fn=lambda a: tuple(nb.linalg.svd(a, full_matrices=False)),
-        ref=_np_svd,
-        samples=_matrix_samples("svd"),
-        family=FAMILY,
+    _spec(
+        "linalg_svd",
+        lambda a: tuple(nb.linalg.svd(a, full_matrices=False)),
+        _np_svd,
+        _matrix_samples("svd"),
         covers=("svd",),
-        rtol=1e-4,
-        atol=1e-5,
     ),
-    OpSpec(
-        name="svd",
-        fn=lambda a: tuple(nb.svd(a)),
-        ref=lambda a: (lambda u, s, vh: (u, s, np.swapaxes(vh, -1, -2)))(*_np_svd(a)),
-        samples=_matrix_samples("tsvd")[:2],
-        family=FAMILY,
-        covers=(),
-        rtol=1e-4,
-        atol=1e-5,
+    _spec(
+        "svd",
+        lambda a: tuple(nb.svd(a)),
+        lambda a: (lambda u, s, vh: (u, s, np.swapaxes(vh, -1, -2)))(*_np_svd(a)),
+        _matrix_samples("tsvd")[:2],
     ),
-    OpSpec(
-        name="svdvals",
-        fn=nb.linalg.svdvals,
-        ref=lambda a: np.linalg.svd(a, compute_uv=False),
-        samples=_matrix_samples("svdvals"),
-        family=FAMILY,
-        covers=(),
+    _spec(
+        "svdvals",
+        nb.linalg.svdvals,
+        lambda a: np.linalg.svd(a, compute_uv=False),
+        _matrix_samples("svdvals"),
         torch_ref=lambda torch, a: torch.linalg.svdvals(a),
-        rtol=1e-4,
-        atol=1e-5,
     ),
-    OpSpec(
-        name="pinv",
-        fn=nb.linalg.pinv,
-        ref=lambda a: np.linalg.pinv(a, rcond=np.finfo(np.float32).eps * max(a.shape[-2:])).astype(a.dtype),
-        samples=[*_matrix_samples("pinv"), Sample((_rank_deficient(),), label="rank-2", grad=False, max=False)],
-        family=FAMILY,
-        covers=(),
+    _spec(
+        "pinv",
+        nb.linalg.pinv,
+        lambda a: np.linalg.pinv(a, rcond=np.finfo(np.float32).eps * max(a.shape[-2:])).astype(a.dtype),
+        [*_matrix_samples("pinv"), Sample((_rank_deficient(),), label="rank-2", grad=False, max=False)],
         torch_ref=lambda torch, a: torch.linalg.pinv(a),
-        rtol=1e-4,
         atol=1e-4,
     ),
-    OpSpec(
-        name="pinverse",
-        fn=nb.pinverse,
-        ref=lambda a: np.linalg.pinv(a, rcond=1e-15).astype(a.dtype),
-        samples=_matrix_samples("pinverse")[:1],
-        family=FAMILY,
-        covers=(),
+    _spec(
+        "pinverse",
+        nb.pinverse,
+        lambda a: np.linalg.pinv(a, rcond=1e-15).astype(a.dtype),
+        _matrix_samples("pinverse")[:1],
         torch_ref=lambda torch, a: torch.pinverse(a),
-        rtol=1e-4,
         atol=1e-4,
     ),
-    OpSpec(
-        name="matrix_rank",
-        fn=nb.linalg.matrix_rank,
-        ref=_np_rank,
-        samples=[*_matrix_samples("rank"), Sample((_rank_deficient(),), label="rank-2", grad=False, max=False)],
-        family=FAMILY,
-        covers=(),
+    _spec(
+        "matrix_rank",
+        nb.linalg.matrix_rank,
+        _np_rank,
+        [*_matrix_samples("rank"), Sample((_rank_deficient(),), label="rank-2", grad=False, max=False)],
         torch_ref=lambda torch, a: torch.linalg.matrix_rank(a),
         differentiable=False,
+        rtol=1e-5,  # (OpSpec's defaults: an integer result)
+        atol=1e-6,
     ),
-    OpSpec(
-        name="linalg_cond",
-        fn=nb.linalg.cond,
-        ref=_np_cond,
-        samples=[
+    _spec(
+        "linalg_cond",
+        nb.linalg.cond,
+        _np_cond,
+        [
             *_square_samples("cond"),
             *[
                 Sample((uniform((3, 3), seed="condp"), p), label=f"p={p}", max=False)
                 for p in (-2, 2, "fro", "nuc", 1, -1, np.inf, -np.inf)
             ],
         ],
-        family=FAMILY,
-        covers=(),
         torch_ref=lambda torch, a, p=None: torch.linalg.cond(a, p),
-        rtol=1e-4,
-        atol=1e-5,
     ),
-    OpSpec(
-        name="lstsq",
-        fn=lambda a, b: nb.linalg.lstsq(a, b).solution,
-        ref=lambda a, b: np.linalg.lstsq(a, b, rcond=None)[0].astype(a.dtype),
-        samples=_host(
+    _spec(
+        "lstsq",
+        lambda a, b: nb.linalg.lstsq(a, b).solution,
+        lambda a, b: np.linalg.lstsq(a, b, rcond=None)[0].astype(a.dtype),
+        _host(
             [
                 Sample((uniform((5, 3), seed="ls"), uniform((5, 2), seed="lsb")), label="tall"),
                 Sample((uniform((3, 5), seed="lsw"), uniform((3, 2), seed="lswb")), label="wide"),
             ]
         ),
-        family=FAMILY,
-        covers=(),
         torch_ref=lambda torch, a, b: torch.linalg.lstsq(a, b).solution,
-        rtol=1e-4,
         atol=1e-4,
     ),
 ]
