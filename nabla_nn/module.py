@@ -27,11 +27,22 @@ from nabla.core.graph.tracing import TRACE, note_guard
 from . import serialization
 from .backward_hooks import _BackwardHookCall
 from .module_hooks import GLOBAL_BACKWARD_HOOKS, GLOBAL_FORWARD_HOOKS, GLOBAL_FORWARD_PRE_HOOKS
-from .module_pytree import _compiled_forward, _flatten_module, _forward_of, _unflatten_module
+from .module_pytree import (
+    _compiled_forward,
+    _flatten_module,
+    _forward_of,
+    _module_token,
+    _Store,
+    _Tree,
+    _unflatten_module,
+)
 from .module_state import IncompatibleKeys, _Load, _Save
 from .parameter import Buffer, Parameter
 
 __all__ = ["Module", "RemovableHandle", "IncompatibleKeys"]
+
+# Attributes a module tree's flatten reads besides the stores' contents (see `_Tree`).
+_TREE_ATTRIBUTES = frozenset({"training", "_parameters", "_buffers", "_modules"})
 
 _STATE_DICT_HOOK_STORES = (
     "_state_dict_pre_hooks",
@@ -63,10 +74,10 @@ class Module:
 
     def __init__(self) -> None:
         object.__setattr__(self, "training", True)
-        object.__setattr__(self, "_parameters", OrderedDict())
-        object.__setattr__(self, "_buffers", OrderedDict())
+        object.__setattr__(self, "_parameters", _Store())
+        object.__setattr__(self, "_buffers", _Store())
         object.__setattr__(self, "_non_persistent_buffers", set())
-        object.__setattr__(self, "_modules", OrderedDict())
+        object.__setattr__(self, "_modules", _Store())
         object.__setattr__(self, "_forward_hooks", OrderedDict())
         object.__setattr__(self, "_forward_pre_hooks", OrderedDict())
         object.__setattr__(self, "_backward_hooks", OrderedDict())  # id -> ("full" | "pre", hook)
@@ -297,6 +308,8 @@ class Module:
                 raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' (Tensor or None expected)")
             self._buffers[name] = value
         else:
+            if name in _TREE_ATTRIBUTES:
+                _Tree.version += 1  # (the stores themselves count their changes)
             object.__setattr__(self, name, value)
 
     def _forget(self, name: str, keep: dict | None = None) -> None:
@@ -494,6 +507,7 @@ class Module:
         if not isinstance(mode, bool):
             raise ValueError(f"training mode is expected to be boolean, got {mode!r}")
         object.__setattr__(self, "training", mode)
+        _Tree.version += 1
         for m in self.children():  # through each child's train, so an override (a frozen BatchNorm) holds
             m.train(mode)
         return self
@@ -794,6 +808,7 @@ class Module:
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
         state.pop("_module_def", None)  # a compiled call's cached structure (module_pytree.py)
+        state.pop("_flat", None)
         return state
 
     def __setstate__(self, state: dict) -> None:
@@ -801,6 +816,9 @@ class Module:
         for name in _STATE_DICT_HOOK_STORES:  # a state from before these stores existed (as PyTorch's __setstate__)
             if name not in self.__dict__:
                 self.__dict__[name] = OrderedDict()
+        for name in ("_parameters", "_buffers", "_modules"):  # (a state pickled with plain dicts)
+            if type(self.__dict__.get(name)) is not _Store:
+                self.__dict__[name] = _Store(self.__dict__.get(name, ()))
 
 
 def _shape_str(shape: tuple) -> str:
@@ -838,4 +856,6 @@ def _call_path(module: Module) -> str:
     return ".".join(parts)
 
 
-nb.register_pytree_node(Module, _flatten_module, _unflatten_module, lambda d: [f".{n}" for n in d.names])
+nb.register_pytree_node(
+    Module, _flatten_module, _unflatten_module, lambda d: [f".{n}" for n in d.names], token=_module_token
+)

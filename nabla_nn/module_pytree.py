@@ -71,16 +71,78 @@ class _ModuleDef:
         return f"{type(self.module).__name__}<{len(self.names)} tensors>"
 
 
+class _Tree:
+    """The version of every module tree in the process: any change to one (a parameter, buffer
+    or submodule set or removed, a training flag) bumps it, so a module flattened at this
+    version flattens the same way until it moves (`_flatten_module` keeps its last result)."""
+
+    version = 0
+
+
+class _Store(OrderedDict):
+    """A module's `_parameters`, `_buffers` or `_modules`: every change bumps `_Tree.version`
+    (also a change made to the dict directly, as some PyTorch code does)."""
+
+    __slots__ = ()
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        _Tree.version += 1
+        OrderedDict.__setitem__(self, key, value)
+
+    def __delitem__(self, key: str) -> None:
+        _Tree.version += 1
+        OrderedDict.__delitem__(self, key)
+
+    def pop(self, *args: Any) -> Any:
+        _Tree.version += 1
+        return OrderedDict.pop(self, *args)
+
+    def popitem(self, last: bool = True) -> tuple:
+        _Tree.version += 1
+        return OrderedDict.popitem(self, last)
+
+    def clear(self) -> None:
+        _Tree.version += 1
+        OrderedDict.clear(self)
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        _Tree.version += 1
+        OrderedDict.update(self, *args, **kwargs)
+
+    def setdefault(self, key: str, default: Any = None) -> Any:
+        _Tree.version += 1
+        return OrderedDict.setdefault(self, key, default)
+
+    def move_to_end(self, key: str, last: bool = True) -> None:
+        _Tree.version += 1
+        OrderedDict.move_to_end(self, key, last)
+
+    def __ior__(self, other: Any) -> _Store:
+        self.update(other)
+        return self
+
+
 def _flatten_module(module: Module) -> tuple[list, _ModuleDef]:
+    # A compiled forward flattens its module every call: unless a module tree changed since,
+    # the last walk's leaves and _ModuleDef are this one's (the key then compares by identity).
+    flat = module.__dict__.get("_flat")
+    if flat is not None and flat[0] == _Tree.version:
+        return flat[1], flat[2]
     named, modes = module._tree()
     names = tuple(n for n, _ in named)
-    # A compiled forward flattens its module every call: the same structure gives the same
-    # _ModuleDef object, so its key compares by identity and hashes once.
     last = module.__dict__.get("_module_def")
     if last is None or last.names != names or last.modes != modes or last.module is not module:
         last = _ModuleDef(module, names, modes)
         object.__setattr__(module, "_module_def", last)
-    return [t for _, t in named], last
+    leaves = [t for _, t in named]
+    object.__setattr__(module, "_flat", (_Tree.version, leaves, last))
+    return leaves, last
+
+
+def _module_token(module: Module) -> tuple:
+    """Equal for two flattens of `module` with the same leaves and structure (see
+    `register_pytree_node`'s `token`): the module and the version of the module trees."""
+    return module, _Tree.version
 
 
 def _unflatten_module(definition: _ModuleDef, leaves: list) -> Module:

@@ -247,3 +247,76 @@ def test_a_compiled_step_that_calls_backward_keeps_its_compiled_model():
     losses = [step(nb.tensor(X), nb.tensor(Y)).item() for _ in range(3)]
     assert losses[-1] < losses[0]
     assert (step.stats.traces, step.stats.hits) == (1, 2)
+
+
+def _forward_twice(model: nn.Module, x: nb.Tensor) -> np.ndarray:
+    """Two calls, so the second is answered by the compiled call's last-hit record."""
+    with nb.no_grad():
+        model(x)
+        return model(x).numpy()
+
+
+def test_last_hit_record_sees_every_change_to_the_module_tree():
+    """A compiled module skips flattening itself while no module tree changed: replacing a
+    parameter (by attribute or in the dict), adding a buffer, switching to eval or thawing a
+    parameter is seen on the next call, whose output equals the op-by-op forward's."""
+    model = _model("dropout")
+    model.compile()
+    x = nb.tensor(X)
+    reference = _model("dropout")
+
+    def same() -> None:
+        expected = reference(x).numpy()
+        np.testing.assert_allclose(_forward_twice(model, x), expected, rtol=1e-5, atol=1e-6)
+
+    model.eval()
+    reference.eval()
+    same()
+    hits = model.compile_stats.hits
+    same()
+    assert model.compile_stats.hits == hits + 2  # both calls hit (the second without flattening)
+    w = RNG.standard_normal((32, 12)).astype(np.float32)
+    model[0].weight = nn.Parameter(nb.tensor(w))  # the same shape: the new object is read
+    reference[0].weight = nn.Parameter(nb.tensor(w))
+    same()
+    b = RNG.standard_normal(4).astype(np.float32)
+    _forward_twice(model, x)
+    model[3]._parameters["bias"] = nn.Parameter(nb.tensor(b))  # the dict itself, as some torch code does
+    reference[3].bias.data = nb.tensor(b)  # (no module change: the dict's is the only one)
+    with nb.no_grad():
+        np.testing.assert_allclose(model(x).numpy(), reference(x).numpy(), rtol=1e-5, atol=1e-6)
+    model[0].weight.data = nb.tensor(w * 2)  # new values in the same Parameter
+    reference[0].weight.data = nb.tensor(w * 2)
+    same()
+    traces = model.compile_stats.traces
+    model.train()
+    with nb.no_grad():
+        out = model(x).numpy()
+    assert model.compile_stats.traces == traces + 1  # training mode is another trace
+    assert not np.allclose(out, reference(x).numpy())  # with dropout on
+
+
+def test_last_hit_record_keys_argument_shapes_dtypes_aliases_and_grad_mode():
+    model = _model("mlp")
+    model.compile()
+    ref = _model("mlp")
+    for n in (16, 16, 5, 5, 16):  # a new batch size retraces; the old one still hits
+        x = nb.tensor(X[:n])
+        np.testing.assert_allclose(_forward_twice(model, x), ref(x).numpy(), rtol=1e-5, atol=1e-6)
+    x = nb.tensor(X, requires_grad=True)
+    for _ in range(2):  # grad mode on, an input requiring grad: one `call` op, differentiable
+        x.grad = None
+        model(x).sum().backward()
+    xr = nb.tensor(X, requires_grad=True)
+    ref(xr).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), xr.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+    f = nb.compile(lambda a, b: a * 2 + b)
+    a, b = nb.tensor(X), nb.tensor(X + 1)
+    for _ in range(2):
+        f(a, b)
+    np.testing.assert_allclose(f(a, a).numpy(), X * 3, rtol=1e-5, atol=1e-6)  # the same tensor twice
+    np.testing.assert_allclose(f(a, b).numpy(), X * 3 + 1, rtol=1e-5, atol=1e-6)
+    out = f(a.double(), b.double()).numpy()
+    assert out.dtype == np.float64
+    np.testing.assert_allclose(out, X.astype(np.float64) * 2 + (X + 1).astype(np.float64), rtol=1e-12)

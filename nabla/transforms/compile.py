@@ -52,7 +52,7 @@ from ..ops.call import SubProgram, call
 from ..ops.creation import next_seed_array, rng_state, set_rng_state
 from ..ops.view import identity
 from .captures import Scan, outside_promises, scan_captures
-from .signature import _grad_label, _Leaf, _normalize_dynamic, _Signature, _structure
+from .signature import _FastCall, _grad_label, _Leaf, _normalize_dynamic, _Signature, _structure
 
 _SCALAR_DTYPES = {float: _dt.float32, int: _dt.int64}
 
@@ -147,6 +147,7 @@ class CompiledFunction(_Signature):
         # compared before hashing (see `_entry_for`)
         self._last_found: tuple | None = None
         self._last_structure: tuple | None = None
+        self._fast: _FastCall | None = None  # the last hit, checked before flattening (`_call`)
         functools.update_wrapper(self, fn)
 
     def _is_differentiable(self, structure: tuple) -> bool:
@@ -164,7 +165,7 @@ class CompiledFunction(_Signature):
         return self if obj is None else functools.partial(self, obj)
 
     def clear_cache(self) -> None:
-        self._last_found = self._last_structure = None
+        self._last_found = self._last_structure = self._fast = None
         self._entries.clear()
         self._calls.clear()
         self._grad_watch.clear()
@@ -176,20 +177,36 @@ class CompiledFunction(_Signature):
         return _retry_captured(self._call, args, kwargs)
 
     def _call(self, args: tuple, kwargs: dict) -> Any:
+        # A training loop's compiled forward: the arguments of the last hit again (same module,
+        # same shapes), checked without flattening them or building the key.
+        fast = self._fast
+        if fast is not None and not kwargs and not self._grad_watch and not self._captured:
+            values = fast.values(args)
+            if values is not None and self._stale(fast.entry) is None:
+                self.stats.hits += 1
+                return self._record_call(fast.entry, values) if fast.lazy else self._run(fast.entry, values)
         values, treedef, leaves = self._flatten(args, kwargs)
         inside = _inside_transform(values)
-        if inside == "grad":
-            # An input carries autodiff history (under grad, or after ops on parameters): record
-            # the function as one differentiable `call` op, as jit does inside JAX's grad.
-            return self._lazy(args, kwargs, values, treedef, leaves)
-        if inside:
+        if inside and inside != "grad":
             # Under jvp/vmap: run the function inline so the outer transform sees its ops.
             return self.fn(*args, **kwargs)
+        hits = self.stats.hits
+        entry, lazy = self._find(args, kwargs, values, treedef, leaves, inside == "grad")
+        if self.stats.hits > hits and not kwargs:  # (a hit: the next call with these arguments is fast)
+            self._fast = _FastCall.make(self, args, values, leaves, entry, lazy)
+        return self._record_call(entry, values) if lazy else self._run(entry, values)
+
+    def _find(self, args, kwargs, values, treedef, leaves, history: bool) -> tuple[_Entry, bool]:
+        """(the entry for this call, whether it is recorded as a `call` op rather than run)."""
+        if history:
+            # An input carries autodiff history (under grad, or after ops on parameters): record
+            # the function as one differentiable `call` op, as jit does inside JAX's grad.
+            return self._lazy_entry(args, kwargs, values, treedef, leaves), True
         structure = _structure(treedef, leaves)
         if self._differentiable and is_grad_enabled() and self._is_differentiable(structure):
-            return self._lazy(args, kwargs, values, treedef, leaves, structure)
+            return self._lazy_entry(args, kwargs, values, treedef, leaves, structure), True
         try:
-            # (grad mode is part of the key, as torch.compile guards on it: see `_lazy`)
+            # (grad mode is part of the key, as torch.compile guards on it: see `_lazy_entry`)
             entry = self._entry_for(
                 self._entries, (is_grad_enabled(),), args, kwargs, values, treedef, leaves, structure
             )
@@ -197,8 +214,8 @@ class CompiledFunction(_Signature):
             # As torch.compile's: outputs that depend on tensors requiring grad (a parameter the
             # function reads) carry autodiff history, so `backward()` after the call reaches them.
             self._differentiable.add(structure)
-            return self._lazy(args, kwargs, values, treedef, leaves, structure, signal)
-        return self._run(entry, values)
+            return self._lazy_entry(args, kwargs, values, treedef, leaves, structure, signal), True
+        return entry, False
 
     def lazy_call(self, *args: Any, **kwargs: Any) -> Any:
         """Record the function as one differentiable `call` op in the lazy trace; nothing runs.
@@ -214,13 +231,12 @@ class CompiledFunction(_Signature):
         values, treedef, leaves = self._flatten(args, kwargs)
         if _inside_transform(values) not in (False, "grad"):
             return self.fn(*args, **kwargs)
-        return self._lazy(args, kwargs, values, treedef, leaves)
+        return self._record_call(self._lazy_entry(args, kwargs, values, treedef, leaves), values)
 
-    def _lazy(self, args, kwargs, values, treedef, leaves, structure=None, made=None) -> Any:
+    def _lazy_entry(self, args, kwargs, values, treedef, leaves, structure=None, made=None) -> _Entry:
         # Grad mode is part of the key: a trace under no_grad records nothing to differentiate.
         prefix = (is_grad_enabled(),)
-        entry = self._entry_for(self._calls, prefix, args, kwargs, values, treedef, leaves, structure, made)
-        return self._record_call(entry, values)
+        return self._entry_for(self._calls, prefix, args, kwargs, values, treedef, leaves, structure, made)
 
     def _entry_for(self, cache, prefix, args, kwargs, values, treedef, leaves, structure=None, made=None) -> _Entry:
         """The cached entry for this signature, or a new trace. `cache` is `_entries` (compiled

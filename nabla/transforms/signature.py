@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 
 from ..core.common.config import CONFIG
-from ..core.common.pytree import PyTreeDef, leaf_paths, tree_flatten, tree_leaves, tree_structure
+from ..core.common.context import is_grad_enabled
+from ..core.common.pytree import PyTreeDef, flatten_token, leaf_paths, tree_flatten, tree_leaves, tree_structure
 from ..core.tensor.impl import TensorImpl
 from ..core.tensor.tensor import Tensor
 from .recompile_reasons import describe, positional_names, similarity
@@ -158,6 +159,81 @@ class _Signature:
             return "grad mode {} -> {}".format(*("enabled" if k[0] else "disabled (no_grad)" for k in (closest, key)))
         grad_labels = [_grad_label(target, label, labels) for target, label in self._grad_watch.values()]
         return describe(closest[-1], key[-1], labels, grad_labels)
+
+
+class _FastCall:
+    """The last call's arguments in a form checked without flattening or keying them: a
+    training loop calls a compiled forward with the same module and batch shapes every step.
+
+    Per argument it keeps None (a tensor) or the argument's flatten token and leaves (a
+    module: its parameters and buffers), and per flattened tensor its `_aval`. `values(args)`
+    gives this call's flattened values when all of that matches (the full key would then be
+    the same, so the same entry serves), else None. Made only for calls of tensors and
+    tokened nodes, without kwargs, static arguments, aliases or captured arguments.
+    """
+
+    __slots__ = ("avals", "entry", "executor", "grad", "lazy", "leaf_ids", "parts", "tensor_args")
+
+    def __init__(self, parts: list, avals: list, entry: Any, lazy: bool) -> None:
+        self.parts = parts
+        self.avals = avals
+        self.entry = entry
+        self.lazy = lazy  # recorded as a `call` op (else the model runs)
+        self.grad = is_grad_enabled()
+        self.executor = CONFIG.executor
+        self.leaf_ids = frozenset(id(t) for part in parts if part is not None for t in part[1])
+        self.tensor_args = sum(part is None for part in parts)
+
+    @classmethod
+    def make(cls, fn: _Signature, args: tuple, values: list, leaves: list[_Leaf], entry: Any, lazy: bool) -> Any:
+        """The record of a call that `values` and `leaves` flatten, or None if it does not qualify."""
+        if fn.static_argnums or any(lf.kind != "tensor" for lf in leaves):
+            return None
+        parts: list = []
+        flat: list = []
+        for a in args:
+            if isinstance(a, Tensor):
+                parts.append(None)
+                flat.append(a)
+                continue
+            token = flatten_token(a)
+            if token is None:
+                return None
+            part = tree_leaves(a)
+            parts.append((token, part))
+            flat += part
+        if len(flat) != len(values) or any(a is not b for a, b in zip(flat, values, strict=True)):
+            return None
+        avals = [_aval(v._impl) for v in values]
+        if any(a[4] or a[5] is not None or not a[6] for a in avals):
+            return None  # vmap, mesh layouts and forward mode take the full path
+        return cls(parts, avals, entry, lazy)
+
+    def values(self, args: tuple) -> list | None:
+        parts = self.parts
+        if len(args) != len(parts) or is_grad_enabled() is not self.grad or CONFIG.executor != self.executor:
+            return None
+        values: list = []
+        for a, part in zip(args, parts, strict=True):
+            if part is None:
+                if not isinstance(a, Tensor) or id(a) in self.leaf_ids:
+                    return None
+                values.append(a)
+            elif flatten_token(a) == part[0]:
+                values += part[1]
+            else:
+                return None
+        if self.tensor_args > 1 and len({id(v) for v in values}) != len(values):
+            return None  # a tensor passed twice is keyed as an alias
+        return values if [_aval(v._impl) for v in values] == self.avals else None
+
+
+def _aval(i: TensorImpl) -> tuple:
+    """What a tensor's `_tensor_leaf` and `_inside_transform` read (stricter: physical shapes,
+    the layout object itself)."""
+    node = i.output_refs
+    leaf = node is None or not node.op.differentiable
+    return (i.dtype, i.physical_shape, i.requires_grad, i.device, i.batch_dims, i.sharding, i.tangent is None, leaf)
 
 
 def _tensor_leaf(impl: TensorImpl, shape: tuple) -> _Leaf:

@@ -8,14 +8,14 @@ from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-_REGISTRY: dict[type, tuple[Callable, Callable]] = {}
-_SUBCLASS_CACHE: dict[type, tuple[Callable, Callable] | None] = {}
+_REGISTRY: dict[type, tuple[Callable, Callable, Callable | None]] = {}  # (flatten, unflatten, token)
+_SUBCLASS_CACHE: dict[type, tuple[Callable, Callable, Callable | None] | None] = {}
 _KEYS: dict[type, Callable[[Hashable], list[str]]] = {}  # how `leaf_paths` names a node's children
 _LEAF_TYPES: set[type] = set()  # types `_children` found to be leaves (a tensor): skipped at once
 
 
-def _registered(t: type) -> tuple[Callable, Callable] | None:
-    """The (flatten, unflatten) pair for `t`: its own, or that of its nearest registered base
+def _registered(t: type) -> tuple[Callable, Callable, Callable | None] | None:
+    """The (flatten, unflatten, token) of `t`: its own, or that of its nearest registered base
     class (registering `nabla_nn.Module` covers every user subclass)."""
     try:
         return _SUBCLASS_CACHE[t]
@@ -30,6 +30,7 @@ def register_pytree_node(
     flatten: Callable[[Any], tuple[list[Any], Hashable]],
     unflatten: Callable[[Hashable, list[Any]], Any],
     keys: Callable[[Hashable], list[str]] | None = None,
+    token: Callable[[Any], Hashable] | None = None,
 ) -> None:
     """Register `cls` so tree utilities recurse into it.
 
@@ -39,17 +40,28 @@ def register_pytree_node(
         unflatten: `(aux_data, children) -> obj`.
         keys: `aux_data -> [path suffix per child]` (`".weight"`), how errors name the leaves
             below a node; by default `[0]`, `[1]`, ...
+        token: `obj -> hashable`, cheap, equal for two calls only when `flatten` would return
+            the same aux_data and the same child objects both times (a module: itself and a
+            version its changes bump). Compiled functions then skip flattening an argument
+            whose token did not change (`flatten_token`).
 
     Example:
         >>> register_pytree_node(Point, lambda p: ((p.x, p.y), None), lambda aux, kids: Point(*kids))
     """
     if cls in _REGISTRY or cls in (tuple, list, dict, OrderedDict, type(None)):
         raise ValueError(f"register_pytree_node: {cls.__name__} is already a pytree node type")
-    _REGISTRY[cls] = (flatten, unflatten)
+    _REGISTRY[cls] = (flatten, unflatten, token)
     if keys is not None:
         _KEYS[cls] = keys
     _SUBCLASS_CACHE.clear()
     _LEAF_TYPES.clear()
+
+
+def flatten_token(node: Any) -> Hashable | None:
+    """The `token` of a node of a registered type that has one (its own or its nearest
+    registered base class's), else None."""
+    entry = _registered(type(node))
+    return None if entry is None or entry[2] is None else entry[2](node)
 
 
 @dataclass(frozen=True, eq=False)
