@@ -432,12 +432,14 @@ class Optimizer:
         """Record one fused update of `params` (whose state entries `keys` the rule updates)."""
         # Runs every step for every parameter: plain loops, attributes read directly.
         states, grads = [], []
+        state = self.state
         for p in params:
-            entries = self.state[p]
+            entries = state[p]
             row = tuple([entries.get(k) for k in keys])
-            if not all(isinstance(v, Tensor) for v in row):
-                for k in keys:
-                    self._state_tensor(p, k)  # raises, naming the entry
+            for v in row:  # (a loop, not all(): no generator per parameter)
+                if not isinstance(v, Tensor):
+                    for k in keys:
+                        self._state_tensor(p, k)  # raises, naming the entry
             states.append(row)
             g = p._grad
             grads.append(g if g._impl.dtype is p._impl.dtype else g.to(p.dtype))

@@ -206,8 +206,7 @@ class Operation:
         out_bd = self.out_batch_dims(batch_dims, adapted)
         device = self.output_device(impls)
         outs = [
-            TensorImpl(shape, dtype, batch_dims=out_bd, requires_grad=traced and _dt.is_float(dtype), device=device)
-            for shape, dtype in avals
+            TensorImpl(shape, dtype, None, device, out_bd, traced and _dt.is_float(dtype)) for shape, dtype in avals
         ]
         node = OpNode(self, tuple(impls), kwargs, adapted, struct_key)
         if spmd is not None:

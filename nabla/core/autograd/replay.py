@@ -261,7 +261,7 @@ def apply(plan: Plan, seen: list) -> list[tuple[TensorImpl, Tensor]]:
 
     for op, kwargs, adapted, struct_key, arg_refs, out_specs in plan.steps:
         node = OpNode(op, tuple(resolve(r) for r in arg_refs), kwargs, adapted, struct_key)
-        outs = [TensorImpl(shape, dtype, device=device, requires_grad=rg) for shape, dtype, device, rg in out_specs]
+        outs = [TensorImpl(shape, dtype, None, device, 0, rg) for shape, dtype, device, rg in out_specs]
         node.set_outputs(outs)
         made.append(outs)
     return [(resolve(target), Tensor(resolve(grad))) for target, grad in plan.results]

@@ -125,23 +125,29 @@ def collect(targets: list, *, placeholders: bool = False, boundary: set[int] | N
     cut = boundary if boundary is not None else ()
     next_slot = 0
     device = CPU_DEVICE  # an accelerator an input lives on (a CPU copy of it is computed there)
-    stack: list = [(iter(targets), targets, None)]  # (arguments left, all arguments, their node)
+    # (arguments left, their slots so far, their node, the parent's argument that node makes)
+    stack: list = [(iter(targets), [], None, None)]
     while True:
-        rest, args, node = stack[-1]
+        rest, slots, node, made = stack[-1]
         for arg in rest:
-            if arg in slot_of:
+            slot = slot_of.get(arg)
+            if slot is not None:
+                slots.append(slot)
                 continue
             child = arg.output_refs
             if arg.data is None and child is not None and (not cut or id(arg) not in cut):
-                if child not in node_slots:  # expand it first, then come back for the next argument
-                    stack.append((iter(child.args), child.args, child))
+                outs = node_slots.get(child)
+                if outs is None:  # expand it first, then come back for the next argument
+                    stack.append((iter(child.args), [], child, arg))
                     break
+                slots.append(outs[arg.output_index])
                 continue
             if arg.data is None and not placeholders and id(arg) not in cut:
                 if tracing():
                     raise ConcretizationError()
                 raise RuntimeError("internal error: an unrealized tensor has no recorded op")
             slot_of[arg] = next_slot
+            slots.append(next_slot)
             if arg.device is not CPU_DEVICE:
                 device = arg.device
             sharding = arg.sharding
@@ -151,7 +157,7 @@ def collect(targets: list, *, placeholders: bool = False, boundary: set[int] | N
             next_slot += 1
         else:  # every argument has its slot
             stack.pop()
-            arg_slots = tuple(slot_of[a] if a in slot_of else node_slots[a.output_refs][a.output_index] for a in args)
+            arg_slots = tuple(slots)
             if node is None:  # level 0: the targets
                 break
             outs = tuple(range(next_slot, next_slot + len(node._refs)))
@@ -161,6 +167,7 @@ def collect(targets: list, *, placeholders: bool = False, boundary: set[int] | N
             node_out_slots.append(outs)
             node_arg_slots.append(arg_slots)
             key_nodes.append((node.struct_key, arg_slots))
+            stack[-1][1].append(outs[made.output_index])  # the parent's argument, done
 
     key = (tuple(key_nodes), tuple(key_inputs), arg_slots)
     device = program_device(targets, device)
