@@ -1,12 +1,15 @@
 """torch.special's names for nabla's special functions (`nabla.special.gammaln(x)` is
 `nabla.lgamma(x)`). Everything here is an op of `nabla.ops`; see `nabla/ops/special.py`.
 
-Not built: the Bessel functions other than i0, i0e, i1 and i1e (bessel_j*/y*, modified_bessel_*,
-scaled_modified_bessel_*, spherical_bessel_j0, airy_ai), the orthogonal polynomials
-(chebyshev_*, hermite_*, laguerre_*, legendre_*) and gammainc/gammaincc.
+Not built: airy_ai, the orthogonal polynomials (chebyshev_*, hermite_*, laguerre_*,
+legendre_*) and gammainc/gammaincc.
 """
 
 from .ops import (
+    bessel_j0,
+    bessel_j1,
+    bessel_y0,
+    bessel_y1,
     digamma,
     entr,
     erf,
@@ -25,14 +28,21 @@ from .ops import (
     log_softmax,
     logit,
     logsumexp,
+    modified_bessel_i0,
+    modified_bessel_i1,
+    modified_bessel_k0,
+    modified_bessel_k1,
     mvlgamma,
     ndtr,
     ndtri,
     polygamma,
     round,  # noqa: A004
+    scaled_modified_bessel_k0,
+    scaled_modified_bessel_k1,
     sigmoid,
     sinc,
     softmax,
+    spherical_bessel_j0,
     xlog1py,
     xlogy,
     zeta,
@@ -44,6 +54,10 @@ expit = sigmoid
 multigammaln = mvlgamma
 
 __all__ = [
+    "bessel_j0",
+    "bessel_j1",
+    "bessel_y0",
+    "bessel_y1",
     "digamma",
     "entr",
     "erf",
@@ -63,14 +77,21 @@ __all__ = [
     "log_softmax",
     "logit",
     "logsumexp",
+    "modified_bessel_i0",
+    "modified_bessel_i1",
+    "modified_bessel_k0",
+    "modified_bessel_k1",
     "multigammaln",
     "ndtr",
     "ndtri",
     "polygamma",
     "psi",
     "round",
+    "scaled_modified_bessel_k0",
+    "scaled_modified_bessel_k1",
     "sinc",
     "softmax",
+    "spherical_bessel_j0",
     "xlog1py",
     "xlogy",
     "zeta",

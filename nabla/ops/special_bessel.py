@@ -1,8 +1,17 @@
-"""The modified Bessel functions of the first kind (torch's i0 and torch.special's i0e, i1, i1e),
-formulas written once over `special.py`'s elementwise libraries.
+"""Bessel functions (torch's i0 and torch.special's i0e, i1, i1e, bessel_j0/j1/y0/y1,
+modified_bessel_i0/i1/k0/k1, scaled_modified_bessel_k0/k1, spherical_bessel_j0): formulas
+written once over `special.py`'s elementwise libraries, with Cephes' coefficients (what PyTorch
+runs, so values agree to rounding).
 
-    i0e, i1e Cephes' Chebyshev series for e^-|x| I_n(x); i0 and i1 multiply by e^|x|.
-             d/dx i0e = i1e - sign(x) i0e, d/dx i1e = i0e - i1e (sign(x) + 1/x)
+    i0e, i1e   Chebyshev series for e^-|x| I_n(x); i0 and i1 multiply by e^|x|.
+               d/dx i0e = i1e - sign(x) i0e, d/dx i1e = i0e - i1e (sign(x) + 1/x)
+    j0, j1     rational functions of x^2 for |x| <= 5, Hankel's asymptotic form above;
+    y0, y1     d/dx j0 = -j1, d/dx j1 = j0 - j1 / x (1/2 at 0); y likewise
+    k0e, k1e   e^x K_n(x): Chebyshev series on (0, 2] (through I_n) and above 2; k0, k1 = e^-x k_ne.
+               d/dx k0 = -k1, d/dx k1 = -k0 - k1 / x; d/dx k0e = k0e - k1e, d/dx k1e = k1e - k0e - k1e / x
+    sph. j0    sin(x) / x (a series below 1/2); d/dx = (cos x - j0) / x
+
+PyTorch gives the Bessel functions of torch.special no derivatives; these have them.
 """
 
 from __future__ import annotations
@@ -13,10 +22,26 @@ from ..core.tensor.tensor import Tensor
 from . import binary as _bin
 from . import unary as _un
 from .base import public
-from .special import _Formula
+from .special import _Formula, _horner
 from .unary import UnaryOperation, _float_input
 
-__all__ = ["i0", "i0e", "i1", "i1e"]
+__all__ = [
+    "bessel_j0",
+    "bessel_j1",
+    "bessel_y0",
+    "bessel_y1",
+    "i0",
+    "i0e",
+    "i1",
+    "i1e",
+    "modified_bessel_i0",
+    "modified_bessel_i1",
+    "modified_bessel_k0",
+    "modified_bessel_k1",
+    "scaled_modified_bessel_k0",
+    "scaled_modified_bessel_k1",
+    "spherical_bessel_j0",
+]
 
 
 # -- modified Bessel functions of the first kind --------------------------------------------------
@@ -148,3 +173,318 @@ def i1(x: Tensor) -> Tensor:
     e^|x| i1e(x). Integer inputs give float32."""
     x = _float_input(x, "i1")
     return _bin.mul(_un.exp(_un.abs(x)), _i1e(x))
+
+
+@public()
+def modified_bessel_i0(x: Tensor) -> Tensor:
+    """torch.special.modified_bessel_i0: I0(x), the same function as `i0`."""
+    return i0(x)
+
+
+@public()
+def modified_bessel_i1(x: Tensor) -> Tensor:
+    """torch.special.modified_bessel_i1: I1(x), the same function as `i1`."""
+    return i1(x)
+
+
+# -- Bessel functions of the first and second kind (Cephes' j0.c, j1.c) --------------------------
+_PIO4 = 0.785398163397448309615660845819875721
+_THPIO4 = 2.356194490192344928846982537459627163
+_SQ2OPI = 0.797884560802865355879892119868763737  # sqrt(2 / pi)
+_TWOOPI = 0.636619772367581343075535053490057448  # 2 / pi
+# Hankel's P and Q for order 0 and order 1, in z = 25 / x^2
+_P0P = (7.96936729297347051624e-04, 8.28352392107440799803e-02, 1.23953371646414299388e00, 5.44725003058768775090e00,
+        8.74716500199817011941e00, 5.30324038235394892183e00, 9.99999999999999997821e-01)  # fmt: skip
+_P0Q = (9.24408810558863637013e-04, 8.56288474354474431428e-02, 1.25352743901058953537e00, 5.47097740330417105182e00,
+        8.76190883237069594232e00, 5.30605288235394617618e00, 1.00000000000000000218e00)  # fmt: skip
+_Q0P = (-1.13663838898469149931e-02, -1.28252718670509318512e00, -1.95539544257735972385e01, -9.32060152123768231369e01,
+        -1.77681167980488050595e02, -1.47077505154951170175e02, -5.14105326766599330220e01, -6.05014350600728481186e00)  # fmt: skip
+_Q0Q = (6.43178256118178023184e01, 8.56430025976980587198e02, 3.88240183605401609683e03, 7.24046774195652478189e03,
+        5.93072701187316984827e03, 2.06209331660327847417e03, 2.42005740240291393179e02)  # fmt: skip
+_P1P = (7.62125616208173112003e-04, 7.31397056940917570436e-02, 1.12719608129684925192e00, 5.11207951146807644818e00,
+        8.42404590141772420927e00, 5.21451598682361504063e00, 1.00000000000000000254e00)  # fmt: skip
+_P1Q = (5.71323128072548699714e-04, 6.88455908754495404082e-02, 1.10514232634061696926e00, 5.07386386128601488557e00,
+        8.39985554327604159757e00, 5.20982848682361821619e00, 9.99999999999999997461e-01)  # fmt: skip
+_Q1P = (5.10862594750176621635e-02, 4.98213872951233449420e00, 7.58238284132545283818e01, 3.66779609360150777800e02,
+        7.10856304998926107277e02, 5.97489612400613639965e02, 2.11688757100572135698e02, 2.52070205858023719784e01)  # fmt: skip
+_Q1Q = (7.42373277035675149943e01, 1.05644886038262816351e03, 4.98641058337653607651e03, 9.56231892404756170795e03,
+        7.99704160447350683650e03, 2.82619278517639096600e03, 3.36093607810698293419e02)  # fmt: skip
+# |x| <= 5: J0 = (x^2 - r1^2)(x^2 - r2^2) R(x^2), J1 = x (x^2 - r1^2)(x^2 - r2^2) R(x^2) (r: the first zeros)
+_J0RP = (-4.79443220978201773821e09, 1.95617491946556577543e12, -2.49248344360967716204e14, 9.70862251047306323952e15)
+_J0RQ = (4.99563147152651017219e02, 1.73785401676374683123e05, 4.84409658339962045305e07, 1.11855537045356834862e10,
+         2.11277520115489217587e12, 3.10518229857422583814e14, 3.18121955943204943306e16, 1.71086294081043136091e18)  # fmt: skip
+_J1RP = (-8.99971225705559398224e08, 4.52228297998194034323e11, -7.27494245221818276015e13, 3.68295732863852883286e15)
+_J1RQ = (6.20836478118054335476e02, 2.56987256757748830383e05, 8.35146791431949253037e07, 2.21511595479792499675e10,
+         4.74914122079991414898e12, 7.84369607876235854894e14, 8.95222336184627338078e16, 5.32278620332680085395e18)  # fmt: skip
+_J0ZEROS = (5.78318596294678452118e00, 3.04712623436620863991e01)
+_J1ZEROS = (1.46819706421238932572e01, 4.92184563216946036703e01)
+# 0 < x <= 5: Y0 = R(x^2) + 2/pi log(x) J0, Y1 = x R(x^2) + 2/pi (J1 log(x) - 1/x)
+_Y0P = (1.55924367855235737965e04, -1.46639295903971606143e07, 5.43526477051876500413e09, -9.82136065717911466409e11,
+        8.75906394395366999549e13, -3.46628303384729719441e15, 4.42733268572569800351e16, -1.84950800436986690637e16)  # fmt: skip
+_Y0Q = (1.04128353664259848412e03, 6.26107330137134956842e05, 2.68919633393814121987e08, 8.64002487103935000337e10,
+        2.02979612750105546709e13, 3.17157752842975028269e15, 2.50596256172653059228e17)  # fmt: skip
+_Y1P = (1.26320474790178026440e09, -6.47355876379160291031e11, 1.14509511541823727583e14, -8.12770255501325109621e15,
+        2.02439475713594898196e17, -7.78877196265950026825e17)  # fmt: skip
+_Y1Q = (5.94301592346128195359e02, 2.35564092943068577943e05, 7.34811944459721705660e07, 1.87601316108706159478e10,
+        3.88231277496238566008e12, 6.20557727146953693363e14, 6.87141087355300489866e16, 3.97270608116560655612e18)  # fmt: skip
+
+
+def _hankel(lib: Any, a: Any, order: int, second_kind: bool) -> Any:
+    """J_n or Y_n (n = order) at a > 5 from Hankel's asymptotic expansion."""
+    if order == 0:
+        z, (pp, pq, qp, qq), shift = lib.div(25.0, lib.mul(a, a)), (_P0P, _P0Q, _Q0P, _Q0Q), _PIO4
+    else:  # (as Cephes: 5/x squared as a product)
+        five = lib.div(5.0, a)
+        z, (pp, pq, qp, qq), shift = lib.mul(five, five), (_P1P, _P1Q, _Q1P, _Q1Q), _THPIO4
+    p = lib.div(_horner(lib, z, pp), _horner(lib, z, pq))
+    q = lib.mul(lib.div(5.0, a), lib.div(_horner(lib, z, qp), _horner(lib, z, qq)))
+    s = lib.sub(a, shift)
+    if second_kind:
+        main = lib.add(lib.mul(p, lib.sin(s)), lib.mul(q, lib.cos(s)))
+    else:
+        main = lib.sub(lib.mul(p, lib.cos(s)), lib.mul(q, lib.sin(s)))
+    return lib.div(lib.mul(main, _SQ2OPI), lib.sqrt(a))
+
+
+def _j0_formula(lib: Any, x: Any) -> Any:
+    a = lib.abs(x)
+    x2 = lib.mul(a, a)
+    r1, r2 = _J0ZEROS
+    near = lib.div(
+        lib.mul(lib.mul(lib.sub(x2, r1), lib.sub(x2, r2)), _horner(lib, x2, _J0RP)), _horner(lib, x2, _J0RQ)
+    )
+    near = lib.where(lib.less(a, 1e-5), lib.sub(1.0, lib.div(x2, 4.0)), near)
+    return lib.where(lib.greater(a, 5.0), _hankel(lib, a, 0, False), near)
+
+
+def _j1_formula(lib: Any, x: Any) -> Any:
+    a = lib.abs(x)
+    x2 = lib.mul(x, x)
+    r1, r2 = _J1ZEROS
+    rational = lib.div(_horner(lib, x2, _J1RP), _horner(lib, x2, _J1RQ))
+    near = lib.mul(lib.mul(lib.mul(rational, x), lib.sub(x2, r1)), lib.sub(x2, r2))  # odd in x itself
+    far = _hankel(lib, a, 1, False)
+    far = lib.where(lib.less(x, 0.0), lib.mul(far, -1.0), far)
+    return lib.where(lib.greater(a, 5.0), far, near)
+
+
+def _y_domain(lib: Any, x: Any, out: Any) -> Any:
+    """Y_n's values off (0, inf): -inf at 0, nan below."""
+    out = lib.where(lib.equal(x, 0.0), -float("inf"), out)
+    return lib.where(lib.less(x, 0.0), float("nan"), out)
+
+
+def _y0_formula(lib: Any, x: Any) -> Any:
+    x2 = lib.mul(x, x)
+    near = lib.add(
+        lib.div(_horner(lib, x2, _Y0P), _horner(lib, x2, _Y0Q)), lib.mul(lib.mul(lib.log(x), _TWOOPI), _j0_formula(lib, x))
+    )
+    out = lib.where(lib.greater(x, 5.0), _hankel(lib, x, 0, True), near)
+    return _y_domain(lib, x, out)
+
+
+def _y1_formula(lib: Any, x: Any) -> Any:
+    x2 = lib.mul(x, x)
+    rational = lib.mul(x, lib.div(_horner(lib, x2, _Y1P), _horner(lib, x2, _Y1Q)))
+    log_part = lib.sub(lib.mul(_j1_formula(lib, x), lib.log(x)), lib.div(1.0, x))
+    near = lib.add(rational, lib.mul(log_part, _TWOOPI))
+    out = lib.where(lib.greater(x, 5.0), _hankel(lib, x, 1, True), near)
+    return _y_domain(lib, x, out)
+
+
+class _BesselOp(_Formula, UnaryOperation):
+    """A Bessel function primitive: its formula, and a VJP written with the functions here."""
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list) -> list:
+        return [_bin.mul(cotangents[0], self.derivative(primals[0], outputs[0]))]
+
+    def derivative(self, x: Tensor, y: Tensor) -> Tensor:
+        raise NotImplementedError
+
+
+def _over_x(x: Tensor, value: Tensor) -> Tensor:
+    """value / x, with x = 0 replaced by 1 (callers pick the limit there)."""
+    return _bin.div(value, _bin.where_(_bin.equal(x, 0.0), 1.0, x))
+
+
+class J0Op(_BesselOp):
+    name = "bessel_j0"
+    formula = staticmethod(_j0_formula)
+
+    def derivative(self, x: Tensor, y: Tensor) -> Tensor:
+        return _un.neg(_j1(x))
+
+
+class J1Op(_BesselOp):
+    name = "bessel_j1"
+    formula = staticmethod(_j1_formula)
+
+    def derivative(self, x: Tensor, y: Tensor) -> Tensor:
+        return _bin.where_(_bin.equal(x, 0.0), 0.5, _bin.sub(_j0(x), _over_x(x, y)))
+
+
+class Y0Op(_BesselOp):
+    name = "bessel_y0"
+    formula = staticmethod(_y0_formula)
+
+    def derivative(self, x: Tensor, y: Tensor) -> Tensor:
+        return _un.neg(_y1(x))
+
+
+class Y1Op(_BesselOp):
+    name = "bessel_y1"
+    formula = staticmethod(_y1_formula)
+
+    def derivative(self, x: Tensor, y: Tensor) -> Tensor:
+        return _bin.sub(_y0(x), _bin.div(y, x))
+
+
+# -- modified Bessel functions of the second kind (Cephes' k0.c, k1.c) ---------------------------
+# Chebyshev series in x^2 - 2 on (0, 2] and in 8/x - 2 above 2
+_K0A = (1.37446543561352307156e-16, 4.25981614279661018399e-14, 1.03496952576338420167e-11, 1.90451637722020886025e-09,
+        2.53479107902614945675e-07, 2.28621210311945178607e-05, 1.26461541144692592338e-03, 3.59799365153615016266e-02,
+        3.44289899924628486886e-01, -5.35327393233902768720e-01)  # fmt: skip
+_K0B = (5.30043377268626276149e-18, -1.64758043015242134646e-17, 5.21039150503902756861e-17, -1.67823109680541210385e-16,
+        5.51205597852431940784e-16, -1.84859337734377901440e-15, 6.34007647740507060557e-15, -2.22751332699166985548e-14,
+        8.03289077536357521100e-14, -2.98009692317273043925e-13, 1.14034058820847496303e-12, -4.51459788337394416547e-12,
+        1.85594911495471785253e-11, -7.95748924447710747776e-11, 3.57739728140030116597e-10, -1.69753450938905987466e-09,
+        8.57403401741422608519e-09, -4.66048989768794782956e-08, 2.76681363944501510342e-07, -1.83175552271911948767e-06,
+        1.39498137188764993662e-05, -1.28495495816278026384e-04, 1.56988388573005337491e-03, -3.14481013119645005427e-02,
+        2.44030308206595545468e00)  # fmt: skip
+_K1A = (-7.02386347938628759343e-18, -2.42744985051936593393e-15, -6.66690169419932900609e-13, -1.41148839263352776110e-10,
+        -2.21338763073472585583e-08, -2.43340614156596823496e-06, -1.73028895751305206302e-04, -6.97572385963986435018e-03,
+        -1.22611180822657148235e-01, -3.53155960776544875667e-01, 1.52530022733894777053e00)  # fmt: skip
+_K1B = (-5.75674448366501715755e-18, 1.79405087314755922667e-17, -5.68946255844285935196e-17, 1.83809354436663880070e-16,
+        -6.05704724837331885336e-16, 2.03870316562433424052e-15, -7.01983709041831346144e-15, 2.47715442448130437068e-14,
+        -8.97670518232499435011e-14, 3.34841966607842919884e-13, -1.28917396095102890680e-12, 5.13963967348173025100e-12,
+        -2.12996783842756842877e-11, 9.21831518760500529508e-11, -4.19035475934189648750e-10, 2.01504975519703286596e-09,
+        -1.03457624656780970260e-08, 5.74108412545004946722e-08, -3.50196060308781257119e-07, 2.40648494783721712015e-06,
+        -1.93619797416608296024e-05, 1.95215518471351631108e-04, -2.85781685962277938680e-03, 1.03923736576817238437e-01,
+        2.72062619048444266945e00)  # fmt: skip
+
+
+def _k_formula(lib: Any, x: Any, order: int, scaled: bool) -> Any:
+    """K_n(x) (n = order), or e^x K_n(x) when `scaled`: inf at 0, nan below."""
+    near_series = _chebyshev(lib, lib.sub(lib.mul(x, x), 2.0), _K1A if order else _K0A)
+    log_half = lib.log(lib.mul(x, 0.5))
+    if order == 0:  # I0(x) = e^x i0e(x) for x >= 0
+        near = lib.sub(near_series, lib.mul(log_half, lib.mul(lib.exp(x), _i0e_formula(lib, x))))
+    else:
+        near = lib.add(lib.mul(log_half, lib.mul(lib.exp(x), _i1e_formula(lib, x))), lib.div(near_series, x))
+    far = lib.div(_chebyshev(lib, lib.sub(lib.div(8.0, x), 2.0), _K1B if order else _K0B), lib.sqrt(x))
+    if scaled:
+        near = lib.mul(near, lib.exp(x))
+    else:
+        far = lib.mul(far, lib.exp(lib.mul(x, -1.0)))
+    out = lib.where(lib.greater(x, 2.0), far, near)
+    out = lib.where(lib.equal(x, 0.0), float("inf"), out)
+    return lib.where(lib.less(x, 0.0), float("nan"), out)
+
+
+class K0Op(_BesselOp):
+    name = "modified_bessel_k0"
+
+    @staticmethod
+    def formula(lib: Any, x: Any) -> Any:
+        return _k_formula(lib, x, 0, False)
+
+    def derivative(self, x: Tensor, y: Tensor) -> Tensor:
+        return _un.neg(_k1(x))
+
+
+class K1Op(_BesselOp):
+    name = "modified_bessel_k1"
+
+    @staticmethod
+    def formula(lib: Any, x: Any) -> Any:
+        return _k_formula(lib, x, 1, False)
+
+    def derivative(self, x: Tensor, y: Tensor) -> Tensor:
+        return _un.neg(_bin.add(_k0(x), _bin.div(y, x)))
+
+
+class K0eOp(_BesselOp):
+    name = "scaled_modified_bessel_k0"
+
+    @staticmethod
+    def formula(lib: Any, x: Any) -> Any:
+        return _k_formula(lib, x, 0, True)
+
+    def derivative(self, x: Tensor, y: Tensor) -> Tensor:
+        return _bin.sub(y, _k1e(x))
+
+
+class K1eOp(_BesselOp):
+    name = "scaled_modified_bessel_k1"
+
+    @staticmethod
+    def formula(lib: Any, x: Any) -> Any:
+        return _k_formula(lib, x, 1, True)
+
+    def derivative(self, x: Tensor, y: Tensor) -> Tensor:
+        return _bin.sub(_bin.sub(y, _k0e(x)), _bin.div(y, x))
+
+
+# -- spherical Bessel function of the first kind -------------------------------------------------
+_SPHERICAL_SERIES = (1 / 6227020800.0, -1 / 39916800.0, 1 / 362880.0, -1 / 5040.0, 1 / 120.0, -1 / 6.0, 1.0)
+# its derivative's series divided by x: sum_k (-1)^k 2k x^(2k-2) / (2k+1)!
+_SPHERICAL_SLOPE = (12 / 6227020800.0, -10 / 39916800.0, 8 / 362880.0, -6 / 5040.0, 4 / 120.0, -2 / 6.0)
+
+
+def _spherical_j0_formula(lib: Any, x: Any) -> Any:
+    near = _horner(lib, lib.mul(x, x), _SPHERICAL_SERIES)
+    out = lib.where(lib.less(lib.abs(x), 0.5), near, lib.div(lib.sin(x), x))
+    return lib.where(lib.is_inf(x), 0.0, out)
+
+
+class SphericalJ0Op(_BesselOp):
+    name = "spherical_bessel_j0"
+    formula = staticmethod(_spherical_j0_formula)
+
+    def derivative(self, x: Tensor, y: Tensor) -> Tensor:
+        x2 = _bin.mul(x, x)
+        series = _bin.add(_bin.mul(x2, _SPHERICAL_SLOPE[0]), _SPHERICAL_SLOPE[1])
+        for c in _SPHERICAL_SLOPE[2:]:
+            series = _bin.add(_bin.mul(series, x2), c)
+        small = _bin.less(_un.abs(x), 0.5)
+        return _bin.where_(small, _bin.mul(x, series), _over_x(x, _bin.sub(_un.cos(x), y)))
+
+
+_j0, _j1, _y0, _y1 = J0Op(), J1Op(), Y0Op(), Y1Op()
+_k0, _k1, _k0e, _k1e = K0Op(), K1Op(), K0eOp(), K1eOp()
+_spherical_j0 = SphericalJ0Op()
+
+
+def _bessel_public(op: Any, name: str, summary: str) -> Any:
+    def fn(x: Tensor) -> Tensor:
+        return op(_float_input(x, name))
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"""{summary} (torch.special.{name}); differentiable (torch's is not).
+    Integer inputs give float32."""
+    return public(name)(fn)
+
+
+bessel_j0 = _bessel_public(_j0, "bessel_j0", "Elementwise Bessel function of the first kind of order 0, J0(x)")
+bessel_j1 = _bessel_public(_j1, "bessel_j1", "Elementwise Bessel function of the first kind of order 1, J1(x)")
+bessel_y0 = _bessel_public(
+    _y0, "bessel_y0", "Elementwise Bessel function of the second kind of order 0, Y0(x) (-inf at 0, nan below)"
+)
+bessel_y1 = _bessel_public(
+    _y1, "bessel_y1", "Elementwise Bessel function of the second kind of order 1, Y1(x) (-inf at 0, nan below)"
+)
+modified_bessel_k0 = _bessel_public(
+    _k0, "modified_bessel_k0", "Elementwise modified Bessel function of the second kind of order 0, K0(x)"
+)
+modified_bessel_k1 = _bessel_public(
+    _k1, "modified_bessel_k1", "Elementwise modified Bessel function of the second kind of order 1, K1(x)"
+)
+scaled_modified_bessel_k0 = _bessel_public(
+    _k0e, "scaled_modified_bessel_k0", "Elementwise exponentially scaled K0: e^x K0(x)"
+)
+scaled_modified_bessel_k1 = _bessel_public(
+    _k1e, "scaled_modified_bessel_k1", "Elementwise exponentially scaled K1: e^x K1(x)"
+)
+spherical_bessel_j0 = _bessel_public(
+    _spherical_j0, "spherical_bessel_j0", "Elementwise spherical Bessel function of the first kind of order 0, sin(x) / x"
+)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from . import (
     attention,
+    bessel,
     binary,
     bits,
     cast,
@@ -31,7 +32,7 @@ from . import (
 from .spec import OpSpec, Sample
 
 FAMILY_MODULES = (
-    attention, binary, bits, cast, control_flow, conv, creation, cumulative, custom, gather_scatter, indexing, linalg, linalg_host,
+    attention, bessel, binary, bits, cast, control_flow, conv, creation, cumulative, custom, gather_scatter, indexing, linalg, linalg_host,
     normalization, reduction, sorting, special, statistics, unary, view,
 )  # fmt: skip
 REGISTRY: list[OpSpec] = [spec for module in FAMILY_MODULES for spec in module.SPECS]
@@ -61,6 +62,7 @@ MAX_GROUPS = {
     "attention": ("attention",),
     "special": ("special",),
     "bits": ("bits",),
+    "bessel": ("special_bessel",),
 }
 
 __all__ = ["FAMILY_MODULES", "MAX_GROUPS", "NOT_OPS", "SHARDING_OPS", "TRANSFORM_OPS", "REGISTRY", "OpSpec", "Sample"]
