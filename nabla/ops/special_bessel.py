@@ -250,9 +250,7 @@ def _j0_formula(lib: Any, x: Any) -> Any:
     a = lib.abs(x)
     x2 = lib.mul(a, a)
     r1, r2 = _J0ZEROS
-    near = lib.div(
-        lib.mul(lib.mul(lib.sub(x2, r1), lib.sub(x2, r2)), _horner(lib, x2, _J0RP)), _horner(lib, x2, _J0RQ)
-    )
+    near = lib.div(lib.mul(lib.mul(lib.sub(x2, r1), lib.sub(x2, r2)), _horner(lib, x2, _J0RP)), _horner(lib, x2, _J0RQ))
     near = lib.where(lib.less(a, 1e-5), lib.sub(1.0, lib.div(x2, 4.0)), near)
     return lib.where(lib.greater(a, 5.0), _hankel(lib, a, 0, False), near)
 
@@ -277,7 +275,8 @@ def _y_domain(lib: Any, x: Any, out: Any) -> Any:
 def _y0_formula(lib: Any, x: Any) -> Any:
     x2 = lib.mul(x, x)
     near = lib.add(
-        lib.div(_horner(lib, x2, _Y0P), _horner(lib, x2, _Y0Q)), lib.mul(lib.mul(lib.log(x), _TWOOPI), _j0_formula(lib, x))
+        lib.div(_horner(lib, x2, _Y0P), _horner(lib, x2, _Y0Q)),
+        lib.mul(lib.mul(lib.log(x), _TWOOPI), _j0_formula(lib, x)),
     )
     out = lib.where(lib.greater(x, 5.0), _hankel(lib, x, 0, True), near)
     return _y_domain(lib, x, out)
@@ -486,5 +485,7 @@ scaled_modified_bessel_k1 = _bessel_public(
     _k1e, "scaled_modified_bessel_k1", "Elementwise exponentially scaled K1: e^x K1(x)"
 )
 spherical_bessel_j0 = _bessel_public(
-    _spherical_j0, "spherical_bessel_j0", "Elementwise spherical Bessel function of the first kind of order 0, sin(x) / x"
+    _spherical_j0,
+    "spherical_bessel_j0",
+    "Elementwise spherical Bessel function of the first kind of order 0, sin(x) / x",
 )
