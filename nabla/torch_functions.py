@@ -7,6 +7,7 @@ method of the same name), so derivatives, vmap and the MAX lowering come from th
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import namedtuple
 from typing import Any
@@ -15,12 +16,16 @@ import numpy as np
 
 from . import ops
 from .core.common import dtypes as _dt
+from .core.common.context import is_grad_enabled, no_grad
 from .core.tensor import Tensor
 from .core.tensor.dispatch import register
+from .ops.creation import rng_state as _rng_state
+from .ops.creation import set_rng_state as _set_rng_state
 from .ops.linalg import _as_tensor
 from .ops.view import normalize_axis
 
 __all__ = [
+    "adjoint",
     "allclose",
     "argwhere",
     "as_tensor",
@@ -33,24 +38,43 @@ __all__ = [
     "bmm",
     "broadcast_tensors",
     "bucketize",
+    "can_cast",
     "cartesian_prod",
     "cdist",
+    "chain_matmul",
+    "clamp_max",
+    "clamp_min",
     "clone",
     "column_stack",
+    "combinations",
+    "conj",
     "count_nonzero",
     "cumulative_trapezoid",
     "diff",
     "dist",
     "dstack",
+    "fill",
+    "finfo",
     "frac",
     "frexp",
+    "frobenius_norm",
+    "get_default_dtype",
+    "get_rng_state",
     "hamming_window",
     "hann_window",
     "histogram",
     "hstack",
+    "iinfo",
     "index_reduce",
+    "inference_mode",
+    "initial_seed",
+    "inverse",
+    "is_complex",
     "is_floating_point",
+    "is_inference_mode_enabled",
     "is_nonzero",
+    "is_same_size",
+    "is_signed",
     "is_tensor",
     "isin",
     "kaiser_window",
@@ -62,18 +86,30 @@ __all__ = [
     "multinomial",
     "narrow",
     "nonzero",
+    "nuclear_norm",
     "numel",
     "prelu",
     "randint_like",
+    "real",
+    "resolve_conj",
+    "resolve_neg",
     "row_stack",
     "rsub",
     "scalar_tensor",
     "searchsorted",
+    "seed",
     "select",
+    "set_rng_state",
+    "split_with_sizes",
     "std_mean",
+    "swapdims",
+    "t",
     "trapezoid",
     "trapz",
+    "tril_indices",
+    "triu_indices",
     "unique_consecutive",
+    "unravel_index",
     "var_mean",
     "vstack",
 ]
@@ -638,3 +674,291 @@ def index_reduce(input: Any, dim: int, index: Any, source: Any, reduce: str, *, 
         )
     spread = ops.broadcast_to(ops.reshape(idx, tuple(-1 if k == d else 1 for k in range(src.ndim))), src.shape)
     return ops.scatter_reduce(x, d, spread, src, reduce, include_self=include_self)
+
+
+# -- shapes, products and norms under torch's names -------------------------------------------
+def t(input: Any) -> Tensor:
+    """torch.t: a 2-D tensor transposed; 0-D and 1-D tensors as they are."""
+    x = _tensor(input, "t")
+    if x.ndim > 2:
+        raise ValueError(f"t: expected a tensor of at most 2 dimensions, got shape {x.shape}; use transpose")
+    return x if x.ndim < 2 else ops.transpose(x, 0, 1)
+
+
+def swapdims(input: Any, dim0: int, dim1: int) -> Tensor:
+    """torch.swapdims: `transpose(input, dim0, dim1)`."""
+    return ops.transpose(_tensor(input, "swapdims"), dim0, dim1)
+
+
+def adjoint(input: Any) -> Tensor:
+    """torch.adjoint: the conjugate transpose of the last two dims (nabla is real: the transpose)."""
+    x = _tensor(input, "adjoint")
+    if x.ndim < 2:
+        raise ValueError(f"adjoint: expected a tensor of at least 2 dimensions, got shape {x.shape}")
+    return ops.transpose(x, -2, -1)
+
+
+def inverse(input: Any) -> Tensor:
+    """torch.inverse: `linalg.inv(input)`."""
+    return ops.inv(input)
+
+
+def chain_matmul(*matrices: Any) -> Tensor:
+    """torch.chain_matmul: the product of 2-D matrices, in the cheapest order (`linalg.multi_dot`)."""
+    return ops.multi_dot(list(matrices)) if len(matrices) > 1 else _tensor(matrices[0], "chain_matmul")
+
+
+def frobenius_norm(input: Any, dim: Any = (-2, -1), keepdim: bool = False) -> Tensor:
+    """torch.frobenius_norm: sqrt of the sum of squares over `dim` (one or two dims)."""
+    x = _tensor(input, "frobenius_norm")
+    return ops.vector_norm(x, 2, dim, keepdim)
+
+
+def nuclear_norm(input: Any, dim: Any = (-2, -1), keepdim: bool = False) -> Tensor:
+    """torch.nuclear_norm: the sum of the singular values of the matrices over `dim`."""
+    if isinstance(dim, bool):  # torch.nuclear_norm(input, keepdim)
+        dim, keepdim = (-2, -1), dim
+    return ops.matrix_norm(_tensor(input, "nuclear_norm"), "nuc", tuple(dim), keepdim)
+
+
+def clamp_min(input: Any, min: Any) -> Tensor:  # noqa: A002
+    """torch.clamp_min: `clamp(input, min=min)`."""
+    return ops.clamp(_tensor(input, "clamp_min"), min=min)
+
+
+def clamp_max(input: Any, max: Any) -> Tensor:  # noqa: A002
+    """torch.clamp_max: `clamp(input, max=max)`."""
+    return ops.clamp(_tensor(input, "clamp_max"), max=max)
+
+
+def split_with_sizes(input: Any, split_sizes: Any, dim: int = 0) -> tuple[Tensor, ...]:
+    """torch.split_with_sizes: `split(input, list(split_sizes), dim)`."""
+    return ops.split(_tensor(input, "split_with_sizes"), list(split_sizes), dim)
+
+
+def fill(input: Any, value: Any) -> Tensor:
+    """torch.fill: a new tensor of input's shape and dtype filled with `value` (a number or 0-d tensor)."""
+    x = _tensor(input, "fill")
+    if isinstance(value, Tensor):
+        if value.ndim:
+            raise ValueError(f"fill: value must be a number or a 0-d tensor, got shape {value.shape}")
+        return ops.broadcast_to(value.astype(x.dtype), x.shape)
+    return ops.full_like(x, value)
+
+
+def is_same_size(input: Any, other: Any) -> bool:
+    """torch.is_same_size: whether the two tensors have the same shape."""
+    return tuple(_tensor(input, "is_same_size").shape) == tuple(_tensor(other, "is_same_size", "other").shape)
+
+
+# -- index helpers ------------------------------------------------------------------------------
+def _index_dtype(dtype: Any, op: str) -> Any:
+    dt = _dt.as_dtype(dtype) if dtype is not None else _dt.int64
+    if dt not in (_dt.int32, _dt.int64):
+        raise TypeError(f"{op}: dtype must be int32 or int64, got {dt.name}")
+    return dt
+
+
+def _triangle_indices(op: str, row: int, col: int, offset: int, dtype: Any, lower: bool) -> Tensor:
+    for name, v in (("row", row), ("col", col), ("offset", offset)):
+        if isinstance(v, bool) or not isinstance(v, int | np.integer):
+            raise TypeError(f"{op}: {name} must be an int, got {v!r}")
+    if row < 0 or col < 0:
+        raise ValueError(f"{op}: row and col must be non-negative, got {row} and {col}")
+    rows, cols = (np.tril_indices if lower else np.triu_indices)(row, int(offset), col)
+    return ops.tensor(np.stack([rows, cols]).astype(np.int64), dtype=_index_dtype(dtype, op))
+
+
+def tril_indices(row: int, col: int, offset: int = 0, *, dtype: Any = None) -> Tensor:
+    """torch.tril_indices: the (2, N) row and column indices of the lower triangle of a row x col
+    matrix (diagonal `offset`), in row-major order."""
+    return _triangle_indices("tril_indices", row, col, offset, dtype, True)
+
+
+def triu_indices(row: int, col: int, offset: int = 0, *, dtype: Any = None) -> Tensor:
+    """torch.triu_indices: the (2, N) indices of the upper triangle (diagonal `offset`)."""
+    return _triangle_indices("triu_indices", row, col, offset, dtype, False)
+
+
+def unravel_index(indices: Any, shape: Any) -> tuple[Tensor, ...]:
+    """torch.unravel_index: flat indices into a tensor of `shape` as one coordinate tensor per dim."""
+    idx = _tensor(indices, "unravel_index", "indices")
+    if _dt.is_float(idx.dtype) or idx.dtype == _dt.bool_:
+        raise TypeError(f"unravel_index: indices must be an integer tensor, got dtype {idx.dtype.name}")
+    dims = (shape,) if isinstance(shape, int | np.integer) else tuple(shape)
+    if any(isinstance(d, bool) or not isinstance(d, int | np.integer) or d < 0 for d in dims):
+        raise ValueError(f"unravel_index: shape must hold non-negative ints, got {shape!r}")
+    out = []
+    stride = math.prod(dims)
+    for d in dims:
+        stride //= max(d, 1)
+        out.append(ops.remainder(ops.floor_divide(idx, stride), d) if d else ops.mul(idx, 0))
+    return tuple(out)
+
+
+def combinations(input: Any, r: int = 2, with_replacement: bool = False) -> Tensor:
+    """torch.combinations: the length-r combinations of a 1-D tensor's elements, one per row
+    (itertools.combinations' order); a gather of input, so gradients reach it."""
+    x = _tensor(input, "combinations")
+    if x.ndim != 1:
+        raise ValueError(f"combinations: expected a 1-D tensor, got shape {x.shape}")
+    if isinstance(r, bool) or not isinstance(r, int | np.integer) or r < 0:
+        raise ValueError(f"combinations: r must be a non-negative int, got {r!r}")
+    if r == 0:  # (torch's: no combinations, shape (0,))
+        return ops.zeros(0, dtype=x.dtype)
+    pick = itertools.combinations_with_replacement if with_replacement else itertools.combinations
+    rows = np.array(list(pick(range(x.shape[0]), int(r))), np.int64).reshape(-1, int(r))
+    return ops.reshape(ops.index_select(x, 0, ops.tensor(rows.reshape(-1))), rows.shape)
+
+
+# -- dtypes ---------------------------------------------------------------------------------------
+_BF16_FINFO = {"bits": 16, "eps": 0.0078125, "max": 3.3895313892515355e38, "tiny": 1.1754943508222875e-38,
+               "resolution": 0.01}  # fmt: skip
+
+
+class finfo:  # noqa: N801 (torch's name)
+    """torch.finfo: the limits of a floating dtype (bits, eps, max, min, tiny, smallest_normal,
+    resolution, dtype); float32 by default.
+
+    Example:
+        >>> nabla.finfo(nabla.float16).eps
+        0.0009765625
+    """
+
+    def __init__(self, type: Any = None) -> None:  # noqa: A002
+        dt = _dt.DEFAULT_FLOAT if type is None else _dt.as_dtype(type)
+        if not _dt.is_float(dt):
+            raise TypeError(f"finfo: expected a floating dtype, got {dt.name}; use iinfo for integers")
+        self.dtype = dt.name
+        if dt == _dt.bfloat16:
+            v = _BF16_FINFO
+            self.bits, self.eps, self.max, self.tiny, self.resolution = (
+                v["bits"], v["eps"], v["max"], v["tiny"], v["resolution"]
+            )  # fmt: skip
+        else:
+            info = np.finfo(_dt.to_numpy_dtype(dt))
+            self.bits, self.eps, self.max = info.bits, float(info.eps), float(info.max)
+            self.tiny, self.resolution = float(info.tiny), 10.0**-info.precision
+        self.min = -self.max
+        self.smallest_normal = self.tiny
+
+    def __repr__(self) -> str:
+        return (
+            f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, eps={self.eps:g}, "
+            f"smallest_normal={self.smallest_normal:g}, tiny={self.tiny:g}, dtype={self.dtype})"
+        )
+
+
+class iinfo:  # noqa: N801 (torch's name)
+    """torch.iinfo: the limits of an integer dtype (bits, min, max, dtype).
+
+    Example:
+        >>> nabla.iinfo(nabla.int32).max
+        2147483647
+    """
+
+    def __init__(self, type: Any) -> None:  # noqa: A002
+        dt = _dt.as_dtype(type)
+        if dt not in (_dt.int32, _dt.int64):
+            raise TypeError(f"iinfo: expected an integer dtype, got {dt.name}; use finfo for floats")
+        info = np.iinfo(_dt.to_numpy_dtype(dt))
+        self.dtype, self.bits, self.min, self.max = dt.name, info.bits, int(info.min), int(info.max)
+
+    def __repr__(self) -> str:
+        return f"iinfo(min={self.min:g}, max={self.max:g}, dtype={self.dtype})"
+
+
+def _kind(dtype: Any) -> int:
+    dt = _dt.as_dtype(dtype)
+    return 0 if dt == _dt.bool_ else 2 if _dt.is_float(dt) else 1
+
+
+def can_cast(from_: Any, to: Any) -> bool:
+    """torch.can_cast: whether torch's casting rules allow `from_` -> `to` implicitly (never to a
+    lower kind: float -> integer or bool, integer -> bool)."""
+    return _kind(from_) <= _kind(to)
+
+
+def is_signed(input: Any) -> bool:
+    """torch.is_signed: whether the tensor's dtype is signed (floats and signed integers)."""
+    return _tensor(input, "is_signed").dtype != _dt.bool_
+
+
+def is_complex(input: Any) -> bool:
+    """torch.is_complex: always False (nabla has no complex dtypes)."""
+    _tensor(input, "is_complex")
+    return False
+
+
+def get_default_dtype() -> Any:
+    """torch.get_default_dtype: the dtype of Python floats made tensors, float32."""
+    return _dt.DEFAULT_FLOAT
+
+
+def conj(input: Any) -> Tensor:
+    """torch.conj: the input itself (nabla's tensors are real)."""
+    return _tensor(input, "conj")
+
+
+def resolve_conj(input: Any) -> Tensor:
+    """torch.resolve_conj: the input itself (nabla's tensors are real)."""
+    return _tensor(input, "resolve_conj")
+
+
+def resolve_neg(input: Any) -> Tensor:
+    """torch.resolve_neg: the input itself (nabla has no lazy negation bit)."""
+    return _tensor(input, "resolve_neg")
+
+
+def real(input: Any) -> Tensor:
+    """torch.real: the input itself (a real tensor is its own real part, as in torch)."""
+    return _tensor(input, "real")
+
+
+# -- random state and grad modes -------------------------------------------------------------------
+def initial_seed() -> int:
+    """torch.initial_seed: the seed of nabla's generator (the last `manual_seed` or `seed`)."""
+    return _rng_state()[0]
+
+
+def seed() -> int:
+    """torch.seed: seed nabla's generator with a fresh nondeterministic value and return it."""
+    value = int(np.random.SeedSequence().generate_state(1, np.uint64)[0] >> np.uint64(1))
+    ops.manual_seed(value)
+    return value
+
+
+def get_rng_state() -> Tensor:
+    """torch.get_rng_state: the generator's state as an int64 tensor (seed, draws so far);
+    `set_rng_state` of it repeats the random numbers drawn after it."""
+    return ops.tensor(np.array(_rng_state(), np.int64))
+
+
+def set_rng_state(new_state: Any) -> None:
+    """torch.set_rng_state: restore a state from `get_rng_state`."""
+    state = np.asarray(new_state.numpy() if isinstance(new_state, Tensor) else new_state).reshape(-1)
+    if state.shape != (2,) or state.dtype.kind not in "iu":
+        raise ValueError(f"set_rng_state: expected the (2,) int64 tensor get_rng_state returns, got {new_state!r}")
+    _set_rng_state((int(state[0]), int(state[1])))
+
+
+class inference_mode(no_grad):  # noqa: N801 (torch's name)
+    """torch.inference_mode: nabla's `no_grad` (a context manager and decorator); `mode=False`
+    leaves gradient recording as it is."""
+
+    def __init__(self, mode: bool = True) -> None:
+        super().__init__()
+        self._keep = not mode
+
+    def __enter__(self) -> None:
+        if self._keep:
+            self._mode = is_grad_enabled()
+        super().__enter__()
+
+    def __call__(self, fn: Any) -> Any:
+        return fn if self._keep else super().__call__(fn)
+
+
+def is_inference_mode_enabled() -> bool:
+    """torch.is_inference_mode_enabled: whether gradient recording is off."""
+    return not is_grad_enabled()

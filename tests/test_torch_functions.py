@@ -97,7 +97,38 @@ a.prelu(T.tensor([0.5]))
 T.unique_consecutive(T.tensor([1, 1, 2, 2, 3, 1, 1, 2]), True, True)
 T.unique_consecutive(T.tensor([[1, 1], [1, 1], [2, 0], [1, 1]]), return_counts=True, dim=0)
 T.tensor([3, 3, 1]).unique_consecutive()
-T.as_tensor([1.5, 2.0])"""
+T.as_tensor([1.5, 2.0])
+T.t(a)
+T.t(a[0])
+T.swapdims(a, 0, 1)
+T.adjoint(T.stack([a, a]))
+T.inverse(a[:, :3] + T.eye(3) * 4)
+T.frobenius_norm(a, (0, 1))
+T.frobenius_norm(a, [1], True)
+T.nuclear_norm(a)
+T.nuclear_norm(a, True)
+T.clamp_min(a, 0.3)
+T.clamp_max(a, -0.3)
+T.split_with_sizes(a, [1, 3], 1)
+T.fill(a, 2.5)
+T.fill(a, T.tensor(1.5))
+T.tril_indices(3, 4, 1)
+T.triu_indices(3, 3, -1)
+T.tril_indices(4, 2, -1, dtype=T.int32)
+T.unravel_index(T.tensor([5, 7, 11]), (3, 4))
+T.unravel_index(T.tensor([[0, 23], [9, 4]]), (2, 3, 4))
+T.combinations(a[0], 2)
+T.combinations(a[0], 3, True)
+T.combinations(a[0], 0)
+T.combinations(a[0], 5)
+T.linalg.cholesky_ex(a[:, :3] @ a[:, :3].T + T.eye(3))
+T.linalg.cholesky_ex(T.stack([a[:, :3] @ a[:, :3].T + T.eye(3), -T.eye(3)])).info
+T.linalg.inv_ex(a[:, :3] + T.eye(3) * 4)
+T.linalg.inv_ex(T.stack([a[:, :3] + T.eye(3) * 4, T.zeros(3, 3)])).info
+T.linalg.solve_ex(a[:, :3] + T.eye(3) * 4, a)
+T.linalg.lu_factor_ex(a[:, :3] + T.eye(3) * 4)
+T.linalg.tensorinv(T.kron(a[:, :3] + T.eye(3) * 4, T.eye(2)).reshape(3, 2, 6), 2)
+T.linalg.tensorsolve(T.kron(a[:, :3] + T.eye(3) * 4, T.eye(2)).reshape(3, 2, 6), a[:, :2])"""
 
 
 def _run(lib, expr: str):
@@ -200,3 +231,71 @@ def test_errors_name_the_argument():
         nb.hann_window(-1)
     with pytest.raises(TypeError, match="mm: input must be a Tensor, got str"):
         nb.mm("a", a)
+
+
+def test_dtype_limits_and_predicates():
+    assert nb.finfo(nb.float16).eps == 2.0**-10 and nb.finfo(nb.float16).max == 65504.0
+    assert nb.finfo(nb.bfloat16).eps == 2.0**-7 and nb.finfo().dtype == "float32"
+    assert nb.finfo(nb.float64).resolution == 1e-15 and nb.finfo(nb.float32).tiny == np.finfo(np.float32).tiny
+    assert (nb.iinfo(nb.int32).min, nb.iinfo(nb.int64).max) == (-(2**31), 2**63 - 1)
+    with pytest.raises(TypeError, match="iinfo for integers"):
+        nb.finfo(nb.int32)
+    assert nb.can_cast(nb.int32, nb.float16) and nb.can_cast(nb.bool_, nb.int64)
+    assert not nb.can_cast(nb.float32, nb.int64) and not nb.can_cast(nb.int32, nb.bool_)
+    assert nb.is_signed(nb.tensor([1])) and not nb.is_signed(nb.tensor([True])) and not nb.is_complex(nb.tensor([1.0]))
+    assert nb.get_default_dtype() == nb.float32
+    assert nb.is_same_size(nb.tensor(A), nb.tensor(A + 1)) and not nb.is_same_size(nb.tensor(A), nb.tensor(B))
+    a = nb.tensor(A)
+    assert nb.conj(a) is a and nb.resolve_conj(a) is a and nb.resolve_neg(a) is a and nb.real(a) is a
+    with pytest.raises(ValueError, match="at most 2 dimensions"):
+        nb.t(nb.zeros(2, 2, 2))
+
+
+def test_rng_state_round_trips_and_inference_mode_is_no_grad():
+    nb.manual_seed(7)
+    assert nb.initial_seed() == 7
+    state = nb.get_rng_state()
+    first = nb.rand(5).numpy()
+    nb.set_rng_state(state)
+    np.testing.assert_array_equal(nb.rand(5).numpy(), first)
+    fresh = nb.seed()
+    assert nb.initial_seed() == fresh
+    x = nb.tensor([1.0], requires_grad=True)
+    with nb.inference_mode():
+        assert not (x * 2).requires_grad and nb.is_inference_mode_enabled()
+    with nb.inference_mode(False):
+        assert (x * 2).requires_grad and not nb.is_inference_mode_enabled()
+
+    @nb.inference_mode()
+    def predict(v):
+        return v * 3
+
+    assert not predict(x).requires_grad
+
+
+def test_ex_variants_report_failures_without_raising_and_raise_when_asked():
+    spd = nb.tensor(A[:, :3] @ A[:, :3].T + np.eye(3, dtype=np.float32))
+    not_pd = nb.tensor(np.array([[1.0, 2.0], [2.0, 1.0]], np.float32))
+    assert nb.linalg.cholesky_ex(spd).info.item() == 0
+    assert nb.linalg.cholesky_ex(not_pd).info.item() == 2
+    with pytest.raises(RuntimeError, match="not positive-definite"):
+        nb.linalg.cholesky_ex(not_pd, check_errors=True)
+    singular = nb.tensor(np.array([[1.0, 2.0], [2.0, 4.0]], np.float32))
+    assert nb.linalg.inv_ex(singular).info.item() == 2
+    with pytest.raises(RuntimeError, match="singular"):
+        nb.linalg.solve_ex(singular, nb.ones(2, 1), check_errors=True)
+    # tensorinv inverts for tensordot: tensordot(tensorinv(T, 2), T, 2) is the identity
+    t = nb.tensor(np.kron(A[:, :3] + 4 * np.eye(3, dtype=np.float32), np.eye(2, dtype=np.float32)).reshape(3, 2, 6))
+    ident = np.tensordot(nb.linalg.tensorinv(t, 2).numpy(), t.numpy(), 2)
+    np.testing.assert_allclose(ident, np.eye(6, dtype=np.float32), atol=1e-5)
+    with pytest.raises(ValueError, match="product of the first 1 dims"):
+        nb.linalg.tensorinv(t, 1)
+
+
+def test_new_composites_differentiate():
+    a = nb.tensor(A, requires_grad=True)
+    (nb.combinations(a[0], 2).sum() + nb.frobenius_norm(a, (0, 1)) + nb.clamp_min(a, 0.0).sum()).backward()
+    fro = A / np.linalg.norm(A)
+    counts = np.zeros_like(A)
+    counts[0] = A.shape[1] - 1  # each element of a row appears in n - 1 pairs
+    np.testing.assert_allclose(a.grad.numpy(), fro + counts + (A >= 0), rtol=1e-5, atol=1e-6)  # torch: 1 at the bound
