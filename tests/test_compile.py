@@ -99,7 +99,7 @@ def test_hits_do_no_op_dispatch(monkeypatch):
     def refuse(*a, **k):
         raise AssertionError("op dispatch on a cache hit")
 
-    monkeypatch.setattr(Operation, "bind", refuse)  # every op call records through bind
+    monkeypatch.setattr(Operation, "_record", refuse)  # every op call records through _record
     for _ in range(3):
         params, _ = step(params, *_data(8), 0.01)
     assert step.stats.hits == 3

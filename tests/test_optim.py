@@ -839,13 +839,13 @@ def test_adagrad_creates_state_at_construction() -> None:
 # -- one fused op per param group --------------------------------------------------------------
 def _count_ops(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     counts: dict[str, int] = {}
-    original = Operation.bind  # every op call records through it
+    original = Operation._record  # every op call records through it
 
-    def counting(self: Operation, args: tuple, kwargs: dict) -> object:
+    def counting(self: Operation, *args: object) -> object:
         counts[self.name] = counts.get(self.name, 0) + 1
-        return original(self, args, kwargs)
+        return original(self, *args)
 
-    monkeypatch.setattr(Operation, "bind", counting)
+    monkeypatch.setattr(Operation, "_record", counting)
     return counts
 
 

@@ -195,3 +195,9 @@ def backward_program(grads: list[TensorImpl], boundary: set[int]) -> SubProgram:
 def call(sub: SubProgram, args: list[Tensor]) -> tuple[Tensor, ...]:
     """Record `sub` as one op on `args` (plus the constants the trace captured)."""
     return _call(*args, *[Tensor._operand(c) for c in sub.consts], sub=sub)
+
+
+@register("call_on_impls")
+def call_on_impls(sub: SubProgram, impls: list[TensorImpl]) -> tuple[Tensor, ...]:
+    """`call` on the arguments' impls (a replayed backward holds those, ~150 for W3)."""
+    return _call.call_on_impls([*impls, *sub.consts], sub=sub)

@@ -249,7 +249,7 @@ def apply(plan: Plan, seen: list) -> list[tuple[TensorImpl, Tensor]]:
     nodes re-created."""
     if plan.sub is not None:
         with set_grad_enabled(False):
-            outs = OPS.call(plan.sub, [Tensor._operand(seen[k]) for k in plan.sub_args])
+            outs = OPS.call_on_impls(plan.sub, [seen[k] for k in plan.sub_args])
         return [
             (seen[t[1]], Tensor(seen[g[1]]) if g[0] == "f" else outs[g[1]])
             for (t, _), g in zip(plan.results, plan.sub_results, strict=True)
