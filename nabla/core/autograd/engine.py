@@ -23,7 +23,7 @@ import numpy as np
 from max.dtype import DType
 
 from ..common.context import set_grad_enabled
-from ..graph.tracing import note_grad
+from ..graph.tracing import TRACE, note_grad
 from ..tensor.dispatch import OPS
 from ..tensor.impl import GRAD_HOOKS, RETAINED, TensorImpl
 from ..tensor.tensor import Tensor
@@ -41,36 +41,27 @@ RELEASED_MESSAGE = (
 def _topo_nodes(outputs: list[TensorImpl], wrt_ids: set[int] | None) -> list[Any]:
     """OpNodes on a path from a differentiable leaf (or `wrt`) to `outputs`, inputs first."""
     # Every backward of a training step walks its forward here: one stack level per node
-    # being expanded (its arguments and the next one to look at), the outputs being level 0;
-    # impls are dict keys themselves (identity hashing), attributes are read directly.
+    # being expanded (an iterator over its arguments, resumed after a child is expanded), the
+    # outputs being level 0; impls are dict keys themselves (identity hashing), attributes are
+    # read directly.
     relevant: dict[TensorImpl, bool] = {}  # impl -> depends on a wrt tensor (or a leaf)
     order: list[Any] = []
-    level_args: list = [outputs]
-    level_node: list = [None]
-    level_next: list[int] = [0]
+    stack: list = [(iter(outputs), outputs, None)]  # (arguments left, all arguments, their node)
     while True:
-        args = level_args[-1]
-        i = level_next[-1]
-        while i < len(args):
-            impl = args[i]
-            i += 1
+        rest, args, node = stack[-1]
+        for impl in rest:
             if impl in relevant:
                 continue
-            node = impl.output_refs
+            child = impl.output_refs
             is_target = wrt_ids is not None and id(impl) in wrt_ids
-            leaf = node is None or not node.op.differentiable
+            leaf = child is None or not child.op.differentiable
             if is_target or leaf or not impl.requires_grad:
                 relevant[impl] = is_target or (wrt_ids is None and impl.requires_grad and leaf)
                 continue
-            level_next[-1] = i  # expand the node first, then come back for argument i
-            level_args.append(node.args)
-            level_node.append(node)
-            level_next.append(0)
+            stack.append((iter(child.args), child.args, child))  # expand it, then come back
             break
         else:  # every argument is classified
-            level_args.pop()
-            level_next.pop()
-            node = level_node.pop()
+            stack.pop()
             if node is None:
                 return order
             rel = any([relevant[a] for a in args])
@@ -262,14 +253,20 @@ def tensor_backward(
     if tuple(gradient.shape) != tuple(tensor.shape):
         raise RuntimeError(f"backward: gradient has shape {gradient.shape}, tensor has shape {tensor.shape}")
     grads = backward_on_trace([impl], [gradient], None, retain_graph=retain_graph, create_graph=create_graph)
+    traced = TRACE.state is not None  # (one check: a training step accumulates every parameter's)
     for leaf, g in grads.values():
         facade = leaf.facade() if leaf.facade is not None else None
         if facade is None:
             continue
-        g = g if create_graph or not g.requires_grad else OPS.detach(g)  # no op when already history-free
-        old = facade.grad  # (through the property: under nabla.compile, the caller's .grad is an input)
-        note_grad(facade)
+        if not create_graph and g._impl.requires_grad:
+            g = OPS.detach(g)  # (a replayed backward's gradients are history-free already)
+        if traced:  # under nabla.compile the caller's .grad is an input: read through the property
+            old = facade.grad
+            note_grad(facade)
+        else:
+            old = facade._grad
         facade._grad = g if old is None else OPS.add(old, g)
-        post = getattr(facade, "_post_hooks", None)
-        for hook in tuple(post.values()) if post else ():
-            hook(facade)
+        if GRAD_HOOKS.post_count:
+            post = getattr(facade, "_post_hooks", None)
+            for hook in tuple(post.values()) if post else ():
+                hook(facade)

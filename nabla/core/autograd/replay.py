@@ -99,6 +99,7 @@ def signature(
     index: dict[TensorImpl, int] = {}  # impl (identity hashing) -> position in seen
     seen: list = []
     parts: list = [create_graph]  # the rules run with grad recording on or off
+    # (every backward of a training loop runs this loop: `_plain` and `is_leaf` are inlined)
     for node in nodes:
         if node.spmd is not None or not node.op.replayable:
             return None
@@ -106,11 +107,13 @@ def signature(
         for a in node.args:
             pos = index.get(a)
             if pos is None:  # a tensor entering the graph here
-                if not _plain(a):
+                if a.tangent is not None or a.batch_dims or a.sharding is not None:
                     return None
                 pos = index[a] = len(seen)
                 seen.append(a)
-                parts.append((a.physical_shape, a.dtype, a.requires_grad, a.is_leaf, a.data is None, a.weak_type))
+                maker = a.output_refs
+                leaf = maker is None or not maker.op.differentiable
+                parts.append((a.physical_shape, a.dtype, a.requires_grad, leaf, a.data is None, a.weak_type))
             arg_refs.append(pos)
         outs = []
         for r in node._refs:
@@ -118,7 +121,7 @@ def signature(
             if o is None:
                 outs.append(None)
                 continue
-            if not _plain(o):
+            if o.tangent is not None or o.batch_dims or o.sharding is not None:
                 return None
             index[o] = len(seen)
             seen.append(o)

@@ -28,9 +28,14 @@ class _Hooks:
     def __init__(self) -> None:
         self.count = 0
         self.on_impl: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        # post-accumulate hooks registered (on Tensors' `_post_hooks`): looked for while > 0
+        self.post_count = 0
 
     def removed(self) -> None:
         self.count -= 1
+
+    def post_removed(self) -> None:
+        self.post_count -= 1
 
     def of(self, impl: TensorImpl) -> dict | None:
         """The hooks registered for `impl` (a non-leaf's value, or its leaf tensor's), or None."""

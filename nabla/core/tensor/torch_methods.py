@@ -75,7 +75,8 @@ class TorchMethods:
         if not self.requires_grad or not self.is_leaf:
             raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
         self._impl.facade = weakref.ref(self)
-        return add_hook(_slot(self, "_post_hooks"), hook)
+        GRAD_HOOKS.post_count += 1
+        return add_hook(_slot(self, "_post_hooks"), hook, on_remove=GRAD_HOOKS.post_removed)
 
     # -- arithmetic with PyTorch's keyword conventions -----------------------------------------
     def add(self, other: Any, *, alpha: Any = 1) -> Any:
