@@ -1,8 +1,7 @@
 """torch.special's names for nabla's special functions (`nabla.special.gammaln(x)` is
 `nabla.lgamma(x)`). Everything here is an op of `nabla.ops`; see `nabla/ops/special.py`.
 
-Not built: airy_ai, the orthogonal polynomials (chebyshev_*, hermite_*, laguerre_*,
-legendre_*) and gammainc/gammaincc.
+Not built: airy_ai and gammainc/gammaincc.
 """
 
 from .ops import (
@@ -10,6 +9,10 @@ from .ops import (
     bessel_j1,
     bessel_y0,
     bessel_y1,
+    chebyshev_polynomial_t,
+    chebyshev_polynomial_u,
+    chebyshev_polynomial_v,
+    chebyshev_polynomial_w,
     digamma,
     entr,
     erf,
@@ -18,10 +21,14 @@ from .ops import (
     erfinv,
     exp2,
     expm1,
+    hermite_polynomial_h,
+    hermite_polynomial_he,
     i0,
     i0e,
     i1,
     i1e,
+    laguerre_polynomial_l,
+    legendre_polynomial_p,
     lgamma,
     log1p,
     log_ndtr,
@@ -39,6 +46,10 @@ from .ops import (
     round,  # noqa: A004
     scaled_modified_bessel_k0,
     scaled_modified_bessel_k1,
+    shifted_chebyshev_polynomial_t,
+    shifted_chebyshev_polynomial_u,
+    shifted_chebyshev_polynomial_v,
+    shifted_chebyshev_polynomial_w,
     sigmoid,
     sinc,
     softmax,
@@ -58,6 +69,10 @@ __all__ = [
     "bessel_j1",
     "bessel_y0",
     "bessel_y1",
+    "chebyshev_polynomial_t",
+    "chebyshev_polynomial_u",
+    "chebyshev_polynomial_v",
+    "chebyshev_polynomial_w",
     "digamma",
     "entr",
     "erf",
@@ -68,10 +83,14 @@ __all__ = [
     "expit",
     "expm1",
     "gammaln",
+    "hermite_polynomial_h",
+    "hermite_polynomial_he",
     "i0",
     "i0e",
     "i1",
     "i1e",
+    "laguerre_polynomial_l",
+    "legendre_polynomial_p",
     "log1p",
     "log_ndtr",
     "log_softmax",
@@ -89,6 +108,10 @@ __all__ = [
     "round",
     "scaled_modified_bessel_k0",
     "scaled_modified_bessel_k1",
+    "shifted_chebyshev_polynomial_t",
+    "shifted_chebyshev_polynomial_u",
+    "shifted_chebyshev_polynomial_v",
+    "shifted_chebyshev_polynomial_w",
     "sinc",
     "softmax",
     "spherical_bessel_j0",

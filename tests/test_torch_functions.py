@@ -299,3 +299,20 @@ def test_new_composites_differentiate():
     counts = np.zeros_like(A)
     counts[0] = A.shape[1] - 1  # each element of a row appears in n - 1 pairs
     np.testing.assert_allclose(a.grad.numpy(), fro + counts + (A >= 0), rtol=1e-5, atol=1e-6)  # torch: 1 at the bound
+
+
+def test_orthogonal_polynomials_read_tensor_degrees_and_bound_them():
+    x = nb.tensor(np.array([0.25, -0.5, 2.0], np.float32))
+    n = nb.tensor(np.array([3, 0, 2]))
+    # T_3(0.25) = 4 x^3 - 3 x, T_0 = 1, T_2(2) = 2 x^2 - 1
+    np.testing.assert_allclose(nb.chebyshev_polynomial_t(x, n).numpy(), [4 * 0.25**3 - 0.75, 1.0, 7.0], rtol=1e-6)
+    np.testing.assert_allclose(nb.chebyshev_polynomial_t(x, nb.tensor([3.9, 0.2, 2.5])).numpy(), [-0.6875, 1.0, 7.0])
+    assert nb.legendre_polynomial_p(x, -1).numpy().tolist() == [0.0, 0.0, 0.0]
+    assert np.isnan(nb.hermite_polynomial_h(x, 129).numpy()).all()  # PyTorch's float32 limit
+    with pytest.raises(ValueError, match="degree 2000 is above"):
+        nb.legendre_polynomial_p(x, 2000)
+    with pytest.raises(TypeError, match="n must be a number or a tensor"):
+        nb.laguerre_polynomial_l(x, "3")
+    xg = nb.tensor(np.array([0.3, -0.6], np.float32), requires_grad=True)
+    nb.legendre_polynomial_p(xg, 3).sum().backward()  # P_3' = (15 x^2 - 3) / 2
+    np.testing.assert_allclose(xg.grad.numpy(), (15 * np.array([0.3, -0.6]) ** 2 - 3) / 2, rtol=1e-5)

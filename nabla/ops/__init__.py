@@ -25,6 +25,7 @@ from . import (
     linalg_lu,
     linalg_matrix,
     normalization,
+    orthogonal_polynomials,
     pooling,
     reduction,
     shape,
@@ -56,6 +57,7 @@ from .linalg_host import *  # noqa: F403
 from .linalg_lu import *  # noqa: F403
 from .linalg_matrix import *  # noqa: F403
 from .normalization import *  # noqa: F403
+from .orthogonal_polynomials import *  # noqa: F403
 from .pooling import *  # noqa: F403
 from .reduction import *  # noqa: F403
 from .shape import *  # noqa: F403
@@ -88,6 +90,7 @@ FAMILIES = (
     "linalg_lu",
     "linalg_matrix",
     "normalization",
+    "orthogonal_polynomials",
     "pooling",
     "reduction",
     "shape",

@@ -22,6 +22,7 @@ from . import (
     linalg,
     linalg_host,
     normalization,
+    orthogonal_polynomials,
     reduction,
     sorting,
     special,
@@ -33,7 +34,7 @@ from .spec import OpSpec, Sample
 
 FAMILY_MODULES = (
     attention, bessel, binary, bits, cast, control_flow, conv, creation, cumulative, custom, gather_scatter, indexing, linalg, linalg_host,
-    normalization, reduction, sorting, special, statistics, unary, view,
+    normalization, orthogonal_polynomials, reduction, sorting, special, statistics, unary, view,
 )  # fmt: skip
 REGISTRY: list[OpSpec] = [spec for module in FAMILY_MODULES for spec in module.SPECS]
 
