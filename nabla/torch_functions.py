@@ -60,6 +60,7 @@ __all__ = [
     "frobenius_norm",
     "get_default_dtype",
     "get_rng_state",
+    "gradient",
     "hamming_window",
     "hann_window",
     "histogram",
@@ -962,3 +963,116 @@ class inference_mode(no_grad):  # noqa: N801 (torch's name)
 def is_inference_mode_enabled() -> bool:
     """torch.is_inference_mode_enabled: whether gradient recording is off."""
     return not is_grad_enabled()
+
+
+# -- numerical gradient ---------------------------------------------------------------------------
+def _along(t: Tensor, d: int, start: int, stop: int | None) -> Tensor:
+    """t[start:stop] along dim d (a view)."""
+    index = [slice(None)] * t.ndim
+    index[d] = slice(start, stop)
+    return t[tuple(index)]
+
+
+def _on_axis(c: Tensor, d: int, ndim: int) -> Tensor:
+    """A 1-D tensor of coefficients shaped to broadcast along dim d of an ndim-D tensor."""
+    return ops.reshape(c, tuple(-1 if k == d else 1 for k in range(ndim)))
+
+
+def _gradient_uniform(f: Tensor, d: int, h: float, edge_order: int) -> Tensor:
+    inner = ops.div(ops.sub(_along(f, d, 2, None), _along(f, d, 0, -2)), 2.0 * h)
+    f0, f1 = _along(f, d, 0, 1), _along(f, d, 1, 2)  # the first samples, and the last ones:
+    g0, g1 = _along(f, d, -1, None), _along(f, d, -2, -1)
+    if edge_order == 1:
+        first = ops.div(ops.sub(f1, f0), h)
+        last = ops.div(ops.sub(g0, g1), h)
+    else:
+        f2, g2 = _along(f, d, 2, 3), _along(f, d, -3, -2)
+        first = ops.div(ops.add(ops.add(ops.mul(f0, -1.5), ops.mul(f1, 2.0)), ops.mul(f2, -0.5)), h)
+        last = ops.div(ops.add(ops.add(ops.mul(g2, 0.5), ops.mul(g1, -2.0)), ops.mul(g0, 1.5)), h)
+    return ops.concatenate([first, inner, last], d)
+
+
+def _gradient_coordinates(f: Tensor, d: int, x: Tensor, edge_order: int) -> Tensor:
+    n = f.shape[d]
+    x = x.astype(f.dtype)
+    dx = ops.sub(_along(x, 0, 1, None), _along(x, 0, 0, -1))
+    dx1, dx2 = _along(dx, 0, 0, -1), _along(dx, 0, 1, None)
+    total = ops.add(dx1, dx2)
+    a = ops.neg(ops.div(dx2, ops.mul(dx1, total)))
+    b = ops.div(ops.sub(dx2, dx1), ops.mul(dx1, dx2))
+    c = ops.div(dx1, ops.mul(dx2, total))
+    inner = ops.add(
+        ops.add(
+            ops.mul(_on_axis(a, d, f.ndim), _along(f, d, 0, -2)), ops.mul(_on_axis(b, d, f.ndim), _along(f, d, 1, -1))
+        ),
+        ops.mul(_on_axis(c, d, f.ndim), _along(f, d, 2, None)),
+    )
+
+    def at(k: int) -> Tensor:
+        return _along(f, d, k % n, k % n + 1)
+
+    def step(k: int) -> Tensor:
+        return _along(dx, 0, k % (n - 1), k % (n - 1) + 1)
+
+    if edge_order == 1:
+        first = ops.div(ops.sub(at(1), at(0)), step(0))
+        last = ops.div(ops.sub(at(-1), at(-2)), step(-1))
+    else:
+        h1, h2 = step(0), step(1)
+        s12 = ops.add(h1, h2)
+        first = ops.add(
+            ops.add(ops.mul(at(0), ops.neg(ops.div(ops.add(ops.mul(h1, 2.0), h2), ops.mul(h1, s12)))),
+                    ops.mul(at(1), ops.div(s12, ops.mul(h1, h2)))),
+            ops.mul(at(2), ops.neg(ops.div(h1, ops.mul(h2, s12)))),
+        )  # fmt: skip
+        h1, h2 = step(-2), step(-1)
+        s12 = ops.add(h1, h2)
+        last = ops.add(
+            ops.add(
+                ops.mul(at(-3), ops.div(h2, ops.mul(h1, s12))), ops.mul(at(-2), ops.neg(ops.div(s12, ops.mul(h1, h2))))
+            ),
+            ops.mul(at(-1), ops.div(ops.add(ops.mul(h2, 2.0), h1), ops.mul(h2, s12))),
+        )
+    return ops.concatenate([first, inner, last], d)
+
+
+def gradient(input: Any, *, spacing: Any = 1, dim: Any = None, edge_order: int = 1) -> tuple[Tensor, ...]:
+    """torch.gradient: the derivative of sampled values along each of `dim` (all dims by
+    default), by second-order central differences inside and one-sided differences of order
+    `edge_order` (1 or 2) at the ends, as NumPy's `gradient`.
+
+    Args:
+        input: the samples; integers are taken as float32.
+        spacing: a number (the step along every dim), one number per dim, or one 1-D tensor of
+            coordinates per dim.
+        dim: an int or a list of ints.
+        edge_order: 1 or 2.
+
+    Example:
+        >>> nabla.gradient(nabla.tensor([1.0, 2.0, 4.0, 8.0]))[0].tolist()
+        [1.0, 1.5, 3.0, 4.0]
+    """
+    f = _tensor(input, "gradient")
+    if not _dt.is_float(f.dtype):
+        f = f.astype(_dt.DEFAULT_FLOAT)
+    if edge_order not in (1, 2):
+        raise ValueError(f"gradient: edge_order must be 1 or 2, got {edge_order!r}")
+    dims = list(range(f.ndim)) if dim is None else [dim] if isinstance(dim, int) else list(dim)
+    dims = [normalize_axis(d, f.ndim, "gradient", "dim") for d in dims]
+    if isinstance(spacing, Tensor) or not isinstance(spacing, list | tuple):
+        spacing = [spacing] * len(dims)
+    if len(spacing) != len(dims):
+        raise ValueError(f"gradient: expected one spacing per dim ({len(dims)}), got {len(spacing)}")
+    out = []
+    for d, h in zip(dims, spacing, strict=True):
+        if f.shape[d] < edge_order + 1:
+            raise ValueError(
+                f"gradient: dim {d} has {f.shape[d]} samples; edge_order={edge_order} needs at least {edge_order + 1}"
+            )
+        if isinstance(h, Tensor):
+            if h.ndim != 1 or h.shape[0] != f.shape[d]:
+                raise ValueError(f"gradient: coordinates for dim {d} must be 1-D of length {f.shape[d]}, got {h.shape}")
+            out.append(_gradient_coordinates(f, d, h, edge_order))
+        else:
+            out.append(_gradient_uniform(f, d, float(h), edge_order))
+    return tuple(out)

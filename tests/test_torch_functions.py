@@ -128,6 +128,12 @@ T.linalg.inv_ex(T.stack([a[:, :3] + T.eye(3) * 4, T.zeros(3, 3)])).info
 T.linalg.solve_ex(a[:, :3] + T.eye(3) * 4, a)
 T.linalg.lu_factor_ex(a[:, :3] + T.eye(3) * 4)
 T.linalg.tensorinv(T.kron(a[:, :3] + T.eye(3) * 4, T.eye(2)).reshape(3, 2, 6), 2)
+T.gradient(a)
+T.gradient(a, spacing=2.0, dim=1, edge_order=2)
+T.gradient(a, spacing=(T.tensor([0.0, 1.0, 3.0]),), dim=0)
+T.gradient(a, spacing=[2.0, 0.5])
+T.gradient(a, spacing=(T.tensor([0.0, 1.0, 3.0]), T.tensor([0.0, 0.5, 2.0, 2.5])), edge_order=2)
+T.gradient(s, edge_order=2)
 T.linalg.tensorsolve(T.kron(a[:, :3] + T.eye(3) * 4, T.eye(2)).reshape(3, 2, 6), a[:, :2])"""
 
 
@@ -316,3 +322,17 @@ def test_orthogonal_polynomials_read_tensor_degrees_and_bound_them():
     xg = nb.tensor(np.array([0.3, -0.6], np.float32), requires_grad=True)
     nb.legendre_polynomial_p(xg, 3).sum().backward()  # P_3' = (15 x^2 - 3) / 2
     np.testing.assert_allclose(xg.grad.numpy(), (15 * np.array([0.3, -0.6]) ** 2 - 3) / 2, rtol=1e-5)
+
+
+def test_gradient_matches_numpy_and_differentiates():
+    x = np.array([0.0, 0.4, 1.0, 1.7, 3.0])
+    f = np.sin(x).astype(np.float32)
+    for order in (1, 2):
+        (g,) = nb.gradient(nb.tensor(f), spacing=(nb.tensor(x.astype(np.float32)),), edge_order=order)
+        np.testing.assert_allclose(g.numpy(), np.gradient(f, x, edge_order=order), rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="needs at least 3"):
+        nb.gradient(nb.tensor([1.0, 2.0]), edge_order=2)
+    t = nb.tensor(f, requires_grad=True)
+    nb.gradient(t)[0].sum().backward()  # a linear map: d sum / d f = the column sums of its matrix
+    m = np.stack([np.gradient(np.eye(5)[k]) for k in range(5)])
+    np.testing.assert_allclose(t.grad.numpy(), m.sum(axis=1), rtol=1e-6)
