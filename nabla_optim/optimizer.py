@@ -403,19 +403,23 @@ class Optimizer:
     def _record_updates(self) -> list[Tensor]:
         """Record every parameter's update lazily; returns the tensors it changed."""
         updated: list[Tensor] = []
-        if tracing():  # (a compiled step bakes these in: it must trace again when they change)
+        traced = tracing()
+        if traced:  # (a compiled step bakes these in: it must trace again when they change)
             note_guard(self._trace_guard, f"{type(self).__name__}'s hyperparameters, param groups or loaded state")
+        states = self.state
         for i, group in enumerate(self.param_groups):
             if not isinstance(group, _ParamGroup):  # a dict put in param_groups by hand
                 group = self.param_groups[i] = _ParamGroup(group)
-            group.sync()  # catches changes the dict did not see (a mutated list)
+            if self.rule is None:  # (a fused step reads every scalar again: `_fused_step`)
+                group.sync()  # catches changes the dict did not see (a mutated list)
             # Parameters whose state has the same entries share one fused op (all of a group's,
             # unless a hyperparameter change left some with a different state).
             batches: dict[tuple[str, ...], list[Parameter]] = {}
             for p in group["params"]:
-                if p.grad is None or not p.requires_grad:
+                # (every parameter every step: outside a trace, .grad and .requires_grad read directly)
+                if (p.grad if traced else p._grad) is None or not p._impl.requires_grad:
                     continue
-                state = self.state[p]
+                state = states[p]
                 if not state:
                     state.update(_on_mesh_of(p, self._init_state(p, group)))
                 if self.rule is None:
