@@ -1,10 +1,11 @@
 """torch.special's names for nabla's special functions (`nabla.special.gammaln(x)` is
 `nabla.lgamma(x)`). Everything here is an op of `nabla.ops`; see `nabla/ops/special.py`.
 
-Not built: airy_ai and gammainc/gammaincc.
+Not built: gammainc/gammaincc.
 """
 
 from .ops import (
+    airy_ai,
     bessel_j0,
     bessel_j1,
     bessel_y0,
@@ -65,6 +66,7 @@ expit = sigmoid
 multigammaln = mvlgamma
 
 __all__ = [
+    "airy_ai",
     "bessel_j0",
     "bessel_j1",
     "bessel_y0",

@@ -10,6 +10,8 @@ runs, so values agree to rounding).
     k0e, k1e   e^x K_n(x): Chebyshev series on (0, 2] (through I_n) and above 2; k0, k1 = e^-x k_ne.
                d/dx k0 = -k1, d/dx k1 = -k0 - k1 / x; d/dx k0e = k0e - k1e, d/dx k1e = k1e - k0e - k1e / x
     sph. j0    sin(x) / x (a series below 1/2); d/dx = (cos x - j0) / x
+    airy_ai    Cephes' airy.c: asymptotic forms below -2.09 and above 2.09, the Maclaurin series
+               between (a fixed number of terms); no derivative, as in PyTorch
 
 PyTorch gives the Bessel functions of torch.special no derivatives; these have them.
 """
@@ -26,6 +28,7 @@ from .special import _Formula, _horner
 from .unary import UnaryOperation, _float_input
 
 __all__ = [
+    "airy_ai",
     "bessel_j0",
     "bessel_j1",
     "bessel_y0",
@@ -447,6 +450,82 @@ class SphericalJ0Op(_BesselOp):
             series = _bin.add(_bin.mul(series, x2), c)
         small = _bin.less(_un.abs(x), 0.5)
         return _bin.where_(small, _bin.mul(x, series), _over_x(x, _bin.sub(_un.cos(x), y)))
+
+
+# -- the Airy function Ai (Cephes' airy.c) --------------------------------------------------------
+_AI_AN = (3.46538101525629032477e-01, 1.20075952739645805542e01, 7.62796053615234516538e01, 1.68089224934630576269e02,
+          1.59756391350164413639e02, 7.05360906840444183113e01, 1.40264691163389668864e01, 9.99999999999999995305e-01)  # fmt: skip
+_AI_AD = (5.67594532638770212846e-01, 1.47562562584847203173e01, 8.45138970141474626562e01, 1.77318088145400459522e02,
+          1.64234692871529701831e02, 7.14778400825575695274e01, 1.40959135607834029598e01, 1.00000000000000000470e00)  # fmt: skip
+_AI_AFN = (-1.31696323418331795333e-01, -6.26456544431912369773e-01, -6.93158036036933542233e-01, -2.79779981545119124951e-01,
+           -4.91900132609500318020e-02, -4.06265923594885404393e-03, -1.59276496239262096340e-04, -2.77649108155232920844e-06,
+           -1.67787698489114633780e-08)  # fmt: skip
+_AI_AFD = (1.33560420706553243746e01, 3.26825032795224613948e01, 2.67367040941499554804e01, 9.18707402907259625840e00,
+           1.47529146771666414581e00, 1.15687173795188044134e-01, 4.40291641615211203805e-03, 7.54720348287414296618e-05,
+           4.51850092970580378464e-07)  # fmt: skip
+_AI_AGN = (1.97339932091685679179e-02, 3.91103029615688277255e-01, 1.06579897599595591108e00, 9.39169229816650230044e-01,
+           3.51465656105547619242e-01, 6.33888919628925490927e-02, 5.85804113048388458567e-03, 2.82851600836737019778e-04,
+           6.98793669997260967291e-06, 8.11789239554389293311e-08, 3.41551784765923618484e-10)  # fmt: skip
+_AI_AGD = (9.30892908077441974853e00, 1.98352928718312140417e01, 1.55646628932864612953e01, 5.47686069422975497931e00,
+           9.54293611618961883998e-01, 8.64580826352392193095e-02, 4.12656523824222607191e-03, 1.01259085116509135510e-04,
+           1.17166733214413521882e-06, 4.91834570062930015649e-09)  # fmt: skip
+_SQPII = 5.64189583547756286948e-01  # 1 / sqrt(pi)
+_AI_C1, _AI_C2 = 0.355028053887817239260, 0.258819403792806798405  # Ai(0), -Ai'(0)
+_AI_SERIES_TERMS = 14  # |x| < 2.09: the terms past the 14th are below float64's epsilon
+
+
+def _airy_ai_formula(lib: Any, x: Any) -> Any:
+    # below -2.09: oscillating asymptotic form
+    neg = lib.where(lib.less(x, -2.09), x, -3.0)
+    zeta_n = lib.div(lib.mul(lib.mul(neg, -2.0), lib.sqrt(lib.mul(neg, -1.0))), 3.0)
+    z = lib.div(1.0, zeta_n)
+    zz = lib.mul(z, z)
+    f_ratio = lib.div(lib.mul(zz, _horner(lib, zz, _AI_AFN)), _horner(lib, zz, _AI_AFD))
+    g_ratio = lib.div(lib.mul(z, _horner(lib, zz, _AI_AGN)), _horner(lib, zz, _AI_AGD))
+    t = lib.add(zeta_n, 0.25 * 3.141592653589793)
+    osc = lib.sub(lib.mul(lib.sin(t), lib.add(f_ratio, 1.0)), lib.mul(lib.cos(t), g_ratio))
+    left = lib.div(lib.mul(osc, _SQPII), lib.sqrt(lib.sqrt(lib.mul(neg, -1.0))))
+    # from 2.09 up: exponentially decaying asymptotic form
+    pos = lib.where(lib.less(x, 2.09), 3.0, x)
+    zeta_p = lib.div(lib.mul(lib.mul(pos, 2.0), lib.sqrt(pos)), 3.0)
+    inv = lib.div(1.0, zeta_p)
+    ratio = lib.div(_horner(lib, inv, _AI_AN), _horner(lib, inv, _AI_AD))
+    right = lib.div(lib.mul(ratio, _SQPII), lib.mul(lib.mul(lib.sqrt(lib.sqrt(pos)), 2.0), lib.exp(zeta_p)))
+    # between: Ai = c1 f - c2 g with the Maclaurin series f, g in x^3
+    inside = lib.logical_and(lib.less(x, 2.09), lib.logical_not(lib.less(x, -2.09)))
+    mid = lib.where(inside, x, 0.0)
+    cube = lib.mul(lib.mul(mid, mid), mid)
+    f = m = lib.add(lib.mul(mid, 0.0), 1.0)
+    g = n = mid
+    k = 1.0
+    for _ in range(_AI_SERIES_TERMS):
+        m = lib.div(lib.mul(m, cube), (k + 1.0) * (k + 2.0))
+        n = lib.div(lib.mul(n, cube), (k + 2.0) * (k + 3.0))
+        k += 3.0
+        f, g = lib.add(f, m), lib.add(g, n)
+    middle = lib.sub(lib.mul(f, _AI_C1), lib.mul(g, _AI_C2))
+    out = lib.where(lib.less(x, -2.09), left, lib.where(lib.less(x, 2.09), middle, right))
+    out = lib.where(lib.greater(x, 103.892), 0.0, out)
+    return lib.where(lib.is_inf(x), float("nan"), out)
+
+
+class AiryAiOp(_Formula, UnaryOperation):
+    name = "airy_ai"
+    formula = staticmethod(_airy_ai_formula)
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list) -> list:
+        raise NotImplementedError("airy_ai has no derivative (as in PyTorch: Ai' is not built)")
+
+
+_airy_ai = AiryAiOp()
+
+
+@public()
+def airy_ai(x: Tensor) -> Tensor:
+    """Elementwise Airy function Ai(x) (torch.special.airy_ai): Cephes' algorithm, PyTorch's
+    values to rounding (nan at +-inf, 0 above 103.892). Not differentiable, as in PyTorch.
+    Integer inputs give float32."""
+    return _airy_ai(_float_input(x, "airy_ai"))
 
 
 _j0, _j1, _y0, _y1 = J0Op(), J1Op(), Y0Op(), Y1Op()
