@@ -3,6 +3,8 @@ formulas (run on NumPy), gradients at special points, and errors that name op, a
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -358,3 +360,15 @@ def test_einsum_type_errors():
         nb.einsum(nb.ones(2), "i->")
     with pytest.raises(TypeError, match="einsum: bool operands are not supported"):
         nb.einsum("i->", T([True]))
+
+
+def test_numpy_path_gives_inf_and_nan_without_warnings():
+    """Overflow and 0/0 give inf and nan silently, as MAX and PyTorch do (the NumPy reference
+    path used to print RuntimeWarnings the compiled path cannot)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        big = nb.tensor(np.array([1e38, -1e38, 0.0], np.float32))
+        scaled = (big * 10.0).numpy()
+        ratio = (big * 0.0 / 0.0).numpy()
+    assert np.isposinf(scaled[0]) and np.isneginf(scaled[1]) and scaled[2] == 0
+    assert np.isnan(ratio).all()

@@ -329,13 +329,16 @@ class NumpyExecutor(Executor):
         for slot, data in zip(program.input_slots, values, strict=True):
             env[slot] = data
         last_use = program.last_use
-        for i, step in enumerate(program.steps):
-            results = apply_step(step, [env[a] for a in step.args], self._caller(step))
-            for slot, value in zip(step.outs, results, strict=True):
-                env[slot] = value
-            for a in step.args:  # free intermediates after their last reader
-                if last_use.get(a) == i:
-                    env[a] = None
+        # Overflow, 0/0 and the like give inf and nan silently, as on MAX and in PyTorch (the
+        # reference path must not warn where the compiled one cannot).
+        with np.errstate(all="ignore"):
+            for i, step in enumerate(program.steps):
+                results = apply_step(step, [env[a] for a in step.args], self._caller(step))
+                for slot, value in zip(step.outs, results, strict=True):
+                    env[slot] = value
+                for a in step.args:  # free intermediates after their last reader
+                    if last_use.get(a) == i:
+                        env[a] = None
         return [env[s] for s in program.output_slots]
 
     @staticmethod
