@@ -62,6 +62,8 @@ __all__ = [
 def _axes_arg(axis: Any, rank: int, op: str) -> tuple[int, ...]:
     if axis is None:
         return tuple(range(rank))
+    if type(axis) is int and -rank <= axis < rank:  # the common case (`x.sum(1)`), in one step
+        return (axis + rank if axis < 0 else axis,)
     if isinstance(axis, float) or (
         isinstance(axis, tuple | list) and _builtins.any(isinstance(a, float) for a in axis)
     ):
@@ -97,6 +99,8 @@ class ReduceOperation(Operation):
         )
 
     def adapt_kwargs(self, impls: list[TensorImpl], kwargs: dict, batch_dims: int) -> dict:
+        if not batch_dims and len(kwargs) == 2:  # (axes and keepdims, as every caller passes them)
+            return kwargs
         return {"axes": tuple(a + batch_dims for a in kwargs["axes"]), "keepdims": kwargs["keepdims"]}
 
     def abstract_eval(self, x: AVal, *, axes: tuple, keepdims: bool) -> AVal:
