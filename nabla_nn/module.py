@@ -807,8 +807,7 @@ class Module:
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
-        state.pop("_module_def", None)  # a compiled call's cached structure (module_pytree.py)
-        state.pop("_flat", None)
+        state.pop("_flat", None)  # a compiled call's cached flatten (module_pytree.py)
         return state
 
     def __setstate__(self, state: dict) -> None:

@@ -130,10 +130,9 @@ def _flatten_module(module: Module) -> tuple[list, _ModuleDef]:
         return flat[1], flat[2]
     named, modes = module._tree()
     names = tuple(n for n, _ in named)
-    last = module.__dict__.get("_module_def")
+    last = None if flat is None else flat[2]  # (the same structure keeps its _ModuleDef object)
     if last is None or last.names != names or last.modes != modes or last.module is not module:
         last = _ModuleDef(module, names, modes)
-        object.__setattr__(module, "_module_def", last)
     leaves = [t for _, t in named]
     object.__setattr__(module, "_flat", (_Tree.version, leaves, last))
     return leaves, last
