@@ -137,16 +137,13 @@ class Operation:
             tensors = [Tensor(o) for o in outs]
         return tensors[0] if len(tensors) == 1 and not self.always_tuple else tuple(tensors)
 
-    def call_into(self, facades: list[Tensor], *args: Tensor, **kwargs: Any) -> None:
-        """Apply the op and point each of `facades` at its output, in order (an optimizer's
-        fused update writing its parameters and state; no output tensors are made for that).
-        The op must not be differentiable: the facades keep their `requires_grad`."""
-        self.write_into(facades, args, kwargs)
-
     def write_into(self, facades: list[Tensor], args: tuple, kwargs: dict, *, pending: bool = True) -> None:
-        """`call_into`; `pending=False` when the caller evaluates the facades at once (an
-        optimizer's step): they are then not tracked as pending results, which the next
-        evaluation would only find computed already (W3's AdamW writes 160 tensors a step)."""
+        """Apply the op to `args` and point each of `facades` at its output, in order (an
+        optimizer's fused update writing its parameters and state; no output tensors are made
+        for that). The op must not be differentiable: the facades keep their `requires_grad`.
+        `pending=False` when the caller evaluates the facades at once (an optimizer's step):
+        they are then not tracked as pending results, which the next evaluation would only find
+        computed already (W3's AdamW writes 160 tensors a step)."""
         outs, node, args, sharded, has_tangent = self.bind(args, kwargs)
         if sharded or has_tangent:  # steps 7 and 8 work on output tensors
             for facade, out in zip(facades, self._finish(outs, node, args, sharded, has_tangent), strict=True):
