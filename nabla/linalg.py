@@ -102,9 +102,9 @@ def _checked(info: Tensor, op: str, what: str, check_errors: bool) -> None:
             raise RuntimeError(f"linalg.{op}: {what} (info = {int(found[found != 0][0])})")
 
 
-def _lu_info(a: Tensor) -> tuple[Any, Tensor]:
+def _lu_info(a: Any, pivot: bool = True) -> tuple[Any, Tensor]:
     """(lu_factor(a), info): info is 1 + the first zero of U's diagonal (a singular matrix)."""
-    factored = lu_factor(a)
+    factored = lu_factor(a, pivot=pivot)
     return factored, _first_bad(_ops.equal(_diagonal(factored.LU, 0, -2, -1), 0.0))
 
 
@@ -125,23 +125,25 @@ def cholesky_ex(A: Any, *, upper: bool = False, check_errors: bool = False) -> C
 
 def inv_ex(A: Any, *, check_errors: bool = False) -> InvExResult:  # noqa: N803
     """torch.linalg.inv_ex: `(inverse, info)`; info is 1 + the first zero pivot of A's LU
-    factorization (0 when A is invertible)."""
-    _, info = _lu_info(_ops.asarray(A) if not isinstance(A, Tensor) else A)
+    factorization (0 when A is invertible), which also gives the inverse (`lu_solve` of I)."""
+    factored, info = _lu_info(A)
     _checked(info, "inv_ex", "the input is singular", check_errors)
-    return InvExResult(inv(A), info)
+    lu_data = factored.LU
+    eye = _ops.broadcast_to(_ops.eye(lu_data.shape[-1], dtype=lu_data.dtype), lu_data.shape)
+    return InvExResult(lu_solve(lu_data, factored.pivots, eye), info)
 
 
 def solve_ex(A: Any, B: Any, *, left: bool = True, check_errors: bool = False) -> SolveExResult:  # noqa: N803
-    """torch.linalg.solve_ex: `(solve(A, B), info)`, info as in `inv_ex`."""
-    _, info = _lu_info(_ops.asarray(A) if not isinstance(A, Tensor) else A)
+    """torch.linalg.solve_ex: `(solve(A, B), info)`, info as in `inv_ex` (A is factored twice:
+    `solve` eliminates on [A | B], with its broadcasting and vector rules)."""
+    _, info = _lu_info(A)
     _checked(info, "solve_ex", "the input is singular", check_errors)
     return SolveExResult(solve(A, B, left=left), info)
 
 
 def lu_factor_ex(A: Any, *, pivot: bool = True, check_errors: bool = False) -> LUFactorExResult:  # noqa: N803
     """torch.linalg.lu_factor_ex: `(LU, pivots, info)`, info as in `inv_ex`."""
-    factored = lu_factor(A, pivot=pivot)
-    info = _first_bad(_ops.equal(_diagonal(factored.LU, 0, -2, -1), 0.0))
+    factored, info = _lu_info(A, pivot)
     _checked(info, "lu_factor_ex", "U is singular", check_errors)
     return LUFactorExResult(factored.LU, factored.pivots, info)
 
@@ -150,7 +152,7 @@ def tensorinv(A: Any, ind: int = 2) -> Tensor:  # noqa: N803
     """torch.linalg.tensorinv: the inverse of A for `tensordot` over its first `ind` dims: A
     reshaped to a (prod(shape[:ind]), prod(shape[ind:])) square matrix, inverted, and shaped
     shape[ind:] + shape[:ind]."""
-    a = A if isinstance(A, Tensor) else _ops.asarray(A)
+    a = _ops.asarray(A)
     if isinstance(ind, bool) or not isinstance(ind, int) or ind <= 0:
         raise ValueError(f"linalg.tensorinv: ind must be a positive int, got {ind!r}")
     rows, cols = math.prod(a.shape[:ind]), math.prod(a.shape[ind:])
@@ -165,8 +167,7 @@ def tensorinv(A: Any, ind: int = 2) -> Tensor:  # noqa: N803
 def tensorsolve(A: Any, B: Any, dims: Any = None) -> Tensor:  # noqa: N803
     """torch.linalg.tensorsolve: X with `tensordot(A, X, X.ndim) == B`: A's dims `dims` moved
     last, A reshaped to a (B.numel(), prod(rest)) square matrix and solved against B."""
-    a = A if isinstance(A, Tensor) else _ops.asarray(A)
-    b = B if isinstance(B, Tensor) else _ops.asarray(B)
+    a, b = _ops.asarray(A), _ops.asarray(B)
     if dims is not None:
         moved = [d % a.ndim for d in dims]
         a = _ops.permute(a, [d for d in range(a.ndim) if d not in moved] + moved)
