@@ -966,11 +966,9 @@ def is_inference_mode_enabled() -> bool:
 
 
 # -- numerical gradient ---------------------------------------------------------------------------
-def _along(t: Tensor, d: int, start: int, stop: int | None) -> Tensor:
-    """t[start:stop] along dim d (a view)."""
-    index = [slice(None)] * t.ndim
-    index[d] = slice(start, stop)
-    return t[tuple(index)]
+def _sample(t: Tensor, d: int, k: int) -> Tensor:
+    """t's k-th entry along dim d (k < 0 counts from the end), kept as a dim of size 1."""
+    return t.narrow(d, k % t.shape[d], 1)
 
 
 def _on_axis(c: Tensor, d: int, ndim: int) -> Tensor:
@@ -979,14 +977,14 @@ def _on_axis(c: Tensor, d: int, ndim: int) -> Tensor:
 
 
 def _gradient_uniform(f: Tensor, d: int, h: float, edge_order: int) -> Tensor:
-    inner = ops.div(ops.sub(_along(f, d, 2, None), _along(f, d, 0, -2)), 2.0 * h)
-    f0, f1 = _along(f, d, 0, 1), _along(f, d, 1, 2)  # the first samples, and the last ones:
-    g0, g1 = _along(f, d, -1, None), _along(f, d, -2, -1)
+    n = f.shape[d]
+    inner = ops.div(ops.sub(f.narrow(d, 2, n - 2), f.narrow(d, 0, n - 2)), 2.0 * h)
+    f0, f1, g0, g1 = (_sample(f, d, k) for k in (0, 1, -1, -2))  # the first samples, and the last
     if edge_order == 1:
         first = ops.div(ops.sub(f1, f0), h)
         last = ops.div(ops.sub(g0, g1), h)
     else:
-        f2, g2 = _along(f, d, 2, 3), _along(f, d, -3, -2)
+        f2, g2 = _sample(f, d, 2), _sample(f, d, -3)
         first = ops.div(ops.add(ops.add(ops.mul(f0, -1.5), ops.mul(f1, 2.0)), ops.mul(f2, -0.5)), h)
         last = ops.div(ops.add(ops.add(ops.mul(g2, 0.5), ops.mul(g1, -2.0)), ops.mul(g0, 1.5)), h)
     return ops.concatenate([first, inner, last], d)
@@ -994,25 +992,22 @@ def _gradient_uniform(f: Tensor, d: int, h: float, edge_order: int) -> Tensor:
 
 def _gradient_coordinates(f: Tensor, d: int, x: Tensor, edge_order: int) -> Tensor:
     n = f.shape[d]
-    x = x.astype(f.dtype)
-    dx = ops.sub(_along(x, 0, 1, None), _along(x, 0, 0, -1))
-    dx1, dx2 = _along(dx, 0, 0, -1), _along(dx, 0, 1, None)
+    dx = x.astype(f.dtype).diff()
+    dx1, dx2 = dx.narrow(0, 0, n - 2), dx.narrow(0, 1, n - 2)
     total = ops.add(dx1, dx2)
     a = ops.neg(ops.div(dx2, ops.mul(dx1, total)))
     b = ops.div(ops.sub(dx2, dx1), ops.mul(dx1, dx2))
     c = ops.div(dx1, ops.mul(dx2, total))
+    a, b, c = (_on_axis(w, d, f.ndim) for w in (a, b, c))
     inner = ops.add(
-        ops.add(
-            ops.mul(_on_axis(a, d, f.ndim), _along(f, d, 0, -2)), ops.mul(_on_axis(b, d, f.ndim), _along(f, d, 1, -1))
-        ),
-        ops.mul(_on_axis(c, d, f.ndim), _along(f, d, 2, None)),
+        ops.add(ops.mul(a, f.narrow(d, 0, n - 2)), ops.mul(b, f.narrow(d, 1, n - 2))), ops.mul(c, f.narrow(d, 2, n - 2))
     )
 
     def at(k: int) -> Tensor:
-        return _along(f, d, k % n, k % n + 1)
+        return _sample(f, d, k)
 
     def step(k: int) -> Tensor:
-        return _along(dx, 0, k % (n - 1), k % (n - 1) + 1)
+        return _sample(dx, 0, k)
 
     if edge_order == 1:
         first = ops.div(ops.sub(at(1), at(0)), step(0))
