@@ -18,6 +18,7 @@ PyTorch gives the Bessel functions of torch.special no derivatives; these have t
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ..core.tensor.tensor import Tensor
@@ -444,10 +445,7 @@ class SphericalJ0Op(_BesselOp):
     formula = staticmethod(_spherical_j0_formula)
 
     def derivative(self, x: Tensor, y: Tensor) -> Tensor:
-        x2 = _bin.mul(x, x)
-        series = _bin.add(_bin.mul(x2, _SPHERICAL_SLOPE[0]), _SPHERICAL_SLOPE[1])
-        for c in _SPHERICAL_SLOPE[2:]:
-            series = _bin.add(_bin.mul(series, x2), c)
+        series = _horner(_bin, _bin.mul(x, x), _SPHERICAL_SLOPE)  # (the binary ops are a `lib` too)
         small = _bin.less(_un.abs(x), 0.5)
         return _bin.where_(small, _bin.mul(x, series), _over_x(x, _bin.sub(_un.cos(x), y)))
 
@@ -475,25 +473,25 @@ _AI_SERIES_TERMS = 14  # |x| < 2.09: the terms past the 14th are below float64's
 
 
 def _airy_ai_formula(lib: Any, x: Any) -> Any:
+    below, under = lib.less(x, -2.09), lib.less(x, 2.09)  # the three regions: below, between, above
     # below -2.09: oscillating asymptotic form
-    neg = lib.where(lib.less(x, -2.09), x, -3.0)
+    neg = lib.where(below, x, -3.0)
     zeta_n = lib.div(lib.mul(lib.mul(neg, -2.0), lib.sqrt(lib.mul(neg, -1.0))), 3.0)
     z = lib.div(1.0, zeta_n)
     zz = lib.mul(z, z)
     f_ratio = lib.div(lib.mul(zz, _horner(lib, zz, _AI_AFN)), _horner(lib, zz, _AI_AFD))
     g_ratio = lib.div(lib.mul(z, _horner(lib, zz, _AI_AGN)), _horner(lib, zz, _AI_AGD))
-    t = lib.add(zeta_n, 0.25 * 3.141592653589793)
+    t = lib.add(zeta_n, 0.25 * math.pi)
     osc = lib.sub(lib.mul(lib.sin(t), lib.add(f_ratio, 1.0)), lib.mul(lib.cos(t), g_ratio))
     left = lib.div(lib.mul(osc, _SQPII), lib.sqrt(lib.sqrt(lib.mul(neg, -1.0))))
     # from 2.09 up: exponentially decaying asymptotic form
-    pos = lib.where(lib.less(x, 2.09), 3.0, x)
+    pos = lib.where(under, 3.0, x)
     zeta_p = lib.div(lib.mul(lib.mul(pos, 2.0), lib.sqrt(pos)), 3.0)
     inv = lib.div(1.0, zeta_p)
     ratio = lib.div(_horner(lib, inv, _AI_AN), _horner(lib, inv, _AI_AD))
     right = lib.div(lib.mul(ratio, _SQPII), lib.mul(lib.mul(lib.sqrt(lib.sqrt(pos)), 2.0), lib.exp(zeta_p)))
     # between: Ai = c1 f - c2 g with the Maclaurin series f, g in x^3
-    inside = lib.logical_and(lib.less(x, 2.09), lib.logical_not(lib.less(x, -2.09)))
-    mid = lib.where(inside, x, 0.0)
+    mid = lib.where(lib.logical_and(under, lib.logical_not(below)), x, 0.0)
     cube = lib.mul(lib.mul(mid, mid), mid)
     f = m = lib.add(lib.mul(mid, 0.0), 1.0)
     g = n = mid
@@ -504,7 +502,7 @@ def _airy_ai_formula(lib: Any, x: Any) -> Any:
         k += 3.0
         f, g = lib.add(f, m), lib.add(g, n)
     middle = lib.sub(lib.mul(f, _AI_C1), lib.mul(g, _AI_C2))
-    out = lib.where(lib.less(x, -2.09), left, lib.where(lib.less(x, 2.09), middle, right))
+    out = lib.where(below, left, lib.where(under, middle, right))
     out = lib.where(lib.greater(x, 103.892), 0.0, out)
     return lib.where(lib.is_inf(x), float("nan"), out)
 
