@@ -63,6 +63,8 @@ from .ops import *  # noqa: F403
 from .ops import __all__ as _ops_all
 from .torch_functions import *  # noqa: F403
 from .torch_functions import __all__ as _torch_functions_all
+from .torch_state import *  # noqa: F403
+from .torch_state import __all__ as _torch_state_all
 from .transforms import (
     CompiledFunction,
     CompileStats,
@@ -161,4 +163,5 @@ __all__ = [
     "wait_for_compiles",
     *_ops_all,
     *_torch_functions_all,
+    *_torch_state_all,
 ]
