@@ -15,7 +15,7 @@ import numpy as np
 
 import nabla as nb
 import nabla_nn.functional as F
-from nabla.ops import _layout
+from nabla.ops import _layout, mojo_kernels
 
 USES_MAX = True  # conftest: leave the MAX executor selected
 
@@ -82,12 +82,13 @@ def test_max_pool_matches_numpy_on_ties_nan_and_padding():
 
 
 # (input shape, max_pool2d kwargs) after a depthwise identity conv, which keeps ties, NaNs and
-# -infs exact: tiles with and without a remainder, tiles over padding. (Overlapping windows
+# -infs exact: tiles with and without a remainder, tiles over padding, wide and odd channels. (Overlapping windows
 # take their gradient in NCHW, as the test above checks.)
 AFTER_CONV = {
     "k2": ((2, 3, 8, 6), {"kernel_size": 2}),
     "k2-odd": ((2, 3, 7, 9), {"kernel_size": 2}),
     "ceil-pad": ((2, 2, 7, 5), {"kernel_size": 2, "padding": 1, "ceil_mode": True}),
+    "c37-k3x2": ((2, 37, 7, 5), {"kernel_size": (3, 2)}),  # 16-lane vectors, then 5 single lanes
 }
 
 
@@ -123,12 +124,17 @@ def _conv_net_program() -> dict:
     return out
 
 
+_POOL_KERNEL = "nabla_max_pool_tiles_grad_nhwc"
+
+
 def test_nhwc_twins_match_numpy_in_a_conv_net():
     want = _run("numpy", _conv_net_program)
-    hits = _layout.STATS.hits
+    hits, kernels = _layout.STATS.hits, mojo_kernels.STATS[_POOL_KERNEL]
     got = _run("max", _conv_net_program)
     # the graph was built here (not loaded) and the lowerings used twins instead of permutes
     assert _layout.STATS.hits - hits >= 10
+    # the unpadded tiles' gradients (the net's two, k2, k2-odd, c37-k3x2) ran nabla's Mojo kernel
+    assert mojo_kernels.STATS[_POOL_KERNEL] - kernels == 5
     for key, w in want.items():
         np.testing.assert_allclose(got[key], w, rtol=2e-4, atol=2e-4, equal_nan=True, err_msg=key)
     # the pooled data really holds NaN windows and finite ones

@@ -14,15 +14,28 @@ import math
 from typing import Any
 
 import numpy as np
-from max.graph import ops
+from max.graph import TensorType, ops
 
 from ..core.sharding import OpShardingRule
 from ..core.tensor.tensor import Tensor
 from . import binary as _bin
 from . import conv as _conv
+from . import mojo_kernels
 from . import view as _view
+from ._layout import as_nhwc
 from .base import AVal, Operation
-from .windows import Pads, _axes, _mx_channels_last, _mx_pad, _np_pad, _np_windows, _offsets, _shape, _subscripts
+from .windows import (
+    Pads,
+    _axes,
+    _mx_channels_last,
+    _mx_pad,
+    _np_pad,
+    _np_windows,
+    _offsets,
+    _pairs,
+    _shape,
+    _subscripts,
+)
 
 __all__: list[str] = []  # internal: conv.py's VJP rules reach these primitives
 
@@ -68,6 +81,11 @@ class Conv2dWeightGradOp(Operation):
     partial_ok = (0, 1)
     scales_partials = True
     spatial = 2
+    stable_extensions = True  # nabla's own kernel package (see mojo_kernels.py)
+
+    @property
+    def custom_extensions(self) -> tuple:
+        return mojo_kernels.extensions()
 
     def abstract_eval(self, x: AVal, g: AVal, *, kernel: tuple, groups: int, **kw: Any) -> AVal:
         (xs, dtype), gs, n = x, g[0], self.spatial
@@ -97,7 +115,9 @@ class Conv2dWeightGradOp(Operation):
         prefix = _shape(x)[: -self.spatial - 2]
         x, g = _fold_batch(x, prefix, *_conv._MX_ARRAYS), _fold_batch(g, prefix, *_conv._MX_ARRAYS)
         groups *= math.prod(prefix)
-        if all(s == 1 for s in stride):
+        if self.spatial == 2 and _mojo_fits(x, g, kernel, stride, padding, dilation, groups):
+            res = _mx_wgrad_mojo(x, g, kernel, padding)
+        elif all(s == 1 for s in stride):
             res = _mx_wgrad_shifted(x, g, kernel, padding, dilation, groups)
         else:
             res = _mx_wgrad_conv(x, g, stride, padding, dilation, groups)
@@ -167,6 +187,35 @@ def _mx_wgrad_shifted(x: Any, g: Any, kernel: tuple, padding: Pads, dilation: tu
     res = ops.matmul(cols, ops.reshape(gt, lead + (m, og)))  # (G.., K*C/G, O/G)
     res = ops.permute(ops.reshape(res, (groups, *kernel, cg, og)), [0, n + 2, n + 1, *range(1, n + 1)])
     return ops.reshape(res, (o, cg) + tuple(kernel))
+
+
+_MOJO_TASKS = 8  # partial sums, one per task: MAX's CPU workers share them
+_MOJO_MAX_WEIGHT = 1 << 17  # weight elements up to which the Mojo kernel is used (its partials stay small)
+
+
+def _mojo_fits(x: Any, g: Any, kernel: tuple, stride: tuple, padding: Pads, dilation: tuple, groups: int) -> bool:
+    """Whether nabla's Mojo kernel takes this 2-D weight gradient: stride and dilation 1, one
+    group, float32 on the CPU, a small weight (W2's: 288 and 18,432 elements), where MAX's
+    matmul of shifted rows has its worst shapes."""
+    if not (groups == 1 and all(s == 1 for s in stride) and all(d == 1 for d in dilation)):
+        return False
+    (_, c, *size), (_, o, *out) = _shape(x), _shape(g)
+    if not all(isinstance(d, int) for d in (c, o, *size, *out)):  # the batch alone may be symbolic
+        return False
+    # the kernel reads the padded input at every output pixel plus every offset: sizes must agree
+    exact = all(s + a + b - k + 1 == q for s, (a, b), k, q in zip(size, _pairs(padding), kernel, out, strict=True))
+    return exact and c * o * math.prod(kernel) <= _MOJO_MAX_WEIGHT and mojo_kernels.usable(x, g)
+
+
+def _mx_wgrad_mojo(x: Any, g: Any, kernel: tuple, padding: Pads) -> Any:
+    """MAX: the weight gradient by nabla's kernel (`mojo/conv.mojo`) on the NHWC forms (twins
+    inside a conv net, see `_layout.py`): per-task partial sums (T, kH*kW*C, O), summed here."""
+    xp = _mx_pad(as_nhwc(x), padding, trail=1)
+    c, o = _shape(x)[1], _shape(g)[1]
+    out = TensorType(x.dtype, (_MOJO_TASKS, math.prod(kernel) * c, o), device=x.device)
+    parts = mojo_kernels.call("nabla_conv2d_weight_grad_nhwc", [xp, as_nhwc(g)], out, kh=kernel[0], kw=kernel[1])
+    dw = ops.reshape(ops.sum(parts, axis=0), (*kernel, c, o))
+    return ops.permute(dw, [3, 2, 0, 1])  # (kH, kW, C, O) -> (O, C, kH, kW)
 
 
 def _mx_wgrad_conv(x: Any, g: Any, stride: tuple, padding: Pads, dilation: tuple, groups: int) -> Any:

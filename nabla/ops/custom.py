@@ -20,14 +20,8 @@ See docs/custom_ops.md for a complete example.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import math
-import os
-import shutil
-import subprocess
-import tempfile
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -35,13 +29,13 @@ from typing import Any
 import numpy as np
 from max.dtype import DType
 from max.graph import Graph, TensorType, ops
-from mojo.run import subprocess_run_mojo
 
 from ..core.common import dtypes as _dt
 from ..core.graph.executors import graph_device
 from ..core.tensor.impl import TensorImpl
 from ..core.tensor.tensor import Tensor
 from .base import AVal, Operation, public
+from .mojo_kernels import compiled_package
 
 __all__ = ["custom_op"]
 
@@ -49,9 +43,6 @@ _UIDS = itertools.count()
 _KEY = "_custom_op"  # hidden kwarg: the op's identity in cache keys; stripped before user code
 _BATCH = "_batch_dims"  # hidden kwarg under vmap: how many leading dims are batch dims
 _VMAP_METHODS = ("sequential", "broadcast_all")
-_BUILT: dict[tuple, Path] = {}  # (source dir, its files' mtimes and sizes) -> compiled .mojoc
-_CACHE_DIR = Path(tempfile.gettempdir()) / f".nabla_{os.getuid()}" / "mojo_kernels"
-_BUILD_LOCK = threading.Lock()
 
 
 def _check_kernel_path(path: Any, name: str) -> Path:
@@ -64,38 +55,6 @@ def _check_kernel_path(path: Any, name: str) -> Path:
         f"custom_op {name!r}: kernel_path={str(path)!r} is not a Mojo package "
         "(a directory containing __init__.mojo, or a compiled .mojoc file)"
     )
-
-
-def _compiled_package(path: Path, name: str) -> Path:
-    """The compiled `.mojoc` of a kernel package. A source directory is built with
-    `mojo precompile` into a cache keyed by the content of its .mojo files, so it is rebuilt
-    only when a source changes (not once per process, let alone per graph)."""
-    if path.suffix == ".mojoc":
-        return path
-    sources = sorted(path.rglob("*.mojo"))
-    stamp = (str(path), tuple((str(f), f.stat().st_mtime_ns, f.stat().st_size) for f in sources))
-    with _BUILD_LOCK:
-        if stamp in _BUILT:
-            return _BUILT[stamp]
-        digest = hashlib.sha256(str(path).encode())
-        for f in sources:
-            digest.update(str(f.relative_to(path)).encode() + b"\0" + f.read_bytes() + b"\0")
-        target = _CACHE_DIR / f"nabla_kernels_{digest.hexdigest()[:24]}.mojoc"
-        if not target.is_file():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            # Build under the final file name (mojo bakes the module name from it) in a private
-            # directory, then publish atomically: concurrent processes never see a partial file.
-            staging = Path(tempfile.mkdtemp(dir=target.parent)) / target.name
-            try:
-                subprocess_run_mojo(["precompile", str(path), "-o", str(staging)], capture_output=True, check=True)
-                os.replace(staging, target)
-            except subprocess.CalledProcessError as err:
-                output = (err.stderr or b"").decode(errors="replace").strip()
-                raise RuntimeError(f"custom op {name!r}: building the Mojo package {path} failed:\n{output}") from None
-            finally:
-                shutil.rmtree(staging.parent, ignore_errors=True)
-        _BUILT[stamp] = target
-        return target
 
 
 def _as_aval(value: Any, name: str) -> AVal:
@@ -170,7 +129,7 @@ class CustomOp(Operation):
     @property
     def custom_extensions(self) -> tuple[Path, ...]:
         """Compiled kernel packages MAX must load for this op (read by the MAX executor)."""
-        return () if self.kernel_path is None else (_compiled_package(self.kernel_path, self.name),)
+        return () if self.kernel_path is None else (compiled_package(self.kernel_path, self.name),)
 
     # -- calling ---------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:

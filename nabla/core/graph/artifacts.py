@@ -6,8 +6,9 @@ A model is stored as a MAX `.mef` file named by a digest of:
     program's ops, with the modules of ours they import from (so editing a lowering or a
     helper it calls, or upgrading MAX, can never load a stale model).
 
-Keys holding anything without a stable text form (a process-local token, a custom kernel
-package) are not stored. Files are written to a temporary name and renamed, so a reader never
+Keys holding anything without a stable text form (a process-local token, a user's custom kernel
+package) are not stored; nabla's own kernel package is in the key by its name, a digest of its
+sources. Files are written to a temporary name and renamed, so a reader never
 sees half a model; loading reads a model and never executes Python code.
 
 | variable               | meaning                                                          |
@@ -125,10 +126,14 @@ def digest(key: tuple, ops: list) -> str | None:
         text = stable_text(key)
     except NotPersistable:
         return None
-    if any(getattr(op, "custom_extensions", ()) for op in ops):
-        return None  # custom kernel packages are outside the key
+    packages = set()
+    for op in ops:
+        paths = getattr(op, "custom_extensions", ())
+        if paths and not getattr(op, "stable_extensions", False):
+            return None  # a user's kernel package is outside the key
+        packages.update(p.name for p in paths)  # nabla's own: named by a digest of its sources
     modules = sorted(set().union(*[_lowering_modules(type(op).__module__) for op in ops]))
-    code = "|".join(f"{m}:{source_hash(m)}" for m in modules)
+    code = "|".join([f"{m}:{source_hash(m)}" for m in modules] + sorted(packages))
     return hashlib.sha256(f"{_environment()}\n{code}\n{text}".encode()).hexdigest()[:40]
 
 

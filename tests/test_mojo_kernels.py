@@ -1,0 +1,111 @@
+"""nabla's own Mojo kernels (nabla/ops/mojo_kernels.py): building, turning off, falling back,
+and how models that load them are stored. Their numerics run in the MAX conformance tests of
+the ops that call them (test_pooling_max.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from max.dtype import DType
+from max.graph import DeviceRef, Graph, TensorType
+
+import nabla as nb
+import nabla_nn.functional as F
+from nabla.core.common.config import CONFIG
+from nabla.core.graph import artifacts
+from nabla.core.graph.program import collect
+from nabla.ops import mojo_kernels
+from nabla.ops.custom import custom_op
+from nabla.ops.pooling import _max_pool2d_grad
+
+
+@pytest.fixture
+def fresh_package(monkeypatch):
+    """`package()` decided again under the test's settings, and afterwards as before."""
+    mojo_kernels.package.cache_clear()
+    yield monkeypatch
+    monkeypatch.undo()
+    mojo_kernels.package.cache_clear()
+
+
+def test_the_package_is_built_once_under_a_digest_of_its_sources():
+    path = mojo_kernels.package()
+    assert path is not None and path.is_file() and path.suffix == ".mojoc"
+    assert path.name.startswith("nabla_kernels_") and len(path.stem) == len("nabla_kernels_") + 24
+    assert mojo_kernels.compiled_package(mojo_kernels.SOURCE, "again") == path
+    assert _max_pool2d_grad.custom_extensions == (path,) and _max_pool2d_grad.stable_extensions
+
+
+def test_turned_off_nothing_is_built_and_lowerings_use_graph_ops(fresh_package):
+    fresh_package.setattr(CONFIG, "mojo_kernels", False)
+    assert mojo_kernels.package() is None and mojo_kernels.extensions() == ()
+    with Graph("off", input_types=[TensorType(DType.float32, (2, 4, 4, 3), device=DeviceRef.CPU())]) as g:
+        assert not mojo_kernels.usable(g.inputs[0].tensor)
+
+
+def test_only_float32_on_the_cpu_is_handed_to_the_kernels():
+    types = [TensorType(d, (2, 3), device=DeviceRef.CPU()) for d in (DType.float32, DType.float64, DType.bfloat16)]
+    with Graph("dtypes", input_types=types) as g:
+        f32, f64, bf16 = (v.tensor for v in g.inputs)
+        assert mojo_kernels.usable(f32) and not mojo_kernels.usable(f64) and not mojo_kernels.usable(f32, bf16)
+
+
+def test_a_package_that_does_not_build_warns_and_falls_back(fresh_package, tmp_path):
+    (tmp_path / "__init__.mojo").write_text("this is not mojo\n")
+    with pytest.raises(RuntimeError, match=r"who: building the Mojo package .* failed"):
+        mojo_kernels.compiled_package(tmp_path, "who")
+    fresh_package.setattr(mojo_kernels, "SOURCE", tmp_path)
+    with pytest.warns(RuntimeWarning, match="using MAX graph ops instead"):
+        assert mojo_kernels.package() is None
+
+
+def test_models_loading_nablas_package_are_stored_under_its_name():
+    x = nb.tensor(np.ones((1, 2, 4, 4), np.float32))
+    y, pullback = nb.vjp(lambda v: F.max_pool2d(v, 2), x)
+    (dx,) = pullback(nb.ones_like(y))
+    graph = collect([dx._impl])
+    ops = [n.op for n in graph.nodes]
+    assert _max_pool2d_grad in ops
+    name = artifacts.digest(graph.key, ops)
+    assert name is not None
+    user = custom_op("user_kernel", abstract_eval=lambda v: v, numpy_kernel=lambda v: v)
+    user.kernel_path = mojo_kernels.SOURCE  # a user's package: not part of any stable key
+    assert artifacts.digest(graph.key, [*ops, user]) is None
+    dx.numpy()  # leave nothing pending
+
+
+# (x shape, weight shape, conv2d kwargs): one input channel (every tap in one tile) with 40
+# output channels (two 16-lane vectors, then single lanes); five input channels (a 4-channel
+# block, then one) with 70 outputs (four vectors, then lanes), an uneven kernel and padding
+# that crops; a transposed convolution's weight gradient (the kernel with its operands swapped).
+WGRAD = {
+    "c1-o40": ((3, 1, 9, 8), (40, 1, 3, 3), {"padding": 1}),
+    "c5-o70": ((2, 5, 7, 9), (70, 5, 3, 2), {"padding": (2, 0)}),
+}
+
+
+def _wgrad_program() -> dict:
+    rng = np.random.default_rng(0)
+    out = {}
+    for name, (xs, ws, kw) in WGRAD.items():
+        x, w = (nb.tensor(rng.normal(size=s).astype(np.float32)) for s in (xs, ws))
+        y, pullback = nb.vjp(lambda v, _x=x, _kw=kw: F.conv2d(_x, v, **_kw), w)
+        out[name] = pullback(nb.tensor(rng.normal(size=y.shape).astype(np.float32)))[0]
+    x, w = nb.tensor(rng.normal(size=(2, 6, 5, 5)).astype(np.float32)), nb.tensor(rng.normal(size=(6, 3, 3, 3)))
+    y, pullback = nb.vjp(lambda v: F.conv_transpose2d(x, v.astype(nb.float32), padding=1), w)
+    out["transpose"] = pullback(nb.tensor(rng.normal(size=y.shape).astype(np.float32)))[0]
+    return out
+
+
+def test_conv_weight_gradients_match_numpy_on_max():
+    nb.set_executor("numpy")
+    want = {k: v.numpy() for k, v in _wgrad_program().items()}
+    nb.set_executor("max")
+    calls = mojo_kernels.STATS["nabla_conv2d_weight_grad_nhwc"]
+    got = _wgrad_program()
+    nb.evaluate(*got.values())
+    assert (
+        mojo_kernels.STATS["nabla_conv2d_weight_grad_nhwc"] - calls == 3
+    )  # built here, and every gradient took the kernel
+    for key, w in want.items():
+        np.testing.assert_allclose(got[key].numpy(), w, rtol=1e-4, atol=1e-4, err_msg=key)
