@@ -129,7 +129,7 @@ class CustomOp(Operation):
     @property
     def custom_extensions(self) -> tuple[Path, ...]:
         """Compiled kernel packages MAX must load for this op (read by the MAX executor)."""
-        return () if self.kernel_path is None else (compiled_package(self.kernel_path, self.name),)
+        return () if self.kernel_path is None else (compiled_package(self.kernel_path, f"custom op {self.name!r}"),)
 
     # -- calling ---------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
