@@ -1,7 +1,8 @@
 """Where W2's step time goes: each of nabla's MAX lowerings for the CNN's tensors, timed alone.
 
 Every kernel becomes one graph of a single `max.graph.Module` (one compile for all of them),
-then each graph runs alone. With PyTorch installed the same operation runs in torch too (for
+then each graph runs alone. Where nabla's own Mojo kernels apply (`nabla/ops/mojo/`: the conv
+weight gradients, and the pool gradient's NHWC form that W2's graph uses), they are what runs. With PyTorch installed the same operation runs in torch too (for
 max_pool2d_grad, torch's forward and backward: it keeps no gradient kernel of its own). One
 JSON line per kernel: kernel, shapes, nabla_ms, torch_ms (median of 30 runs).
 
@@ -20,9 +21,10 @@ from max.dtype import DType
 from max.engine import InferenceSession
 from max.graph import DeviceRef, Graph, Module, TensorType
 
+from nabla.ops import mojo_kernels
 from nabla.ops.conv import _conv2d, _conv_transpose2d
 from nabla.ops.conv_grad import _conv2d_weight_grad
-from nabla.ops.pooling import _max_pool2d, _max_pool2d_grad
+from nabla.ops.pooling import _max_pool2d, _max_pool2d_grad, _mx_tiles_grad_nhwc
 from nabla.ops.reduction import _sum
 
 CONV = {"stride": (1, 1), "padding": (1, 1, 1, 1), "dilation": (1, 1), "groups": 1}
@@ -43,6 +45,7 @@ def _torch_fns(torch):
         "conv2d_weight_grad": lambda x, g: G.conv2d_weight(x, (g.shape[1], x.shape[1], 3, 3), g, padding=1),
         "max_pool2d": lambda x: F.max_pool2d(x, 2),
         "max_pool2d_grad": pool_grad,
+        "max_pool2d_grad_nhwc": lambda x, g: pool_grad(x.permute(0, 3, 1, 2), g),  # x given NHWC
         "sum(0,2,3)": lambda g: g.sum((0, 2, 3)),
     }
 
@@ -66,6 +69,12 @@ CASES = [
     ("max_pool2d", lambda x: _max_pool2d.kernel(x, **POOL), [(64, 64, 14, 14)]),
     ("max_pool2d_grad", lambda x, g: _max_pool2d_grad.kernel(x, g, **POOL), [(64, 32, 28, 28), (64, 32, 14, 14)]),
     ("max_pool2d_grad", lambda x, g: _max_pool2d_grad.kernel(x, g, **POOL), [(64, 64, 14, 14), (64, 64, 7, 7)]),
+    # inside W2's graph x has an NHWC twin: the tile gradient's NHWC form (nabla's Mojo kernel)
+    (
+        "max_pool2d_grad_nhwc",
+        lambda x, g: _mx_tiles_grad_nhwc(x, g, (2, 2), (0, 0, 0, 0)),
+        [(64, 28, 28, 32), (64, 32, 14, 14)],
+    ),
     ("sum(0,2,3)", lambda g: _sum.kernel(g, axes=(0, 2, 3), keepdims=False), [(64, 32, 28, 28)]),
 ]
 
@@ -82,14 +91,14 @@ def _median_ms(fn, args: list, runs: int = 30) -> float:
 
 
 def main() -> None:
-    module, device = Module(), DeviceRef.CPU()
+    module, device, extensions = Module(), DeviceRef.CPU(), list(mojo_kernels.extensions())
     for i, (_, lower, shapes) in enumerate(CASES):
         types = [TensorType(DType.float32, s, device=device) for s in shapes]
-        with Graph(f"k{i}", input_types=types, module=module) as graph:
+        with Graph(f"k{i}", input_types=types, module=module, custom_extensions=extensions) as graph:
             graph.output(lower(*[v.tensor for v in graph.inputs]))
     session = InferenceSession(devices=[CPU()])
     t0 = time.perf_counter()
-    models = session.init_all(session.compile(module))
+    models = session.init_all(session.compile(module, custom_extensions=extensions or None))
     print(json.dumps({"compile_s": round(time.perf_counter() - t0, 1), "graphs": len(CASES)}))
     torch = importlib.import_module("torch") if importlib.util.find_spec("torch") else None
     rng = np.random.default_rng(0)
@@ -98,7 +107,7 @@ def main() -> None:
         buffers = [Buffer.from_numpy(a) for a in arrays]
         row = {"kernel": name, "shapes": shapes, "nabla_ms": round(_median_ms(models[f"k{i}"].execute, buffers), 3)}
         if torch is not None:
-            with torch.no_grad() if name != "max_pool2d_grad" else torch.enable_grad():
+            with torch.no_grad() if not name.startswith("max_pool2d_grad") else torch.enable_grad():
                 tensors = [torch.from_numpy(a) for a in arrays]
                 row["torch_ms"] = round(_median_ms(_torch_fns(torch)[name], tensors), 3)
         print(json.dumps(row))
