@@ -13,9 +13,11 @@ from max.driver import CPU
 
 import nabla as nb
 import nabla_nn as nn
+import nabla_nn.functional as F
 from nabla.core.common.devices import CPU_DEVICE, as_device
 from nabla.core.graph import artifacts, executors
 from nabla.core.graph.program import collect, describe_key_difference
+from nabla.ops import mojo_kernels
 
 GPU0, GPU1 = as_device("gpu:0"), as_device("gpu:1")
 
@@ -130,6 +132,19 @@ def test_a_model_for_an_accelerator_is_stored_under_its_own_name():
     names = artifacts.digest(cpu.key, ops), artifacts.digest(gpu.key, ops)
     assert None not in names and names[0] != names[1]
     assert artifacts.stable_text(gpu.key).endswith("Dgpu:0,)")
+
+
+def test_an_accelerators_program_does_not_load_nablas_cpu_kernels():
+    def program(device: str):
+        x = nb.tensor(np.ones((1, 2, 4, 4), np.float32)).to(device)
+        y, pullback = nb.vjp(lambda v: F.max_pool2d(v, 2), x)
+        (dx,) = pullback(nb.ones_like(y))
+        return dx, collect([dx._impl]).to_program()
+
+    (on_cpu, cpu), (on_gpu, gpu) = program("cpu"), program("gpu:0")
+    assert executors.custom_extensions(cpu) == [mojo_kernels.package()]
+    assert executors.custom_extensions(gpu) == []
+    nb.evaluate(on_cpu, on_gpu)  # leave nothing pending (the NumPy executor runs both)
 
 
 def test_layers_made_with_a_device_keep_every_tensor_there():

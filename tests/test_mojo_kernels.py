@@ -33,7 +33,7 @@ def test_the_package_is_built_once_under_a_digest_of_its_sources():
     assert path is not None and path.is_file() and path.suffix == ".mojoc"
     assert path.name.startswith("nabla_kernels_") and len(path.stem) == len("nabla_kernels_") + 24
     assert mojo_kernels.compiled_package(mojo_kernels.SOURCE, "again") == path
-    assert _max_pool2d_grad.custom_extensions == (path,) and _max_pool2d_grad.stable_extensions
+    assert _max_pool2d_grad.custom_extensions == (path,) and _max_pool2d_grad.builtin_extensions
 
 
 def test_turned_off_nothing_is_built_and_lowerings_use_graph_ops(fresh_package):

@@ -81,7 +81,7 @@ class Conv2dWeightGradOp(Operation):
     partial_ok = (0, 1)
     scales_partials = True
     spatial = 2
-    stable_extensions = True  # nabla's own kernel package (see mojo_kernels.py)
+    builtin_extensions = True  # nabla's own CPU kernel package (see mojo_kernels.py)
 
     @property
     def custom_extensions(self) -> tuple:

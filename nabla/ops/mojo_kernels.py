@@ -7,10 +7,11 @@ once per process, let alone per graph). Custom ops (`custom.py`) build users' pa
 nabla's own package holds kernels for the few places where MAX's graph ops are far slower on
 CPU than one pass over memory (each kernel file says what it replaces and what it measured).
 An op whose lowering calls one (`call`, where `usable`) lists `extensions()` as its
-`custom_extensions` and sets `stable_extensions`: the package's file name is a digest of its sources, so compiled models
-that load it can still be stored on disk under a key that names it. Without a Mojo toolchain
-(the build fails) or with NABLA_MOJO_KERNELS=0, `package()` is None and the lowerings use
-MAX's graph ops.
+`custom_extensions` and sets `builtin_extensions`. The package's file name is a digest of its
+sources, so compiled models that load it are still stored on disk, under a key that names it;
+the kernels are CPU-only, so an accelerator's program does not load the package. Without a
+Mojo toolchain (the build fails) or with NABLA_MOJO_KERNELS=0, `package()` is None and the
+lowerings use MAX's graph ops.
 """
 
 from __future__ import annotations

@@ -264,7 +264,7 @@ class MaxPool2dGradOp(Operation):
 
     name = "max_pool2d_grad"
     partial_ok = (1,)  # linear in g
-    stable_extensions = True  # nabla's own kernel package (see mojo_kernels.py)
+    builtin_extensions = True  # nabla's own CPU kernel package (see mojo_kernels.py)
 
     @property
     def custom_extensions(self) -> tuple:

@@ -129,7 +129,7 @@ def digest(key: tuple, ops: list) -> str | None:
     packages = set()
     for op in ops:
         paths = getattr(op, "custom_extensions", ())
-        if paths and not getattr(op, "stable_extensions", False):
+        if paths and not getattr(op, "builtin_extensions", False):
             return None  # a user's kernel package is outside the key
         packages.update(p.name for p in paths)  # nabla's own: named by a digest of its sources
     modules = sorted(set().union(*[_lowering_modules(type(op).__module__) for op in ops]))

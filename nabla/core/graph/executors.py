@@ -217,9 +217,13 @@ def program_ops(program: Program) -> list:
 
 def custom_extensions(program: Program) -> list[Path]:
     """Kernel packages (compiled Mojo) that the program's custom ops need, in first-use order;
-    those of the ops inside its `call`s included."""
+    those of the ops inside its `call`s included. nabla's own package (`builtin_extensions`,
+    nabla/ops/mojo_kernels.py) holds CPU kernels only: an accelerator's program never loads it."""
     paths: list[Path] = []
+    on_accelerator = program.device.is_accelerator
     for op in program_ops(program):
+        if on_accelerator and getattr(op, "builtin_extensions", False):
+            continue
         for path in getattr(op, "custom_extensions", ()):
             if path not in paths:
                 paths.append(path)
