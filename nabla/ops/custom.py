@@ -28,14 +28,14 @@ from typing import Any
 
 import numpy as np
 from max.dtype import DType
-from max.graph import Graph, TensorType, ops
+from max.graph import TensorType, ops
 
 from ..core.common import dtypes as _dt
 from ..core.graph.executors import graph_device
 from ..core.tensor.impl import TensorImpl
 from ..core.tensor.tensor import Tensor
 from .base import AVal, Operation, public
-from .mojo_kernels import compiled_package
+from .mojo_kernels import compiled_package, load_into_graph
 
 __all__ = ["custom_op"]
 
@@ -202,13 +202,7 @@ class CustomOp(Operation):
             raise NotImplementedError(
                 f"custom op {self.name!r} has no MAX lowering: pass kernel_path= (a Mojo package) or max_kernel="
             )
-        graph = Graph.current
-        have = {str(p) for p in graph.kernel_libraries_paths}
-        missing = [p for p in self.custom_extensions if str(p) not in have]
-        if missing:
-            # Graphs built by the MAX executor load the package already; others (the eager
-            # shape-checking graph) get it here. MAX has no public hook for this yet.
-            graph._import_kernels(missing)
+        load_into_graph(self.custom_extensions)
         for key, value in user.items():
             if not isinstance(value, bool | int | float | str | DType):
                 raise TypeError(

@@ -29,12 +29,12 @@ from pathlib import Path
 from typing import Any
 
 from max.dtype import DType
-from max.graph import TensorType, ops
+from max.graph import Graph, TensorType, ops
 from mojo.run import subprocess_run_mojo
 
 from ..core.common.config import CONFIG
 
-__all__ = ["call", "compiled_package", "extensions", "package", "usable"]
+__all__ = ["call", "compiled_package", "extensions", "load_into_graph", "package", "usable"]
 
 SOURCE = Path(__file__).with_name("mojo")  # nabla's kernel package
 _BUILT: dict[tuple, Path] = {}  # (source dir, its files' mtimes and sizes) -> compiled .mojoc
@@ -100,7 +100,19 @@ def usable(*values: Any) -> bool:
     return all(v.device.is_cpu() and v.dtype == DType.float32 for v in values) and package() is not None
 
 
+def load_into_graph(paths: tuple[Path, ...]) -> None:
+    """Make the MAX graph being built load the kernel packages `paths`. Graphs built by the MAX
+    executor load them already; others (the eager shape-checking graph) get them here. MAX has
+    no public hook for this yet."""
+    graph = Graph.current
+    have = {str(p) for p in graph.kernel_libraries_paths}
+    missing = [p for p in paths if str(p) not in have]
+    if missing:
+        graph._import_kernels(missing)
+
+
 def call(name: str, values: list, out_type: TensorType, **parameters: int) -> Any:
     """MAX: nabla's kernel `name` on `values` (its compile-time `parameters`), one result."""
+    load_into_graph(extensions())
     STATS[name] += 1
     return ops.custom(name, values[0].device, values, [out_type], parameters=parameters)[0].tensor
