@@ -1,6 +1,8 @@
 """nabla's own Mojo kernels (nabla/ops/mojo_kernels.py): building, turning off, falling back,
-and how models that load them are stored. Their numerics run in the MAX conformance tests of
-the ops that call them (test_pooling_max.py)."""
+how models that load them are stored, and their numerics on MAX against the NumPy executor:
+convolution weight gradients of several shapes, and a CNN trained on batches of two sizes (one
+model with a symbolic batch dim). test_pooling_max.py checks the pool gradient's kernel on ties,
+NaNs and odd sizes."""
 
 from __future__ import annotations
 
@@ -10,7 +12,9 @@ from max.dtype import DType
 from max.graph import DeviceRef, Graph, TensorType
 
 import nabla as nb
+import nabla_nn as nn
 import nabla_nn.functional as F
+import nabla_optim as optim
 from nabla.core.common.config import CONFIG
 from nabla.core.graph import artifacts
 from nabla.core.graph.program import collect
@@ -109,3 +113,40 @@ def test_conv_weight_gradients_match_numpy_on_max():
     )  # built here, and every gradient took the kernel
     for key, w in want.items():
         np.testing.assert_allclose(got[key].numpy(), w, rtol=1e-4, atol=1e-4, err_msg=key)
+
+
+def _train_cnn(executor: str) -> tuple[list, dict]:
+    """A small CNN (one input channel, 16 and 20 channels, two 2x2 max pools) trained with SGD
+    on batches of 8, then 5 (a second size: one model with a symbolic batch dim), then 8."""
+    nb.set_executor(executor)
+    nb.manual_seed(0)
+    rng = np.random.default_rng(0)
+    model = nn.Sequential(
+        nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(16, 20, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(20 * 3 * 3, 4),
+    )  # fmt: skip
+    opt = optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    losses = []
+    for n in (8, 8, 5, 8, 5):
+        x = rng.standard_normal((n, 1, 12, 12)).astype(np.float32)
+        y = rng.integers(0, 4, n)
+        opt.zero_grad()
+        loss = F.cross_entropy(model(nb.Tensor.from_numpy(x)), nb.Tensor.from_numpy(y))
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses, {k: v.numpy() for k, v in model.state_dict().items()}
+
+
+def test_a_cnn_trains_on_the_kernels_with_a_symbolic_batch_as_on_numpy():
+    before = dict(mojo_kernels.STATS)
+    nb.clear_cache()
+    losses, params = _train_cnn("max")
+    placed = {k: v - before.get(k, 0) for k, v in mojo_kernels.STATS.items()}
+    # two models (batch 8, then one for every size), each with both pools' and convs' gradients
+    assert placed == {"nabla_max_pool_tiles_grad_nhwc": 4, "nabla_conv2d_weight_grad_nhwc": 4}
+    ref_losses, ref_params = _train_cnn("numpy")
+    np.testing.assert_allclose(losses, ref_losses, rtol=1e-4)
+    for key, value in params.items():
+        np.testing.assert_allclose(value, ref_params[key], rtol=1e-4, atol=1e-5, err_msg=key)
