@@ -66,7 +66,7 @@ def _weight_grad(
     )
 
 
-class Conv2dWeightGradOp(Operation):
+class Conv2dWeightGradOp(mojo_kernels.UsesKernels, Operation):
     """`x (N, C, H, W)` and `g (N, O, OH, OW)` -> `(O, C/groups, kH, kW)`: conv2d's weight gradient
     (Conv3dWeightGradOp: the same over (D, H, W)). Bilinear; the batch is contracted (a
     batch-sharded operand leaves a partial sum).
@@ -81,11 +81,6 @@ class Conv2dWeightGradOp(Operation):
     partial_ok = (0, 1)
     scales_partials = True
     spatial = 2
-    builtin_extensions = True  # nabla's own CPU kernel package (see mojo_kernels.py)
-
-    @property
-    def custom_extensions(self) -> tuple:
-        return mojo_kernels.extensions()
 
     def abstract_eval(self, x: AVal, g: AVal, *, kernel: tuple, groups: int, **kw: Any) -> AVal:
         (xs, dtype), gs, n = x, g[0], self.spatial

@@ -6,12 +6,12 @@ once per process, let alone per graph). Custom ops (`custom.py`) build users' pa
 
 nabla's own package holds kernels for the few places where MAX's graph ops are far slower on
 CPU than one pass over memory (each kernel file says what it replaces and what it measured).
-An op whose lowering calls one (`call`, where `usable`) lists `extensions()` as its
-`custom_extensions` and sets `builtin_extensions`. The package's file name is a digest of its
-sources, so compiled models that load it are still stored on disk, under a key that names it;
-the kernels are CPU-only, so an accelerator's program does not load the package. Without a
-Mojo toolchain (the build fails) or with NABLA_MOJO_KERNELS=0, `package()` is None and the
-lowerings use MAX's graph ops.
+An op whose lowering calls one (`call`, where `usable`) inherits `UsesKernels`: its
+`custom_extensions` are `extensions()` and it sets `builtin_extensions`. The package's file
+name is a digest of its sources, so compiled models that load it are still stored on disk,
+under a key that names it; the kernels are CPU-only, so an accelerator's program does not load
+the package. Without a Mojo toolchain (the build fails) or with NABLA_MOJO_KERNELS=0,
+`package()` is None and the lowerings use MAX's graph ops.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from mojo.run import subprocess_run_mojo
 
 from ..core.common.config import CONFIG
 
-__all__ = ["call", "compiled_package", "extensions", "load_into_graph", "package", "usable"]
+__all__ = ["UsesKernels", "call", "compiled_package", "extensions", "load_into_graph", "package", "usable"]
 
 SOURCE = Path(__file__).with_name("mojo")  # nabla's kernel package
 _BUILT: dict[tuple, Path] = {}  # (source dir, its files' mtimes and sizes) -> compiled .mojoc
@@ -89,6 +89,19 @@ def extensions() -> tuple[Path, ...]:
     """`custom_extensions` for an op whose lowering may call nabla's kernels."""
     path = package()
     return () if path is None else (path,)
+
+
+class UsesKernels:
+    """Mixin for an op whose MAX lowering may call nabla's kernels: MAX loads the package for
+    its programs (`custom_extensions`), and `builtin_extensions` tells the model store (the
+    package is in the key by its digest name) and the executor (CPU programs only) that it is
+    nabla's own."""
+
+    builtin_extensions = True
+
+    @property
+    def custom_extensions(self) -> tuple[Path, ...]:
+        return extensions()
 
 
 STATS: Counter[str] = Counter()  # kernel name -> times placed in a MAX graph (tests read it)

@@ -258,17 +258,12 @@ class MaxPool2dOp(_PoolOp):
         return [_max_pool2d_gather(primals[0], tangents[0], **kw)]
 
 
-class MaxPool2dGradOp(Operation):
+class MaxPool2dGradOp(mojo_kernels.UsesKernels, Operation):
     """`g (..., OH, OW)` added into a zero tensor shaped like `x` at each window's first maximum
     of `x`. Linear in `g`; `x` only chooses positions (no gradient)."""
 
     name = "max_pool2d_grad"
     partial_ok = (1,)  # linear in g
-    builtin_extensions = True  # nabla's own CPU kernel package (see mojo_kernels.py)
-
-    @property
-    def custom_extensions(self) -> tuple:
-        return mojo_kernels.extensions()
 
     def abstract_eval(self, x: AVal, g: AVal, **kw: Any) -> AVal:
         return x
