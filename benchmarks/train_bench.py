@@ -12,6 +12,7 @@ alternately in one process. The run fails if a training loss does not go down.
     python benchmarks/train_bench.py                       # everything
     python benchmarks/train_bench.py --workloads W1 --frameworks nabla --steps 100
     python benchmarks/train_bench.py --device gpu          # models and batches on accelerator 0
+    python benchmarks/train_bench.py --modes loop,eager    # only these modes
 """
 
 from __future__ import annotations
@@ -128,6 +129,7 @@ def main() -> None:
     parser.add_argument("--workloads", default="W1,W2,W3,W4")
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--frameworks", default="nabla,torch,jax")
+    parser.add_argument("--modes", default="", help="only these modes, e.g. loop,eager (default: all)")
     parser.add_argument("--device", default=DEVICE, help="cpu or gpu: where every framework runs")
     parser.add_argument("--one", nargs=2, metavar=("MODE", "WORKLOAD"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -140,7 +142,7 @@ def main() -> None:
     for workload in args.workloads.split(","):
         results: dict[tuple[str, str], dict] = {}
         for framework in frameworks:
-            for mode in MODES[framework]:
+            for mode in [m for m in MODES[framework] if not args.modes or m in args.modes.split(",")]:
                 tail = ["--one", mode, workload] if framework == "nabla" else [mode, workload]
                 cmd = [sys.executable, str(HERE / SCRIPTS[framework]), "--steps", str(args.steps), *tail]
                 proc = subprocess.run(cmd, capture_output=True, text=True)

@@ -15,6 +15,7 @@ import nabla_nn as nn
 import nabla_nn.functional as F
 import nabla_optim as optim
 from nabla import DeviceMesh, P
+from nabla.ops import mojo_kernels
 
 USES_MAX = True
 pytestmark = pytest.mark.skipif(accelerator_count() == 0, reason="needs an accelerator (MAX finds none)")
@@ -89,6 +90,36 @@ def test_compiled_training_step_on_the_accelerator():
         results[executor] = losses, [p.numpy() for p in model.parameters()]
         if executor == "max":
             assert step.stats.compiles == 1 and all(_on_device(p) for p in model.parameters())
+    np.testing.assert_allclose(results["max"][0], results["numpy"][0], rtol=TOL)
+    for g, w in zip(results["max"][1], results["numpy"][1], strict=True):
+        np.testing.assert_allclose(g, w, rtol=TOL, atol=TOL)
+
+
+def test_conv_net_loop_on_the_accelerator_uses_graph_ops():
+    """W2's conv net in the plain loop on the GPU: its convolution weight and pooling gradients
+    take MAX's graph ops there (nabla's Mojo kernels are CPU-only), and it matches NumPy."""
+    rng = np.random.default_rng(3)
+    xs = [rng.standard_normal((4, 1, 12, 12)).astype(np.float32) for _ in range(3)]
+    ys = [rng.integers(0, 5, 4) for _ in range(3)]
+    results = {}
+    for executor in ("numpy", "max"):
+        nb.set_executor(executor)
+        nb.manual_seed(0)
+        model = nn.Sequential(
+            nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Flatten(), nn.Linear(16 * 3 * 3, 5),
+        ).to("gpu")  # fmt: skip
+        opt = optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+        step, placed = _step_fn(model, opt), sum(mojo_kernels.STATS.values())
+        nb.reset_cache_info()
+        losses = [step(nb.tensor(x, device="gpu"), nb.tensor(y)).item() for x, y in zip(xs, ys, strict=True)]
+        results[executor] = losses, [p.numpy() for p in model.parameters()]
+        if executor == "max":
+            assert sum(mojo_kernels.STATS.values()) == placed  # no kernel in the GPU's graphs
+            info = nb.cache_info()  # one step model (compiled, or read from the model store)
+            assert info.compiles + info.loads == 1 and info.hits == 2
+            assert all(_on_device(p) for p in model.parameters())
     np.testing.assert_allclose(results["max"][0], results["numpy"][0], rtol=TOL)
     for g, w in zip(results["max"][1], results["numpy"][1], strict=True):
         np.testing.assert_allclose(g, w, rtol=TOL, atol=TOL)
