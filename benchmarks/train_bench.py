@@ -68,7 +68,9 @@ def run(mode: str, workload: str, steps: int) -> dict:
     nb.manual_seed(0)
     model, opt, _, loss_fn = nabla_workload(workload)
     model.to(DEVICE)
-    data = [(nb.Tensor.from_numpy(b.x).to(DEVICE), nb.Tensor.from_numpy(b.y)) for b in batches(workload, steps)]
+    data = [
+        (nb.Tensor.from_numpy(b.x).to(DEVICE), nb.Tensor.from_numpy(b.y).to(DEVICE)) for b in batches(workload, steps)
+    ]
     step = _step_fn(model, opt, loss_fn, workload)
     if mode == "module-compile" or (mode == "compile" and workload == "W4"):
         model.compile()

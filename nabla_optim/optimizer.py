@@ -46,6 +46,7 @@ import numpy as np
 import nabla as nb
 from nabla import Tensor
 from nabla.core.common import dtypes as _dt
+from nabla.core.common.devices import CPU_DEVICE, Device
 from nabla.core.common.hooks import RemovableHandle, add_hook
 from nabla.core.graph.tracing import note_guard, tracing
 from nabla_nn.module_state import _assembled
@@ -100,17 +101,30 @@ class _ParamGroup(dict):
         self.sync()
 
     def scalar(self, name: str) -> Tensor:
-        """The graph input holding hyperparameter `name` ("lr", "momentum", "beta1", "beta2")."""
+        """The graph input holding hyperparameter `name` ("lr", "momentum", "beta1", "beta2"). It
+        lives where the group's parameters do: on an accelerator it is uploaded once per value,
+        not every step."""
         value = float(_SCHEDULED[name](self))
         entry = self._scalars.get(name)
+        device = self._device()
         if entry is None:
-            entry = [value, Tensor.from_numpy(np.array(value, np.float64))]
+            entry = [value, Tensor.from_numpy(np.array(value, np.float64)).to(device)]
             self._scalars[name] = entry
-        elif entry[0] != value:
+        elif entry[0] != value or entry[1]._impl.device is not device:
             # Same Tensor object, new storage: graphs (cached or compiled) read it as an input.
-            entry[1]._impl.set_realized(np.array(value, np.float64))
+            impl = entry[1]._impl
+            impl.device = device  # (a host value: copied up on first use, then kept there)
+            impl.set_realized(np.array(value, np.float64))
             entry[0] = value
         return entry[1]
+
+    def _device(self) -> Device:
+        """The accelerator the group's (unsharded) parameters are on, else the CPU."""
+        params = self.get("params")
+        impl = params[0]._impl if params else None
+        if impl is not None and impl.device.is_accelerator and impl.sharding is None:
+            return impl.device
+        return CPU_DEVICE
 
     def sync(self) -> None:
         for name in list(self._scalars):

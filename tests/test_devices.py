@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from max.driver import CPU
+from max.driver import CPU, Buffer
 
 import nabla as nb
 import nabla_nn as nn
 import nabla_nn.functional as F
+import nabla_optim as optim
 from nabla.core.common.devices import CPU_DEVICE, as_device
 from nabla.core.graph import artifacts, executors
 from nabla.core.graph.program import collect, describe_key_difference
@@ -63,11 +64,13 @@ def test_the_program_runs_where_its_accelerator_values_are_and_is_keyed_by_it():
     assert collect([back.cpu()._impl]).device is GPU0
 
 
-def test_to_moves_realized_tensors_without_copying_until_a_computation_needs_it():
+def test_to_copies_realized_tensors_to_the_accelerator_at_once():
     x = nb.tensor(np.arange(3, dtype=np.float32))
     assert x.to("cpu") is x and x.cpu() is x and not x.is_cuda
     moved = x.to(_on(GPU0, [0.0]))  # `to(other)` takes the other's device (and dtype)
-    assert moved.device is GPU0 and moved.is_cuda and moved._impl.data is x._impl.data
+    assert moved.device is GPU0 and moved.is_cuda
+    # uploaded now, as PyTorch copies (the fixture's accelerator is the host: a Buffer there)
+    assert type(moved._impl.data) is Buffer and type(x._impl.data) is np.ndarray
     assert moved.to(nb.float64).device is GPU0 and moved.to(nb.float64).dtype == nb.float64
     back = moved.cpu()
     assert back.device is CPU_DEVICE and back.numpy().tolist() == [0.0, 1.0, 2.0]
@@ -123,6 +126,29 @@ def test_loading_a_state_dict_keeps_the_model_on_its_device():
     net.load_state_dict(state)
     assert net.weight.device is GPU0 and net.bias.device is GPU0
     np.testing.assert_array_equal(net.weight.numpy(), state["weight"].numpy())
+
+
+def test_optimizer_state_and_hyperparameters_live_on_the_parameters_accelerator():
+    """Nothing of the optimizer goes back and forth between the host and the device each step:
+    its state and the scheduled hyperparameters (graph inputs) stay with the parameters."""
+    net = nn.Linear(4, 3).to("gpu")
+    opt = optim.Adam(net.parameters(), lr=1e-2)
+    sched = optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
+    x, y = nb.tensor(np.ones((2, 4), np.float32), device="gpu"), nb.tensor(np.array([0, 2]))
+    for _ in range(2):
+        opt.zero_grad()
+        F.cross_entropy(net(x), y).backward()
+        opt.step()
+        sched.step()
+        assert all(v.device is GPU0 for p in net.parameters() for v in opt.state[p].values())
+        scalars = opt.param_groups[0]._scalars
+        assert sorted(scalars) == ["beta1", "beta2", "lr"] and all(t.device is GPU0 for _, t in scalars.values())
+    assert scalars["lr"][1].item() == opt.param_groups[0]["lr"] == 1e-2 * 0.25  # set by the scheduler
+    net.cpu()  # the model moved back: the scalars follow at the next step
+    opt.zero_grad()
+    F.cross_entropy(net(x.cpu()), y).backward()
+    opt.step()
+    assert all(t.device is CPU_DEVICE for _, t in opt.param_groups[0]._scalars.values())
 
 
 def test_a_model_for_an_accelerator_is_stored_under_its_own_name():

@@ -19,7 +19,7 @@ from max.graph import Dim, TensorType, ops
 from ..core.common import dtypes as _dt
 from ..core.common.context import vmap_randomness, vmap_sizes
 from ..core.common.devices import CPU_DEVICE, Device
-from ..core.graph.executors import available_device, graph_device
+from ..core.graph.executors import available_device, graph_device, storage_on
 from ..core.graph.tracing import note_seed
 from ..core.tensor.dispatch import OPS, register
 from ..core.tensor.tensor import Tensor
@@ -95,10 +95,13 @@ def _check_device(device: Any, op: str) -> Device:
 
 
 def _placed(out: Tensor, device: Device) -> Tensor:
-    """A tensor a factory just made, placed on `device` (it has no readers yet; its storage,
-    if any, goes to the device when a computation there first reads it)."""
+    """A tensor a factory just made, placed on `device` (it has no readers yet): a realized
+    one's storage is copied there now, as `Tensor.to` copies."""
     if device is not CPU_DEVICE:
-        out._impl.device = device
+        impl = out._impl
+        impl.device = device
+        if impl.is_realized:
+            impl.data = storage_on(impl.data, impl.dtype, device)
     return out
 
 

@@ -174,9 +174,16 @@ def input_buffers(impls: list, device: Device = CPU_DEVICE) -> list:
     return out
 
 
+def storage_on(data: Any, dtype: DType, device: Device) -> Any:
+    """`to_device` for a tensor's storage of `dtype`: a bfloat16 tensor's host storage (float32
+    arrays, NumPy has no bfloat16) becomes a bfloat16 Buffer on an accelerator."""
+    on_host_as_float32 = device.is_accelerator and dtype is DType.bfloat16
+    return to_device(_as_bfloat16_storage(data) if on_host_as_float32 else data, device)
+
+
 def _device_input(impl: Any, device: Device) -> Any:
     data = impl.data
-    moved = to_device(data if impl.dtype is not DType.bfloat16 else _as_bfloat16_storage(data), device)
+    moved = storage_on(data, impl.dtype, device)
     if moved is not data and impl.device is device:
         if type(data) is np.ndarray:
             impl.host = (moved, data)

@@ -17,7 +17,7 @@ from ..common import dtypes as _dt
 from ..common.context import is_grad_enabled
 from ..common.devices import CPU_DEVICE
 from ..graph.engine import GRAPH
-from ..graph.executors import available_device, host_array, storage_item, storage_to_numpy, to_device
+from ..graph.executors import available_device, host_array, storage_item, storage_on, storage_to_numpy
 from ..graph.tracing import TRACE, note_grad, note_grad_read, note_mutation
 from .dispatch import OPS
 from .impl import RETAINED, Device, TensorImpl
@@ -892,10 +892,10 @@ class Tensor(TorchMethods, TorchInPlace):
         return out if device is None else out._moved_to(device)
 
     def _moved_to(self, device: Any) -> Tensor:
-        """This tensor on `device` (itself if it is there). A realized tensor shares its storage,
-        which a computation on an accelerator copies there once, on first use; one moved to the
-        CPU is copied back now. Otherwise (a pending value, or one autodiff records) it is a
-        copy op whose result is on `device`."""
+        """This tensor on `device` (itself if it is there). A realized tensor is copied there
+        now, as PyTorch copies (a batch moved before a step is not uploaded inside it).
+        Otherwise (a pending value, or one autodiff records) it is a copy op whose result is on
+        `device`."""
         target = available_device(device, "to()")
         impl = self._impl
         if target is impl.device:
@@ -903,8 +903,7 @@ class Tensor(TorchMethods, TorchInPlace):
         if impl.is_realized and not (impl.requires_grad and is_grad_enabled()):
             moved = impl.share()
             moved.device = target
-            if not target.is_accelerator:
-                moved.data = to_device(moved.data, target)
+            moved.data = storage_on(moved.data, impl.dtype, target)
             return Tensor(moved)
         out = OPS.identity(self)
         out._impl.device = target
