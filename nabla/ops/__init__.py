@@ -5,6 +5,7 @@ re-exports them all."""
 import sys
 
 from . import (
+    activations,
     attention,
     base,
     batching,
@@ -39,6 +40,7 @@ from . import (
     unary,
     view,
 )
+from .activations import *  # noqa: F403
 from .attention import *  # noqa: F403
 from .base import Operation
 from .binary import *  # noqa: F403
@@ -71,6 +73,7 @@ from .unary import *  # noqa: F403
 from .view import *  # noqa: F403
 
 FAMILIES = (
+    "activations",
     "attention",
     "batching",
     "binary",

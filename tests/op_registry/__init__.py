@@ -7,6 +7,7 @@ lists public names that are not ops (data constructors, helpers) and so have no 
 from __future__ import annotations
 
 from . import (
+    activations,
     attention,
     bessel,
     binary,
@@ -33,7 +34,7 @@ from . import (
 from .spec import OpSpec, Sample
 
 FAMILY_MODULES = (
-    attention, bessel, binary, bits, cast, control_flow, conv, creation, cumulative, custom, gather_scatter, indexing, linalg, linalg_host,
+    activations, attention, bessel, binary, bits, cast, control_flow, conv, creation, cumulative, custom, gather_scatter, indexing, linalg, linalg_host,
     normalization, orthogonal_polynomials, reduction, sorting, special, statistics, unary, view,
 )  # fmt: skip
 REGISTRY: list[OpSpec] = [spec for module in FAMILY_MODULES for spec in module.SPECS]
@@ -56,7 +57,7 @@ NOT_OPS |= {"DeviceMesh", "DimSpec", "P", "ShardingSpec"}  # layout types, not o
 
 # MAX conformance: families compiled together, one graph (one compile) per group.
 MAX_GROUPS = {
-    "elementwise": ("unary", "binary", "cast"),
+    "elementwise": ("unary", "activations", "binary", "cast"),
     "reductions": ("reduction", "sorting", "linalg", "normalization"),
     "shapes": ("view", "indexing", "creation"),
     "nn": ("conv", "control_flow", "custom"),

@@ -1,4 +1,4 @@
-"""Registry entries for nabla.ops.unary (elementwise, one input, and the activations)."""
+"""Registry entries for nabla.ops.unary (elementwise, one input; activations.py has the activations)."""
 
 from __future__ import annotations
 
@@ -73,6 +73,7 @@ def _unary(
     extra: tuple[Sample, ...] = (),
     margin: float = 0.05,
     torch_ref=None,
+    family: str = FAMILY,
     **kw,
 ) -> OpSpec:
     return OpSpec(
@@ -80,7 +81,7 @@ def _unary(
         fn=getattr(nb, name),
         ref=ref,
         samples=_samples(low, high, kinks, seed=name, margin=margin) + list(extra),
-        family=FAMILY,
+        family=family,
         torch_ref=torch_ref or _torch(name),
         **kw,
     )
@@ -249,119 +250,6 @@ SPECS: list[OpSpec] = [
     ),
     _unary("tanh", np.tanh, extra=(_edge(-INF, INF, 50.0, NAN),)),
     _unary("erf", _f64(_erf), -2.5, 2.5, extra=(_edge(-INF, INF, 10.0, NAN),), dtypes=("float64",)),
-    # -- activations ---------------------------------------------------------------------------
-    _unary("relu", lambda x: np.maximum(x, 0), kinks=(0.0,), extra=(_ints(), _edge(-INF, INF, NAN, 0.0))),
-    _unary(
-        "sigmoid",
-        _f64(_sigmoid),
-        -4.0,
-        4.0,
-        extra=(_edge(-100.0, 100.0, -1000.0, 0.0, label="extremes"),),
-        dtypes=("float64", "float16"),
-    ),
-    _unary(
-        "relu6",
-        lambda x: np.clip(x, 0.0, 6.0),
-        -2.0,
-        8.0,
-        kinks=(0.0, 6.0),
-        extra=(_edge(-INF, INF, NAN, 0.0, 6.0),),
-        torch_ref=_torch_f("relu6"),
-    ),
-    OpSpec(
-        name="hardtanh",
-        fn=nb.hardtanh,
-        ref=_hardtanh,
-        samples=_samples(kinks=(-1.0, 1.0), seed="hardtanh")
-        + _samples(-3.0, 3.0, kinks=(-0.5, 2.0), seed="hardtanh2", min_val=-0.5, max_val=2.0)[1:3]
-        + [_edge(-INF, INF, NAN, -1.0, 1.0)],
-        family=FAMILY,
-        torch_ref=_torch_f("hardtanh"),
-    ),
-    OpSpec(
-        name="leaky_relu",
-        fn=nb.leaky_relu,
-        ref=lambda x, negative_slope=0.01: np.where(x > 0, x, x * x.dtype.type(negative_slope)),
-        samples=_samples(kinks=(0.0,), seed="leaky")
-        + _samples(kinks=(0.0,), seed="leaky2", negative_slope=0.2)[1:3]
-        + [_edge(-INF, INF, NAN, 0.0)],
-        family=FAMILY,
-        torch_ref=_torch_f("leaky_relu"),
-    ),
-    OpSpec(
-        name="elu",
-        fn=nb.elu,
-        ref=_f64(lambda x, alpha=1.0: np.where(x > 0, x, alpha * np.expm1(np.minimum(x, 0.0)))),
-        samples=_samples(-3.0, 3.0, kinks=(0.0,), seed="elu")
-        + _samples(-3.0, 3.0, kinks=(0.0,), seed="elu2", alpha=0.5)[1:3]
-        + [_edge(-100.0, 100.0, -INF, NAN, 0.0)],
-        family=FAMILY,
-        torch_ref=_torch_f("elu"),
-    ),
-    OpSpec(
-        name="gelu",
-        fn=nb.gelu,
-        ref=_f64(_gelu),
-        samples=_samples(-4.0, 4.0, seed="gelu")
-        + _samples(-4.0, 4.0, seed="gelu-tanh", approximate="tanh")[:4]
-        + [_edge(-10.0, 10.0, NAN), _edge(-10.0, 10.0, NAN, label="edge tanh", approximate="tanh")],
-        family=FAMILY,
-        torch_ref=_torch_f("gelu"),
-        dtypes=("float64", "float16", "bfloat16"),
-    ),
-    _unary(
-        "silu",
-        _f64(lambda x: x * _sigmoid(x)),
-        -4.0,
-        4.0,
-        extra=(_edge(-100.0, 100.0, 0.0),),
-        torch_ref=_torch_f("silu"),
-    ),
-    _unary(
-        "mish",
-        _f64(lambda x: x * np.tanh(np.logaddexp(0.0, x))),
-        -3.0,
-        3.0,
-        extra=(_edge(-100.0, 100.0, 30.0, 0.0),),
-        torch_ref=_torch_f("mish"),
-    ),
-    OpSpec(
-        name="softplus",
-        fn=nb.softplus,
-        ref=_f64(_softplus),
-        samples=_samples(-3.0, 3.0, seed="softplus")
-        + _samples(-3.0, 3.0, kinks=(1.5,), seed="softplus2", beta=2.0, threshold=3.0)[1:4]
-        + [_edge(100.0, -100.0, 20.5, 19.5, -1000.0, label="stability")],
-        family=FAMILY,
-        torch_ref=_torch_f("softplus"),
-        dtypes=("float64", "float16", "bfloat16"),
-    ),
-    _unary(
-        "logsigmoid",
-        _f64(_logsigmoid),
-        -4.0,
-        4.0,
-        extra=(_edge(-100.0, 100.0, -1000.0, 0.0, label="stability"),),
-        torch_ref=_torch_f("logsigmoid"),
-    ),
-    _unary(
-        "hardsigmoid",
-        _f64(lambda x: np.clip(x + 3.0, 0.0, 6.0) / 6.0),
-        -5.0,
-        5.0,
-        kinks=(-3.0, 3.0),
-        extra=(_edge(-3.0, 3.0, -INF, INF, NAN),),
-        torch_ref=_torch_f("hardsigmoid"),
-    ),
-    _unary(
-        "hardswish",
-        _f64(lambda x: x * np.clip(x + 3.0, 0.0, 6.0) / 6.0),
-        -5.0,
-        5.0,
-        kinks=(-3.0, 3.0),
-        extra=(_edge(-3.0, 3.0, -100.0, 100.0),),
-        torch_ref=_torch_f("hardswish"),
-    ),
     # -- clamp ---------------------------------------------------------------------------------
     OpSpec(
         name="clamp",
