@@ -1,7 +1,8 @@
 """Max pooling's MAX lowering against the NumPy reference, on ties, NaNs, -inf and padding.
 
 The MAX kernels build each window's first maximum from strided slices (forward, gradient and
-its transpose). Every case below, forward values, VJPs and JVPs, is one evaluation: one compile.
+its transpose); the gradient of 4-D tiles without padding runs nabla's Mojo kernel on x
+permuted to NHWC. Every case below, forward values, VJPs and JVPs, is one evaluation: one compile.
 
 Inside a MAX graph, convolutions, max pooling and per-channel sums pass NHWC values between them
 (NHWC twins, nabla/ops/_layout.py) instead of permuting to NCHW and back. The second test chains
@@ -73,8 +74,13 @@ def _run(executor: str, program=_program) -> dict:
 def test_max_pool_matches_numpy_on_ties_nan_and_padding():
     want = _run("numpy")
     nb.reset_cache_info()
+    placed = mojo_kernels.STATS["nabla_max_pool_tiles_grad_nhwc"]
     got = _run("max")
     assert nb.cache_info().per_executor["max"].compiles <= 1
+    # with no NHWC twin, the tile cases without padding (k2, k2-odd, k3-tiles, k2x3, and unbatched,
+    # pooled as a batch of one) permute x for nabla's kernel (a model read from the store builds
+    # no graph: nothing placed)
+    assert mojo_kernels.STATS["nabla_max_pool_tiles_grad_nhwc"] - placed == 5 * nb.cache_info().compiles
     for key, w in want.items():
         np.testing.assert_allclose(got[key], w, rtol=1e-6, atol=1e-6, equal_nan=True, err_msg=key)
     # the data really holds NaN windows and tied windows
