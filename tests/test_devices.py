@@ -71,6 +71,9 @@ def test_to_copies_realized_tensors_to_the_accelerator_at_once():
     assert moved.device is GPU0 and moved.is_cuda
     # uploaded now, as PyTorch copies (the fixture's accelerator is the host: a Buffer there)
     assert type(moved._impl.data) is Buffer and type(x._impl.data) is np.ndarray
+    made = nb.tensor(np.arange(3, dtype=np.float32), device="gpu")  # a factory's device= copies too
+    assert made.device is GPU0 and type(made._impl.data) is Buffer
+    np.testing.assert_array_equal(made.numpy(), [0.0, 1.0, 2.0])
     assert moved.to(nb.float64).device is GPU0 and moved.to(nb.float64).dtype == nb.float64
     back = moved.cpu()
     assert back.device is CPU_DEVICE and back.numpy().tolist() == [0.0, 1.0, 2.0]
