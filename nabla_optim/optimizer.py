@@ -156,12 +156,17 @@ def realized_zeros_like(p: Tensor, value: float = 0.0) -> Tensor:
     return realized_full(p.shape, value, p.dtype)
 
 
-def _on_mesh_of(p: Tensor, state: dict[str, Any]) -> dict[str, Any]:
-    """A sharded parameter's initial state laid out like it (scalars replicated on its mesh),
-    so the first step already has the steady-state structure: one compile for the loop."""
+def _placed_like(p: Tensor, state: dict[str, Any]) -> dict[str, Any]:
+    """A parameter's state (initial or loaded) placed like it, so the first step already has
+    the steady-state structure: one compile for the loop. On an accelerator every entry lives
+    there (as PyTorch keeps state with its parameter; nothing is copied up each step); a
+    sharded parameter's state is laid out like it (scalars replicated on its mesh)."""
     spec = p.sharding
     if spec is None:
-        return state
+        device = p._impl.device
+        if not device.is_accelerator:
+            return state
+        return {key: v.to(device) if isinstance(v, Tensor) else v for key, v in state.items()}
     spec = spec.without_partial()
     out = {}
     for key, v in state.items():
@@ -435,7 +440,7 @@ class Optimizer:
                     continue
                 state = states[p]
                 if not state:
-                    state.update(_on_mesh_of(p, self._init_state(p, group)))
+                    state.update(_placed_like(p, self._init_state(p, group)))
                 if self.rule is None:
                     self._update(p, p.grad, state, group)
                     updated.append(p)
@@ -602,7 +607,8 @@ class Optimizer:
 
         Group and parameter counts must match; state tensors of a parameter's shape must have
         it. Floating state (but not "step") is cast to the parameter's dtype, as PyTorch does.
-        Each state tensor is laid out like its parameter, whatever layout it was saved from:
+        Each state tensor goes to its parameter's accelerator, if it is on one, and is laid out
+        like its parameter, whatever layout it was saved from:
         split to a sharded parameter's spec (scalars such as "step" replicated on its mesh),
         unsharded for an unsharded one, so the next step has the structure it had before the
         load (no recompile). Resuming from a loaded state continues training exactly as if it
@@ -645,8 +651,8 @@ class Optimizer:
             if key not in id_map:
                 raise ValueError(f"loaded state dict has state for parameter {key!r}, which no parameter group lists")
             p = id_map[key]
-            # _load_value gives unsharded tensors; a sharded parameter's state is split like it.
-            new_state[p] = _on_mesh_of(
+            # _load_value gives unsharded host tensors; _placed_like puts them where the parameter is.
+            new_state[p] = _placed_like(
                 p, {k: _load_value(p, key, k, v, self._state_shape(p, k)) for k, v in values.items()}
             )
         pending = [v for s in new_state.values() for v in s.values() if isinstance(v, Tensor) and not v.is_realized]

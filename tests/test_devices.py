@@ -133,7 +133,8 @@ def test_loading_a_state_dict_keeps_the_model_on_its_device():
 
 def test_optimizer_state_and_hyperparameters_live_on_the_parameters_accelerator():
     """Nothing of the optimizer goes back and forth between the host and the device each step:
-    its state and the scheduled hyperparameters (graph inputs) stay with the parameters."""
+    its state (made, stepped or loaded) and the scheduled hyperparameters (graph inputs) stay
+    with the parameters."""
     net = nn.Linear(4, 3).to("gpu")
     opt = optim.Adam(net.parameters(), lr=1e-2)
     sched = optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
@@ -147,6 +148,9 @@ def test_optimizer_state_and_hyperparameters_live_on_the_parameters_accelerator(
         scalars = opt.param_groups[0]._scalars
         assert sorted(scalars) == ["beta1", "beta2", "lr"] and all(t.device is GPU0 for _, t in scalars.values())
     assert scalars["lr"][1].item() == opt.param_groups[0]["lr"] == 1e-2 * 0.25  # set by the scheduler
+    other = optim.Adam(nn.Linear(4, 3).to("gpu").parameters(), lr=1e-2)
+    other.load_state_dict(opt.state_dict())  # loaded state goes where the parameters are
+    assert all(v.device is GPU0 for state in other.state.values() for v in state.values())
     net.cpu()  # the model moved back: the scalars follow at the next step
     opt.zero_grad()
     F.cross_entropy(net(x.cpu()), y).backward()
