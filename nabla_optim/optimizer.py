@@ -121,10 +121,8 @@ class _ParamGroup(dict):
     def _device(self) -> Device:
         """The accelerator the group's (unsharded) parameters are on, else the CPU."""
         params = self.get("params")
-        impl = params[0]._impl if params else None
-        if impl is not None and impl.device.is_accelerator and impl.sharding is None:
-            return impl.device
-        return CPU_DEVICE
+        device = _accelerator_of(params[0]) if params else None
+        return CPU_DEVICE if device is None else device
 
     def sync(self) -> None:
         for name in list(self._scalars):
@@ -156,6 +154,12 @@ def realized_zeros_like(p: Tensor, value: float = 0.0) -> Tensor:
     return realized_full(p.shape, value, p.dtype)
 
 
+def _accelerator_of(p: Tensor) -> Device | None:
+    """The accelerator an unsharded parameter lives on (its optimizer's tensors live there too)."""
+    impl = p._impl
+    return impl.device if impl.device.is_accelerator and impl.sharding is None else None
+
+
 def _placed_like(p: Tensor, state: dict[str, Any]) -> dict[str, Any]:
     """A parameter's state (initial or loaded) placed like it, so the first step already has
     the steady-state structure: one compile for the loop. On an accelerator every entry lives
@@ -163,8 +167,8 @@ def _placed_like(p: Tensor, state: dict[str, Any]) -> dict[str, Any]:
     sharded parameter's state is laid out like it (scalars replicated on its mesh)."""
     spec = p.sharding
     if spec is None:
-        device = p._impl.device
-        if not device.is_accelerator:
+        device = _accelerator_of(p)
+        if device is None:
             return state
         return {key: v.to(device) if isinstance(v, Tensor) else v for key, v in state.items()}
     spec = spec.without_partial()
