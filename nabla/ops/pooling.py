@@ -192,6 +192,11 @@ def _mx_upsample(v: Any, kernel: tuple) -> Any:
     return ops.resize_nearest(v, size, coordinate_transform_mode=2, round_mode=2)  # asymmetric, floor: exact
 
 
+def _kernel_takes(padding: Pads, *values: Any) -> bool:
+    """Whether nabla's Mojo kernel takes a tile gradient: no padding, its values usable."""
+    return max(padding) <= 0 and mojo_kernels.usable(*values)
+
+
 def _mx_tiles_grad_nhwc(x: Any, g: Any, kernel: tuple, padding: Pads) -> Any:
     """MAX: max_pool2d_grad for windows that tile the image, on the NHWC `x` (N, H, W, C) and the
     NCHW `g` (its twin, or a permute: g is the smaller): each tile's first maximum takes g,
@@ -200,7 +205,7 @@ def _mx_tiles_grad_nhwc(x: Any, g: Any, kernel: tuple, padding: Pads) -> Any:
     6.8 ms for the NCHW form (where the tile axes are innermost and short); on CPU, without
     padding, nabla's Mojo kernel (`mojo/pooling.mojo`) does it in one pass: 0.7-1.0 ms."""
     gt = as_nhwc(g)
-    if max(padding) <= 0 and mojo_kernels.usable(x, gt):
+    if _kernel_takes(padding, x, gt):
         out = TensorType(x.dtype, x.shape, device=x.device)
         return mojo_kernels.call("nabla_max_pool_tiles_grad_nhwc", [x, gt], out, kh=kernel[0], kw=kernel[1])
     xp = _mx_pad(x, padding, float("-inf"), trail=1)
@@ -274,7 +279,7 @@ class MaxPool2dGradOp(mojo_kernels.UsesKernels, Operation):
     def kernel(self, x: Any, g: Any, *, kernel: tuple, stride: tuple, padding: Pads, dilation: tuple) -> Any:
         fits = _tiles_fit(kernel, stride, dilation)
         twin = nhwc(x) if fits else None
-        if twin is None and fits and x.rank == 4 and max(padding) <= 0 and mojo_kernels.usable(x, g):
+        if twin is None and fits and x.rank == 4 and _kernel_takes(padding, x, g):
             # No twin (a pool on the input, or after a layer that is not a convolution):
             # permuting x for nabla's kernel and back still beats the NCHW form below (at
             # W2's pool shapes: 2.8 / 1.8 ms vs 8.3 / 4.8).
