@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
+from max.driver import Buffer
 
 import nabla as nb
 import nabla_nn as nn
@@ -109,7 +110,10 @@ class ModelSpy:
             feed = list(inputs)
             for k, j in slots:
                 feed[k] = batches[i % len(batches)][j]._impl.data
-            return executor.run(prepared, feed)
+            out = executor.run(prepared, feed)
+            if type(out[0]) is Buffer and not out[0].is_host:  # an accelerator's: wait, as the steps
+                out[0].device.synchronize()  # do for their loss (else the next step waits for it)
+            return out
 
         return run
 

@@ -308,7 +308,9 @@ class ConvTranspose2dOp(_ConvOperation):
     @staticmethod
     def _kernel(x: Any, w: Any, *, stride: tuple, padding: Pads, dilation: tuple, groups: int) -> Any:
         n = len(_shape(w)) - 2
-        if groups == 1 and n == 2:
+        # MAX's conv2d_transpose fails on NVIDIA GPUs (cuDNN BAD_PARAM, modular/modular#6726):
+        # there, as for groups and 3-D, the flipped-kernel convolution below.
+        if groups == 1 and n == 2 and x.device.is_cpu():
             # MAX's transposed convolution (filter (kH, kW, out, in)); negative pads extend after it.
             xn, lead = _mx_to_nhwc(x)
             filt = ops.permute(w, [2, 3, 1, 0])
@@ -316,8 +318,8 @@ class ConvTranspose2dOp(_ConvOperation):
             y = ops.conv2d_transpose(xn, filt, stride=tuple(stride), dilation=tuple(dilation), padding=pads)
             y = _mx_from_nhwc(y, lead)
             return _mx_pad(y, tuple(-min(p, 0) for p in padding))
-        # Grouped, or 3-D (MAX has no 3-D transposed convolution): a stride-1 convolution of the
-        # zero-upsampled input with the flipped kernel.
+        # Grouped, 3-D (MAX has no 3-D transposed convolution) or on an accelerator: a stride-1
+        # convolution of the zero-upsampled input with the flipped kernel.
         lead, cin, size = _shape(x)[: -n - 1], _shape(x)[-n - 1], _shape(x)[-n:]
         og, kernel = _shape(w)[1], _shape(w)[2:]
         xs = ops.reshape(x, (math.prod(lead), cin) + size)
