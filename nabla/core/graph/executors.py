@@ -183,6 +183,8 @@ def storage_on(data: Any, dtype: DType, device: Device) -> Any:
 
 def _device_input(impl: Any, device: Device) -> Any:
     data = impl.data
+    if type(data) is Buffer and impl.device is device and not data.is_host:
+        return data  # (the common case, every input every step: a tensor that lives there)
     moved = storage_on(data, impl.dtype, device)
     if moved is not data and impl.device is device:
         if type(data) is np.ndarray:
@@ -547,8 +549,10 @@ class MaxExecutor(Executor):
             on = model.device
             flat = [storage_to_buffer(p) if on is None else to_device(p, on) for d in inputs for p in _pieces(d)]
             return model.regroup(_execute(model.model, flat))
-        if type(model) is _PlacedModel:
-            return _execute(model.model, [to_device(d, model.device) for d in inputs])
+        if type(model) is _PlacedModel:  # (an accelerator's Buffer is this model's: one device a program)
+            return _execute(
+                model.model, [d if type(d) is Buffer and not d.is_host else to_device(d, model.device) for d in inputs]
+            )
         return _execute(model, [d if type(d) is Buffer else storage_to_buffer(d) for d in inputs])
 
 
