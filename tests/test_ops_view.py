@@ -1,7 +1,7 @@
-"""Shape and view ops (nabla/ops/view.py, nabla/ops/shape.py): PyTorch semantics at the edges,
-gradients of the accumulating rules, multi-output sharing, Tensor methods, and errors that
-name the op, the argument and the values. Values and gradients of the registry samples are
-checked by tests/test_conformance.py."""
+"""Shape and view ops (nabla/ops/view.py, nabla/ops/shape.py, nabla/ops/rearrange.py): PyTorch
+semantics at the edges, gradients of the accumulating rules, multi-output sharing, Tensor
+methods, and errors that name the op, the argument and the values. Values and gradients of the
+registry samples are checked by tests/test_conformance.py."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import nabla as nb
+from nabla.ops import rearrange as R
 from nabla.ops import shape as S
 from nabla.ops import triangular as T
 
@@ -48,7 +49,7 @@ def grad_of(fn, x: nb.Tensor) -> np.ndarray:
 
 def test_new_ops_are_exported_from_nabla():
     for name in NEW_OPS:
-        module = T if name in T.__all__ else S  # tril/triu and diagonal live in triangular.py
+        module = next(m for m in (T, R, S) if name in m.__all__)  # tril/triu, diagonal: triangular.py
         assert getattr(nb, name) is getattr(module, name), name
         assert name in nb.ops.__all__, name
 
@@ -135,42 +136,42 @@ def test_flip_values_and_dims_keyword():
 
 def test_roll_flattens_when_dims_is_none():
     x = arange(3, 4)
-    np.testing.assert_array_equal(S.roll(x, 5).numpy(), np.roll(np.arange(12).reshape(3, 4), 5))
-    np.testing.assert_array_equal(S.roll(x, -1, dims=1).numpy(), np.roll(np.arange(12).reshape(3, 4), -1, 1))
+    np.testing.assert_array_equal(R.roll(x, 5).numpy(), np.roll(np.arange(12).reshape(3, 4), 5))
+    np.testing.assert_array_equal(R.roll(x, -1, dims=1).numpy(), np.roll(np.arange(12).reshape(3, 4), -1, 1))
 
 
 def test_roll_gradient_is_rolled_back():
     w = t([1.0, 2.0, 3.0, 4.0])
-    g = grad_of(lambda x: nb.sum(S.roll(x, 1) * w), arange(4))
+    g = grad_of(lambda x: nb.sum(R.roll(x, 1) * w), arange(4))
     np.testing.assert_array_equal(g, [2.0, 3.0, 4.0, 1.0])
 
 
 def test_tile_prepends_dims_and_tensor_repeat():
     x = t([1.0, 2.0])
-    assert S.tile(x, (2, 2)).shape == (2, 4)
+    assert R.tile(x, (2, 2)).shape == (2, 4)
     assert x.repeat(3).tolist() == [1.0, 2.0, 1.0, 2.0, 1.0, 2.0]
     assert x.repeat(2, 1).shape == (2, 2)
-    assert S.tile(x, dims=(2,)).shape == (4,)
+    assert R.tile(x, dims=(2,)).shape == (4,)
 
 
 def test_tile_gradient_counts_copies():
-    np.testing.assert_array_equal(grad_of(lambda x: nb.sum(S.tile(x, (3, 2))), arange(2)), [6.0, 6.0])
+    np.testing.assert_array_equal(grad_of(lambda x: nb.sum(R.tile(x, (3, 2))), arange(2)), [6.0, 6.0])
 
 
 def test_repeat_interleave_per_element_and_gradient():
     x = t([1.0, 2.0, 3.0])
-    out = S.repeat_interleave(x, [2, 0, 3])
+    out = R.repeat_interleave(x, [2, 0, 3])
     assert out._impl.output_refs.op.name == "repeat_interleave"
     assert out.tolist() == [1.0, 1.0, 3.0, 3.0, 3.0]
     w = t([1.0, 2.0, 3.0, 4.0, 5.0])
-    np.testing.assert_array_equal(grad_of(lambda a: nb.sum(S.repeat_interleave(a, [2, 0, 3]) * w), x), [3, 0, 12])
+    np.testing.assert_array_equal(grad_of(lambda a: nb.sum(R.repeat_interleave(a, [2, 0, 3]) * w), x), [3, 0, 12])
 
 
 def test_repeat_interleave_tensor_repeats_and_single_repeat_broadcasts():
     x = arange(2, 2)
-    out = S.repeat_interleave(x, nb.tensor(np.array([1, 2])), 0)
+    out = R.repeat_interleave(x, nb.tensor(np.array([1, 2])), 0)
     np.testing.assert_array_equal(out.numpy(), [[0, 1], [2, 3], [2, 3]])
-    assert S.repeat_interleave(x, [2], 1).shape == (2, 4)
+    assert R.repeat_interleave(x, [2], 1).shape == (2, 4)
     assert x.repeat_interleave(2).shape == (8,)
 
 
@@ -268,14 +269,14 @@ def test_diagonal_goes_last_and_gradient_embeds():
 
 def test_moveaxis_and_movedim_method():
     x = arange(2, 3, 4)
-    assert S.moveaxis(x, (0, 1), (-1, -2)).shape == (4, 3, 2)
+    assert R.moveaxis(x, (0, 1), (-1, -2)).shape == (4, 3, 2)
     assert x.movedim(2, 0).shape == (4, 2, 3)
-    assert S.movedim(x, 0, 0) is x
+    assert R.movedim(x, 0, 0) is x
 
 
 def test_unflatten_and_method():
     x = arange(2, 12)
-    assert S.unflatten(x, 1, (3, -1, 2)).shape == (2, 3, 2, 2)
+    assert R.unflatten(x, 1, (3, -1, 2)).shape == (2, 3, 2, 2)
     assert x.unflatten(-1, (4, 3)).shape == (2, 4, 3)
 
 
@@ -311,13 +312,13 @@ def test_tensor_methods_reach_the_ops():
         (lambda: S.flip(arange(2, 3), 3), ValueError, r"flip: dim=3 is out of range for a tensor of rank 2"),
         (lambda: S.flip(arange(2, 3), (0, 0)), ValueError, r"flip: dim \(0, 0\) names a dimension twice"),
         (lambda: S.flip(t(1.0), 1), ValueError, r"flip: dim=1 is out of range for a tensor of rank 0"),
-        (lambda: S.roll(arange(3), (1, 2), 0), ValueError, r"roll: shifts \(1, 2\) and dims 0"),
-        (lambda: S.roll(arange(3), (1, 2)), ValueError, r"roll: with dim=None, shifts must be a single int"),
-        (lambda: S.roll(arange(3), 1, 2), ValueError, r"roll: dim=2 is out of range for a tensor of rank 1"),
-        (lambda: S.tile(arange(3), (-1,)), ValueError, r"tile: reps must be non-negative, got \(-1,\)"),
-        (lambda: S.repeat_interleave(arange(3), [1, 2]), ValueError, r"repeat_interleave: repeats has 2 entries.*3"),
-        (lambda: S.repeat_interleave(arange(3), -1), ValueError, r"repeat_interleave: repeats must be non-negative"),
-        (lambda: S.repeat_interleave(arange(3), 1.5), TypeError, r"repeat_interleave: repeats must be"),
+        (lambda: R.roll(arange(3), (1, 2), 0), ValueError, r"roll: shifts \(1, 2\) and dims 0"),
+        (lambda: R.roll(arange(3), (1, 2)), ValueError, r"roll: with dim=None, shifts must be a single int"),
+        (lambda: R.roll(arange(3), 1, 2), ValueError, r"roll: dim=2 is out of range for a tensor of rank 1"),
+        (lambda: R.tile(arange(3), (-1,)), ValueError, r"tile: reps must be non-negative, got \(-1,\)"),
+        (lambda: R.repeat_interleave(arange(3), [1, 2]), ValueError, r"repeat_interleave: repeats has 2 entries.*3"),
+        (lambda: R.repeat_interleave(arange(3), -1), ValueError, r"repeat_interleave: repeats must be non-negative"),
+        (lambda: R.repeat_interleave(arange(3), 1.5), TypeError, r"repeat_interleave: repeats must be"),
         (lambda: S.concatenate([]), ValueError, r"concatenate: expected a non-empty list"),
         (lambda: S.concatenate(arange(3)), TypeError, r"concatenate: tensors must be a list or tuple"),
         (lambda: S.concatenate([arange(3), np.ones(3)]), TypeError, r"concatenate: input 1 must be a Tensor"),
@@ -372,21 +373,21 @@ def test_tensor_methods_reach_the_ops():
         (lambda: T.diagonal(arange(2, 3), 0, 1, -1), ValueError, r"diagonal: dim1 and dim2 must differ, both are 1"),
         (lambda: T.diagonal(arange(3)), ValueError, r"diagonal: expected a tensor of rank >= 2"),
         (lambda: T.diagonal(arange(2, 3), 0, 0, 2), ValueError, r"diagonal: dim2=2 is out of range"),
-        (lambda: S.moveaxis(arange(2, 3), (0, 1), 0), ValueError, r"moveaxis: source \(0, 1\) and destination 0"),
-        (lambda: S.moveaxis(arange(2, 3), (0, 1), (1, 1)), ValueError, r"moveaxis: destination \(1, 1\) names"),
-        (lambda: S.moveaxis(arange(2, 3), 2, 0), ValueError, r"moveaxis: source=2 is out of range"),
+        (lambda: R.moveaxis(arange(2, 3), (0, 1), 0), ValueError, r"moveaxis: source \(0, 1\) and destination 0"),
+        (lambda: R.moveaxis(arange(2, 3), (0, 1), (1, 1)), ValueError, r"moveaxis: destination \(1, 1\) names"),
+        (lambda: R.moveaxis(arange(2, 3), 2, 0), ValueError, r"moveaxis: source=2 is out of range"),
         (
-            lambda: S.unflatten(arange(2, 6), 1, (4, -1)),
+            lambda: R.unflatten(arange(2, 6), 1, (4, -1)),
             ValueError,
             r"unflatten: sizes \(4, -1\) cannot unflatten dim 1",
         ),
         (
-            lambda: S.unflatten(arange(2, 6), 1, (2, 2)),
+            lambda: R.unflatten(arange(2, 6), 1, (2, 2)),
             ValueError,
             r"unflatten: sizes \(2, 2\) multiply to 4, but dim 1",
         ),
-        (lambda: S.unflatten(arange(6), 0, (-1, -1)), ValueError, r"unflatten: sizes \(-1, -1\) may hold at most one"),
-        (lambda: S.unflatten(arange(6), 0, ()), ValueError, r"unflatten: sizes must be non-empty"),
+        (lambda: R.unflatten(arange(6), 0, (-1, -1)), ValueError, r"unflatten: sizes \(-1, -1\) may hold at most one"),
+        (lambda: R.unflatten(arange(6), 0, ()), ValueError, r"unflatten: sizes must be non-empty"),
         (lambda: S.flip(np.ones(3), 0), TypeError, r"flip: x must be a Tensor, got ndarray"),
     ],
 )

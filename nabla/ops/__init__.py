@@ -28,6 +28,7 @@ from . import (
     normalization,
     orthogonal_polynomials,
     pooling,
+    rearrange,
     reduction,
     shape,
     sorting,
@@ -61,6 +62,7 @@ from .linalg_matrix import *  # noqa: F403
 from .normalization import *  # noqa: F403
 from .orthogonal_polynomials import *  # noqa: F403
 from .pooling import *  # noqa: F403
+from .rearrange import *  # noqa: F403
 from .reduction import *  # noqa: F403
 from .shape import *  # noqa: F403
 from .sorting import *  # noqa: F403
@@ -95,6 +97,7 @@ FAMILIES = (
     "normalization",
     "orthogonal_polynomials",
     "pooling",
+    "rearrange",
     "reduction",
     "shape",
     "sorting",

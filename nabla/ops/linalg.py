@@ -27,7 +27,7 @@ from . import unary as _un
 from .base import AVal, Operation, public, shape_of
 from .cast import cast
 from .creation import tensor
-from .shape import moveaxis, roll
+from .rearrange import moveaxis, roll
 from .view import broadcast_shapes, broadcast_to, normalize_axis, permute, reshape, squeeze, transpose, unsqueeze
 
 __all__ = [

@@ -24,7 +24,7 @@ from .cast import cast
 from .creation import full, tensor, zeros
 from .gather_scatter import scatter_add, take_along_axis
 from .linalg import matmul
-from .shape import moveaxis
+from .rearrange import moveaxis
 from .sorting import sort
 from .triangular import diagonal
 from .view import broadcast_to, normalize_axis, reshape, squeeze, transpose, unsqueeze

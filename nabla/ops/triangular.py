@@ -24,7 +24,8 @@ from . import creation as _cr
 from . import reduction as _red
 from ._sharding import picked
 from .base import AVal, Operation, public
-from .shape import _check_tensor, _empty, _int, _shift, _slice, _static_shape, _zero_pad, moveaxis
+from .rearrange import moveaxis
+from .shape import _check_tensor, _empty, _int, _shift, _slice, _static_shape, _zero_pad
 from .spmd import windowable
 from .view import normalize_axis, permute, reshape, unsqueeze
 

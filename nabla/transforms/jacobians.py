@@ -16,7 +16,7 @@ from ..core.common import dtypes as _dt
 from ..core.common.pytree import leaf_paths, tree_flatten, tree_unflatten
 from ..core.tensor.tensor import Tensor
 from ..ops.creation import tensor
-from ..ops.shape import moveaxis
+from ..ops.rearrange import moveaxis
 from ..ops.view import reshape
 from .grad import _vjp, argnums_tuple, jvp
 from .vmap import vmap

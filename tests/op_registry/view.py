@@ -1,4 +1,5 @@
-"""Registry entries for nabla.ops.view, nabla.ops.shape and nabla.ops.triangular (shape and view ops; family "view")."""
+"""Registry entries for nabla.ops.view, nabla.ops.shape, nabla.ops.rearrange and nabla.ops.triangular (shape and
+view ops; family "view")."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from dataclasses import replace
 import numpy as np
 
 import nabla as nb
+import nabla.ops.rearrange as _rearrange
 import nabla.ops.shape as _shape
 import nabla.ops.triangular as _triangular
 from nabla.ops.view import grad_hook
@@ -208,7 +210,7 @@ SPECS: list[OpSpec] = [
         covers=("detach", "identity"),
         differentiable=False,
     ),
-    # -- shape.py ------------------------------------------------------------------------------
+    # -- shape.py, rearrange.py ----------------------------------------------------------------
     _spec(
         "flip",
         _shape.flip,
@@ -226,7 +228,7 @@ SPECS: list[OpSpec] = [
     ),
     _spec(
         "roll",
-        _shape.roll,
+        _rearrange.roll,
         lambda x, shifts, axis=None: np.roll(x, shifts, axis),
         [
             Sample((_u((5,), "roll"), 2), label="1-d"),
@@ -241,7 +243,7 @@ SPECS: list[OpSpec] = [
     ),
     _spec(
         "tile",
-        _shape.tile,
+        _rearrange.tile,
         lambda x, reps: np.tile(x, reps),
         [
             Sample((_u((2, 3), "tile"), (2, 1)), label="(2,1)"),
@@ -255,7 +257,7 @@ SPECS: list[OpSpec] = [
     ),
     _spec(
         "repeat_interleave",
-        _shape.repeat_interleave,
+        _rearrange.repeat_interleave,
         _np_repeat_interleave,
         [
             Sample((_u((3,), "ri"), 2), label="int-flat"),
@@ -406,7 +408,7 @@ SPECS: list[OpSpec] = [
     ),
     _spec(
         "moveaxis",
-        _shape.moveaxis,
+        _rearrange.moveaxis,
         lambda x, source, destination: np.moveaxis(x, source, destination),
         [
             Sample((_u((2, 3, 4), "moveaxis"), 0, -1), label="front-to-back"),
@@ -418,7 +420,7 @@ SPECS: list[OpSpec] = [
     ),
     _spec(
         "unflatten",
-        _shape.unflatten,
+        _rearrange.unflatten,
         _np_unflatten,
         [
             Sample((_u((2, 6), "unflatten"), 1, (2, 3)), label="dim1"),
@@ -448,7 +450,7 @@ SPECS: list[OpSpec] = [
     ),
     _spec(
         "meshgrid",
-        lambda *xs, indexing="ij": _shape.meshgrid(*xs, indexing=indexing),
+        lambda *xs, indexing="ij": _rearrange.meshgrid(*xs, indexing=indexing),
         lambda *xs, indexing="ij": np.meshgrid(*xs, indexing=indexing),
         [
             Sample((_u((3,), "mesh0"), _u((2,), "mesh1")), label="ij"),
