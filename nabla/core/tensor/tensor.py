@@ -1,7 +1,8 @@
 """Tensor: the user-facing facade. It holds only `_impl` (the state) and `.grad`.
 
 Every method delegates: data access goes to the graph engine, math goes to ops through the
-dispatch table (`OPS`), `backward` goes to the autograd engine.
+dispatch table (`OPS`), `backward` goes to the autograd engine. Groups of methods are mixins
+beside it: view write-through (`views.py`), shape methods, torch's aliases and in-place variants.
 """
 
 from __future__ import annotations
@@ -21,18 +22,13 @@ from ..graph.executors import available_device, host_array, storage_item, storag
 from ..graph.tracing import TRACE, note_grad, note_grad_read, note_mutation
 from .dispatch import OPS
 from .impl import RETAINED, Device, TensorImpl
+from .tensor_shape_methods import ShapeMethods, _axis_arg
 from .torch_inplace import TorchInPlace
-from .torch_methods import TorchMethods, _scaled, _src_or_value, all_if_empty
+from .torch_methods import TorchMethods, _scaled, all_if_empty
+from .views import ViewMethods
 
 
-def _axis_arg(dim: Any, axis: Any, what: str) -> Any:
-    """Accept PyTorch's `dim=` and NumPy's `axis=` (not both)."""
-    if dim is not None and axis is not None:
-        raise TypeError(f"{what}: pass either dim= or axis=, not both")
-    return dim if dim is not None else axis
-
-
-class Tensor(TorchMethods, TorchInPlace):
+class Tensor(ViewMethods, ShapeMethods, TorchMethods, TorchInPlace):
     """An n-dimensional array with lazy evaluation and autodiff.
 
     Operations return immediately with shape and dtype known; values are computed (as one
@@ -47,7 +43,7 @@ class Tensor(TorchMethods, TorchInPlace):
         array([[2., 4.]], dtype=float32)
     """
 
-    # `_view` is set only on views (see `_as_view_of`): (base, base's value then, kind, arg)
+    # `_view` is set only on views (see `views.py`): (base, base's value then, kind, arg)
     # `_hooks`, `_post_hooks`: a leaf's gradient hooks (see register_hook), set when registered
     __slots__ = ("_impl", "_grad", "_view", "_hooks", "_post_hooks", "__weakref__")
     __array_priority__ = 1000  # NumPy defers `ndarray + Tensor` to us
@@ -500,94 +496,6 @@ class Tensor(TorchMethods, TorchInPlace):
         """JAX-style functional updates: `x.at[idx].set(v)`, `.add(v)`, `.multiply(v)`, `.get()`."""
         return OPS.at(self)
 
-    # -- views: in-place ops write through to the tensor a view was taken from --------------
-    def _as_view_of(self, base: Tensor, kind: str, arg: Any) -> Tensor:
-        """Remember that self was taken from `base` (kind "index", "reshape", "permute" or
-        "alias" for `.data`/`detach()`), so an in-place op on self writes through to base."""
-        self._view = (base, base._impl, kind, arg)
-        return self
-
-    def _is_view(self) -> bool:
-        """Whether self was taken from another tensor (PyTorch's name): in-place ops write through."""
-        return getattr(self, "_view", None) is not None
-
-    def _sync_view(self) -> None:
-        """Before an in-place op: a view whose base changed since takes the base's current
-        value (storage is shared in PyTorch). Reads of a view are not refreshed."""
-        view = getattr(self, "_view", None)
-        if view is None:
-            return
-        base, seen, kind, arg = view
-        base._sync_view()
-        if base._impl is not seen:
-            self._impl = _VIEW_OF[kind](base, arg)._impl
-            self._view = (base, base._impl, kind, arg)
-
-    def _write_through(self, what: str) -> None:
-        base, _, kind, arg = self._view
-        if kind == "alias":  # `.data` and `detach()` bypass autodiff, as in PyTorch
-            base._replace_impl(OPS.detach(self), what, autodiff=False)
-        else:
-            autodiff = not (kind == "chain" and arg[0][0] == "alias")
-            base._replace_impl(_BASE_FROM[kind](base, self, arg), what, autodiff=autodiff)
-        self._view = (base, base._impl, kind, arg)
-
-    def _restride(self, what: str, kind: str, arg: Any) -> Tensor:
-        """A shape-changing in-place op (`unsqueeze_`, `t_`, ...): self becomes the view `kind`
-        ("reshape" to shape `arg`, "permute" by `arg`) of its value. PyTorch changes only the
-        tensor's metadata, so a view stays a view of its base (writes still go through)."""
-        if self._impl.is_leaf and self._impl.requires_grad and is_grad_enabled():
-            raise RuntimeError(f"{what}: a leaf tensor that requires grad is used in an in-place operation")
-        self._sync_view()
-        self._take_value(_VIEW_OF[kind](self, arg))
-        view = getattr(self, "_view", None)
-        if view is not None:  # the chain of views from the base: reads and writes compose
-            base, seen, kind0, arg0 = view
-            self._view = (base, seen, "chain", (arg0 if kind0 == "chain" else ((kind0, arg0),)) + ((kind, arg),))
-        return self
-
-    def _replace_impl(self, new: Tensor, what: str, autodiff: bool = True) -> Tensor:
-        """In-place ops are functional updates: this facade now points at the new value (and
-        a view's base at its new value)."""
-        if autodiff and self._impl.is_leaf and self._impl.requires_grad and is_grad_enabled():
-            raise RuntimeError(f"{what}: a leaf tensor that requires grad is used in an in-place operation")
-        if new.shape != self.shape:
-            raise RuntimeError(f"{what}: result shape {new.shape} does not match the tensor's shape {self.shape}")
-        if new._impl.batch_dims > self._impl.batch_dims:  # (as torch.func.vmap refuses it)
-            raise RuntimeError(
-                f"vmap: {what} is not possible because the tensor is not mapped over but the value written "
-                "into it is (it would need a different value per batch element); use the out-of-place op"
-            )
-        self._take_value(new if new.dtype == self.dtype else OPS.cast(new, self.dtype))
-        if getattr(self, "_view", None) is not None:
-            self._write_through(what)
-        return self
-
-    def _take_value(self, new: Tensor) -> None:
-        """Point this facade at `new`'s value, recorded as a mutation. A leaf that requires grad
-        (a parameter updated under no_grad) stays one, as in PyTorch."""
-        if self._impl.is_leaf and self._impl.requires_grad:
-            new = OPS.detach(new)
-            new._impl.requires_grad = True
-        note_mutation(self)
-        self._impl = new._impl
-        if not new._impl.is_realized:
-            GRAPH.add_unrealized(self)
-        if self._impl.requires_grad:
-            self._impl.facade = weakref.ref(self)
-
-    def _adopt(self, value: Tensor) -> Tensor:
-        """Point this facade at `value`'s impl, keeping `requires_grad` (no op recorded).
-
-        For library code that owns `value` outright (an optimizer's fused update output): the
-        impl is shared, so `value` must not be used afterwards. It must not carry autodiff
-        history (`value` comes from a non-differentiable op, or no_grad)."""
-        impl = value._impl
-        if impl.requires_grad and not impl.is_leaf:
-            raise RuntimeError("_adopt: value carries autodiff history; use .data = value")
-        self._install(impl)
-        return self
-
     # -- in-place arithmetic (functional updates under the hood, PyTorch names) ----------
     def _in_place(self, what: str, op: Any, *args: Any, **kwargs: Any) -> Tensor:
         """`self = op(self, *args, **kwargs)` in place; a view first takes its base's current value.
@@ -752,125 +660,6 @@ class Tensor(TorchMethods, TorchInPlace):
     def argsort(self, dim: int = -1, descending: bool = False) -> Tensor:
         return OPS.argsort(self, dim, descending)
 
-    # -- shape methods -------------------------------------------------------------------
-    # Shape methods return views (PyTorch): an in-place op on the result writes through.
-    def reshape(self, *shape: Any) -> Tensor:
-        out = OPS.reshape(self, shape[0] if len(shape) == 1 and isinstance(shape[0], tuple | list) else shape)
-        return out._as_view_of(self, "reshape", out.shape)
-
-    def view(self, *shape: Any) -> Tensor:
-        return self.reshape(*shape)
-
-    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
-        out = OPS.flatten(self, start_dim, end_dim)
-        return out._as_view_of(self, "reshape", out.shape)
-
-    def transpose(self, dim0: int = -2, dim1: int = -1) -> Tensor:
-        out = OPS.transpose(self, dim0, dim1)
-        return out._as_view_of(self, "permute", _swap(self.ndim, dim0, dim1)) if self.ndim else out
-
-    @property
-    def T(self) -> Tensor:  # noqa: N802  (PyTorch/NumPy name)
-        perm = tuple(reversed(range(self.ndim)))
-        return OPS.permute(self, perm)._as_view_of(self, "permute", perm)
-
-    @property
-    def mT(self) -> Tensor:  # noqa: N802
-        return self.transpose(-2, -1)
-
-    def permute(self, *dims: Any) -> Tensor:
-        out = OPS.permute(self, dims[0] if len(dims) == 1 and isinstance(dims[0], tuple | list) else dims)
-        perm = tuple(
-            int(d) % self.ndim for d in (dims[0] if len(dims) == 1 and isinstance(dims[0], tuple | list) else dims)
-        )
-        return out._as_view_of(self, "permute", perm)
-
-    def squeeze(self, dim: Any = None, *, axis: Any = None) -> Tensor:
-        out = OPS.squeeze(self, _axis_arg(dim, axis, "squeeze"))
-        return out._as_view_of(self, "reshape", out.shape)
-
-    def unsqueeze(self, dim: int) -> Tensor:
-        out = OPS.unsqueeze(self, dim)
-        return out._as_view_of(self, "reshape", out.shape)
-
-    def broadcast_to(self, shape: Any) -> Tensor:
-        return OPS.broadcast_to(self, shape)
-
-    def expand(self, *shape: Any) -> Tensor:
-        shape = shape[0] if len(shape) == 1 and isinstance(shape[0], tuple | list) else shape
-        for i, s in enumerate(shape[: max(len(shape) - self.ndim, 0)]):
-            if s == -1:
-                raise RuntimeError(
-                    f"The expanded size of the tensor (-1) isn't allowed in a leading, non-existing dimension {i}"
-                )
-        full = tuple(s if s != -1 else self.shape[i - (len(shape) - self.ndim)] for i, s in enumerate(shape))
-        return OPS.broadcast_to(self, full)
-
-    def expand_as(self, other: Tensor) -> Tensor:
-        return OPS.broadcast_to(self, other.shape)
-
-    def flip(self, *dims: Any) -> Tensor:
-        return OPS.flip(self, dims[0] if len(dims) == 1 and isinstance(dims[0], tuple | list) else dims)
-
-    def roll(self, shifts: Any, dims: Any = None) -> Tensor:
-        return OPS.roll(self, shifts, dims)
-
-    def repeat(self, *sizes: Any) -> Tensor:
-        """PyTorch's `repeat`: tile the tensor `sizes` times along each dimension."""
-        return OPS.tile(self, sizes[0] if len(sizes) == 1 and isinstance(sizes[0], tuple | list) else sizes)
-
-    def tile(self, *reps: Any) -> Tensor:
-        return OPS.tile(self, reps[0] if len(reps) == 1 and isinstance(reps[0], tuple | list) else reps)
-
-    def repeat_interleave(self, repeats: Any, dim: int | None = None) -> Tensor:
-        return OPS.repeat_interleave(self, repeats, dim)
-
-    def split(self, split_size: Any, dim: int = 0) -> tuple:
-        return _pieces_as_views(self, OPS.split(self, split_size, dim), dim)
-
-    def chunk(self, chunks: int, dim: int = 0) -> tuple:
-        return _pieces_as_views(self, OPS.chunk(self, chunks, dim), dim)
-
-    def unbind(self, dim: int = 0) -> tuple:
-        pieces = OPS.unbind(self, dim)
-        return tuple(p._as_view_of(self, "index", _axis_index(self.ndim, dim, i)) for i, p in enumerate(pieces))
-
-    def tril(self, diagonal: int = 0) -> Tensor:
-        return OPS.tril(self, diagonal)
-
-    def triu(self, diagonal: int = 0) -> Tensor:
-        return OPS.triu(self, diagonal)
-
-    def diagonal(self, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
-        return OPS.diagonal(self, offset, dim1, dim2)
-
-    def moveaxis(self, source: Any, destination: Any) -> Tensor:
-        return OPS.moveaxis(self, source, destination)
-
-    movedim = moveaxis
-
-    def swapaxes(self, axis0: int, axis1: int) -> Tensor:
-        return self.transpose(axis0, axis1)
-
-    def unflatten(self, dim: int, sizes: Any) -> Tensor:
-        out = OPS.unflatten(self, dim, sizes)
-        return out._as_view_of(self, "reshape", out.shape)
-
-    def index_select(self, dim: int, index: Tensor) -> Tensor:
-        return OPS.index_select(self, dim, index)
-
-    def gather(self, dim: int, index: Tensor) -> Tensor:
-        return OPS.gather(self, dim, index)
-
-    def scatter(
-        self, dim: int, index: Tensor, src: Any = None, *, value: Any = None, reduce: str | None = None
-    ) -> Tensor:
-        """torch's scatter: `src` (a tensor) or `value=` (a number) at `index` along `dim`."""
-        return OPS.scatter(self, dim, index, _src_or_value(src, value, "scatter"), reduce)
-
-    def scatter_add(self, dim: int, index: Tensor, src: Tensor) -> Tensor:
-        return OPS.scatter_add(self, dim, index, src)
-
     # -- dtype / device ------------------------------------------------------------------
     def astype(self, dtype: Any) -> Tensor:
         return OPS.cast(self, dtype)
@@ -958,63 +747,6 @@ def _is_basic_index(index: Any) -> bool:
         i is None or i is Ellipsis or type(i) is slice or (isinstance(i, int | np.integer) and not isinstance(i, bool))
         for i in items
     )
-
-
-def _axis_index(ndim: int, dim: int, item: Any) -> tuple:
-    """The basic index selecting `item` (an int or slice) along `dim`."""
-    return (slice(None),) * (dim % ndim) + (item,)
-
-
-def _pieces_as_views(base: Tensor, pieces: tuple, dim: int) -> tuple:
-    """split/chunk results: each a view of its slice of `base` along `dim`."""
-    start = 0
-    for piece in pieces:
-        stop = start + piece.shape[dim]
-        piece._as_view_of(base, "index", _axis_index(base.ndim, dim, slice(start, stop)))
-        start = stop
-    return pieces
-
-
-def _swap(ndim: int, a: int, b: int) -> tuple[int, ...]:
-    perm = list(range(ndim))
-    perm[a % ndim], perm[b % ndim] = perm[b % ndim], perm[a % ndim]
-    return tuple(perm)
-
-
-# A view's value from its base's, and the base's new value from the view's (write-through).
-_VIEW_OF = {
-    "index": lambda base, index: OPS.getitem(base, index),
-    "reshape": lambda base, shape: OPS.reshape(base, shape),
-    "permute": lambda base, perm: OPS.permute(base, perm),
-    "alias": lambda base, _: OPS.detach(base),
-}
-_BASE_FROM = {
-    "index": lambda base, view, index: OPS.setitem(base, index, view),
-    "reshape": lambda base, view, _: OPS.reshape(view, base.shape),
-    "permute": lambda base, view, perm: OPS.permute(view, tuple(int(i) for i in np.argsort(perm))),
-    "alias": lambda base, view, _: OPS.detach(view),
-}
-
-
-def _chain_view(base: Tensor, steps: tuple) -> Tensor:
-    """A view of a view (a view changed by `t_()`, `unsqueeze_()`): each step from the base."""
-    for kind, arg in steps:
-        base = _VIEW_OF[kind](base, arg)
-    return base
-
-
-def _chain_base(base: Tensor, view: Tensor, steps: tuple) -> Tensor:
-    """The base's new value from a chained view's: each step's write-through, from the last."""
-    values = [base]
-    for kind, arg in steps[:-1]:
-        values.append(_VIEW_OF[kind](values[-1], arg))
-    for (kind, arg), value in zip(reversed(steps), reversed(values), strict=True):
-        view = _BASE_FROM[kind](value, view, arg)
-    return view
-
-
-_VIEW_OF["chain"] = _chain_view
-_BASE_FROM["chain"] = _chain_base
 
 
 def _correction(correction: float, unbiased: bool | None) -> float:

@@ -1,0 +1,150 @@
+"""The write-through of views, a mixin of `Tensor`: a tensor taken from another (`x[0]`,
+`x.reshape(...)`, `x.T`, `x.data`, ...) remembers its base, and an in-place op on it (a
+functional update under the hood) also updates the base, as storage sharing does in PyTorch.
+Also how an in-place op replaces a tensor's value (`_replace_impl`, `_restride`, `_adopt`).
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..common.context import is_grad_enabled
+from ..graph.engine import GRAPH
+from ..graph.tracing import note_mutation
+from .dispatch import OPS
+
+if TYPE_CHECKING:  # annotations only: tensor.py imports this module
+    from .tensor import Tensor
+
+
+class ViewMethods:
+    """View bookkeeping and in-place value replacement (mixed into `Tensor`, which holds the
+    `_view` slot)."""
+
+    __slots__ = ()
+
+    def _as_view_of(self, base: Tensor, kind: str, arg: Any) -> Tensor:
+        """Remember that self was taken from `base` (kind "index", "reshape", "permute" or
+        "alias" for `.data`/`detach()`), so an in-place op on self writes through to base."""
+        self._view = (base, base._impl, kind, arg)
+        return self
+
+    def _is_view(self) -> bool:
+        """Whether self was taken from another tensor (PyTorch's name): in-place ops write through."""
+        return getattr(self, "_view", None) is not None
+
+    def _sync_view(self) -> None:
+        """Before an in-place op: a view whose base changed since takes the base's current
+        value (storage is shared in PyTorch). Reads of a view are not refreshed."""
+        view = getattr(self, "_view", None)
+        if view is None:
+            return
+        base, seen, kind, arg = view
+        base._sync_view()
+        if base._impl is not seen:
+            self._impl = _VIEW_OF[kind](base, arg)._impl
+            self._view = (base, base._impl, kind, arg)
+
+    def _write_through(self, what: str) -> None:
+        base, _, kind, arg = self._view
+        if kind == "alias":  # `.data` and `detach()` bypass autodiff, as in PyTorch
+            base._replace_impl(OPS.detach(self), what, autodiff=False)
+        else:
+            autodiff = not (kind == "chain" and arg[0][0] == "alias")
+            base._replace_impl(_BASE_FROM[kind](base, self, arg), what, autodiff=autodiff)
+        self._view = (base, base._impl, kind, arg)
+
+    def _restride(self, what: str, kind: str, arg: Any) -> Tensor:
+        """A shape-changing in-place op (`unsqueeze_`, `t_`, ...): self becomes the view `kind`
+        ("reshape" to shape `arg`, "permute" by `arg`) of its value. PyTorch changes only the
+        tensor's metadata, so a view stays a view of its base (writes still go through)."""
+        if self._impl.is_leaf and self._impl.requires_grad and is_grad_enabled():
+            raise RuntimeError(f"{what}: a leaf tensor that requires grad is used in an in-place operation")
+        self._sync_view()
+        self._take_value(_VIEW_OF[kind](self, arg))
+        view = getattr(self, "_view", None)
+        if view is not None:  # the chain of views from the base: reads and writes compose
+            base, seen, kind0, arg0 = view
+            self._view = (base, seen, "chain", (arg0 if kind0 == "chain" else ((kind0, arg0),)) + ((kind, arg),))
+        return self
+
+    def _replace_impl(self, new: Tensor, what: str, autodiff: bool = True) -> Tensor:
+        """In-place ops are functional updates: this facade now points at the new value (and
+        a view's base at its new value)."""
+        if autodiff and self._impl.is_leaf and self._impl.requires_grad and is_grad_enabled():
+            raise RuntimeError(f"{what}: a leaf tensor that requires grad is used in an in-place operation")
+        if new.shape != self.shape:
+            raise RuntimeError(f"{what}: result shape {new.shape} does not match the tensor's shape {self.shape}")
+        if new._impl.batch_dims > self._impl.batch_dims:  # (as torch.func.vmap refuses it)
+            raise RuntimeError(
+                f"vmap: {what} is not possible because the tensor is not mapped over but the value written "
+                "into it is (it would need a different value per batch element); use the out-of-place op"
+            )
+        self._take_value(new if new.dtype == self.dtype else OPS.cast(new, self.dtype))
+        if getattr(self, "_view", None) is not None:
+            self._write_through(what)
+        return self
+
+    def _take_value(self, new: Tensor) -> None:
+        """Point this facade at `new`'s value, recorded as a mutation. A leaf that requires grad
+        (a parameter updated under no_grad) stays one, as in PyTorch."""
+        if self._impl.is_leaf and self._impl.requires_grad:
+            new = OPS.detach(new)
+            new._impl.requires_grad = True
+        note_mutation(self)
+        self._impl = new._impl
+        if not new._impl.is_realized:
+            GRAPH.add_unrealized(self)
+        if self._impl.requires_grad:
+            self._impl.facade = weakref.ref(self)
+
+    def _adopt(self, value: Tensor) -> Tensor:
+        """Point this facade at `value`'s impl, keeping `requires_grad` (no op recorded).
+
+        For library code that owns `value` outright (an optimizer's fused update output): the
+        impl is shared, so `value` must not be used afterwards. It must not carry autodiff
+        history (`value` comes from a non-differentiable op, or no_grad)."""
+        impl = value._impl
+        if impl.requires_grad and not impl.is_leaf:
+            raise RuntimeError("_adopt: value carries autodiff history; use .data = value")
+        self._install(impl)
+        return self
+
+
+# A view's value from its base's, and the base's new value from the view's (write-through).
+_VIEW_OF = {
+    "index": lambda base, index: OPS.getitem(base, index),
+    "reshape": lambda base, shape: OPS.reshape(base, shape),
+    "permute": lambda base, perm: OPS.permute(base, perm),
+    "alias": lambda base, _: OPS.detach(base),
+}
+_BASE_FROM = {
+    "index": lambda base, view, index: OPS.setitem(base, index, view),
+    "reshape": lambda base, view, _: OPS.reshape(view, base.shape),
+    "permute": lambda base, view, perm: OPS.permute(view, tuple(int(i) for i in np.argsort(perm))),
+    "alias": lambda base, view, _: OPS.detach(view),
+}
+
+
+def _chain_view(base: Tensor, steps: tuple) -> Tensor:
+    """A view of a view (a view changed by `t_()`, `unsqueeze_()`): each step from the base."""
+    for kind, arg in steps:
+        base = _VIEW_OF[kind](base, arg)
+    return base
+
+
+def _chain_base(base: Tensor, view: Tensor, steps: tuple) -> Tensor:
+    """The base's new value from a chained view's: each step's write-through, from the last."""
+    values = [base]
+    for kind, arg in steps[:-1]:
+        values.append(_VIEW_OF[kind](values[-1], arg))
+    for (kind, arg), value in zip(reversed(steps), reversed(values), strict=True):
+        view = _BASE_FROM[kind](value, view, arg)
+    return view
+
+
+_VIEW_OF["chain"] = _chain_view
+_BASE_FROM["chain"] = _chain_base
