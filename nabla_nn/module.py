@@ -12,21 +12,17 @@ import itertools
 import sys
 import warnings
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from typing import Any
-
-import numpy as np
 
 import nabla as nb
 from nabla import Tensor
-from nabla.core.common import dtypes as _dt
-from nabla.core.common.devices import names_device
 from nabla.core.common.hooks import RemovableHandle, add_hook
 from nabla.core.graph.tracing import TRACE, note_guard
 
-from . import serialization
 from .backward_hooks import _BackwardHookCall
 from .module_hooks import GLOBAL_BACKWARD_HOOKS, GLOBAL_FORWARD_HOOKS, GLOBAL_FORWARD_PRE_HOOKS
+from .module_modes import _Modes
 from .module_pytree import (
     _compiled_forward,
     _flatten_module,
@@ -36,7 +32,7 @@ from .module_pytree import (
     _Tree,
     _unflatten_module,
 )
-from .module_state import IncompatibleKeys, _Load, _Save
+from .module_state import IncompatibleKeys, _StateDict
 from .parameter import Buffer, Parameter
 
 __all__ = ["Module", "RemovableHandle", "IncompatibleKeys"]
@@ -52,7 +48,7 @@ _STATE_DICT_HOOK_STORES = (
 )
 
 
-class Module:
+class Module(_Modes, _StateDict):
     """Base class for all layers and models.
 
     Subclass it, create parameters and submodules in `__init__`, and write `forward`:
@@ -494,296 +490,8 @@ class Module:
             raise AttributeError(f"`{name}` is not a buffer")
         return module._buffers[name]
 
-    # -- modes and bulk changes ---------------------------------------------------------------
-    def apply(self, fn: Callable[[Module], Any]) -> Module:
-        """Call `fn` on every submodule (children first) and on self; returns self."""
-        for m in self.children():
-            m.apply(fn)
-        fn(self)
-        return self
-
-    def train(self, mode: bool = True) -> Module:
-        """Set training mode (Dropout drops, BatchNorm uses batch statistics); returns self."""
-        if not isinstance(mode, bool):
-            raise ValueError(f"training mode is expected to be boolean, got {mode!r}")
-        object.__setattr__(self, "training", mode)
-        _Tree.version += 1
-        for m in self.children():  # through each child's train, so an override (a frozen BatchNorm) holds
-            m.train(mode)
-        return self
-
-    def eval(self) -> Module:
-        return self.train(False)
-
-    def requires_grad_(self, requires_grad: bool = True) -> Module:
-        for p in self.parameters():
-            p.requires_grad_(requires_grad)
-        return self
-
-    def zero_grad(self, set_to_none: bool = True) -> None:
-        """Reset every parameter's `.grad` (to None, or to realized zeros)."""
-        for p in self.parameters():
-            if set_to_none:  # without reading .grad: a compiled step must not depend on it
-                p.grad = None
-            elif (g := p.grad) is not None:  # zeros like the gradient (its dtype may differ from p's)
-                p.grad = Tensor.from_numpy(np.zeros(g.shape, _dt.to_numpy_dtype(g.dtype)), dtype=g.dtype)
-
-    def to(self, dtype: Any = None, device: Any = None) -> Module:
-        """Move parameters and buffers to `device` and cast floating ones to `dtype`, in place
-        (the same Parameter objects, so an optimizer made before still holds them). Either
-        argument may come first, as in PyTorch.
-
-        Example:
-            >>> model.to("gpu")
-            >>> model.to(nb.bfloat16)
-        """
-        if names_device(dtype):
-            dtype, device = device, dtype
-        if device is not None:
-            self._move(device)
-        if dtype is None:
-            return self
-        dt = _dt.as_dtype(dtype)
-        if not _dt.is_float(dt):
-            raise TypeError(f"Module.to only accepts floating dtypes, got {dt.name}")
-        tensors = [t for _, t in self._all_tensors() if _dt.is_float(t.dtype) and t.dtype != dt]
-        grads = []
-        for t in tensors:
-            t.data = nb.cast(t.data, dt)
-            if t.grad is not None:  # as PyTorch's _apply: a gradient follows its parameter's dtype
-                t.grad = nb.cast(t.grad, dt)
-                grads.append(t.grad)
-        nb.evaluate(*tensors, *grads)
-        return self
-
-    def float(self) -> Module:
-        return self.to(nb.float32)
-
-    def double(self) -> Module:
-        return self.to(nb.float64)
-
-    def half(self) -> Module:
-        return self.to(nb.float16)
-
-    def bfloat16(self) -> Module:
-        return self.to(nb.bfloat16)
-
-    def cpu(self) -> Module:
-        return self.to(device="cpu")
-
-    def cuda(self, device: Any = None) -> Module:
-        """PyTorch's spelling of `to("gpu:N")` (accelerator 0 by default)."""
-        return self.to(device="gpu" if device is None else device)
-
-    def _move(self, device: Any) -> None:
-        for _, t in self._all_tensors():
-            moved = t.detach().to(device)
-            if moved.device is not t.device:  # (a tensor already there is left as it is)
-                t.data = moved
-            if t.grad is not None:  # as PyTorch's _apply: a gradient follows its parameter
-                t.grad = t.grad.to(device)
-
-    def _all_tensors(self) -> list[tuple[str, Tensor]]:
-        return self._tree()[0]
-
-    def _tree(self) -> tuple[list[tuple[str, Tensor]], tuple[bool, ...]]:
-        """One walk for a compiled call's flatten: `[*named_parameters(), *named_buffers()]`
-        and every module's training flag (in `modules()` order), without nested generators."""
-        params: list[tuple[str, Tensor]] = []
-        buffers: list[tuple[str, Tensor]] = []
-        modes: list[bool] = []
-        seen_modules: set[int] = set()
-        seen_params: set[int] = set()
-        seen_buffers: set[int] = set()
-        stack = [("", self)]
-        while stack:  # depth first, children in order: the order of named_modules()
-            prefix, module = stack.pop()
-            if id(module) in seen_modules:
-                continue
-            seen_modules.add(id(module))
-            modes.append(module.training)
-            dot = f"{prefix}." if prefix else ""
-            for out, seen, store in (
-                (params, seen_params, module._parameters),
-                (buffers, seen_buffers, module._buffers),
-            ):
-                for name, value in store.items():
-                    if value is not None and id(value) not in seen:
-                        seen.add(id(value))
-                        out.append((dot + name, value))
-            stack += [(dot + name, m) for name, m in reversed(module._modules.items()) if m is not None]
-        return params + buffers, tuple(modes)
-
-    # -- state_dict ---------------------------------------------------------------------------
-    def state_dict(self, destination: Any = None, prefix: str = "", keep_vars: bool = False) -> OrderedDict:
-        """Parameters and persistent buffers by PyTorch name ("layers.0.weight"), in
-        registration order. Shared tensors appear under every name. Each value is the
-        tensor's `.data`: an in-place op on it writes through to the module (as in PyTorch),
-        but unlike PyTorch it holds the values of the moment it was taken, so take the
-        state_dict after training (or `keep_vars=True`, the Parameter objects themselves). A
-        value sharded on a DeviceMesh is assembled into one ordinary tensor (a copy), so
-        checkpoints do not depend on the layout.
-
-        `prefix` is prepended as given (PyTorch's: pass "model." for "model.weight"). A module
-        that overrides `get_extra_state` adds its result under "<its prefix>_extra_state". As in
-        PyTorch, a new dict (not a given `destination`) gets `_metadata`: each module's
-        `{"version": module._version}` under its name, and each module's state_dict pre- and
-        post-hooks run with its prefix (`register_state_dict_pre_hook`, `register_state_dict_post_hook`).
-        """
-        if destination is None:
-            destination = OrderedDict()
-            destination._metadata = OrderedDict()  # type: ignore[attr-defined]
-        save = _Save(keep_vars, Module.get_extra_state)
-        destination = save.module(self, destination, prefix)
-        save.flush()
-        return destination
-
-    def register_state_dict_pre_hook(self, hook: Callable) -> RemovableHandle:
-        """Call `hook(module, prefix, keep_vars)` before this module's entries are saved by
-        `state_dict` (also when a parent's state_dict saves it, with its prefix there).
-
-        Example:
-            >>> handle = model.fc.register_state_dict_pre_hook(lambda m, prefix, keep_vars: print(prefix))
-            >>> model.state_dict()  # prints "fc."
-        """
-        return add_hook(self._state_dict_pre_hooks, hook)
-
-    def register_state_dict_post_hook(self, hook: Callable) -> RemovableHandle:
-        """Call `hook(module, state_dict, prefix, local_metadata)` once this module and its
-        submodules are in the state_dict; the hook may change `state_dict` (and `local_metadata`,
-        this module's `_metadata` entry) in place, and must return None.
-
-        Example:
-            >>> def drop_bias(module, state_dict, prefix, local_metadata):
-            ...     state_dict.pop(prefix + "bias")
-            >>> handle = model.fc.register_state_dict_post_hook(drop_bias)
-        """
-        try:  # PyTorch marks the function: `_register_state_dict_hook` then refuses it
-            hook._from_public_api = True  # type: ignore[attr-defined]
-        except AttributeError:  # (a bound method: the flag below is enough)
-            pass
-        return add_hook(self._state_dict_hooks, (hook, True))
-
-    def _register_state_dict_hook(self, hook: Callable) -> RemovableHandle:
-        """PyTorch's private `state_dict` post-hook: `hook(module, state_dict, prefix,
-        local_metadata)` may also return a new dict, which `state_dict` returns when it was
-        called on this module (a parent keeps its own dict, as in PyTorch)."""
-        if getattr(hook, "_from_public_api", False):
-            raise RuntimeError(
-                "Cannot register the same function as the state dict post hook that was previously registered via "
-                "register_state_dict_post_hook"
-            )
-        return add_hook(self._state_dict_hooks, (hook, False))
-
-    def register_load_state_dict_pre_hook(self, hook: Callable) -> RemovableHandle:
-        """Call `hook(module, state_dict, prefix, local_metadata, strict, missing_keys,
-        unexpected_keys, error_msgs)` before this module's entries are loaded by
-        `load_state_dict` (also through a parent, with this module's prefix).
-
-        `state_dict` is this module's own dict (a copy: the caller's mapping never changes):
-        the hook may rename, add or drop entries in place, and its submodules then load from it.
-        `local_metadata` is this module's entry in the caller's `_metadata` (else empty);
-        `strict` is always True, as in PyTorch (the lists are filled either way);
-        `missing_keys`, `unexpected_keys` and `error_msgs` are the load's lists, which the hook
-        may extend (an error message fails the load).
-
-        Example:
-            >>> def rename(module, sd, prefix, *args):
-            ...     if prefix + "w" in sd:
-            ...         sd[prefix + "weight"] = sd.pop(prefix + "w")
-            >>> handle = model.fc.register_load_state_dict_pre_hook(rename)
-        """
-        return self._register_load_state_dict_pre_hook(hook, with_module=True)
-
-    def _register_load_state_dict_pre_hook(self, hook: Callable, with_module: bool = False) -> RemovableHandle:
-        """PyTorch's private load pre-hook: `register_load_state_dict_pre_hook`'s, called
-        without the module argument unless `with_module`."""
-        return add_hook(self._load_state_dict_pre_hooks, (hook, with_module))
-
-    def register_load_state_dict_post_hook(self, hook: Callable) -> RemovableHandle:
-        """Call `hook(module, incompatible_keys)` once this module and its submodules are loaded.
-
-        `incompatible_keys` holds the load's `missing_keys` and `unexpected_keys` lists as they
-        are then (those of the modules loaded so far, in PyTorch's order); the hook may change
-        them in place, which decides a strict load's error (clear them and it loads). It must
-        return None. A load that fails after it ran still changes nothing in the model.
-
-        Example:
-            >>> def ignore_head(module, keys):
-            ...     keys.missing_keys[:] = [k for k in keys.missing_keys if not k.startswith("head.")]
-            >>> handle = model.register_load_state_dict_post_hook(ignore_head)
-        """
-        return add_hook(self._load_state_dict_post_hooks, hook)
-
-    def get_extra_state(self) -> Any:
-        """Override (with `set_extra_state`) to save state that is not a tensor under
-        "<prefix>_extra_state" in the state_dict, as PyTorch."""
-        raise RuntimeError(
-            "Reached a code path in Module.get_extra_state() that should never be called: override it to "
-            "return the module's extra state"
-        )
-
-    def set_extra_state(self, state: Any) -> None:
-        """Override to restore what `get_extra_state` returned (called by `load_state_dict`)."""
-        raise RuntimeError(
-            "Reached a code path in Module.set_extra_state() that should never be called: override it to "
-            "restore the module's extra state"
-        )
-
-    def load_state_dict(
-        self, state_dict: Mapping[str, Any], strict: bool = True, assign: bool = False
-    ) -> IncompatibleKeys:
-        """Copy values from `state_dict` into this module's parameters and persistent buffers.
-
-        Every value is checked: a shape or dtype mismatch raises naming the key, the expected
-        and the actual value; with `strict`, missing and unexpected keys are listed in the
-        error. A failed load changes nothing in the model. Returns `(missing_keys,
-        unexpected_keys)`. Values may be Tensors or NumPy arrays; they are realized, so a
-        loaded model's training step has the same structure as any other. A parameter sharded
-        on a DeviceMesh keeps its layout (the loaded value is split to it), and an unsharded
-        one stays unsharded whatever layout the loaded value had. Lazy submodules (LazyLinear,
-        ...) are first materialized to the loaded shapes under their prefix (their
-        `_materialize_from_state_dict`); a failed load undoes that too.
-
-        As PyTorch's, the load walks the submodules with their prefixes: each runs its load
-        pre-hooks on its own copy of the entries (`register_load_state_dict_pre_hook`: a hook
-        may rename keys), then loads, then, after its submodules, runs its load post-hooks
-        (`register_load_state_dict_post_hook`: a hook may change the missing and unexpected
-        keys, deciding a strict load's error). The caller's mapping is never changed. Extra
-        state (`set_extra_state`) is set last, once the load has succeeded, and a failed load
-        puts every loaded tensor back, also when it fails after post-hooks ran (what the hooks
-        themselves changed is theirs to undo).
-        """
-        if not isinstance(state_dict, Mapping):
-            raise TypeError(f"load_state_dict: expected a mapping of name -> tensor, got {type(state_dict).__name__}")
-        load = _Load(state_dict, assign, Module.set_extra_state)
-        try:
-            load.module(self, load.root_dict(state_dict), "")
-            problems = list(load.error_msgs)
-            if strict and load.missing:
-                problems.append(f"missing key(s): {', '.join(load.missing)}")
-            if strict and load.unexpected:
-                problems.append(f"unexpected key(s): {', '.join(load.unexpected)}")
-            if problems:
-                raise RuntimeError(
-                    f"Error(s) in loading state_dict for {type(self).__name__}:\n  " + "\n  ".join(problems)
-                )
-            load.flush()
-        except BaseException:
-            for step in reversed(load.undo):  # put every loaded value and materialized lazy tensor back
-                step()
-            raise
-        for module, state in load.extras:
-            module.set_extra_state(state)
-        return IncompatibleKeys(load.missing, load.unexpected)
-
-    def save_weights(self, path: Any, metadata: dict | None = None) -> None:
-        """Write the state_dict as safetensors (atomically: a crash never loses the old file)."""
-        serialization.save(self, path, metadata=metadata)
-
-    def load_weights(self, path: Any, strict: bool = True) -> IncompatibleKeys:
-        """Load a safetensors file (ours or PyTorch's); a bad file leaves the module unchanged."""
-        return serialization.load_into(self, path, strict=strict)
+    # -- modes and bulk changes: module_modes.py's _Modes (train, eval, apply, to, zero_grad, ...)
+    # -- state_dict: module_state.py's _StateDict (state_dict, load_state_dict, their hooks, ...)
 
     # -- printing -----------------------------------------------------------------------------
     def extra_repr(self) -> str:

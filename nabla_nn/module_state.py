@@ -1,8 +1,9 @@
-"""What `Module.state_dict` and `Module.load_state_dict` use besides the module's own methods:
-PyTorch's walk over the submodules with their prefixes and state_dict hooks (`_Save`, `_Load`),
-lazy modules' materialization, the defaults submodules supply for missing keys (BatchNorm's
-num_batches_tracked), PyTorch's placeholders and tensors, and sharded values moved between
-a mesh layout and the host."""
+"""Module's state_dict methods (`_StateDict`, a base class of `Module`: state_dict,
+load_state_dict, their hooks' registration, extra state, save_weights / load_weights) and
+what they use: PyTorch's walk over the submodules with their prefixes and state_dict hooks
+(`_Save`, `_Load`), lazy modules' materialization, the defaults submodules supply for missing
+keys (BatchNorm's num_batches_tracked), PyTorch's placeholders and tensors, and sharded
+values moved between a mesh layout and the host."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ import numpy as np
 import nabla as nb
 from nabla import Tensor
 from nabla.core.common import dtypes as _dt
+from nabla.core.common.hooks import RemovableHandle, add_hook
 
+from . import serialization
 from .parameter import is_lazy
 
 if TYPE_CHECKING:  # type hints only: module.py imports this file
@@ -30,6 +33,181 @@ class IncompatibleKeys(NamedTuple):
 
     missing_keys: list[str]
     unexpected_keys: list[str]
+
+
+class _StateDict:
+    """`Module`'s state_dict methods: saving and loading by PyTorch name, with PyTorch's hooks
+    and extra state, and safetensors checkpoints."""
+
+    def state_dict(self, destination: Any = None, prefix: str = "", keep_vars: bool = False) -> OrderedDict:
+        """Parameters and persistent buffers by PyTorch name ("layers.0.weight"), in
+        registration order. Shared tensors appear under every name. Each value is the
+        tensor's `.data`: an in-place op on it writes through to the module (as in PyTorch),
+        but unlike PyTorch it holds the values of the moment it was taken, so take the
+        state_dict after training (or `keep_vars=True`, the Parameter objects themselves). A
+        value sharded on a DeviceMesh is assembled into one ordinary tensor (a copy), so
+        checkpoints do not depend on the layout.
+
+        `prefix` is prepended as given (PyTorch's: pass "model." for "model.weight"). A module
+        that overrides `get_extra_state` adds its result under "<its prefix>_extra_state". As in
+        PyTorch, a new dict (not a given `destination`) gets `_metadata`: each module's
+        `{"version": module._version}` under its name, and each module's state_dict pre- and
+        post-hooks run with its prefix (`register_state_dict_pre_hook`, `register_state_dict_post_hook`).
+        """
+        if destination is None:
+            destination = OrderedDict()
+            destination._metadata = OrderedDict()  # type: ignore[attr-defined]
+        save = _Save(keep_vars, _StateDict.get_extra_state)
+        destination = save.module(self, destination, prefix)
+        save.flush()
+        return destination
+
+    def register_state_dict_pre_hook(self, hook: Callable) -> RemovableHandle:
+        """Call `hook(module, prefix, keep_vars)` before this module's entries are saved by
+        `state_dict` (also when a parent's state_dict saves it, with its prefix there).
+
+        Example:
+            >>> handle = model.fc.register_state_dict_pre_hook(lambda m, prefix, keep_vars: print(prefix))
+            >>> model.state_dict()  # prints "fc."
+        """
+        return add_hook(self._state_dict_pre_hooks, hook)
+
+    def register_state_dict_post_hook(self, hook: Callable) -> RemovableHandle:
+        """Call `hook(module, state_dict, prefix, local_metadata)` once this module and its
+        submodules are in the state_dict; the hook may change `state_dict` (and `local_metadata`,
+        this module's `_metadata` entry) in place, and must return None.
+
+        Example:
+            >>> def drop_bias(module, state_dict, prefix, local_metadata):
+            ...     state_dict.pop(prefix + "bias")
+            >>> handle = model.fc.register_state_dict_post_hook(drop_bias)
+        """
+        try:  # PyTorch marks the function: `_register_state_dict_hook` then refuses it
+            hook._from_public_api = True  # type: ignore[attr-defined]
+        except AttributeError:  # (a bound method: the flag below is enough)
+            pass
+        return add_hook(self._state_dict_hooks, (hook, True))
+
+    def _register_state_dict_hook(self, hook: Callable) -> RemovableHandle:
+        """PyTorch's private `state_dict` post-hook: `hook(module, state_dict, prefix,
+        local_metadata)` may also return a new dict, which `state_dict` returns when it was
+        called on this module (a parent keeps its own dict, as in PyTorch)."""
+        if getattr(hook, "_from_public_api", False):
+            raise RuntimeError(
+                "Cannot register the same function as the state dict post hook that was previously registered via "
+                "register_state_dict_post_hook"
+            )
+        return add_hook(self._state_dict_hooks, (hook, False))
+
+    def register_load_state_dict_pre_hook(self, hook: Callable) -> RemovableHandle:
+        """Call `hook(module, state_dict, prefix, local_metadata, strict, missing_keys,
+        unexpected_keys, error_msgs)` before this module's entries are loaded by
+        `load_state_dict` (also through a parent, with this module's prefix).
+
+        `state_dict` is this module's own dict (a copy: the caller's mapping never changes):
+        the hook may rename, add or drop entries in place, and its submodules then load from it.
+        `local_metadata` is this module's entry in the caller's `_metadata` (else empty);
+        `strict` is always True, as in PyTorch (the lists are filled either way);
+        `missing_keys`, `unexpected_keys` and `error_msgs` are the load's lists, which the hook
+        may extend (an error message fails the load).
+
+        Example:
+            >>> def rename(module, sd, prefix, *args):
+            ...     if prefix + "w" in sd:
+            ...         sd[prefix + "weight"] = sd.pop(prefix + "w")
+            >>> handle = model.fc.register_load_state_dict_pre_hook(rename)
+        """
+        return self._register_load_state_dict_pre_hook(hook, with_module=True)
+
+    def _register_load_state_dict_pre_hook(self, hook: Callable, with_module: bool = False) -> RemovableHandle:
+        """PyTorch's private load pre-hook: `register_load_state_dict_pre_hook`'s, called
+        without the module argument unless `with_module`."""
+        return add_hook(self._load_state_dict_pre_hooks, (hook, with_module))
+
+    def register_load_state_dict_post_hook(self, hook: Callable) -> RemovableHandle:
+        """Call `hook(module, incompatible_keys)` once this module and its submodules are loaded.
+
+        `incompatible_keys` holds the load's `missing_keys` and `unexpected_keys` lists as they
+        are then (those of the modules loaded so far, in PyTorch's order); the hook may change
+        them in place, which decides a strict load's error (clear them and it loads). It must
+        return None. A load that fails after it ran still changes nothing in the model.
+
+        Example:
+            >>> def ignore_head(module, keys):
+            ...     keys.missing_keys[:] = [k for k in keys.missing_keys if not k.startswith("head.")]
+            >>> handle = model.register_load_state_dict_post_hook(ignore_head)
+        """
+        return add_hook(self._load_state_dict_post_hooks, hook)
+
+    def get_extra_state(self) -> Any:
+        """Override (with `set_extra_state`) to save state that is not a tensor under
+        "<prefix>_extra_state" in the state_dict, as PyTorch."""
+        raise RuntimeError(
+            "Reached a code path in Module.get_extra_state() that should never be called: override it to "
+            "return the module's extra state"
+        )
+
+    def set_extra_state(self, state: Any) -> None:
+        """Override to restore what `get_extra_state` returned (called by `load_state_dict`)."""
+        raise RuntimeError(
+            "Reached a code path in Module.set_extra_state() that should never be called: override it to "
+            "restore the module's extra state"
+        )
+
+    def load_state_dict(
+        self, state_dict: Mapping[str, Any], strict: bool = True, assign: bool = False
+    ) -> IncompatibleKeys:
+        """Copy values from `state_dict` into this module's parameters and persistent buffers.
+
+        Every value is checked: a shape or dtype mismatch raises naming the key, the expected
+        and the actual value; with `strict`, missing and unexpected keys are listed in the
+        error. A failed load changes nothing in the model. Returns `(missing_keys,
+        unexpected_keys)`. Values may be Tensors or NumPy arrays; they are realized, so a
+        loaded model's training step has the same structure as any other. A parameter sharded
+        on a DeviceMesh keeps its layout (the loaded value is split to it), and an unsharded
+        one stays unsharded whatever layout the loaded value had. Lazy submodules (LazyLinear,
+        ...) are first materialized to the loaded shapes under their prefix (their
+        `_materialize_from_state_dict`); a failed load undoes that too.
+
+        As PyTorch's, the load walks the submodules with their prefixes: each runs its load
+        pre-hooks on its own copy of the entries (`register_load_state_dict_pre_hook`: a hook
+        may rename keys), then loads, then, after its submodules, runs its load post-hooks
+        (`register_load_state_dict_post_hook`: a hook may change the missing and unexpected
+        keys, deciding a strict load's error). The caller's mapping is never changed. Extra
+        state (`set_extra_state`) is set last, once the load has succeeded, and a failed load
+        puts every loaded tensor back, also when it fails after post-hooks ran (what the hooks
+        themselves changed is theirs to undo).
+        """
+        if not isinstance(state_dict, Mapping):
+            raise TypeError(f"load_state_dict: expected a mapping of name -> tensor, got {type(state_dict).__name__}")
+        load = _Load(state_dict, assign, _StateDict.set_extra_state)
+        try:
+            load.module(self, load.root_dict(state_dict), "")
+            problems = list(load.error_msgs)
+            if strict and load.missing:
+                problems.append(f"missing key(s): {', '.join(load.missing)}")
+            if strict and load.unexpected:
+                problems.append(f"unexpected key(s): {', '.join(load.unexpected)}")
+            if problems:
+                raise RuntimeError(
+                    f"Error(s) in loading state_dict for {type(self).__name__}:\n  " + "\n  ".join(problems)
+                )
+            load.flush()
+        except BaseException:
+            for step in reversed(load.undo):  # put every loaded value and materialized lazy tensor back
+                step()
+            raise
+        for module, state in load.extras:
+            module.set_extra_state(state)
+        return IncompatibleKeys(load.missing, load.unexpected)
+
+    def save_weights(self, path: Any, metadata: dict | None = None) -> None:
+        """Write the state_dict as safetensors (atomically: a crash never loses the old file)."""
+        serialization.save(self, path, metadata=metadata)
+
+    def load_weights(self, path: Any, strict: bool = True) -> IncompatibleKeys:
+        """Load a safetensors file (ours or PyTorch's); a bad file leaves the module unchanged."""
+        return serialization.load_into(self, path, strict=strict)
 
 
 class _Save:
