@@ -6,17 +6,22 @@ weight gradients, and the pool gradient's NHWC form that W2's graph uses), they 
 max_pool2d_grad, torch's forward and backward: it keeps no gradient kernel of its own). One
 JSON line per kernel: kernel, shapes, nabla_ms, torch_ms (median of 30 runs).
 
-Run: .venv/bin/python benchmarks/w2_kernels.py
+On an accelerator (`--device gpu`) the lowerings are those a GPU's graph gets (MAX's graph
+ops: nabla's Mojo kernels are CPU-only, and the NHWC pool kernel's case is left out), and each
+run waits for its results, on both sides.
+
+Run: .venv/bin/python benchmarks/w2_kernels.py [--device gpu]
 """
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import json
 import time
 
 import numpy as np
-from max.driver import CPU, Buffer
+from max.driver import CPU, Accelerator, Buffer
 from max.dtype import DType
 from max.engine import InferenceSession
 from max.graph import DeviceRef, Graph, Module, TensorType
@@ -91,25 +96,45 @@ def _median_ms(fn, args: list, runs: int = 30) -> float:
 
 
 def main() -> None:
-    module, device, extensions = Module(), DeviceRef.CPU(), list(mojo_kernels.extensions())
-    for i, (_, lower, shapes) in enumerate(CASES):
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--device", choices=["cpu", "gpu"], default="cpu")
+    on_gpu = parser.parse_args().device == "gpu"
+    driver_device = Accelerator(0) if on_gpu else CPU()
+    device = DeviceRef.GPU(0) if on_gpu else DeviceRef.CPU()
+    extensions = [] if on_gpu else list(mojo_kernels.extensions())  # (CPU-only kernels)
+    cases = [c for c in CASES if not (on_gpu and c[0] == "max_pool2d_grad_nhwc")]
+    module = Module()
+    for i, (_, lower, shapes) in enumerate(cases):
         types = [TensorType(DType.float32, s, device=device) for s in shapes]
         with Graph(f"k{i}", input_types=types, module=module, custom_extensions=extensions) as graph:
             graph.output(lower(*[v.tensor for v in graph.inputs]))
-    session = InferenceSession(devices=[CPU()])
+    session = InferenceSession(devices=[driver_device])
     t0 = time.perf_counter()
     models = session.init_all(session.compile(module, custom_extensions=extensions or None))
-    print(json.dumps({"compile_s": round(time.perf_counter() - t0, 1), "graphs": len(CASES)}))
+    print(json.dumps({"compile_s": round(time.perf_counter() - t0, 1), "graphs": len(cases), "device": str(device)}))
     torch = importlib.import_module("torch") if importlib.util.find_spec("torch") else None
     rng = np.random.default_rng(0)
-    for i, (name, _, shapes) in enumerate(CASES):
+    for i, (name, _, shapes) in enumerate(cases):
         arrays = [rng.standard_normal(s).astype(np.float32) for s in shapes]
-        buffers = [Buffer.from_numpy(a) for a in arrays]
-        row = {"kernel": name, "shapes": shapes, "nabla_ms": round(_median_ms(models[f"k{i}"].execute, buffers), 3)}
-        if torch is not None:
+        buffers = [Buffer.from_numpy(a).to(driver_device) for a in arrays]
+        model = models[f"k{i}"]
+
+        def run(*args: Buffer, model=model) -> None:
+            model.execute(*args)
+            driver_device.synchronize()
+
+        row = {"kernel": name, "shapes": shapes, "nabla_ms": round(_median_ms(run, buffers), 3)}
+        if torch is not None and (not on_gpu or torch.cuda.is_available()):
+            fn = _torch_fns(torch)[name]
+
+            def torch_run(*args, fn=fn) -> None:
+                fn(*args)
+                if on_gpu:
+                    torch.cuda.synchronize()
+
             with torch.no_grad() if not name.startswith("max_pool2d_grad") else torch.enable_grad():
-                tensors = [torch.from_numpy(a) for a in arrays]
-                row["torch_ms"] = round(_median_ms(_torch_fns(torch)[name], tensors), 3)
+                tensors = [torch.from_numpy(a).to("cuda" if on_gpu else "cpu") for a in arrays]
+                row["torch_ms"] = round(_median_ms(torch_run, tensors), 3)
         print(json.dumps(row))
 
 
