@@ -220,3 +220,21 @@ def test_lazy_layers_materialize_on_their_device_and_a_missing_device_is_named()
     assert all(t.device is GPU1 for t in [*norm.parameters(), *norm.buffers()])
     with pytest.raises(ValueError, match=r"device argument: device gpu:5 is not available"):
         nn.Linear(2, 2, device="gpu:5")
+
+
+def test_index_checks_read_only_values_the_host_has():
+    """Eager bounds checks of class targets and embedding indices read values the host holds; a
+    tensor on an accelerator would be copied back, waiting for the device every step, so there
+    the check is left to the device as in PyTorch's CUDA kernels. A CPU tensor is still checked
+    at the call."""
+    logits = _on(GPU0, np.zeros((2, 3)))
+    with pytest.raises(IndexError, match="cross_entropy: target 3 is out of bounds for 3 classes"):
+        F.cross_entropy(logits, nb.tensor(np.array([0, 3])))
+    F.cross_entropy(logits, nb.tensor(np.array([0, 3]), device=GPU0))  # recorded, not read back
+    loss = F.cross_entropy(logits, nb.tensor(np.array([0, 2]), device=GPU0))
+    assert loss.device is GPU0 and np.isclose(loss.item(), np.log(3.0))
+    table = _on(GPU0, np.arange(8.0).reshape(4, 2))
+    with pytest.raises(IndexError, match="embedding: index 4 is out of range for a table of 4 rows"):
+        F.embedding(nb.tensor(np.array([4])), table)
+    F.embedding(nb.tensor(np.array([4]), device=GPU0), table)
+    np.testing.assert_allclose(F.embedding(nb.tensor(np.array([3]), device=GPU0), table).numpy(), [[6.0, 7.0]])

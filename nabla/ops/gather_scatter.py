@@ -58,14 +58,9 @@ def _index_tensor(index: Any, op: str, arg: str = "index") -> Tensor:
     return tensor(arr.astype(np.int64))
 
 
-def _known(index: Tensor) -> np.ndarray | None:
-    impl = index._impl
-    return index.numpy() if impl.is_realized and not impl.batch_dims else None
-
-
 def _check_range(index: Tensor, n: int, op: str, dim: int, *, negative: bool) -> None:
     """Eager bounds check when the index data is known: [0, n) (PyTorch) or [-n, n) (NumPy)."""
-    data = _known(index)
+    data = _cf.known_values(index)
     if data is None or not data.size:
         return
     low = -n if negative else 0
@@ -92,7 +87,7 @@ def take(x: Tensor, indices: Any, axis: int | None = None) -> Tensor:
     if axis is None:
         n = x.numel()
         _check_range(idx, n, "take", 0, negative=True)
-        data = _known(idx)
+        data = _cf.known_values(idx)
         idx = tensor(np.where(data < 0, data + n, data)) if data is not None else _wrap(idx, n)
         return _take(reshape(x, (-1,)), idx, 0)
     if x.ndim == 0:
@@ -202,7 +197,7 @@ def take_along_axis(x: Tensor, indices: Any, axis: int | None = -1) -> Tensor:
             raise ValueError(f"take_along_axis: indices has {idx.ndim} dims but x has {x.ndim}; they must match")
     n = x.shape[a]
     _check_range(idx, n, "take_along_axis", a, negative=True)
-    data = _known(idx)
+    data = _cf.known_values(idx)
     idx = tensor(np.where(data < 0, data + n, data)) if data is not None else _wrap(idx, n)
     try:
         common = broadcast_shapes(
@@ -468,7 +463,7 @@ def one_hot(indices: Tensor, num_classes: int = -1) -> Tensor:
     if isinstance(num_classes, bool) or not isinstance(num_classes, int | np.integer):
         raise TypeError(f"one_hot: num_classes must be an int, got {num_classes!r}")
     num_classes = int(num_classes)
-    data = _known(indices)
+    data = _cf.known_values(indices)
     if num_classes == -1:
         if indices._impl.batch_dims:  # the result's size would depend on each batch element's values
             raise ValueError(

@@ -28,6 +28,7 @@ import numpy as np
 import nabla as nb
 from nabla import Tensor
 from nabla.core.common import dtypes as _dt
+from nabla.ops.control_flow import known_values
 
 from ._checks import check_float
 
@@ -89,10 +90,9 @@ def _padded_targets(targets: Any, target_lengths: np.ndarray, unbatched: bool) -
 
 def _check_target_values(targets: Tensor, target_lengths: np.ndarray, classes: int) -> None:
     """Targets in [0, C), checked when their values are already known (never evaluates)."""
-    impl = targets._impl
-    if not impl.is_realized or impl.batch_dims or targets.numel() == 0:
+    values = known_values(targets) if targets.numel() else None
+    if values is None:
         return
-    values = targets.numpy()
     used = values[np.arange(values.shape[1])[None, :] < target_lengths[:, None]]
     bad = used[(used < 0) | (used >= classes)]
     if bad.size:

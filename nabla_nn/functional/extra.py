@@ -21,7 +21,7 @@ import numpy as np
 import nabla as nb
 from nabla import Tensor
 from nabla.core.common import dtypes as _dt
-from nabla.core.graph.executors import storage_to_numpy
+from nabla.ops.control_flow import known_values
 
 from ._checks import check_float as _float
 from ._checks import number as _number
@@ -124,14 +124,6 @@ def gumbel_softmax(logits: Tensor, tau: float = 1.0, hard: bool = False, eps: fl
 
 
 # -- margin losses ---------------------------------------------------------------------------------
-def _known_values(target: Tensor) -> np.ndarray | None:
-    """The target's values when already computed (a realized, unbatched tensor), else None."""
-    impl = target._impl
-    if not impl.is_realized or impl.batch_dims or target.numel() == 0:
-        return None
-    return storage_to_numpy(impl.data) if impl.sharding is None else target.numpy()
-
-
 def _index_tensor(target: Any, op: str) -> Tensor:
     _tensor(target, op, "target")
     if not _dt.is_integer(target.dtype):
@@ -189,7 +181,7 @@ def multi_margin_loss(
             f"{op}: target must be 1-D with one class index per sample, expected shape ({n},), got "
             f"{target.shape} (input shape {input.shape})"
         )
-    data = _known_values(target)
+    data = known_values(target) if target.numel() else None
     if data is not None and (data.min() < 0 or data.max() >= c):
         bad = data[(data < 0) | (data >= c)]
         raise IndexError(f"{op}: target {int(bad.flat[0])} is out of bounds for {c} classes")
@@ -242,7 +234,7 @@ def multilabel_margin_loss(
     _index_tensor(target, op)
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"{op}: target shape {target.shape} must equal input shape {input.shape}")
-    data = _known_values(target)
+    data = known_values(target) if target.numel() else None
     if data is not None and (data.min() < -1 or data.max() >= c):
         bad = data[(data < -1) | (data >= c)]
         raise IndexError(f"{op}: target {int(bad.flat[0])} is out of range: entries must lie in [-1, {c})")

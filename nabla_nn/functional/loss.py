@@ -27,7 +27,7 @@ import numpy as np
 import nabla as nb
 from nabla import Tensor
 from nabla.core.common import dtypes as _dt
-from nabla.core.graph.executors import host_array
+from nabla.ops.control_flow import known_values
 
 from ._checks import check_float as _float
 from ._checks import first_outside
@@ -289,11 +289,9 @@ def _index_target(input: Tensor, target: Tensor, op: str) -> tuple[int, int]:
 
 
 def _check_target_values(target: Tensor, c: int, ignore_index: int, op: str) -> None:
-    """Eager bounds check when the target's values are already known (a realized tensor)."""
-    impl = target._impl
-    if not impl.is_realized or impl.batch_dims or target.numel() == 0:
-        return
-    bad = first_outside(host_array(impl) if impl.sharding is None else target.numpy(), c, ignore_index)
+    """Eager bounds check when the host has the target's values (`known_values`)."""
+    values = known_values(target)
+    bad = None if values is None else first_outside(values, c, ignore_index)
     if bad is not None:
         raise IndexError(f"{op}: target {bad} is out of bounds for {c} classes")
 

@@ -18,7 +18,7 @@ import numpy as np
 import nabla as nb
 from nabla import Tensor
 from nabla.core.common import dtypes as _dt
-from nabla.core.graph.executors import host_array
+from nabla.ops.control_flow import known_values
 
 from ._checks import first_outside
 
@@ -28,10 +28,8 @@ __all__ = ["embedding", "embedding_bag", "one_hot"]
 def _check_indices(input: Tensor, n: int, op: str) -> None:
     """IndexError for indices outside [0, n) when their values are known (a realized batch):
     after flattening they would reach the lookup unchecked, and MAX does not check them."""
-    impl = input._impl
-    if impl.data is None or impl.batch_dims or impl.sharding is not None:
-        return
-    bad = first_outside(host_array(impl), n)
+    values = None if input._impl.sharding is not None else known_values(input)
+    bad = None if values is None else first_outside(values, n)
     if bad is not None:
         raise IndexError(f"{op}: index {bad} is out of range for a table of {n} rows (num_embeddings)")
 
@@ -171,14 +169,6 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
 _BAG_MODES = ("sum", "mean", "max")
 
 
-def _known_values(t: Tensor) -> np.ndarray | None:
-    """`t`'s values when they are already computed (never evaluates anything)."""
-    impl = t._impl
-    if not impl.is_realized or impl.batch_dims:
-        return None
-    return t.numpy()
-
-
 def _bag_offsets(offsets: Any, n: int, include_last_offset: bool) -> tuple[Tensor, int]:
     """The offsets as an int64 tensor and the number of bags; known offsets are checked as
     PyTorch checks them (offsets[0] == 0, non-decreasing, offsets[-1] <= len(input))."""
@@ -192,7 +182,7 @@ def _bag_offsets(offsets: Any, n: int, include_last_offset: bool) -> tuple[Tenso
     bags = t.shape[0] - 1 if include_last_offset else t.shape[0]
     if bags < 0:
         raise ValueError("embedding_bag: offsets must hold at least one entry with include_last_offset=True")
-    known = _known_values(t)
+    known = known_values(t)
     if known is not None and known.size:
         if known[0] != 0:
             raise ValueError(f"embedding_bag: offsets[0] has to be 0 (the first bag starts at 0), got {known[0]}")
@@ -208,7 +198,7 @@ def _bag_positions(offsets: Tensor, bags: int, n: int, include_last_offset: bool
 
     Known offsets give L = the longest bag, computed on the host; offsets still being computed
     give L = len(input) (every bag could be that long), so nothing is read back."""
-    known = _known_values(offsets)
+    known = known_values(offsets)
     if known is not None:
         starts = known[:bags]
         ends = known[1 : bags + 1] if include_last_offset else np.append(known[1:], n)
