@@ -30,6 +30,7 @@ from . import (
     pooling,
     rearrange,
     reduction,
+    reduction_softmax,
     shape,
     sorting,
     special,
@@ -64,6 +65,7 @@ from .orthogonal_polynomials import *  # noqa: F403
 from .pooling import *  # noqa: F403
 from .rearrange import *  # noqa: F403
 from .reduction import *  # noqa: F403
+from .reduction_softmax import *  # noqa: F403
 from .shape import *  # noqa: F403
 from .sorting import *  # noqa: F403
 from .special import *  # noqa: F403
@@ -99,6 +101,7 @@ FAMILIES = (
     "pooling",
     "rearrange",
     "reduction",
+    "reduction_softmax",
     "shape",
     "sorting",
     "special",

@@ -30,6 +30,7 @@ from ..core.tensor.tensor import Tensor
 from . import binary as _bin
 from . import creation as _creation
 from . import reduction as _red
+from . import reduction_softmax as _sm
 from . import unary as _un
 from . import view as _view
 from .base import AVal, Operation, public, shape_of
@@ -55,7 +56,7 @@ def _np_weights(
         s = np.where(mask, s, s.dtype.type(_NEG_INF)) if mask.dtype == np.bool_ else s + mask
     if causal:
         s = np.where(np.tri(*s.shape[-2:], k=row_offset, dtype=bool), s, s.dtype.type(_NEG_INF))
-    return _red._safe_softmax.numpy_kernel(s, axis=s.ndim - 1)
+    return _sm._safe_softmax.numpy_kernel(s, axis=s.ndim - 1)
 
 
 def _mx_weights(q: Any, k: Any, mask: Any, scale: float, causal: bool, row_offset: int = 0) -> Any:
@@ -69,7 +70,7 @@ def _mx_weights(q: Any, k: Any, mask: Any, scale: float, causal: bool, row_offse
         ones = ops.broadcast_to(ops.constant(1.0, s.dtype, s.device), shape_of(s)[-2:])
         keep = ops.band_part(ones, num_lower=None, num_upper=row_offset)
         s = ops.where(ops.greater(keep, ops.constant(0.0, s.dtype, s.device)), s, neg)
-    return _red._safe_softmax.kernel(s, axis=rank - 1)
+    return _sm._safe_softmax.kernel(s, axis=rank - 1)
 
 
 def _check_avals(q: AVal, k: AVal, v: AVal | None, mask: AVal | None, name: str) -> None:
@@ -112,7 +113,7 @@ def _sharding_rule(in_shapes: list, out_shapes: list, with_v: bool) -> OpShardin
 def _softmax_vjp(p: Tensor, dp: Tensor) -> Tensor:
     """dS = P (dP - rowsum(dP P)), softmax's own rule (its JVP is the same map); zero on
     masked entries and dead rows, where P = 0."""
-    return _red._softmax.vjp_rule([], [dp], [p], axis=p.ndim - 1)[0]
+    return _sm._softmax.vjp_rule([], [dp], [p], axis=p.ndim - 1)[0]
 
 
 def _scores_vjp(primals: list, p: Tensor, dp: Tensor, scale: float) -> list:

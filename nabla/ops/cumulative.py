@@ -2,7 +2,8 @@
 the input's shape (forward, MAX lowering, NumPy kernel, VJP and JVP side by side). Along an axis
 split over devices they run blocked (`_scan_over_pieces`): each device scans its own piece, and
 only one total per piece is exchanged, never the data. Their one-axis base class
-(`_AxisOperation`) and argument helpers are reduction.py's, which softmax shares.
+(`_AxisOperation`) and argument helpers are reduction.py's, which softmax (reduction_softmax.py)
+shares.
 
 cummax and cummin (one primitive each, values and int64 indices from one call) keep a split axis
 whole; their values' gradient goes to the returned indices only, as PyTorch's.

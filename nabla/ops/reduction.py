@@ -1,9 +1,10 @@
-"""Reductions over any set of axes, with keepdims, and the normalisations built on them.
+"""Reductions over any set of axes, with keepdims, and the moments and norms built on them.
 
 Primitives (forward, MAX lowering, NumPy kernel, VJP and JVP side by side): sum, prod, max, min,
-argmax, argmin, softmax, log_softmax. Composites (derivatives for free): mean, var, std,
-logsumexp, norm, any, all. The scans (cumsum, cumprod) are in cumulative.py, built on this
-module's one-axis base class (`_AxisOperation`) and argument helpers.
+argmax, argmin. Composites (derivatives for free): mean, var, std, norm, any, all, nansum,
+nanmean, aminmax, renorm. softmax, log_softmax and logsumexp are in reduction_softmax.py, the
+scans (cumsum, cumprod) in cumulative.py: both are built on this module's base classes
+(`ReduceOperation`, the one-axis `_AxisOperation`) and argument helpers.
 """
 
 from __future__ import annotations
@@ -30,7 +31,6 @@ from . import view as _view
 from ._layout import NHWC, nhwc
 from .base import AVal, Operation, public, shape_of
 from .cast import cast
-from .communication import reshard
 from .creation import full, tensor
 from .spmd import windowable
 
@@ -42,8 +42,6 @@ __all__ = [
     "any",
     "argmax",
     "argmin",
-    "log_softmax",
-    "logsumexp",
     "max",
     "mean",
     "min",
@@ -52,7 +50,6 @@ __all__ = [
     "norm",
     "prod",
     "renorm",
-    "softmax",
     "std",
     "sum",
     "var",
@@ -301,59 +298,11 @@ class ArgminOp(_ArgOp):
         return np.expand_dims(out, axes[0]) if keepdims else out
 
 
-class LogsumexpOp(ReduceOperation):
-    """log(sum(exp(x))) over `axes`, shifted by the (finite) maximum. A primitive rather than a
-    composite: its VJP is g * exp(x - out), and MAX 26.7's compiler crashes (segfault) on the
-    composite's max/exp/sum/log graph together with its VJP."""
-
-    name = "logsumexp"
-    empty_ok = True  # an empty slice gives log(0) = -inf
-
-    def abstract_eval(self, x: AVal, *, axes: tuple, keepdims: bool) -> AVal:
-        if not _dt.is_float(x[1]):
-            raise TypeError(f"logsumexp: expected a floating-point tensor, got dtype {x[1].name}")
-        return super().abstract_eval(x, axes=axes, keepdims=keepdims)
-
-    def kernel(self, x: Any, *, axes: tuple, keepdims: bool) -> Any:
-        shape = shape_of(x)
-        kept = _reduced_shape(shape, axes, True)
-        if _builtins.any(shape[a] == 0 for a in axes):
-            return ops.broadcast_to(ops.constant(-math.inf, x.dtype, x.device), _reduced_shape(shape, axes, keepdims))
-        m = _mx_reduce(x, axes, _max_red.max)
-        m = ops.where(ops.is_inf(m), ops.broadcast_to(ops.constant(0, x.dtype, x.device), kept), m)
-        total = _mx_reduce(ops.exp(ops.sub(x, m)), axes, _max_red.sum)
-        out = ops.add(ops.log(total), m)
-        return out if keepdims else ops.reshape(out, _reduced_shape(shape, axes, False))
-
-    def numpy_kernel(self, x: np.ndarray, *, axes: tuple, keepdims: bool) -> np.ndarray:
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            if _builtins.any(x.shape[a] == 0 for a in axes):
-                return np.log(np.sum(np.exp(x), axis=axes, keepdims=keepdims))
-            m = np.max(x, axis=axes, keepdims=True) if axes else x
-            m = np.where(np.isinf(m), np.zeros((), x.dtype), m)
-            out = np.log(np.sum(np.exp(x - m), axis=axes, keepdims=True)) + m
-        return out if keepdims else out.reshape(_reduced_shape(x.shape, axes, False))
-
-    def _weights(self, x: Tensor, out: Tensor, axes: tuple, keepdims: bool) -> Tensor:
-        """softmax(x) over `axes`: d out / d x."""
-        return _un.exp(_bin.sub(x, _view.reshape(out, _reduced_shape(x.shape, axes, True))))
-
-    def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, axes: tuple, keepdims: bool) -> list:
-        x = primals[0]
-        g = _view.reshape(cotangents[0], _reduced_shape(x.shape, axes, True))
-        return [_bin.mul(g, self._weights(x, outputs[0], axes, keepdims))]
-
-    def jvp_rule(self, primals: list, tangents: list, outputs: list, *, axes: tuple, keepdims: bool) -> list:
-        x = primals[0]
-        return [sum(_bin.mul(tangents[0], self._weights(x, outputs[0], axes, keepdims)), axes, keepdims)]
-
-
 _sum, _max, _min, _argmax, _argmin = SumOp(), MaxOp(), MinOp(), ArgmaxOp(), ArgminOp()
 _prod = ProdOp()
-_logsumexp = LogsumexpOp()
 
 
-# -- one-axis ops (softmax below; cumsum and cumprod in cumulative.py) -------------------------
+# -- one-axis ops (softmax in reduction_softmax.py; cumsum and cumprod in cumulative.py) -------
 class _AxisOperation(Operation):
     """One input, one `axis` (physical after adapt_kwargs), output of the input's shape."""
 
@@ -365,117 +314,6 @@ class _AxisOperation(Operation):
 
     def sharding_rule_for(self, in_shapes: list, out_shapes: list, kwargs: dict) -> OpShardingRule:
         return _rules.elementwise(in_shapes, out_shapes, whole=(kwargs["axis"],))
-
-
-# -- softmax -----------------------------------------------------------------------------------
-def _np_shifted(x: np.ndarray, axis: int) -> np.ndarray:
-    """`x` minus its maximum along `axis`: the numerically stable softmax input. As in PyTorch,
-    a row holding +inf or nan has an +inf or nan maximum and so becomes all nan; an all -inf
-    row is shifted by 0 (its softmax is nan too, 0 / 0)."""
-    if x.shape[axis] == 0:
-        return x
-    m = np.max(x, axis=axis, keepdims=True)
-    return x - np.where(m == -np.inf, np.zeros((), x.dtype), m)
-
-
-def _mx_poison_rows(x: Any, out: Any, axis: int) -> Any:
-    """MAX's softmax kernels leave a row's nan and +inf entries out of the maximum they subtract
-    (softmax([inf, 1]) is [nan, 0]); PyTorch's x - max(x) makes such a row all nan."""
-    bad = ops.logical_or(ops.is_nan(x), ops.equal(x, ops.constant(math.inf, x.dtype, x.device)))
-    poisoned = ops.greater(_mx_any(bad, (axis,), x.dtype), ops.constant(0.0, x.dtype, x.device))
-    return ops.where(poisoned, ops.constant(math.nan, x.dtype, x.device), out)
-
-
-class _SoftmaxBase(_AxisOperation):
-    max_fn: Any = None
-
-    def abstract_eval(self, x: AVal, *, axis: int) -> AVal:
-        if not _dt.is_float(x[1]):
-            raise TypeError(f"{self.name}: expected a floating-point tensor, got dtype {x[1].name}")
-        return x
-
-    def kernel(self, x: Any, *, axis: int) -> Any:
-        last = x.rank - 1
-        if axis == last:
-            out = self.max_fn(x, axis=last)
-        else:  # MAX's softmax kernels are written for the innermost axis: move it there and back.
-            out = ops.transpose(self.max_fn(ops.transpose(x, axis, last), axis=last), axis, last)
-        return self.poison_rows(x, out, axis)
-
-    @staticmethod
-    def poison_rows(x: Any, out: Any, axis: int) -> Any:
-        return _mx_poison_rows(x, out, axis)
-
-
-class SoftmaxOp(_SoftmaxBase):
-    name = "softmax"
-    max_fn = staticmethod(ops.softmax)
-
-    @staticmethod
-    def poison_rows(x: Any, out: Any, axis: int) -> Any:
-        # MAX's softmax puts a NaN where a row has a NaN or +inf, and a row's sum is NaN exactly
-        # then (it is 1 otherwise): one reduction of the output finds such rows, where testing x
-        # costs a reduction and four passes over x (W3's model ran ~5% faster this way, averaged
-        # over five noisy A/B pairs). Not `out + (sum - sum)`: MAX folds sum - sum to 0.
-        poisoned = ops.is_nan(ops.sum(out, axis))
-        return ops.where(poisoned, ops.constant(math.nan, out.dtype, out.device), out)
-
-    def numpy_kernel(self, x: np.ndarray, *, axis: int) -> np.ndarray:
-        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-            e = np.exp(_np_shifted(x, axis))
-            return e / np.sum(e, axis=axis, keepdims=True)
-
-    def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, axis: int) -> list:
-        y, g = outputs[0], cotangents[0]
-        return [_bin.mul(y, _bin.sub(g, sum(_bin.mul(g, y), (axis,), True)))]
-
-    def jvp_rule(self, primals: list, tangents: list, outputs: list, *, axis: int) -> list:
-        y, t = outputs[0], tangents[0]
-        return [_bin.mul(y, _bin.sub(t, sum(_bin.mul(t, y), (axis,), True)))]
-
-
-class SafeSoftmaxOp(SoftmaxOp):
-    """softmax, but a row whose entries are all -inf gives zeros instead of NaN (torch's
-    `_safe_softmax`, what its attention uses for fully masked rows). Same derivatives: the
-    zero rows pass zero cotangents and tangents on."""
-
-    name = "safe_softmax"
-
-    def kernel(self, x: Any, *, axis: int) -> Any:
-        # A row is dead when every entry equals -inf (as torch decides; a NaN keeps it alive).
-        # Not `max(x) == -inf`: MAX's max of an all -inf row is the lowest finite float.
-        zero = ops.constant(0.0, x.dtype, x.device)
-        alive = ops.not_equal(x, ops.constant(-math.inf, x.dtype, x.device))
-        dead = ops.equal(_mx_any(alive, (axis,), x.dtype), zero)
-        return ops.where(dead, zero, super().kernel(ops.where(dead, zero, x), axis=axis))
-
-    def numpy_kernel(self, x: np.ndarray, *, axis: int) -> np.ndarray:
-        if x.shape[axis] == 0:
-            return x
-        dead = np.all(x == -np.inf, axis=axis, keepdims=True)
-        return np.where(dead, x.dtype.type(0), super().numpy_kernel(np.where(dead, 0, x), axis=axis))
-
-
-class LogSoftmaxOp(_SoftmaxBase):
-    name = "log_softmax"
-    max_fn = staticmethod(ops.logsoftmax)
-
-    def numpy_kernel(self, x: np.ndarray, *, axis: int) -> np.ndarray:
-        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-            z = _np_shifted(x, axis)
-            return z - np.log(np.sum(np.exp(z), axis=axis, keepdims=True))
-
-    def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, axis: int) -> list:
-        y, g = outputs[0], cotangents[0]
-        return [_bin.sub(g, _bin.mul(_un.exp(y), sum(g, (axis,), True)))]
-
-    def jvp_rule(self, primals: list, tangents: list, outputs: list, *, axis: int) -> list:
-        y, t = outputs[0], tangents[0]
-        return [_bin.sub(t, sum(_bin.mul(_un.exp(y), t), (axis,), True))]
-
-
-_softmax, _log_softmax = SoftmaxOp(), LogSoftmaxOp()
-_safe_softmax = SafeSoftmaxOp()
 
 
 def _check(x: Any, op: str) -> None:
@@ -679,21 +517,6 @@ def _abs(x: Tensor) -> Tensor:
 
 
 @public()
-def logsumexp(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
-    """log(sum(exp(x))) over `axis`, computed stably (the maximum is subtracted first).
-
-    -inf entries contribute nothing; an all -inf slice (or an empty one) gives -inf. Integer
-    inputs give float32, as in PyTorch.
-    """
-    _check(x, "logsumexp")
-    if not _dt.is_float(x.dtype):
-        x = cast(x, _dt.float32)
-    if (a := _sharded_axis(x, axis, "logsumexp")) is not None:
-        return _over_pieces("logsumexp", x, a, keepdims=bool(keepdims))
-    return _logsumexp(x, axes=_axes_arg(axis, x.ndim, "logsumexp"), keepdims=bool(keepdims))
-
-
-@public()
 def norm(x: Tensor, p: Any = "fro", axis: Any = None, keepdims: bool = False) -> Tensor:
     """Vector p-norm over `axis` (all elements when None), as torch.norm.
 
@@ -756,7 +579,7 @@ def all(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:  # noqa:
     return _bin.equal(sum(_bin.equal(x, 0), axes, bool(keepdims)), 0)
 
 
-# -- one-axis helpers (cumulative.py uses them too) and softmax --------------------------------
+# -- one-axis helpers (reduction_softmax.py and cumulative.py use them) ------------------------
 def _single_axis(axis: Any, rank: int, op: str) -> int:
     """One axis, PyTorch-style: a 0-d tensor accepts dim 0 or -1."""
     if rank == 0:
@@ -776,30 +599,6 @@ def _along_axis(op: Operation, x: Tensor, axis: Any, name: str, **kwargs: Any) -
     return op(x, axis=a, **kwargs)
 
 
-def _over_pieces(kind: str, x: Tensor, axis: int, keepdims: bool = True, safe: bool = False) -> Tensor:
-    """softmax, log_softmax or logsumexp along an axis split over devices, from reductions:
-    each device's maxima and sums of exponentials are all-reduced (vectors of the rows), and
-    the rows are never gathered, as their one-op forms would need (Megatron's vocabulary-
-    parallel softmax). An all -inf row gives what the one-op forms give."""
-    m = _view.detach(max(x, axis, keepdims=True))  # all-reduced here, once; lse's gradient in m is 0
-    # an infinite maximum shifts by 0, except that (log_)softmax shifts a row holding +inf by it:
-    # the row becomes nan, as PyTorch's does (logsumexp of that row is inf)
-    m = _bin.where_(_un.isfinite(m) if kind == "logsumexp" else _bin.not_equal(m, -math.inf), m, 0.0)
-    shifted = _bin.sub(x, m)
-    e = _un.exp(shifted)
-    total = sum(e, axis, keepdims=True)
-    if kind == "softmax":  # all-reduce the sums, not their broadcast over the rows' pieces
-        total = reshard(total, total.sharding.without_partial())
-        if not safe:
-            return _bin.div(e, total)
-        empty = _bin.equal(total, 0.0)  # every key masked: zeros, and zero gradients (no 0/0)
-        return _bin.where_(empty, 0.0, _bin.div(e, _bin.where_(empty, 1.0, total)))
-    if kind == "log_softmax":  # (x - m) - log(total): x - m is exact where x is huge
-        return _bin.sub(shifted, _un.log(total))
-    lse = _bin.add(_un.log(total), m)
-    return lse if keepdims else _view.squeeze(lse, axis)
-
-
 def _sharded_axis(x: Tensor, axis: Any, name: str) -> int | None:
     """The axis when it is split over devices (global layout): the reductions' composite then."""
     if x.ndim == 0 or not isinstance(axis, int | np.integer):
@@ -808,38 +607,7 @@ def _sharded_axis(x: Tensor, axis: Any, name: str) -> int | None:
     return a if x.shape[a] and windowable(x, a) else None
 
 
-@public()
-def softmax(x: Tensor, axis: int = -1, *, safe: bool = False) -> Tensor:
-    """exp(x) / sum(exp(x)) along `axis`, computed stably (huge logits give no nan).
-
-    Args:
-        x: floating point.
-        axis: the axis to normalize along.
-        safe: a row whose entries are all -inf (attention with every key masked) gives zeros,
-            and zero gradients, instead of NaN (torch's `_safe_softmax`).
-
-    Example:
-        >>> nabla.softmax(nabla.tensor([0.0, 1000.0]), 0).numpy()
-        array([0., 1.], dtype=float32)
-    """
-    _check(x, "softmax")
-    _float_only(x, "softmax")
-    if (a := _sharded_axis(x, axis, "softmax")) is not None:
-        return _over_pieces("softmax", x, a, safe=safe)
-    return _along_axis(_safe_softmax if safe else _softmax, x, axis, "softmax")
-
-
-@public()
-def log_softmax(x: Tensor, axis: int = -1) -> Tensor:
-    """x - logsumexp(x) along `axis`, computed stably."""
-    _check(x, "log_softmax")
-    _float_only(x, "log_softmax")
-    if (a := _sharded_axis(x, axis, "log_softmax")) is not None:
-        return _over_pieces("log_softmax", x, a)
-    return _along_axis(_log_softmax, x, axis, "log_softmax")
-
-
-# -- composites: nan-ignoring reductions, min and max together, renorm --------------------------
+# -- composites: nan-ignoring reductions, min and max together, renorm -------------------------
 # What torch.aminmax returns.
 MinMax = namedtuple("aminmax", ["min", "max"])
 

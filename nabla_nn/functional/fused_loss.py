@@ -29,7 +29,7 @@ import nabla as nb
 from nabla import Operation, Tensor
 from nabla.core.sharding import OpShardingRule
 from nabla.ops.base import AVal, shape_of
-from nabla.ops.reduction import LogSoftmaxOp, SoftmaxOp
+from nabla.ops.reduction_softmax import LogSoftmaxOp, SoftmaxOp
 
 _Kw = dict[str, Any]
 _SOFTMAX, _LOG_SOFTMAX = SoftmaxOp(), LogSoftmaxOp()  # their NumPy kernels are the references

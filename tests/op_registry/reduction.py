@@ -1,4 +1,5 @@
-"""Registry entries for nabla.ops.reduction (reductions, moments, norms, softmax) and nabla.ops.cumulative (scans)."""
+"""Registry entries for nabla.ops.reduction (reductions, moments, norms), nabla.ops.reduction_softmax (softmax,
+log_softmax, logsumexp) and nabla.ops.cumulative (scans)."""
 
 from __future__ import annotations
 
