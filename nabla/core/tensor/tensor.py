@@ -2,7 +2,8 @@
 
 Every method delegates: data access goes to the graph engine, math goes to ops through the
 dispatch table (`OPS`), `backward` goes to the autograd engine. Groups of methods are mixins
-beside it: view write-through (`views.py`), shape methods, torch's aliases and in-place variants.
+beside it: view write-through (`views.py`), shape methods, torch's aliases, elementwise and
+linear-algebra methods, and in-place variants.
 """
 
 from __future__ import annotations
@@ -24,11 +25,12 @@ from .dispatch import OPS
 from .impl import RETAINED, Device, TensorImpl
 from .tensor_shape_methods import ShapeMethods, _axis_arg
 from .torch_inplace import TorchInPlace
+from .torch_math import TorchMath
 from .torch_methods import TorchMethods, _scaled, all_if_empty
 from .views import ViewMethods
 
 
-class Tensor(ViewMethods, ShapeMethods, TorchMethods, TorchInPlace):
+class Tensor(ViewMethods, ShapeMethods, TorchMethods, TorchMath, TorchInPlace):
     """An n-dimensional array with lazy evaluation and autodiff.
 
     Operations return immediately with shape and dtype known; values are computed (as one
