@@ -74,7 +74,7 @@ def main() -> None:
                 loss.item()
     _, placed, inputs = spy.captured
     first = [d if type(d) is Buffer else Buffer.from_numpy(np.asarray(d)).to(gpu) for d in inputs]
-    engine_model = getattr(placed, "model", placed)  # an accelerator's _PlacedModel holds it
+    engine_model = getattr(placed, "model", placed)  # an accelerator's PlacedModel holds it
 
     def execute() -> None:
         engine_model.execute(*first)

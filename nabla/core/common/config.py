@@ -13,6 +13,7 @@
 | NABLA_COMPILE_WORKER       | auto: `process` (default) or `thread`, where background compiles run |
 | NABLA_ARTIFACTS            | `0`: do not read or write compiled models on disk            |
 | NABLA_MOJO_KERNELS         | `0`: lower every op with MAX's graph ops, never with nabla's own Mojo kernels (`nabla/ops/mojo_kernels.py`) |
+| NABLA_DEVICE_GRAPHS        | `1`: replay an accelerator's repeated models as device graphs (`nabla/core/graph/device_graphs.py`; not yet run on a GPU) |
 | MODULAR_THREAD_BUSY_WAIT_US | how long (us) MAX's CPU workers spin after a task before they sleep: nabla's default 100 (see `BUSY_WAIT_US`) |
 | NABLA_WORKER_NICE          | how many nice levels (0-19) MAX's CPU worker threads run below the Python thread: default 10, `0` leaves them as MAX starts them (see `nabla/core/common/workers.py`) |
 
@@ -44,6 +45,7 @@ class Config:
     auto_dynamic: bool = True
     worker_nice: int = 10
     mojo_kernels: bool = True
+    device_graphs: bool = False
 
 
 def _worker_nice(text: str) -> int:
@@ -70,6 +72,7 @@ def _from_env() -> Config:
         auto_dynamic=os.environ.get("NABLA_AUTO_DYNAMIC", "1").strip().lower() not in ("0", "false", "no", "off"),
         worker_nice=_worker_nice(os.environ.get("NABLA_WORKER_NICE", "10")),
         mojo_kernels=os.environ.get("NABLA_MOJO_KERNELS", "1").strip().lower() not in ("0", "false", "no", "off"),
+        device_graphs=_flag("NABLA_DEVICE_GRAPHS"),
     )
 
 

@@ -24,6 +24,7 @@ from ..common.devices import CPU_DEVICE, Device, as_device
 from ..common.dtypes import to_numpy_dtype
 from ..common.workers import lower_worker_priority
 from .artifacts import STORE
+from .device_graphs import PlacedModel
 from .program import PerDevice, Program, Step
 
 _ITEM_DTYPES = (DType.float32, DType.int64, DType.float64, DType.int32)
@@ -539,7 +540,7 @@ class MaxExecutor(Executor):
         model = next(iter(models.values()))
         on = program.device if program.device.is_accelerator else None
         if not program.output_layouts and not program.input_layouts:
-            return model if on is None else _PlacedModel(model, on)
+            return model if on is None else PlacedModel(model, on)
         return _ShardedModel(model, [None if p is None else len(p) for p in program.output_layouts], on)
 
     def load_stored(self, program: Program, name: str | None) -> Any:
@@ -560,10 +561,9 @@ class MaxExecutor(Executor):
             on = model.device
             flat = [storage_to_buffer(p) if on is None else to_device(p, on) for d in inputs for p in _pieces(d)]
             return model.regroup(_execute(model.model, flat))
-        if type(model) is _PlacedModel:  # (an accelerator's Buffer is this model's: one device a program)
-            return _execute(
-                model.model, [d if type(d) is Buffer and not d.is_host else to_device(d, model.device) for d in inputs]
-            )
+        if type(model) is PlacedModel:  # (an accelerator's Buffer is this model's: one device a program)
+            on = model.device
+            return model.run([d if type(d) is Buffer and not d.is_host else to_device(d, on) for d in inputs], _execute)
         return _execute(model, [d if type(d) is Buffer else storage_to_buffer(d) for d in inputs])
 
 
@@ -589,13 +589,6 @@ def _group_inputs(program: Program, values: list) -> list:
         grouped.append(values[i] if layout is None else tuple(values[i : i + n]))
         i += n
     return expand_inputs(program, grouped)
-
-
-class _PlacedModel:
-    """A compiled model that runs on an accelerator: its inputs are copied there first."""
-
-    def __init__(self, model: Any, device: Device) -> None:
-        self.model, self.device = model, device
 
 
 class _ShardedModel:
