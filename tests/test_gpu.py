@@ -6,6 +6,8 @@ has none; tests/test_devices.py checks the placement rules everywhere). With one
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from max.driver import accelerator_count
@@ -15,6 +17,7 @@ import nabla_nn as nn
 import nabla_nn.functional as F
 import nabla_optim as optim
 from nabla import DeviceMesh, P
+from nabla.core.common.config import CONFIG
 from nabla.ops import mojo_kernels
 
 USES_MAX = True
@@ -144,3 +147,29 @@ def test_sharded_values_on_the_accelerator():
     assert all(_on_device(o) for o in got)
     for g, w in zip(got, want, strict=True):
         np.testing.assert_allclose(g.numpy(), w, rtol=TOL, atol=TOL)
+
+
+def test_device_graphs_replay_the_loop_as_execute_runs_it(monkeypatch):
+    """NABLA_DEVICE_GRAPHS: the plain Adam loop replayed as a device graph (captured on its
+    second step) computes the same losses and parameters as the same loop run by execute. A
+    failed capture (a warning, then execute) fails the test."""
+    rng = np.random.default_rng(4)
+    xs = [rng.standard_normal((16, 12)).astype(np.float32) for _ in range(5)]
+    ys = [rng.integers(0, 4, 16) for _ in range(5)]
+    nb.set_executor("max")
+    results = {}
+    for graphs in (False, True):
+        monkeypatch.setattr(CONFIG, "device_graphs", graphs)
+        nb.manual_seed(0)
+        model = nn.Sequential(nn.Linear(12, 32), nn.ReLU(), nn.Linear(32, 4)).to("gpu")
+        opt = optim.Adam(model.parameters(), lr=1e-2)
+        step = _step_fn(model, opt)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            losses = [
+                step(nb.tensor(x, device="gpu"), nb.tensor(y, device="gpu")).item() for x, y in zip(xs, ys, strict=True)
+            ]
+        results[graphs] = losses, [p.numpy() for p in model.parameters()]
+    np.testing.assert_allclose(results[True][0], results[False][0], rtol=1e-6)
+    for a, b in zip(results[True][1], results[False][1], strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
