@@ -123,7 +123,10 @@ def test_matches_torch_float32(line_search_fn: str | None) -> None:
     kwargs = {"history_size": 2, "max_iter": 5, "lr": 0.5 if line_search_fn is None else 1}
     opt = optim.LBFGS(params, line_search_fn=line_search_fn, **kwargs)
     topt = torch.optim.LBFGS(tparams, line_search_fn=line_search_fn, **kwargs)
-    for _ in range(3):
+    # The line search reaches the optimum in two steps. There, whether one more iteration runs
+    # is float32 rounding (tolerance_change=1e-9 is below its resolution, and torch sums in
+    # another order): a third step took 3 iterations here and 2 in torch, 1e-5 apart.
+    for _ in range(3 if line_search_fn is None else 2):
         loss, tloss = opt.step(_closure(opt, loss_fn)), topt.step(_closure(topt, tloss_fn))
         assert loss.item() == pytest.approx(tloss.item(), rel=1e-5)
         for p, tp in zip(params, tparams, strict=True):
