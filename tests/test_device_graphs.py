@@ -9,6 +9,7 @@ import pytest
 from max.driver import CPU, Buffer
 from max.dtype import DType
 
+from nabla.core.common import config
 from nabla.core.common.config import CONFIG
 from nabla.core.common.devices import as_device
 from nabla.core.graph import executors
@@ -78,8 +79,10 @@ def test_a_model_max_can_not_capture_runs_as_before(graphs_on):
     np.testing.assert_array_equal(results[3].to_numpy(), np.full((2, 3), 7.0))
 
 
-def test_device_graphs_are_off_by_default():
-    assert not CONFIG.device_graphs
+def test_device_graphs_are_off_by_default(monkeypatch):
+    monkeypatch.delenv("NABLA_DEVICE_GRAPHS", raising=False)
+    assert not config._from_env().device_graphs
+    monkeypatch.setattr(CONFIG, "device_graphs", False)
     fake = FakeModel()
     placed = PlacedModel(fake, GPU0)
     for k in range(3):
