@@ -214,9 +214,9 @@ def host_values(impl: Any) -> np.ndarray | None:
     device. Eager checks of index values skip those, as PyTorch's CUDA kernels check indices on
     the device: on a GPU such a read cost W1's step 50 us, and W3's two."""
     host = impl.host
-    if host is not None and host[0] is impl.data:
-        return host[1]
-    return None if impl.device.is_accelerator else storage_to_numpy(impl.data)
+    if impl.device.is_accelerator and (host is None or host[0] is not impl.data):
+        return None
+    return host_array(impl)
 
 
 def lowered_ops(ops_and_kwargs: Any) -> list:
