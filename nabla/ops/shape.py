@@ -17,16 +17,18 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 from typing import Any
 
 import numpy as np
-from max.graph import ops
+from max.graph import TensorType, ops
 
 from ..core.common import dtypes as _dt
 from ..core.tensor.impl import TensorImpl
 from ..core.tensor.tensor import Tensor
 from . import binary as _bin
 from . import creation as _cr
+from . import mojo_kernels
 from . import reduction as _red
 from ._sharding import picked, whole_dims
 from .base import AVal, Operation, public, shape_of
@@ -349,7 +351,17 @@ def _pad_circular(x: Tensor, widths: list) -> Tensor:
 
 
 # -- concatenate / split -----------------------------------------------------------------------
-class ConcatenateOp(Operation):
+def _mx_concat_rows(parts: list, axis: int, shape: list[int]) -> Any:
+    """MAX: `parts` concatenated along `axis` into `shape` by nabla's Mojo kernel
+    (`mojo/concat.mojo`), each part viewed as rows of its `axis` and later dims: W3's three
+    attention gradients in about 0.1 ms against 0.66 for MAX's concat."""
+    outer = math.prod(shape[:axis])
+    rows = [ops.reshape(p, [outer, math.prod(int(d) for d in p.shape[axis:])]) for p in parts]
+    out = TensorType(parts[0].dtype, [outer, math.prod(shape[axis:])], device=parts[0].device)
+    return ops.reshape(mojo_kernels.call("nabla_concat_rows", rows, out), shape)
+
+
+class ConcatenateOp(mojo_kernels.UsesKernels, Operation):
     name = "concatenate"
 
     def adapt_kwargs(self, impls: list[TensorImpl], kwargs: dict, batch_dims: int) -> dict:
@@ -374,7 +386,11 @@ class ConcatenateOp(Operation):
         if 0 in shape:
             return _empty(tuple(shape), xs[0].dtype, xs[0].device)
         parts = [x for x in xs if int(x.shape[axis]) != 0]
-        return parts[0] if len(parts) == 1 else ops.concat(parts, axis)
+        if len(parts) == 1:
+            return parts[0]
+        if all(type(d) is int for d in shape) and mojo_kernels.usable(*parts):
+            return _mx_concat_rows(parts, axis, shape)
+        return ops.concat(parts, axis)
 
     def numpy_kernel(self, *xs: np.ndarray, axis: int) -> np.ndarray:
         return np.concatenate(xs, axis=axis)
