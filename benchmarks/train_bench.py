@@ -5,7 +5,10 @@ PyTorch (eager and torch.compile) and JAX (`jax.jit` with optax), when installed
 Each (framework, mode, workload) runs in its own process, so peak RSS is its own, and prints
 one JSON line: framework, mode, workload, first_step_s, median_step_ms, steps_per_s,
 peak_rss_mb, compiles, first_loss, last_loss. After each workload, one more line gives the
-issue's targets as ratios (`target_ratios`). nabla's step modes add paired_step_ms,
+issue's targets as ratios (`target_ratios`). With `--rounds N` every process runs N times,
+round by round (nabla, torch, jax, nabla, ...), so that the machine's drift (15-30% within
+minutes here) reaches every framework alike; the ratios then use each mode's median round and
+add `loop_vs_torch_best_by_round`. nabla's step modes add paired_step_ms,
 paired_model_ms and overhead (their ratio): the step and the MAX model it runs, timed
 alternately in one process. The run fails if a training loss does not go down.
 
@@ -13,6 +16,7 @@ alternately in one process. The run fails if a training loss does not go down.
     python benchmarks/train_bench.py --workloads W1 --frameworks nabla --steps 100
     python benchmarks/train_bench.py --device gpu          # models and batches on accelerator 0
     python benchmarks/train_bench.py --modes loop,eager    # only these modes
+    python benchmarks/train_bench.py --workloads W3 --rounds 3 --modes loop,eager,jit
 """
 
 from __future__ import annotations
@@ -126,6 +130,25 @@ def target_ratios(workload: str, results: dict[tuple[str, str], dict]) -> dict:
     }
 
 
+def median_round(rounds: list[dict]) -> dict:
+    """The round whose median step time is the median of the rounds' (the lower middle one)."""
+    return sorted(rounds, key=lambda r: r["median_step_ms"])[(len(rounds) - 1) // 2]
+
+
+def run_process(framework: str, mode: str, workload: str, steps: int) -> dict | None:
+    """One (framework, mode, workload) in its own process: its JSON line, printed, or None."""
+    tail = ["--one", mode, workload] if framework == "nabla" else [mode, workload]
+    cmd = [sys.executable, str(HERE / SCRIPTS[framework]), "--steps", str(steps), *tail]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    line = (proc.stdout.strip().splitlines() or [""])[-1]
+    if proc.returncode != 0 or not line.startswith("{"):
+        err = (proc.stderr.strip().splitlines() or ["?"])[-1]
+        print(json.dumps({"framework": framework, "mode": mode, "workload": workload, "error": err}))
+        return None
+    print(line, flush=True)
+    return json.loads(line)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--workloads", default="W1,W2,W3,W4")
@@ -133,6 +156,7 @@ def main() -> None:
     parser.add_argument("--frameworks", default="nabla,torch,jax")
     parser.add_argument("--modes", default="", help="only these modes, e.g. loop,eager (default: all)")
     parser.add_argument("--device", default=DEVICE, help="cpu or gpu: where every framework runs")
+    parser.add_argument("--rounds", type=int, default=1, help="run every process this many times, round by round")
     parser.add_argument("--one", nargs=2, metavar=("MODE", "WORKLOAD"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
@@ -142,23 +166,26 @@ def main() -> None:
     frameworks = [f for f in args.frameworks.split(",") if f == "nabla" or importlib.util.find_spec(f) is not None]
     failures = []
     for workload in args.workloads.split(","):
-        results: dict[tuple[str, str], dict] = {}
-        for framework in frameworks:
-            for mode in [m for m in MODES[framework] if not args.modes or m in args.modes.split(",")]:
-                tail = ["--one", mode, workload] if framework == "nabla" else [mode, workload]
-                cmd = [sys.executable, str(HERE / SCRIPTS[framework]), "--steps", str(args.steps), *tail]
-                proc = subprocess.run(cmd, capture_output=True, text=True)
-                line = (proc.stdout.strip().splitlines() or [""])[-1]
-                if proc.returncode != 0 or not line.startswith("{"):
-                    err = (proc.stderr.strip().splitlines() or ["?"])[-1]
-                    print(json.dumps({"framework": framework, "mode": mode, "workload": workload, "error": err}))
+        runs = [(f, m) for f in frameworks for m in MODES[f] if not args.modes or m in args.modes.split(",")]
+        rounds: dict[tuple[str, str], list[dict]] = {}
+        for _ in range(args.rounds):
+            for framework, mode in runs:
+                result = run_process(framework, mode, workload, args.steps)
+                if result is None:
                     continue
-                print(line, flush=True)
-                result = results[framework, mode] = json.loads(line)
+                rounds.setdefault((framework, mode), []).append(result)
                 if result["first_loss"] is not None and not result["last_loss"] < result["first_loss"]:
                     failures.append(f"{framework} {mode} {workload}: loss did not go down")
-        if ("nabla", "loop") in results:
-            print(json.dumps(target_ratios(workload, results)), flush=True)
+        if ("nabla", "loop") in rounds:
+            ratios = target_ratios(workload, {key: median_round(r) for key, r in rounds.items()})
+            if args.rounds > 1:
+                by_round = [
+                    target_ratios(workload, {key: r[i] for key, r in rounds.items() if i < len(r)})
+                    for i in range(len(rounds["nabla", "loop"]))
+                ]
+                ratios["loop_vs_torch_best_by_round"] = [r["loop_vs_torch_best"] for r in by_round]
+                ratios["loop_vs_jax_jit_by_round"] = [r["loop_vs_jax_jit"] for r in by_round]
+            print(json.dumps(ratios), flush=True)
     if failures:
         raise SystemExit("; ".join(failures))
 
