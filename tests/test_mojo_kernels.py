@@ -1,8 +1,8 @@
 """nabla's own Mojo kernels (nabla/ops/mojo_kernels.py): building, turning off, falling back,
 how models that load them are stored, and their numerics on MAX against the NumPy executor:
-convolution weight gradients of several shapes, and a CNN trained on batches of two sizes (one
-model with a symbolic batch dim). test_pooling_max.py checks the pool gradient's kernel on ties,
-NaNs and odd sizes."""
+convolution weight gradients of several shapes, row scatter-adds, concatenations, and a CNN
+trained on batches of two sizes (one model with a symbolic batch dim). test_pooling_max.py
+checks the pool gradient's kernel on ties, NaNs and odd sizes."""
 
 from __future__ import annotations
 
@@ -102,18 +102,23 @@ def _wgrad_program() -> dict:
     return out
 
 
-def test_conv_weight_gradients_match_numpy_on_max():
+def _on_numpy_and_max(program, kernel: str) -> tuple[dict, dict, int]:
+    """`program()`'s values on the NumPy executor and on MAX (one evaluation), and how many times
+    the MAX graph placed nabla's `kernel`."""
     nb.set_executor("numpy")
-    want = {k: v.numpy() for k, v in _wgrad_program().items()}
+    want = {k: v.numpy() for k, v in program().items()}
     nb.set_executor("max")
-    calls = mojo_kernels.STATS["nabla_conv2d_weight_grad_nhwc"]
-    got = _wgrad_program()
+    calls = mojo_kernels.STATS[kernel]
+    got = program()
     nb.evaluate(*got.values())
-    assert (
-        mojo_kernels.STATS["nabla_conv2d_weight_grad_nhwc"] - calls == 3
-    )  # built here, and every gradient took the kernel
+    return want, {k: v.numpy() for k, v in got.items()}, mojo_kernels.STATS[kernel] - calls
+
+
+def test_conv_weight_gradients_match_numpy_on_max():
+    want, got, placed = _on_numpy_and_max(_wgrad_program, "nabla_conv2d_weight_grad_nhwc")
+    assert placed == 3  # built here, and every gradient took the kernel
     for key, w in want.items():
-        np.testing.assert_allclose(got[key].numpy(), w, rtol=1e-4, atol=1e-4, err_msg=key)
+        np.testing.assert_allclose(got[key], w, rtol=1e-4, atol=1e-4, err_msg=key)
 
 
 def _train_cnn(executor: str) -> tuple[list, dict]:
@@ -176,16 +181,11 @@ def _scatter_program() -> dict:
 
 
 def test_row_scatter_adds_match_numpy_on_max():
-    nb.set_executor("numpy")
-    want = {k: v.numpy() for k, v in _scatter_program().items()}
-    nb.set_executor("max")
-    calls = mojo_kernels.STATS["nabla_scatter_add_rows"]
-    got = _scatter_program()
-    nb.evaluate(*got.values())
-    assert mojo_kernels.STATS["nabla_scatter_add_rows"] - calls == 4  # every float32 one took the kernel
+    want, got, placed = _on_numpy_and_max(_scatter_program, "nabla_scatter_add_rows")
+    assert placed == 4  # every float32 one took the kernel
     for key, w in want.items():
         assert got[key].shape == w.shape, key
-        np.testing.assert_allclose(got[key].numpy(), w, rtol=1e-5, atol=1e-5, err_msg=key)
+        np.testing.assert_allclose(got[key], w, rtol=1e-5, atol=1e-5, err_msg=key)
 
 
 def _concat_program() -> dict:
@@ -212,14 +212,8 @@ def _concat_program() -> dict:
 
 
 def test_concatenations_match_numpy_on_max():
-    nb.set_executor("numpy")
-    want = {k: v.numpy() for k, v in _concat_program().items()}
-    nb.set_executor("max")
-    calls = mojo_kernels.STATS["nabla_concat_rows"]
-    got = _concat_program()
-    nb.evaluate(*got.values())
-    # every float32 one took the kernel (the gradient holds two: one per split)
-    assert mojo_kernels.STATS["nabla_concat_rows"] - calls == 5
+    want, got, placed = _on_numpy_and_max(_concat_program, "nabla_concat_rows")
+    assert placed == 5  # every float32 one took the kernel (the gradient holds two: one per split)
     for key, w in want.items():
         assert got[key].shape == w.shape, key
-        np.testing.assert_array_equal(got[key].numpy(), w, err_msg=key)
+        np.testing.assert_array_equal(got[key], w, err_msg=key)
