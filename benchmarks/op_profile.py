@@ -144,7 +144,8 @@ def profile_nabla(workload: str, top: int) -> None:
     start = time.perf_counter()
     executor = executors.get_executor_impl("max")
     session = executor.session
-    models = session.init_all(session.compile(build(unique, custom_extensions(program))))
+    extensions = custom_extensions(program)  # nabla's kernel package, where the step uses it
+    models = session.init_all(session.compile(build(unique, extensions), custom_extensions=extensions or None))
     compile_s = time.perf_counter() - start
     rng = np.random.default_rng(0)
     per_op: dict = defaultdict(lambda: {"count": 0, "ms": 0.0, "worst": (0.0, None)})
