@@ -390,7 +390,7 @@ _NUMPY_AT = {"add": np.add.at, "mul": np.multiply.at, "min": np.minimum.at, "max
 def _mx_scatter_add_rows(x: Any, updates: Any, index: Any) -> Any:
     """MAX: `x` with each row of `updates` added to the row of x that `index` (N, 1) names, by
     nabla's Mojo kernel (`mojo/scatter.mojo`): an embedding gradient of 1024 rows of 128 in
-    0.05 ms against 1.08 for MAX's scatter_nd_add."""
+    about 0.04 ms against 1.0-1.25 for MAX's scatter_nd_add."""
     shape = list(shape_of(x))
     rows, n = shape[0], shape_of(updates)[0]
     cols = _prod(shape[1:])
