@@ -103,6 +103,13 @@ def timed(fn: Callable[..., object], *args: object) -> float:
     return time.perf_counter() - t0
 
 
+def median_ms(fn: Callable[..., object], *args: object, runs: int = 30, warmup: int = 5) -> float:
+    """Median ms of `runs` calls `fn(*args)`, after `warmup` calls not timed."""
+    for _ in range(warmup):
+        fn(*args)
+    return float(np.median([timed(fn, *args) for _ in range(runs)]) * 1e3)
+
+
 def interleaved_ms(fns: dict[str, Callable[[], object]], runs: int = 40) -> dict[str, float]:
     """Median ms of each function, called in turn `runs` times (after warm-up, see `warm_median`):
     the machine's drift (15-30% within minutes on these VMs) moves them together."""

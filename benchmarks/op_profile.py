@@ -29,7 +29,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
-from bench_common import batches, train_step
+from bench_common import batches, median_ms, train_step
 from max.driver import Buffer
 from max.dtype import DType
 from max.graph import DeviceRef, Graph, Module, TensorType
@@ -43,7 +43,8 @@ nb.set_executor("max")
 
 
 def capture_program(workload: str):
-    """The step program of `workload`'s second step, and the step's model run alone."""
+    """The program of `workload`'s training step (the last one MAX prepared: the first step's; the
+    second step runs the same model from the cache), and the step's model run alone."""
     seen = []
     original = executors.MaxExecutor.prepare
 
@@ -123,17 +124,6 @@ def random_input(shape: tuple, dtype, rng: np.random.Generator) -> Buffer:
     return Buffer.from_numpy(np.zeros(shape, np_dtype))
 
 
-def median_ms(fn, runs: int = 30) -> float:
-    for _ in range(3):
-        fn()
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return float(np.median(times) * 1e3)
-
-
 def profile_nabla(workload: str, top: int) -> None:
     program, run_model = capture_program(workload)
     steps = flatten(program)
@@ -153,7 +143,7 @@ def profile_nabla(workload: str, top: int) -> None:
         step, avals = members[0]
         model = models[f"op_{n}"]
         inputs = [random_input(shape, dt, rng) for shape, dt in avals]
-        ms = median_ms(lambda m=model, i=inputs: m.execute(*i))
+        ms = median_ms(model.execute, *inputs, warmup=3)
         entry = per_op[step.op.name]
         entry["count"] += len(members)
         entry["ms"] += ms * len(members)
@@ -176,7 +166,7 @@ def profile_nabla(workload: str, top: int) -> None:
             )
         )
     total = sum(entry["ms"] for entry in per_op.values())
-    model_ms = median_ms(run_model)
+    model_ms = median_ms(run_model, warmup=3)
     print(
         json.dumps(
             {

@@ -21,6 +21,7 @@ import json
 import time
 
 import numpy as np
+from bench_common import median_ms
 from max.driver import CPU, Accelerator, Buffer
 from max.dtype import DType
 from max.engine import InferenceSession
@@ -84,17 +85,6 @@ CASES = [
 ]
 
 
-def _median_ms(fn, args: list, runs: int = 30) -> float:
-    for _ in range(5):
-        fn(*args)
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn(*args)
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times) * 1e3)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--device", choices=["cpu", "gpu"], default="cpu")
@@ -123,7 +113,7 @@ def main() -> None:
             model.execute(*args)
             driver_device.synchronize()
 
-        row = {"kernel": name, "shapes": shapes, "nabla_ms": round(_median_ms(run, buffers), 3)}
+        row = {"kernel": name, "shapes": shapes, "nabla_ms": round(median_ms(run, *buffers), 3)}
         if torch is not None and (not on_gpu or torch.cuda.is_available()):
             fn = _torch_fns(torch)[name]
 
@@ -134,7 +124,7 @@ def main() -> None:
 
             with torch.no_grad() if not name.startswith("max_pool2d_grad") else torch.enable_grad():
                 tensors = [torch.from_numpy(a).to("cuda" if on_gpu else "cpu") for a in arrays]
-                row["torch_ms"] = round(_median_ms(torch_run, tensors), 3)
+                row["torch_ms"] = round(median_ms(torch_run, *tensors), 3)
         print(json.dumps(row))
 
 
