@@ -13,6 +13,7 @@ so every run can check that the loss goes down.
 from __future__ import annotations
 
 import json
+import math
 import resource
 import time
 from collections.abc import Callable
@@ -101,6 +102,18 @@ def timed(fn: Callable[..., object], *args: object) -> float:
     t0 = time.perf_counter()
     fn(*args)
     return time.perf_counter() - t0
+
+
+def matmul_flops(op: str, shapes: list) -> int | None:
+    """Floating-point operations of a `matmul` ((..., m, k) @ (..., k, n), batch dims broadcast)
+    or `linear` (x (..., k), weight (n, k)) with these input shapes; None for other ops."""
+    if op == "matmul" and len(shapes[0]) >= 2 and len(shapes[1]) >= 2:
+        (m, k), n = shapes[0][-2:], shapes[1][-1]
+        batch = np.broadcast_shapes(tuple(shapes[0][:-2]), tuple(shapes[1][:-2]))
+        return 2 * math.prod(batch) * m * k * n
+    if op == "linear":
+        return 2 * math.prod(shapes[0][:-1]) * shapes[0][-1] * shapes[1][0]
+    return None
 
 
 def median_ms(fn: Callable[..., object], *args: object, runs: int = 30, warmup: int = 5) -> float:

@@ -13,9 +13,11 @@ Alone, an op pays for a graph launch (about 25 us) and loses the fusion with its
 that the whole graph gets, so cheap elementwise ops read high; the heavy ops (matmuls,
 attention, normalizations, reductions) are what this is for. With PyTorch installed,
 `--torch` also prints torch's own profile of the same step (`op_profile_torch.py`: its
-profiler's self CPU time per op).
+profiler's self CPU time per op). `--matmuls` adds one line per distinct matmul and linear
+with its GFLOP/s on MAX and, with `--torch`, torch's on the same contiguous operands: what
+MAX's matmul kernel itself costs, apart from the transposes around it.
 
-    python benchmarks/op_profile.py --workload W3 [--torch] [--top 25]
+    python benchmarks/op_profile.py --workload W3 [--torch] [--matmuls] [--top 25]
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
-from bench_common import batches, median_ms, train_step
+from bench_common import batches, matmul_flops, median_ms, train_step
 from max.driver import Buffer
 from max.dtype import DType
 from max.graph import DeviceRef, Graph, Module, TensorType
@@ -139,11 +141,13 @@ def profile_nabla(workload: str, top: int) -> None:
     compile_s = time.perf_counter() - start
     rng = np.random.default_rng(0)
     per_op: dict = defaultdict(lambda: {"count": 0, "ms": 0.0, "worst": (0.0, None)})
+    timed: list[tuple[str, list, int, float]] = []  # (op, input shapes, count, ms) per distinct op
     for n, members in enumerate(groups.values()):
         step, avals = members[0]
         model = models[f"op_{n}"]
         inputs = [random_input(shape, dt, rng) for shape, dt in avals]
         ms = median_ms(model.execute, *inputs, warmup=3)
+        timed.append((step.op.name, [list(s) for s, _ in avals], len(members), ms))
         entry = per_op[step.op.name]
         entry["count"] += len(members)
         entry["ms"] += ms * len(members)
@@ -180,6 +184,18 @@ def profile_nabla(workload: str, top: int) -> None:
             }
         )
     )
+    return timed
+
+
+def report_matmuls(workload: str, timed: list) -> list:
+    """One JSON line per distinct matmul of the step: shapes, count, ms and GFLOP/s on MAX; returns
+    the (op, shapes) list, for torch to time the same products."""
+    rows = [(op, shapes, count, ms, matmul_flops(op, shapes)) for op, shapes, count, ms in timed]
+    rows = sorted([r for r in rows if r[4]], key=lambda r: -r[2] * r[3])
+    for op, shapes, count, ms, flops in rows:
+        line = {"framework": "nabla", "workload": workload, "matmul": op, "shapes": shapes, "count": count}
+        print(json.dumps(line | {"ms": round(ms, 3), "gflops": round(flops / ms / 1e6, 1)}))
+    return [(op, shapes) for op, shapes, *_ in rows]
 
 
 def main() -> None:
@@ -187,11 +203,17 @@ def main() -> None:
     parser.add_argument("--workload", default="W3", choices=["W1", "W2", "W3"])
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--torch", action="store_true", help="also print torch's profile of the same step")
+    parser.add_argument(
+        "--matmuls", action="store_true", help="also each matmul's GFLOP/s (with --torch: torch's on the same shapes)"
+    )
     args = parser.parse_args()
-    profile_nabla(args.workload, args.top)
+    timed = profile_nabla(args.workload, args.top)
+    products = report_matmuls(args.workload, timed) if args.matmuls else []
     if args.torch:  # its own process, as MAX and torch in one process slow each other
         script = Path(__file__).with_name("op_profile_torch.py")
-        subprocess.run([sys.executable, str(script), "--workload", args.workload, "--top", str(args.top)], check=True)
+        extra = ["--matmuls", json.dumps(products)] if products else []
+        cmd = [sys.executable, str(script), "--workload", args.workload, "--top", str(args.top), *extra]
+        subprocess.run(cmd, check=True)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """PyTorch side of `op_profile.py` (run as its own process): torch's profiler over five eager
 steps of one workload, self CPU time per op and step, one JSON line per op, the most
-expensive first.
+expensive first. With `--matmuls` (op_profile.py passes nabla's matmuls), also torch's time
+and GFLOP/s for each of those products on contiguous operands.
 
 python benchmarks/op_profile_torch.py --workload W3 --top 25
 """
@@ -11,9 +12,20 @@ import argparse
 import json
 
 import torch
-from bench_common import batches, train_step
+from bench_common import batches, matmul_flops, median_ms, train_step
 from torch.profiler import ProfilerActivity, profile
 from torch_workloads import torch_workload
+
+
+def time_matmuls(workload: str, products: list) -> None:
+    """torch's time and GFLOP/s for each (op, input shapes) of nabla's step: `matmul` as
+    torch.matmul, `linear` as F.linear (with a bias where nabla's has one), on contiguous operands."""
+    for op, shapes in products:
+        fn = torch.matmul if op == "matmul" else torch.nn.functional.linear
+        ms = median_ms(fn, *(torch.randn(s) for s in shapes), runs=40)
+        flops = matmul_flops(op, shapes)
+        line = {"framework": "torch", "workload": workload, "matmul": op, "shapes": shapes}
+        print(json.dumps(line | {"ms": round(ms, 3), "gflops": round(flops / ms / 1e6, 1)}))
 
 
 def profile_torch(workload: str, top: int, steps: int = 5) -> None:
@@ -34,5 +46,8 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--workload", default="W3")
     parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--matmuls", help="JSON list of [op, input shapes] to time as torch computes them")
     args = parser.parse_args()
     profile_torch(args.workload, args.top)
+    if args.matmuls:
+        time_matmuls(args.workload, json.loads(args.matmuls))
