@@ -10,6 +10,7 @@ from nabla_nn.parameter import Parameter
 from .optimizer import (
     Optimizer,
     ParamsT,
+    _share_scalars,
     check_implementation,
     check_lr,
     check_nonneg,
@@ -106,6 +107,7 @@ class Adagrad(Optimizer):
         for group in self.param_groups:
             for p in group["params"]:
                 self.state[p].update(self._init_state(p, group))
+            _share_scalars([[self.state[p][k] for p in group["params"]] for k in self.shared_state])
 
     def _init_state(self, p: Parameter, group: dict[str, Any]) -> dict[str, Tensor]:
         return {"step": realized_step(), "sum": realized_zeros_like(p, group["initial_accumulator_value"])}

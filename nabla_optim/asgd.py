@@ -89,6 +89,7 @@ class ASGD(Optimizer):
 
     rule = staticmethod(asgd_rule)
     const_names = ("lambd", "alpha", "t0", "weight_decay")
+    shared_state = ("step", "eta", "mu")  # (eta and mu read only the step and hyperparameters)
     flag_names = ("maximize",)
 
     def __init__(

@@ -90,6 +90,7 @@ class NAdam(Optimizer):
     rule = staticmethod(nadam_rule)
     scalar_names = ("lr", "beta1", "beta2")
     const_names = ("eps", "weight_decay", "momentum_decay")
+    shared_state = ("step", "mu_product")  # (mu_product reads only itself, the step and betas)
     flag_names = ("decoupled_weight_decay", "maximize")
 
     def __init__(

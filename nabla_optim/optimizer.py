@@ -185,6 +185,50 @@ def realized_step() -> Tensor:
     return realized_full((), 0.0, _dt.float32)
 
 
+def _share_scalars(columns: list[list[Any]], *, by_value: bool = False) -> None:
+    """Point each column's realized, unsharded scalar tensors (one state entry of several
+    parameters) at one impl per device: every Tensor object stays its parameter's own, but a
+    step's graph then has one input for them, and `_reshare` keeps it one. `by_value`: only
+    tensors of equal host values (a loaded state); otherwise the caller knows they are equal."""
+    for column in columns:
+        first: dict[Any, Any] = {}
+        for t in column:
+            if not isinstance(t, Tensor) or t.ndim or t._impl.sharding is not None or not t._impl.is_realized:
+                continue
+            impl = t._impl
+            if by_value:
+                if impl.device.is_accelerator:
+                    continue  # (reading it back would wait for the device)
+                key = (impl.device, impl.dtype, t.item())
+            else:
+                key = (impl.device, impl.dtype)
+            t._impl = first.setdefault(key, impl)
+
+
+def _reshare(tensors: list[Tensor], before: list[Any]) -> None:
+    """After a fused update: tensors that shared one impl before it get one updated impl (their
+    new values are equal: the entry's update reads only itself and the hyperparameters), so
+    the next step's graph reads it once. The other outputs are then unused."""
+    new_of: dict[int, Any] = {}
+    for t, old in zip(tensors, before, strict=True):
+        impl = new_of.setdefault(id(old), t._impl)
+        if impl is not t._impl:
+            if tracing():
+                t._install(impl)
+            else:
+                t._impl = impl
+
+
+def _saved(value: Any, shared: bool) -> Any:
+    """A state entry as `state_dict` returns it: a tensor's value (its own storage for an entry
+    parameters may share, as each of PyTorch's parameters has its own step), else a copy."""
+    if not isinstance(value, Tensor):
+        return copy.deepcopy(value)
+    if shared and value.sharding is None and not value._impl.device.is_accelerator:
+        return Tensor.from_numpy(np.array(value.numpy()))
+    return value.data
+
+
 def ensure_state(state: dict[str, Any], key: str, make: Callable[[], Tensor]) -> None:
     """Create state entry `key` if it is missing (a hyperparameter change now needs it)."""
     if not isinstance(state.get(key), Tensor):
@@ -265,6 +309,11 @@ class Optimizer:
     flag_names: tuple[str, ...] = ()
     # Scheduled hyperparameters whose being zero decides which state exists (a momentum buffer).
     structural_names: tuple[str, ...] = ()
+    # Scalar state entries whose update reads only themselves and the group's hyperparameters
+    # (the step count): parameters that start and step together hold one value (one impl
+    # behind their own Tensor objects), so the step's graph reads and computes it once, not
+    # once per parameter (see `_share_scalars`).
+    shared_state: tuple[str, ...] = ("step",)
 
     def __init__(self, params: ParamsT, defaults: dict[str, Any]) -> None:
         self.defaults = defaults
@@ -438,6 +487,7 @@ class Optimizer:
             # Parameters whose state has the same entries share one fused op (all of a group's,
             # unless a hyperparameter change left some with a different state).
             batches: dict[tuple[str, ...], list[Parameter]] = {}
+            fresh: set[int] = set()  # parameters whose state starts now
             for p in group["params"]:
                 # (every parameter every step: outside a trace, .grad and .requires_grad read directly)
                 if (p.grad if traced else p._grad) is None or not p._impl.requires_grad:
@@ -445,6 +495,7 @@ class Optimizer:
                 state = states[p]
                 if not state:
                     state.update(_placed_like(p, self._init_state(p, group)))
+                    fresh.add(id(p))
                 if self.rule is None:
                     self._update(p, p.grad, state, group)
                     updated.append(p)
@@ -452,6 +503,8 @@ class Optimizer:
                 else:
                     batches.setdefault(self._state_keys(p, state, group), []).append(p)
             for keys, params in batches.items():
+                if len(fresh) > 1:  # (initial values are equal within a group; one value per fused op)
+                    _share_scalars([[states[p].get(k) for p in params if id(p) in fresh] for k in self.shared_state])
                 updated += self._fused_step(group, params, keys)
         return updated
 
@@ -471,8 +524,12 @@ class Optimizer:
             g = p._grad
             grads.append(g if g._impl.dtype is p._impl.dtype else g.to(p.dtype))
         scalars = {name: group.scalar(name) for name in self.scalar_names}
+        shared = [keys.index(k) for k in self.shared_state if k in keys]
+        before = [[row[i]._impl for row in states] for i in shared]
         # (`_step` evaluates the updated tensors at once, or a trace records them: not pending)
         fused_update_(self.rule, params, grads, states, scalars, pending=False, **self.rule_consts(group))
+        for i, impls in zip(shared, before, strict=True):  # entries that came in as one value leave as one
+            _reshare([row[i] for row in states], impls)
         return [t for p, row in zip(params, states, strict=True) for t in (p, *row)]
 
     def _trace_guard(self) -> tuple:
@@ -597,7 +654,7 @@ class Optimizer:
         sharded: list[tuple[dict[str, Any], str]] = []
         for p, s in self.state.items():
             if s and id(p) in index:
-                entry = {k: v.data if isinstance(v, Tensor) else copy.deepcopy(v) for k, v in s.items()}
+                entry = {k: _saved(v, k in self.shared_state) for k, v in s.items()}
                 sharded += [(entry, k) for k, v in entry.items() if isinstance(v, Tensor) and v.sharding is not None]
                 state[index[id(p)]] = entry
         if sharded:
@@ -663,6 +720,14 @@ class Optimizer:
         if pending:  # bfloat16 state is split by an op: realize it, or it would join the next step's graph
             nb.evaluate(*pending)
         self._install_state(new_state)
+        if self.rule is not None:  # equal loaded step counts are one value again, as before saving
+            for group in self.param_groups:
+                by_entries: dict[tuple, list[dict[str, Any]]] = {}  # (as the step batches them)
+                for p in group["params"]:
+                    if self.state.get(p):
+                        by_entries.setdefault(tuple(self.state[p]), []).append(self.state[p])
+                for rows in by_entries.values():
+                    _share_scalars([[s.get(k) for s in rows] for k in self.shared_state], by_value=True)
         for group, saved in zip(self.param_groups, saved_groups, strict=True):
             params, names = group["params"], group.get("param_names")
             dict.clear(group)
