@@ -506,7 +506,25 @@ class Optimizer:
                 if len(fresh) > 1:  # (initial values are equal within a group; one value per fused op)
                     _share_scalars([[states[p].get(k) for p in params if id(p) in fresh] for k in self.shared_state])
                 updated += self._fused_step(group, params, keys)
+        if traced:  # (after the updates: the sharing the next call's inputs will have)
+            note_guard(self._sharing, f"which parameters of {type(self).__name__} share one step count")
         return updated
+
+    def _sharing(self) -> tuple:
+        """Per group and shared state entry, which parameters hold one value (the index of the
+        first parameter holding it): a compiled step reads each shared value once, so it must
+        trace again when they part (a loaded state with unequal step counts)."""
+        out = []
+        for g in self.param_groups:
+            for k in self.shared_state:
+                first: dict[int, int] = {}
+                entries = [self.state[p].get(k) if p in self.state else None for p in g["params"]]
+                out.append(
+                    tuple(
+                        first.setdefault(id(t._impl), i) if isinstance(t, Tensor) else -1 for i, t in enumerate(entries)
+                    )
+                )
+        return tuple(out)
 
     def _fused_step(self, group: _ParamGroup, params: list[Parameter], keys: tuple[str, ...]) -> list[Tensor]:
         """Record one fused update of `params` (whose state entries `keys` the rule updates)."""

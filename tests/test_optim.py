@@ -1507,3 +1507,30 @@ def test_a_loaded_state_shares_equal_step_counts_only():
     assert nb.cache_info().misses == 0  # the loaded state has the live one's structure
     for p, q in zip(params, resumed, strict=True):
         np.testing.assert_array_equal(p.numpy(), q.numpy())
+
+
+def test_a_compiled_step_traces_again_when_shared_step_counts_part():
+    # The trace reads the parameters' shared step value once; a loaded state whose counts
+    # differ must not run that trace (it would give every parameter the first one's count).
+    params = _three_params()
+    ref = [Parameter(nb.tensor(p.numpy())) for p in params]
+    opt, ref_opt = optim.Adam(params, lr=0.1), optim.Adam(ref, lr=0.1)
+
+    @nb.compile
+    def train_step() -> None:
+        _step(opt, params)
+
+    for _ in range(3):
+        train_step()
+    for i in range(3):
+        _step(ref_opt, ref, skip=ref[2] if i == 0 else None)  # parameter 2 one step behind
+    opt.load_state_dict(ref_opt.state_dict())
+    for p, q in zip(params, ref, strict=True):
+        p.data = nb.tensor(q.numpy())
+    traces = train_step.stats.traces
+    train_step()
+    _step(ref_opt, ref)
+    assert train_step.stats.traces == traces + 1
+    assert [opt.state[p]["step"].item() for p in params] == [4.0, 4.0, 3.0]
+    for p, q in zip(params, ref, strict=True):
+        np.testing.assert_array_equal(p.numpy(), q.numpy())

@@ -247,10 +247,13 @@ class _Tracing:
                 else:
                     out_slots.append(("const", o))
             differentiable = is_grad_enabled() and any(t._impl.requires_grad for t in targets)
-            mut = []
+            mut, out_of = [], {}  # (tensors updated to one value get one output: they share it after the call too)
             for f, new, _ in mutated:
-                mut.append((f, len(targets)))
-                targets.append(_as_target(Tensor(new)))
+                k = out_of.get(id(new))
+                if k is None:
+                    k = out_of[id(new)] = len(targets)
+                    targets.append(_as_target(Tensor(new)))
+                mut.append((f, k))
             grd = []
             for f, g, _ in grads:
                 if g is None:
