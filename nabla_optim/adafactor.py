@@ -13,7 +13,8 @@ from nabla.core.common import dtypes as _dt
 from nabla_nn.parameter import Parameter
 
 from .fused import whole_parameter
-from .optimizer import Optimizer, ParamsT, realized_full, realized_step, realized_zeros_like
+from .optimizer import Optimizer, ParamsT
+from .state import realized_full, realized_step, realized_zeros_like
 
 __all__ = ["Adafactor"]
 

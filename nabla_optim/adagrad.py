@@ -7,16 +7,8 @@ from typing import Any
 from nabla import Tensor
 from nabla_nn.parameter import Parameter
 
-from .optimizer import (
-    Optimizer,
-    ParamsT,
-    _share_scalars,
-    check_implementation,
-    check_lr,
-    check_nonneg,
-    realized_step,
-    realized_zeros_like,
-)
+from .optimizer import Optimizer, ParamsT, check_implementation, check_lr, check_nonneg
+from .state import realized_step, realized_zeros_like, share_scalars
 
 __all__ = ["Adagrad"]
 
@@ -107,7 +99,7 @@ class Adagrad(Optimizer):
         for group in self.param_groups:
             for p in group["params"]:
                 self.state[p].update(self._init_state(p, group))
-            _share_scalars([[self.state[p][k] for p in group["params"]] for k in self.shared_state])
+            share_scalars([[self.state[p][k] for p in group["params"]] for k in self.shared_state])
 
     def _init_state(self, p: Parameter, group: dict[str, Any]) -> dict[str, Tensor]:
         return {"step": realized_step(), "sum": realized_zeros_like(p, group["initial_accumulator_value"])}

@@ -7,17 +7,8 @@ from typing import Any
 from nabla import Tensor
 from nabla_nn.parameter import Parameter
 
-from .optimizer import (
-    Optimizer,
-    ParamsT,
-    check_betas,
-    check_implementation,
-    check_lr,
-    check_nonneg,
-    ensure_state,
-    realized_step,
-    realized_zeros_like,
-)
+from .optimizer import Optimizer, ParamsT, check_betas, check_implementation, check_lr, check_nonneg
+from .state import ensure_state, realized_step, realized_zeros_like
 
 __all__ = ["Adam"]
 

@@ -8,7 +8,8 @@ from typing import Any
 from nabla import Tensor
 from nabla_nn.parameter import Parameter
 
-from .optimizer import Optimizer, ParamsT, check_betas, check_lr, check_nonneg, realized_zeros_like
+from .optimizer import Optimizer, ParamsT, check_betas, check_lr, check_nonneg
+from .state import realized_zeros_like
 
 __all__ = ["Lion"]
 

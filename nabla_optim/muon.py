@@ -10,7 +10,8 @@ from nabla import Tensor
 from nabla_nn.parameter import Parameter
 
 from .fused import whole_parameter
-from .optimizer import Optimizer, ParamsT, realized_zeros_like
+from .optimizer import Optimizer, ParamsT
+from .state import realized_zeros_like
 
 __all__ = ["Muon"]
 

@@ -45,7 +45,6 @@ import numpy as np
 
 import nabla as nb
 from nabla import Tensor
-from nabla.core.common import dtypes as _dt
 from nabla.core.common.devices import CPU_DEVICE, Device
 from nabla.core.common.hooks import RemovableHandle, add_hook
 from nabla.core.graph.tracing import note_guard, tracing
@@ -53,6 +52,16 @@ from nabla_nn.module_state import _assembled
 from nabla_nn.parameter import Parameter
 
 from .fused import fused_update_
+from .state import (
+    accelerator_of,
+    load_value,
+    placed_like,
+    realized_zeros_like,
+    reshare,
+    saved_value,
+    share_scalars,
+    state_layout,
+)
 
 __all__ = ["Optimizer", "ParamsT", "register_optimizer_step_post_hook", "register_optimizer_step_pre_hook"]
 
@@ -121,7 +130,7 @@ class _ParamGroup(dict):
     def _device(self) -> Device:
         """The accelerator the group's (unsharded) parameters are on, else the CPU."""
         params = self.get("params")
-        device = _accelerator_of(params[0]) if params else None
+        device = accelerator_of(params[0]) if params else None
         return CPU_DEVICE if device is None else device
 
     def sync(self) -> None:
@@ -136,103 +145,6 @@ def _has_value(group: dict, name: str) -> bool:
     except (KeyError, IndexError, TypeError):
         return False
     return True
-
-
-def as_dtype_of(x: Tensor, like: Tensor) -> Tensor:
-    """`x` cast to `like`'s dtype (float64 scalar math entering a parameter's update)."""
-    return x if x.dtype == like.dtype else x.to(like.dtype)
-
-
-def realized_full(shape: tuple[int, ...], value: float, dtype: Any) -> Tensor:
-    """A realized tensor filled with `value`: a graph input, not a fill op in the graph."""
-    dtype = _dt.as_dtype(dtype)
-    # bfloat16 (no NumPy dtype) is made by a cast that joins the first step's graph.
-    return Tensor.from_numpy(np.full(shape, value, _dt.to_numpy_dtype(dtype)), dtype=dtype)
-
-
-def realized_zeros_like(p: Tensor, value: float = 0.0) -> Tensor:
-    return realized_full(p.shape, value, p.dtype)
-
-
-def _accelerator_of(p: Tensor) -> Device | None:
-    """The accelerator an unsharded parameter lives on (its optimizer's tensors live there too)."""
-    impl = p._impl
-    return impl.device if impl.device.is_accelerator and impl.sharding is None else None
-
-
-def _placed_like(p: Tensor, state: dict[str, Any]) -> dict[str, Any]:
-    """A parameter's state (initial or loaded) placed like it, so the first step already has
-    the steady-state structure: one compile for the loop. On an accelerator every entry lives
-    there (as PyTorch keeps state with its parameter; nothing is copied up each step); a
-    sharded parameter's state is laid out like it (scalars replicated on its mesh)."""
-    spec = p.sharding
-    if spec is None:
-        device = _accelerator_of(p)
-        if device is None:
-            return state
-        return {key: v.to(device) if isinstance(v, Tensor) else v for key, v in state.items()}
-    spec = spec.without_partial()
-    out = {}
-    for key, v in state.items():
-        if isinstance(v, Tensor) and v.sharding is None:
-            v = nb.shard(v, spec.mesh, spec if v.shape == p.shape else None)
-        out[key] = v
-    return out
-
-
-def realized_step() -> Tensor:
-    """A step counter: a float32 scalar, as PyTorch keeps it."""
-    return realized_full((), 0.0, _dt.float32)
-
-
-def _share_scalars(columns: list[list[Any]], *, by_value: bool = False) -> None:
-    """Point each column's realized, unsharded scalar tensors (one state entry of several
-    parameters) at one impl per device: every Tensor object stays its parameter's own, but a
-    step's graph then has one input for them, and `_reshare` keeps it one. `by_value`: only
-    tensors of equal host values (a loaded state); otherwise the caller knows they are equal."""
-    for column in columns:
-        first: dict[Any, Any] = {}
-        for t in column:
-            if not isinstance(t, Tensor) or t.ndim or t._impl.sharding is not None or not t._impl.is_realized:
-                continue
-            impl = t._impl
-            if by_value:
-                if impl.device.is_accelerator:
-                    continue  # (reading it back would wait for the device)
-                key = (impl.device, impl.dtype, t.item())
-            else:
-                key = (impl.device, impl.dtype)
-            t._impl = first.setdefault(key, impl)
-
-
-def _reshare(tensors: list[Tensor], before: list[Any]) -> None:
-    """After a fused update: tensors that shared one impl before it get one updated impl (their
-    new values are equal: the entry's update reads only itself and the hyperparameters), so
-    the next step's graph reads it once. The other outputs are then unused."""
-    new_of: dict[int, Any] = {}
-    for t, old in zip(tensors, before, strict=True):
-        impl = new_of.setdefault(id(old), t._impl)
-        if impl is not t._impl:
-            if tracing():
-                t._install(impl)
-            else:
-                t._impl = impl
-
-
-def _saved(value: Any, shared: bool) -> Any:
-    """A state entry as `state_dict` returns it: a tensor's value (its own storage for an entry
-    parameters may share, as each of PyTorch's parameters has its own step), else a copy."""
-    if not isinstance(value, Tensor):
-        return copy.deepcopy(value)
-    if shared and value.sharding is None and not value._impl.device.is_accelerator:
-        return Tensor.from_numpy(np.array(value.numpy()))
-    return value.data
-
-
-def ensure_state(state: dict[str, Any], key: str, make: Callable[[], Tensor]) -> None:
-    """Create state entry `key` if it is missing (a hyperparameter change now needs it)."""
-    if not isinstance(state.get(key), Tensor):
-        state[key] = make()
 
 
 def check_implementation(differentiable: bool) -> None:
@@ -312,7 +224,7 @@ class Optimizer:
     # Scalar state entries whose update reads only themselves and the group's hyperparameters
     # (the step count): parameters that start and step together hold one value (one impl
     # behind their own Tensor objects), so the step's graph reads and computes it once, not
-    # once per parameter (see `_share_scalars`).
+    # once per parameter (see `share_scalars`).
     shared_state: tuple[str, ...] = ("step",)
 
     def __init__(self, params: ParamsT, defaults: dict[str, Any]) -> None:
@@ -494,7 +406,7 @@ class Optimizer:
                     continue
                 state = states[p]
                 if not state:
-                    state.update(_placed_like(p, self._init_state(p, group)))
+                    state.update(placed_like(p, self._init_state(p, group)))
                     fresh.add(id(p))
                 if self.rule is None:
                     self._update(p, p.grad, state, group)
@@ -504,7 +416,7 @@ class Optimizer:
                     batches.setdefault(self._state_keys(p, state, group), []).append(p)
             for keys, params in batches.items():
                 if len(fresh) > 1:  # (initial values are equal within a group; one value per fused op)
-                    _share_scalars([[states[p].get(k) for p in params if id(p) in fresh] for k in self.shared_state])
+                    share_scalars([[states[p].get(k) for p in params if id(p) in fresh] for k in self.shared_state])
                 updated += self._fused_step(group, params, keys)
         if traced:  # (after the updates: the sharing the next call's inputs will have)
             note_guard(self._sharing, f"which parameters of {type(self).__name__} share one step count")
@@ -547,7 +459,7 @@ class Optimizer:
         # (`_step` evaluates the updated tensors at once, or a trace records them: not pending)
         fused_update_(self.rule, params, grads, states, scalars, pending=False, **self.rule_consts(group))
         for i, impls in zip(shared, before, strict=True):  # entries that came in as one value leave as one
-            _reshare([row[i] for row in states], impls)
+            reshare([row[i] for row in states], impls)
         return [t for p, row in zip(params, states, strict=True) for t in (p, *row)]
 
     def _trace_guard(self) -> tuple:
@@ -672,7 +584,7 @@ class Optimizer:
         sharded: list[tuple[dict[str, Any], str]] = []
         for p, s in self.state.items():
             if s and id(p) in index:
-                entry = {k: _saved(v, k in self.shared_state) for k, v in s.items()}
+                entry = {k: saved_value(v, k in self.shared_state) for k, v in s.items()}
                 sharded += [(entry, k) for k, v in entry.items() if isinstance(v, Tensor) and v.sharding is not None]
                 state[index[id(p)]] = entry
         if sharded:
@@ -730,9 +642,9 @@ class Optimizer:
             if key not in id_map:
                 raise ValueError(f"loaded state dict has state for parameter {key!r}, which no parameter group lists")
             p = id_map[key]
-            # _load_value gives unsharded host tensors; _placed_like puts them where the parameter is.
-            new_state[p] = _placed_like(
-                p, {k: _load_value(p, key, k, v, self._state_shape(p, k)) for k, v in values.items()}
+            # load_value gives unsharded host tensors; placed_like puts them where the parameter is.
+            new_state[p] = placed_like(
+                p, {k: load_value(p, key, k, v, self._state_shape(p, k)) for k, v in values.items()}
             )
         pending = [v for s in new_state.values() for v in s.values() if isinstance(v, Tensor) and not v.is_realized]
         if pending:  # bfloat16 state is split by an op: realize it, or it would join the next step's graph
@@ -745,7 +657,7 @@ class Optimizer:
                     if self.state.get(p):
                         by_entries.setdefault(tuple(self.state[p]), []).append(self.state[p])
                 for rows in by_entries.values():
-                    _share_scalars([[s.get(k) for s in rows] for k in self.shared_state], by_value=True)
+                    share_scalars([[s.get(k) for s in rows] for k in self.shared_state], by_value=True)
         for group, saved in zip(self.param_groups, saved_groups, strict=True):
             params, names = group["params"], group.get("param_names")
             dict.clear(group)
@@ -760,7 +672,7 @@ class Optimizer:
         """Replace the state, reusing each existing Tensor object (a compiled step captured it);
         a state with other entries makes a compiled step trace again (`_trace_guard`)."""
         old = self.state
-        before = _state_layout(old)
+        before = state_layout(old)
         self.state = defaultdict(dict)
         for p, values in new_state.items():
             previous = old.get(p, {})
@@ -773,42 +685,5 @@ class Optimizer:
                 else:
                     merged[k] = v
             self.state[p] = merged
-        if _state_layout(self.state) != before:
+        if state_layout(self.state) != before:
             self._state_epoch += 1
-
-
-def _state_layout(state: dict) -> dict:
-    """Per parameter, its state entries: Tensor objects by identity, other values by value."""
-    return {
-        id(p): tuple((k, id(v) if isinstance(v, Tensor) else v) for k, v in s.items()) for p, s in state.items() if s
-    }
-
-
-def _load_value(p: Parameter, index: Any, key: str, value: Any, expected: tuple[int, ...]) -> Any:
-    """One loaded state entry as a realized tensor of the right dtype (numbers stay numbers);
-    a tensor's shape must be `expected` (or a scalar's)."""
-    if value is None or isinstance(value, bool | str):
-        return value
-    if isinstance(value, int | float) and key != "step":
-        return value
-    array = value.numpy() if isinstance(value, Tensor) else np.asarray(value)
-    if array.dtype == object:
-        raise TypeError(f"state {key!r} of parameter {index}: cannot load a value of type {type(value).__name__}")
-    shape = tuple(array.shape)
-    if shape != () and shape != expected:
-        what = "the parameter has" if expected == tuple(p.shape) else f"a parameter of shape {p.shape} needs"
-        raise ValueError(f"state {key!r} of parameter {index} has shape {shape}, {what} shape {expected}")
-    if key == "step":
-        dtype = _dt.float32 if array.dtype.kind in "iub" else _dt.from_numpy_dtype(array.dtype)
-    elif array.dtype.kind == "f":
-        dtype = p.dtype
-    else:
-        dtype = _dt.from_numpy_dtype(array.dtype)
-    if isinstance(value, Tensor) and key == "step":
-        dtype = value.dtype
-    if dtype == _dt.bfloat16:
-        t = Tensor.from_numpy(np.asarray(array, np.float32)).to(dtype)
-        t.realize()
-        return t
-    # A copy: the caller's array (a live PyTorch optimizer's state) may change in place later.
-    return Tensor.from_numpy(np.array(array, _dt.to_numpy_dtype(dtype), copy=True), dtype=dtype)

@@ -8,16 +8,8 @@ from nabla import Tensor
 from nabla_nn.parameter import Parameter
 
 from .adam import lerp
-from .optimizer import (
-    Optimizer,
-    ParamsT,
-    check_implementation,
-    check_lr,
-    check_nonneg,
-    ensure_state,
-    realized_step,
-    realized_zeros_like,
-)
+from .optimizer import Optimizer, ParamsT, check_implementation, check_lr, check_nonneg
+from .state import ensure_state, realized_step, realized_zeros_like
 
 __all__ = ["RMSprop"]
 

@@ -8,16 +8,8 @@ import nabla as nb
 from nabla import Tensor
 from nabla_nn.parameter import Parameter
 
-from .optimizer import (
-    Optimizer,
-    ParamsT,
-    check_implementation,
-    check_lr,
-    check_nonneg,
-    ensure_state,
-    realized_full,
-    realized_zeros_like,
-)
+from .optimizer import Optimizer, ParamsT, check_implementation, check_lr, check_nonneg
+from .state import ensure_state, realized_full, realized_zeros_like
 
 __all__ = ["SGD"]
 

@@ -1,0 +1,168 @@
+"""Optimizer state tensors: how they are created, placed, shared, saved and loaded.
+
+- created realized (`realized_full`, `realized_zeros_like`, `realized_step`): graph inputs
+  from the first step on, never fill ops that only the first step's graph would contain;
+- placed like their parameter (`placed_like`): on its accelerator, or laid out on its mesh;
+- shared (`share_scalars`, `reshare`): a scalar entry whose update reads only itself and
+  the hyperparameters (the step count) is one value for the parameters stepped together;
+- saved and loaded (`saved_value`, `load_value`, `state_layout`): PyTorch's per-parameter
+  layout, checked against the parameter's shape.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+import nabla as nb
+from nabla import Tensor
+from nabla.core.common import dtypes as _dt
+from nabla.core.common.devices import Device
+from nabla.core.graph.tracing import tracing
+from nabla_nn.parameter import Parameter
+
+__all__ = [
+    "accelerator_of",
+    "ensure_state",
+    "load_value",
+    "placed_like",
+    "realized_full",
+    "realized_step",
+    "realized_zeros_like",
+    "reshare",
+    "saved_value",
+    "share_scalars",
+    "state_layout",
+]
+
+
+def realized_full(shape: tuple[int, ...], value: float, dtype: Any) -> Tensor:
+    """A realized tensor filled with `value`: a graph input, not a fill op in the graph."""
+    dtype = _dt.as_dtype(dtype)
+    # bfloat16 (no NumPy dtype) is made by a cast that joins the first step's graph.
+    return Tensor.from_numpy(np.full(shape, value, _dt.to_numpy_dtype(dtype)), dtype=dtype)
+
+
+def realized_zeros_like(p: Tensor, value: float = 0.0) -> Tensor:
+    return realized_full(p.shape, value, p.dtype)
+
+
+def accelerator_of(p: Tensor) -> Device | None:
+    """The accelerator an unsharded parameter lives on (its optimizer's tensors live there too)."""
+    impl = p._impl
+    return impl.device if impl.device.is_accelerator and impl.sharding is None else None
+
+
+def placed_like(p: Tensor, state: dict[str, Any]) -> dict[str, Any]:
+    """A parameter's state (initial or loaded) placed like it, so the first step already has
+    the steady-state structure: one compile for the loop. On an accelerator every entry lives
+    there (as PyTorch keeps state with its parameter; nothing is copied up each step); a
+    sharded parameter's state is laid out like it (scalars replicated on its mesh)."""
+    spec = p.sharding
+    if spec is None:
+        device = accelerator_of(p)
+        if device is None:
+            return state
+        return {key: v.to(device) if isinstance(v, Tensor) else v for key, v in state.items()}
+    spec = spec.without_partial()
+    out = {}
+    for key, v in state.items():
+        if isinstance(v, Tensor) and v.sharding is None:
+            v = nb.shard(v, spec.mesh, spec if v.shape == p.shape else None)
+        out[key] = v
+    return out
+
+
+def realized_step() -> Tensor:
+    """A step counter: a float32 scalar, as PyTorch keeps it."""
+    return realized_full((), 0.0, _dt.float32)
+
+
+def share_scalars(columns: list[list[Any]], *, by_value: bool = False) -> None:
+    """Point each column's realized, unsharded scalar tensors (one state entry of several
+    parameters) at one impl per device: every Tensor object stays its parameter's own, but a
+    step's graph then has one input for them, and `reshare` keeps it one. `by_value`: only
+    tensors of equal host values (a loaded state); otherwise the caller knows they are equal."""
+    for column in columns:
+        first: dict[Any, Any] = {}
+        for t in column:
+            if not isinstance(t, Tensor) or t.ndim or t._impl.sharding is not None or not t._impl.is_realized:
+                continue
+            impl = t._impl
+            if by_value:
+                if impl.device.is_accelerator:
+                    continue  # (reading it back would wait for the device)
+                key = (impl.device, impl.dtype, t.item())
+            else:
+                key = (impl.device, impl.dtype)
+            t._impl = first.setdefault(key, impl)
+
+
+def reshare(tensors: list[Tensor], before: list[Any]) -> None:
+    """After a fused update: tensors that shared one impl before it get one updated impl (their
+    new values are equal: the entry's update reads only itself and the hyperparameters), so
+    the next step's graph reads it once. The other outputs are then unused."""
+    new_of: dict[int, Any] = {}
+    for t, old in zip(tensors, before, strict=True):
+        impl = new_of.setdefault(id(old), t._impl)
+        if impl is not t._impl:
+            if tracing():
+                t._install(impl)
+            else:
+                t._impl = impl
+
+
+def saved_value(value: Any, shared: bool) -> Any:
+    """A state entry as `state_dict` returns it: a tensor's value (its own storage for an entry
+    parameters may share, as each of PyTorch's parameters has its own step), else a copy."""
+    if not isinstance(value, Tensor):
+        return copy.deepcopy(value)
+    if shared and value.sharding is None and not value._impl.device.is_accelerator:
+        return Tensor.from_numpy(np.array(value.numpy()))
+    return value.data
+
+
+def ensure_state(state: dict[str, Any], key: str, make: Callable[[], Tensor]) -> None:
+    """Create state entry `key` if it is missing (a hyperparameter change now needs it)."""
+    if not isinstance(state.get(key), Tensor):
+        state[key] = make()
+
+
+def state_layout(state: dict) -> dict:
+    """Per parameter, its state entries: Tensor objects by identity, other values by value."""
+    return {
+        id(p): tuple((k, id(v) if isinstance(v, Tensor) else v) for k, v in s.items()) for p, s in state.items() if s
+    }
+
+
+def load_value(p: Parameter, index: Any, key: str, value: Any, expected: tuple[int, ...]) -> Any:
+    """One loaded state entry as a realized tensor of the right dtype (numbers stay numbers);
+    a tensor's shape must be `expected` (or a scalar's)."""
+    if value is None or isinstance(value, bool | str):
+        return value
+    if isinstance(value, int | float) and key != "step":
+        return value
+    array = value.numpy() if isinstance(value, Tensor) else np.asarray(value)
+    if array.dtype == object:
+        raise TypeError(f"state {key!r} of parameter {index}: cannot load a value of type {type(value).__name__}")
+    shape = tuple(array.shape)
+    if shape != () and shape != expected:
+        what = "the parameter has" if expected == tuple(p.shape) else f"a parameter of shape {p.shape} needs"
+        raise ValueError(f"state {key!r} of parameter {index} has shape {shape}, {what} shape {expected}")
+    if key == "step":
+        dtype = _dt.float32 if array.dtype.kind in "iub" else _dt.from_numpy_dtype(array.dtype)
+    elif array.dtype.kind == "f":
+        dtype = p.dtype
+    else:
+        dtype = _dt.from_numpy_dtype(array.dtype)
+    if isinstance(value, Tensor) and key == "step":
+        dtype = value.dtype
+    if dtype == _dt.bfloat16:
+        t = Tensor.from_numpy(np.asarray(array, np.float32)).to(dtype)
+        t.realize()
+        return t
+    # A copy: the caller's array (a live PyTorch optimizer's state) may change in place later.
+    return Tensor.from_numpy(np.array(array, _dt.to_numpy_dtype(dtype), copy=True), dtype=dtype)
