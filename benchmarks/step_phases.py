@@ -7,7 +7,13 @@ does for its loss). W4 (inference) times its forward, evaluation and read-back i
 Prints one JSON line per workload: median ms per phase after warm-up, then (with --profile)
 cProfile's top functions by own time. Fails if a training loss does not go down.
 
+`python` is the step's own Python (the step less MAX's `execute`, step by step). With `--warm`,
+`python_warm` is the same Python when no model runs between the steps (each `execute` hands back
+the last results at once): the difference is what the model's run costs the Python after it
+(caches refilled, the core woken), not work of ours.
+
     python benchmarks/step_phases.py W1
+    python benchmarks/step_phases.py W3 --warm
     python benchmarks/step_phases.py W1 --device gpu --steps 300 --profile
 """
 
@@ -91,12 +97,36 @@ def step_fn(workload: str, device: str, losses: list) -> tuple[Callable[[int], N
     return train, data
 
 
+def _warm_python(step: Callable[[int], None], steps: int) -> list[float]:
+    """Step times with MAX's `execute` answering from the previous step's results (no model
+    runs, so nothing evicts the Python's data from the caches): the step's Python alone."""
+    timed_execute = executors._execute  # (the `_timing` wrapper: it keeps the real one)
+    last: list = []
+
+    def replay(model: object, buffers: list) -> list:
+        if not last:
+            last.extend(timed_execute(model, buffers))
+        return list(last)
+
+    executors._execute = replay
+    times = []
+    try:
+        for i in range(steps):
+            start = time.perf_counter()
+            step(i)
+            times.append(time.perf_counter() - start)
+    finally:
+        executors._execute = timed_execute
+    return times
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("workload", choices=["W1", "W2", "W3", "W4"])
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--profile", action="store_true", help="also print cProfile's top 25 functions")
+    parser.add_argument("--warm", action="store_true", help="also time the Python with no model run between steps")
     args = parser.parse_args()
     losses: list[float] = []
     step, data = step_fn(args.workload, args.device, losses)
@@ -118,7 +148,13 @@ def main() -> None:
         start = time.perf_counter()
         model_run(i)
         _lap("model_alone", start)
+    steps_execute = TIMES["_execute"][: len(TIMES["step"])]  # (the model alone's runs come after)
+    TIMES["python"] = [s - e for s, e in zip(TIMES["step"], steps_execute, strict=True)]
     medians = {name: round(warm_median(t) * 1e3, 4) for name, t in TIMES.items()}
+    if args.warm:
+        trained = len(losses)
+        medians["python_warm"] = round(warm_median(_warm_python(step, args.steps)) * 1e3, 4)
+        del losses[trained:]  # (the replayed steps' losses are the last real step's)
     print(json.dumps({"workload": args.workload, "device": args.device, "warmup_s": round(warmup_s, 2)} | medians))
     if args.profile:
         profile = cProfile.Profile()
