@@ -2,124 +2,26 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 
 import numpy as np
 import pytest
+from _optim_cases import ALL_OPTIMIZERS, CASES, make_data, run_nabla, shapes_of, torch_opt
 from _oracle import needs_torch, torch
-from max.graph import DeviceRef, Graph, TensorType
 
 import nabla as nb
-import nabla_nn as nn
-import nabla_nn.functional as F
 import nabla_optim as optim
-from nabla import DeviceMesh
-from nabla.ops.base import Operation
-from nabla_nn.parallel import colwise, rowwise, shard_module
 from nabla_nn.parameter import Parameter
-from nabla_optim.fused import fused_update
-
-SHAPES = ((4, 3), (3,))
-# Muon takes 2-D parameters only (a tall and a wide one); Adafactor factors the second moment
-# of a matrix and of a batch of them, and keeps a vector's whole
-OWN_SHAPES = {"Muon": ((4, 3), (3, 5)), "Adafactor": ((4, 3), (2, 3, 5), (3,))}
-
-
-def _shapes(name: str) -> tuple:
-    return OWN_SHAPES.get(name, SHAPES)
-
-
-def _torch_opt(name: str, params: list, **kwargs: object) -> object:
-    """PyTorch's optimizer `name`, its single-tensor implementation where it has a choice."""
-    return getattr(torch.optim, name)(params, **({} if name == "Muon" else {"foreach": False}), **kwargs)
-
-
-# (optimizer name, kwargs): each runs in nabla and PyTorch from the same start with the same grads.
-CASES = [
-    ("SGD", {"lr": 0.1}),
-    ("SGD", {"lr": 0.1, "momentum": 0.9}),
-    ("SGD", {"lr": 0.1, "momentum": 0.9, "dampening": 0.3, "weight_decay": 0.1}),
-    ("SGD", {"lr": 0.1, "momentum": 0.9, "nesterov": True, "maximize": True}),
-    ("Adam", {"lr": 0.01}),
-    ("Adam", {"lr": 0.01, "betas": (0.8, 0.99), "weight_decay": 0.1, "amsgrad": True}),
-    ("Adam", {"lr": 0.01, "maximize": True, "eps": 1e-6}),
-    ("AdamW", {"lr": 0.01}),
-    ("AdamW", {"lr": 0.01, "weight_decay": 0.1, "amsgrad": True}),
-    ("RMSprop", {"lr": 0.01}),
-    ("RMSprop", {"lr": 0.01, "momentum": 0.9, "centered": True, "weight_decay": 0.1}),
-    ("RMSprop", {"lr": 0.01, "alpha": 0.9, "centered": True, "maximize": True}),
-    ("Adagrad", {"lr": 0.1}),
-    ("Adagrad", {"lr": 0.1, "lr_decay": 0.01, "weight_decay": 0.1, "initial_accumulator_value": 0.1}),
-    ("Adamax", {"lr": 0.01}),
-    ("Adamax", {"lr": 0.01, "weight_decay": 0.1, "maximize": True}),
-    ("NAdam", {"lr": 0.01}),
-    ("NAdam", {"lr": 0.01, "weight_decay": 0.1}),
-    ("NAdam", {"lr": 0.01, "weight_decay": 0.1, "decoupled_weight_decay": True, "momentum_decay": 0.01}),
-    # RAdam rectifies from the 6th step on (rho_t > 5) where beta2 >= 0.9
-    ("RAdam", {"lr": 0.01}),
-    ("RAdam", {"lr": 0.01, "betas": (0.8, 0.9), "weight_decay": 0.1, "maximize": True}),
-    ("RAdam", {"lr": 0.01, "weight_decay": 0.1, "decoupled_weight_decay": True}),
-    ("Adadelta", {"lr": 1.0}),
-    ("Adadelta", {"lr": 0.5, "rho": 0.8, "eps": 1e-4, "weight_decay": 0.1, "maximize": True}),
-    ("Rprop", {"lr": 0.01}),
-    ("Rprop", {"lr": 0.05, "etas": (0.3, 1.5), "step_sizes": (0.02, 0.08), "maximize": True}),
-    ("ASGD", {"lr": 0.05}),
-    # t0=2: mu = 1/2 after step 4, so steps 5 and 6 average
-    ("ASGD", {"lr": 0.05, "lambd": 0.1, "alpha": 0.5, "t0": 2, "weight_decay": 0.1}),
-    ("ASGD", {"lr": 0.05, "lambd": 0.05, "t0": 0.5, "maximize": True}),
-    ("Adafactor", {}),
-    ("Adafactor", {"lr": 0.1, "beta2_decay": -0.5, "eps": (1e-30, 1e-2), "d": 1.5, "weight_decay": 0.1}),
-    ("Adafactor", {"lr": 0.05, "weight_decay": 0.01, "maximize": True}),
-    ("Muon", {}),
-    ("Muon", {"lr": 0.02, "momentum": 0.9, "nesterov": False, "weight_decay": 0.0}),
-    ("Muon", {"lr": 0.02, "adjust_lr_fn": "match_rms_adamw", "ns_steps": 3, "eps": 1e-5}),
-    ("Muon", {"lr": 0.05, "ns_coefficients": (2.0, -1.5, 0.5), "adjust_lr_fn": "original"}),
-]
-
-ALL_OPTIMIZERS = {
-    "SGD": {"lr": 0.1, "momentum": 0.9},
-    "Adam": {"lr": 0.01},
-    "AdamW": {"lr": 0.01},
-    "RMSprop": {"lr": 0.01, "momentum": 0.5},
-    "Adagrad": {"lr": 0.1},
-    "Adamax": {"lr": 0.01},
-    "NAdam": {"lr": 0.01},
-    "Lion": {"lr": 0.01, "weight_decay": 0.1},
-    "RAdam": {"lr": 0.01},
-    "Adadelta": {"lr": 1.0},
-    "Rprop": {"lr": 0.01},
-    "ASGD": {"lr": 0.05, "lambd": 0.01, "t0": 2},
-    "Adafactor": {"lr": 0.05},
-    "Muon": {"lr": 0.02},
-}
-
-
-def _data(steps: int, dtype: type = np.float32, seed: int = 0, shapes: tuple = SHAPES) -> tuple[list, list]:
-    rng = np.random.default_rng(seed)
-    inits = [rng.standard_normal(s).astype(dtype) for s in shapes]
-    grads = [[rng.standard_normal(s).astype(dtype) for s in shapes] for _ in range(steps)]
-    return inits, grads
-
-
-def _run_nabla(name: str, kwargs: dict, inits: list, grads: list) -> tuple[list, optim.Optimizer]:
-    params = [Parameter(nb.tensor(a)) for a in inits]
-    opt = getattr(optim, name)(params, **kwargs)
-    for step_grads in grads:
-        for p, g in zip(params, step_grads, strict=True):
-            p.grad = nb.tensor(g)
-        opt.step()
-    return params, opt
 
 
 # -- PyTorch parity ---------------------------------------------------------------------------
 @needs_torch
 @pytest.mark.parametrize(("name", "kwargs"), CASES, ids=[f"{n}-{i}" for i, (n, _) in enumerate(CASES)])
 def test_matches_torch(name: str, kwargs: dict) -> None:
-    inits, grads = _data(6, shapes=_shapes(name))
-    params, opt = _run_nabla(name, kwargs, inits, grads)
+    inits, grads = make_data(6, shapes=shapes_of(name))
+    params, opt = run_nabla(name, kwargs, inits, grads)
     tparams = [torch.nn.Parameter(torch.tensor(a)) for a in inits]
-    topt = _torch_opt(name, tparams, **kwargs)
+    topt = torch_opt(name, tparams, **kwargs)
     for step_grads in grads:
         for p, g in zip(tparams, step_grads, strict=True):
             p.grad = torch.tensor(g)
@@ -138,10 +40,10 @@ def test_matches_torch(name: str, kwargs: dict) -> None:
 @pytest.mark.parametrize("name", ["Adam", "NAdam", "SGD", "Adafactor", "Muon"])
 def test_matches_torch_float64(name: str) -> None:
     kwargs = {"lr": 0.05, "momentum": 0.9} if name == "SGD" else {"lr": 0.05, "weight_decay": 0.01}
-    inits, grads = _data(5, np.float64, shapes=_shapes(name))
-    params, opt = _run_nabla(name, kwargs, inits, grads)
+    inits, grads = make_data(5, np.float64, shapes=shapes_of(name))
+    params, opt = run_nabla(name, kwargs, inits, grads)
     tparams = [torch.nn.Parameter(torch.tensor(a)) for a in inits]
-    topt = _torch_opt(name, tparams, **kwargs)
+    topt = torch_opt(name, tparams, **kwargs)
     for step_grads in grads:
         for p, g in zip(tparams, step_grads, strict=True):
             p.grad = torch.tensor(g)
@@ -157,7 +59,7 @@ def test_matches_torch_float64(name: str) -> None:
 
 @needs_torch
 def test_matches_torch_with_a_scheduler_changing_lr_and_betas() -> None:
-    inits, grads = _data(8)
+    inits, grads = make_data(8)
     params = [Parameter(nb.tensor(a)) for a in inits]
     opt = optim.Adam(params, lr=0.01)
     sched = optim.lr_scheduler.OneCycleLR(opt, max_lr=0.05, total_steps=10)
@@ -177,9 +79,9 @@ def test_matches_torch_with_a_scheduler_changing_lr_and_betas() -> None:
 
 # -- NumPy references (no torch) -------------------------------------------------------------
 def test_sgd_momentum_matches_numpy() -> None:
-    inits, grads = _data(6)
+    inits, grads = make_data(6)
     lr, mom, damp, wd = 0.1, 0.9, 0.2, 0.01
-    params, opt = _run_nabla("SGD", {"lr": lr, "momentum": mom, "dampening": damp, "weight_decay": wd}, inits, grads)
+    params, opt = run_nabla("SGD", {"lr": lr, "momentum": mom, "dampening": damp, "weight_decay": wd}, inits, grads)
     for i, p in enumerate(params):
         w, buf = inits[i].astype(np.float64), None
         for step_grads in grads:
@@ -192,9 +94,9 @@ def test_sgd_momentum_matches_numpy() -> None:
 
 @pytest.mark.parametrize("amsgrad", [False, True])
 def test_adam_matches_numpy(amsgrad: bool) -> None:
-    inits, grads = _data(6)
+    inits, grads = make_data(6)
     lr, (b1, b2), eps = 0.01, (0.9, 0.999), 1e-8
-    params, opt = _run_nabla("Adam", {"lr": lr, "amsgrad": amsgrad}, inits, grads)
+    params, opt = run_nabla("Adam", {"lr": lr, "amsgrad": amsgrad}, inits, grads)
     for i, p in enumerate(params):
         w = inits[i].astype(np.float64)
         m = v = vmax = np.zeros_like(w)
@@ -253,8 +155,8 @@ NUMPY_REFERENCES = [
 
 @pytest.mark.parametrize(("name", "kwargs", "reference"), NUMPY_REFERENCES, ids=[r[0] for r in NUMPY_REFERENCES])
 def test_matches_numpy_reference(name: str, kwargs: dict, reference: Callable) -> None:
-    inits, grads = _data(6)
-    params, _ = _run_nabla(name, kwargs, inits, grads)
+    inits, grads = make_data(6)
+    params, _ = run_nabla(name, kwargs, inits, grads)
     for i, p in enumerate(params):
         w, state = inits[i].astype(np.float64), {}
         for t, step_grads in enumerate(grads, start=1):
@@ -263,18 +165,18 @@ def test_matches_numpy_reference(name: str, kwargs: dict, reference: Callable) -
 
 
 def test_adamw_decouples_weight_decay() -> None:
-    inits, grads = _data(1)
+    inits, grads = make_data(1)
     zero = [[np.zeros_like(g) for g in grads[0]]]
-    params, _ = _run_nabla("AdamW", {"lr": 0.1, "weight_decay": 0.5}, inits, zero)
+    params, _ = run_nabla("AdamW", {"lr": 0.1, "weight_decay": 0.5}, inits, zero)
     # a zero gradient leaves the moments at 0: only the decay p *= 1 - lr * wd acts
     np.testing.assert_allclose(params[0].numpy(), inits[0] * (1 - 0.1 * 0.5), rtol=1e-6)
 
 
 @pytest.mark.parametrize("weight_decay", [0.0, 0.1])
 def test_lion_matches_the_paper(weight_decay: float) -> None:
-    inits, grads = _data(6)
+    inits, grads = make_data(6)
     lr, (b1, b2) = 0.01, (0.9, 0.99)
-    params, opt = _run_nabla("Lion", {"lr": lr, "weight_decay": weight_decay}, inits, grads)
+    params, opt = run_nabla("Lion", {"lr": lr, "weight_decay": weight_decay}, inits, grads)
     for i, p in enumerate(params):
         w, m = inits[i].astype(np.float64), np.zeros(inits[i].shape)
         for step_grads in grads:
@@ -591,9 +493,9 @@ def test_state_dict_layout_and_snapshot() -> None:
     ],
 )
 def test_loads_a_torch_state_dict(name: str, kwargs: dict) -> None:
-    inits, grads = _data(8 if name == "RAdam" else 4, shapes=_shapes(name))  # RAdam: past its rectification
+    inits, grads = make_data(8 if name == "RAdam" else 4, shapes=shapes_of(name))  # RAdam: past its rectification
     tparams = [torch.nn.Parameter(torch.tensor(a)) for a in inits]
-    topt = _torch_opt(name, tparams, **kwargs)
+    topt = torch_opt(name, tparams, **kwargs)
     for step_grads in grads[:2]:
         for p, g in zip(tparams, step_grads, strict=True):
             p.grad = torch.tensor(g)
@@ -834,703 +736,3 @@ def test_adagrad_creates_state_at_construction() -> None:
     sd = opt.state_dict()
     np.testing.assert_array_equal(sd["state"][0]["sum"].numpy(), [0.5, 0.5, 0.5])
     assert sd["state"][0]["step"].item() == 0 and opt.state[p]["sum"].is_realized
-
-
-# -- one fused op per param group --------------------------------------------------------------
-def _count_ops(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    original = Operation._record  # every op call records through it
-
-    def counting(self: Operation, *args: object) -> object:
-        counts[self.name] = counts.get(self.name, 0) + 1
-        return original(self, *args)
-
-    monkeypatch.setattr(Operation, "_record", counting)
-    return counts
-
-
-@pytest.mark.parametrize("name", list(ALL_OPTIMIZERS))
-def test_a_step_records_one_fused_op_per_param_group(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    inits, grads = _data(2, shapes=_shapes(name)[:2])
-    params = [Parameter(nb.tensor(a)) for a in inits]
-    frozen = Parameter(nb.tensor(np.ones((1, 2) if name == "Muon" else 2, np.float32)), requires_grad=False)
-    groups = [{"params": [params[0], frozen]}, {"params": [params[1]], "lr": 0.05}]
-    opt = getattr(optim, name)(groups, **ALL_OPTIMIZERS[name])
-    for step_grads in grads:
-        for p, g in zip(params, step_grads, strict=True):
-            p.grad = nb.tensor(g)
-        with monkeypatch.context() as patch:
-            counts = _count_ops(patch)
-            opt.step()
-        assert counts == {"optimizer_update": 2}
-        assert all(p.is_realized for p in params)
-    np.testing.assert_array_equal(frozen.numpy(), np.ones(frozen.shape))
-    assert not np.array_equal(params[0].numpy(), inits[0])
-
-
-def test_params_whose_state_differs_get_their_own_op(monkeypatch: pytest.MonkeyPatch) -> None:
-    # `a` starts with dampening (a "momentum_started" flag); `b` joins after dampening is
-    # switched off, so its state has no flag: two ops, each with PyTorch's semantics.
-    rng = np.random.default_rng(3)
-    a, b = (Parameter(nb.tensor(rng.standard_normal(3).astype(np.float32))) for _ in range(2))
-    wa, wb = a.numpy().astype(np.float64), b.numpy().astype(np.float64)
-    opt = optim.SGD([a, b], lr=0.1, momentum=0.9, dampening=0.5)
-    buf_a = buf_b = None
-    for step in range(4):
-        ga, gb = rng.standard_normal(3).astype(np.float32), rng.standard_normal(3).astype(np.float32)
-        a.grad, b.grad = nb.tensor(ga), (nb.tensor(gb) if step > 0 else None)
-        damp = 0.5 if step == 0 else 0.0
-        opt.param_groups[0]["dampening"] = damp
-        buf_a = ga if buf_a is None else 0.9 * buf_a + (1 - damp) * ga
-        wa = wa - 0.1 * buf_a
-        if step > 0:
-            buf_b = gb if buf_b is None else 0.9 * buf_b + gb
-            wb = wb - 0.1 * buf_b
-        with monkeypatch.context() as patch:
-            counts = _count_ops(patch)
-            opt.step()
-        assert counts == {"optimizer_update": 1 if step == 0 else 2}
-    np.testing.assert_allclose(a.numpy(), wa, rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(b.numpy(), wb, rtol=1e-5, atol=1e-6)
-    assert "momentum_started" in opt.state[a] and "momentum_started" not in opt.state[b]
-
-
-def test_a_mixed_dtype_group_keeps_each_dtype() -> None:
-    p32 = Parameter(nb.tensor(np.ones(3, np.float32)))
-    p64 = Parameter(nb.tensor(np.ones(2, np.float64)))
-    opt = optim.Adam([p32, p64], lr=0.1)
-    p32.grad, p64.grad = nb.tensor(np.ones(3, np.float32)), nb.tensor(np.ones(2, np.float64))
-    opt.step()
-    assert (p32.dtype, p64.dtype) == (nb.float32, nb.float64)
-    assert opt.state[p64]["exp_avg"].dtype == nb.float64 and opt.state[p64]["step"].dtype == nb.float32
-    # the first Adam step moves every coordinate by lr * m_hat / (sqrt(v_hat) + eps), m_hat = v_hat = 1
-    np.testing.assert_allclose(p32.numpy(), [0.9] * 3, rtol=1e-6)
-    np.testing.assert_allclose(p64.numpy(), [1 - 0.1 / (1 + 1e-8)] * 2, rtol=1e-15)
-
-
-def test_a_rule_that_changes_a_dtype_is_rejected() -> None:
-    def promoting(xp: object, p: np.ndarray, g: np.ndarray, state: tuple, s: dict) -> tuple:
-        return p - g * s["lr"], state  # float64 lr not cast: the result would be float64
-
-    p = Parameter(nb.tensor(np.ones(3, np.float32)))
-    lr = nb.Tensor.from_numpy(np.array(0.1, np.float64))
-    [(new_p, _)] = fused_update(promoting, [p], [nb.tensor(np.ones(3, np.float32))], [()], {"lr": lr})
-    with pytest.raises(TypeError, match="output 0 is float64"):
-        new_p.numpy()
-
-
-def test_a_custom_optimizer_with_update_still_works() -> None:
-    class HalfStep(optim.Optimizer):
-        def __init__(self, params: list) -> None:
-            super().__init__(params, {"lr": 0.5})
-
-        def _update(self, p: Parameter, grad: nb.Tensor, state: dict, group: dict) -> None:
-            p.sub_(grad * group["lr"])
-
-    p = Parameter(nb.tensor(np.ones(2, np.float32)))
-    p.grad = nb.tensor(np.array([1.0, 2.0], np.float32))
-    HalfStep([p]).step()
-    np.testing.assert_array_equal(p.numpy(), [0.5, 0.0])
-
-
-# Every optimizer and flag combination, for the MAX graph construction check.
-MAX_CASES = [
-    *CASES,
-    ("SGD", {"lr": 0.1, "momentum": 0.9, "dampening": 0.5, "nesterov": False, "maximize": True}),
-    ("Adam", {"lr": 0.01, "weight_decay": 0.1, "decoupled_weight_decay": True, "amsgrad": True}),
-    ("AdamW", {"lr": 0.01, "maximize": True}),
-    ("RMSprop", {"lr": 0.01, "momentum": 0.9}),
-    ("RMSprop", {"lr": 0.01, "centered": True}),
-    ("Adagrad", {"lr": 0.1, "maximize": True}),
-    ("NAdam", {"lr": 0.01, "maximize": True, "decoupled_weight_decay": True}),
-    ("Lion", {"lr": 0.01}),
-    ("Lion", {"lr": 0.01, "weight_decay": 0.1, "maximize": True}),
-    ("RAdam", {"lr": 0.01, "weight_decay": 0.1, "decoupled_weight_decay": True, "maximize": True}),
-    ("Adadelta", {"lr": 1.0, "weight_decay": 0.1}),
-    ("ASGD", {"lr": 0.01, "weight_decay": 0.1, "maximize": True}),
-]
-
-
-@pytest.mark.parametrize(("name", "kwargs"), MAX_CASES, ids=[f"{n}-{i}" for i, (n, _) in enumerate(MAX_CASES)])
-def test_fused_update_builds_a_max_graph(name: str, kwargs: dict) -> None:
-    # Graph construction only (MAX type-checks each op as it is added; no compile): the
-    # recorded op's MAX kernel, on inputs of the recorded types, gives outputs of those types.
-    inits, grads = _data(1, shapes=_shapes(name))
-    params = [Parameter(nb.tensor(a)) for a in inits]
-    opt = getattr(optim, name)(params, **kwargs)
-    for p, g in zip(params, grads[0], strict=True):
-        p.grad = nb.tensor(g)
-    with nb.no_grad():
-        opt._record_updates()
-    node = params[0]._impl.output_refs
-    assert node.op.name == "optimizer_update" and params[1]._impl.output_refs is node
-    types = [TensorType(a.dtype, a.physical_shape, device=DeviceRef.CPU()) for a in node.args]
-    with Graph(f"optimizer_update_{name}", input_types=types) as graph:
-        outs = node.op.kernel(*[v.tensor for v in graph.inputs], **node.adapted_kwargs)
-        graph.output(*outs)
-    # (every recorded output, those no tensor holds included: the parameters' shared step
-    # counts keep one of theirs)
-    assert [(o.dtype, tuple(int(d) for d in o.shape)) for o in outs] == [(d, s) for s, d in node.out_avals]
-    assert any(o.dtype == nb.float32 for o in outs)
-    nb.evaluate(*params)  # the recorded step itself, on the NumPy executor
-
-
-@pytest.mark.parametrize("name", list(ALL_OPTIMIZERS))
-def test_fused_update_builds_a_max_graph_for_a_mixed_dtype_group(name: str) -> None:
-    dtypes = (nb.float64, nb.bfloat16, nb.float16)
-    shape = (1, 3) if name == "Muon" else 3
-    params = []
-    for dtype in dtypes:
-        t = nb.tensor(np.ones(shape, np.float32)).to(dtype)
-        t.realize()
-        params.append(Parameter(t))
-    # weight decay exercises the parameter in the update (Rprop has none)
-    kwargs = {**ALL_OPTIMIZERS[name], **({"weight_decay": 0.1} if name != "Rprop" else {})}
-    opt = getattr(optim, name)(params, **kwargs)
-    for p in params:
-        p.grad = nb.tensor(np.full(shape, 0.5, np.float32)).to(p.dtype)
-    with nb.no_grad():
-        opt._record_updates()
-    node = params[0]._impl.output_refs
-    types = [TensorType(a.dtype, a.physical_shape, device=DeviceRef.CPU()) for a in node.args]
-    with Graph(f"optimizer_update_mixed_{name}", input_types=types) as graph:
-        outs = node.op.kernel(*[v.tensor for v in graph.inputs], **node.adapted_kwargs)
-        graph.output(*outs)
-    assert {o.dtype for o in outs} >= set(dtypes)
-    nb.evaluate(*params)
-    assert [p.dtype for p in params] == list(dtypes)
-
-
-def test_pytorch_implementation_switches_are_accepted_and_change_nothing():
-    # foreach / fused / capturable choose how torch runs the same update (nanoGPT passes
-    # fused=True to AdamW); nabla always fuses, so the steps are identical.
-    flags = {
-        optim.SGD: {"foreach": False, "fused": True},
-        optim.Adam: {"foreach": True, "fused": True, "capturable": True},
-        optim.AdamW: {"fused": True},
-        optim.Adagrad: {"foreach": False, "fused": True},
-        optim.Adamax: {"foreach": True, "capturable": True},
-        optim.NAdam: {"foreach": True, "capturable": True},
-        optim.RMSprop: {"foreach": True, "capturable": True},
-        optim.RAdam: {"foreach": True, "capturable": True},
-        optim.Adadelta: {"foreach": True, "capturable": True},
-        optim.Rprop: {"foreach": True, "capturable": True},
-        optim.ASGD: {"foreach": True, "capturable": True},
-    }
-    for cls, kw in flags.items():
-        results = []
-        for extra in ({}, kw):
-            w = Parameter(nb.tensor(np.array([1.0, -2.0], np.float32)))
-            opt = cls([w], lr=0.1, **extra)
-            for _ in range(2):
-                opt.zero_grad()
-                (w * w).sum().backward()
-                opt.step()
-            results.append(w.numpy())
-        np.testing.assert_array_equal(results[0], results[1], err_msg=cls.__name__)
-        with pytest.raises(NotImplementedError, match="differentiable=True"):
-            cls([Parameter(nb.ones(2))], lr=0.1, differentiable=True)
-
-
-def _quadratic_run(make_opt, change, compiled: bool, steps: int = 4) -> tuple[np.ndarray, dict, object]:
-    """`steps` SGD-style steps on sum(p * p * x); `change(opt)` runs after the second."""
-    p = Parameter(nb.tensor(np.linspace(0.5, 1.5, 3, dtype=np.float32)))
-    opt = make_opt([p])
-    x = nb.tensor(np.array([1.0, 2.0, 3.0], np.float32))
-
-    def step(x):
-        opt.zero_grad()
-        (p * p * x).sum().backward()
-        opt.step()
-
-    run = nb.compile(step) if compiled else step
-    for i in range(steps):
-        if i == 2:
-            change(opt)
-        run(x)
-    state = {k: v.numpy() for k, v in opt.state[p].items()} if opt.state[p] else {}
-    return p.numpy(), state, getattr(run, "stats", None)
-
-
-def _set(**values):
-    def change(opt):
-        opt.param_groups[0].update(values)
-
-    return change
-
-
-@pytest.mark.parametrize(
-    ("make_opt", "change"),
-    [
-        (lambda ps: optim.SGD(ps, lr=0.1), _set(weight_decay=1.0)),
-        (lambda ps: optim.SGD(ps, lr=0.1), _set(maximize=True)),
-        (lambda ps: optim.SGD(ps, lr=0.1), _set(momentum=0.9)),  # a momentum buffer appears
-        (lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9), _set(nesterov=True)),
-        (lambda ps: optim.Adam(ps, lr=0.1), _set(eps=1e-2, weight_decay=0.5)),
-        (lambda ps: optim.RMSprop(ps, lr=0.01), _set(alpha=0.5, centered=True)),
-        (
-            lambda ps: optim.Adam(ps, lr=0.1),
-            lambda o: o.load_state_dict(optim.Adam([Parameter(nb.ones(3))]).state_dict()),
-        ),
-    ],
-)
-def test_a_compiled_step_retraces_when_baked_in_hyperparameters_or_the_loaded_state_change(make_opt, change):
-    """Constants baked into the traced step (weight decay, eps, flags, whether momentum is zero)
-    and the state a state_dict load installs are guarded: the compiled step traces again and
-    matches the eager loop (it kept the old values before)."""
-    p_eager, state_eager, _ = _quadratic_run(make_opt, change, compiled=False)
-    p_comp, state_comp, stats = _quadratic_run(make_opt, change, compiled=True)
-    np.testing.assert_allclose(p_comp, p_eager, rtol=1e-6)
-    assert state_comp.keys() == state_eager.keys()
-    for k in state_eager:
-        np.testing.assert_allclose(state_comp[k], state_eager[k], rtol=1e-6)
-    assert stats.misses == 2 and stats.recompile_reasons[-1].endswith(
-        "hyperparameters, param groups or loaded state changed"
-    )
-
-
-def test_a_scheduled_learning_rate_does_not_retrace_a_compiled_step():
-    _, _, stats = _quadratic_run(lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9), _set(lr=0.01, momentum=0.5), True)
-    assert (stats.misses, stats.hits) == (1, 3)
-
-
-def test_zero_grad_without_set_to_none_zeroes_the_gradient_in_place():
-    p = Parameter(nb.ones(3))
-    opt = optim.SGD([p], lr=0.1)
-    (p * p).sum().backward()
-    g = p.grad
-    opt.zero_grad(set_to_none=False)
-    assert p.grad is g and g._impl.is_realized  # as torch's grad.zero_(): a reference sees zeros
-    np.testing.assert_array_equal(g.numpy(), np.zeros(3, np.float32))
-
-
-def _hook_trace(lib, opt_cls, make_param) -> list:
-    """Which optimizer hooks run, in order, with what they see (the same code for both libraries)."""
-    p = make_param()
-    opt = opt_cls([p], lr=0.1)
-    seen: list = []
-    handles = [
-        lib.register_optimizer_step_pre_hook(lambda o, a, k: seen.append(("global pre", len(a), sorted(k)))),
-        opt.register_step_pre_hook(lambda o, a, k: seen.append(("pre", o is opt))),
-        opt.register_step_post_hook(lambda o, a, k: seen.append(("post", len(a)))),
-        opt.register_state_dict_pre_hook(lambda o: seen.append("sd pre")),
-        opt.register_state_dict_post_hook(lambda o, sd: {**sd, "extra": 1}),
-        opt.register_load_state_dict_pre_hook(lambda o, sd: {k: v for k, v in sd.items() if k != "extra"}),
-        opt.register_load_state_dict_post_hook(lambda o: seen.append("load post")),
-    ]
-    (p * p).sum().backward()
-    opt.step()
-    opt.step(lambda: None)
-    sd = opt.state_dict()
-    seen.append(sorted(sd))
-    opt.load_state_dict(sd)
-    for h in handles:
-        h.remove()
-    opt.step()
-    return seen
-
-
-@needs_torch
-def test_optimizer_hooks_match_torch():
-    ours = _hook_trace(optim, optim.SGD, lambda: Parameter(nb.ones(3)))
-    theirs = _hook_trace(
-        sys.modules[torch.optim.Optimizer.__module__], torch.optim.SGD, lambda: torch.nn.Parameter(torch.ones(3))
-    )
-    assert ours == theirs
-    assert ours[0] == ("global pre", 1, []) and ours[-2] == ["extra", "param_groups", "state"]
-
-
-def test_a_step_pre_hook_can_replace_the_closure():
-    p = Parameter(nb.ones(2))
-    opt = optim.SGD([p], lr=0.5)
-    opt.register_step_pre_hook(lambda o, args, kwargs: ((o, lambda: 42.0), {}))
-    (p * p).sum().backward()
-    assert opt.step() == 42.0
-    np.testing.assert_allclose(p.numpy(), [0.0, 0.0])
-
-
-def test_zero_grad_without_set_to_none_in_a_compiled_step_matches_eager():
-    def run(compiled: bool) -> np.ndarray:
-        p = Parameter(nb.tensor(np.array([1.0, 2.0, 3.0], np.float32)))
-        opt = optim.SGD([p], lr=0.1, momentum=0.9)
-
-        def step(x):
-            opt.zero_grad(set_to_none=False)
-            (p * p * x).sum().backward()
-            opt.step()
-
-        f = nb.compile(step) if compiled else step
-        for _ in range(4):
-            f(nb.ones(3))
-        return p.numpy()
-
-    np.testing.assert_allclose(run(True), run(False), rtol=1e-6)
-
-
-# -- Adafactor ----------------------------------------------------------------------------------
-def _np_adafactor(w, grads, lr=1e-2, beta2_decay=-0.8, eps=(None, 1e-3), d=1.0, weight_decay=0.0, maximize=False):
-    """The algorithm of PyTorch's docs in float64 (means, not norms): (parameter, state)."""
-    eps1 = float(np.finfo(w.dtype).eps) if eps[0] is None else eps[0]
-    w = w.astype(np.float64)
-    factored = w.ndim > 1
-    state = {"row_var": 0.0, "col_var": 0.0} if factored else {"variance": 0.0}
-    for t, g in enumerate(grads, start=1):
-        g = -g.astype(np.float64) if maximize else g.astype(np.float64)
-        decay = t**beta2_decay  # 1 - beta2_t
-        alpha = max(eps[1], np.sqrt(np.mean(w * w))) * min(lr, 1 / np.sqrt(t))
-        w = w * (1 - lr * weight_decay)
-        if factored:
-            r = state["row_var"] = (1 - decay) * state["row_var"] + decay * np.mean(g * g, -1, keepdims=True)
-            c = state["col_var"] = (1 - decay) * state["col_var"] + decay * np.mean(g * g, -2, keepdims=True)
-            v = r * c / np.maximum(np.mean(r, -2, keepdims=True), eps1)
-        else:
-            v = state["variance"] = (1 - decay) * state["variance"] + decay * g * g
-        u = g / np.sqrt(np.maximum(v, eps1 * eps1))
-        w = w - alpha * u / max(1.0, np.sqrt(np.mean(u * u)) / d)
-    return w, state
-
-
-@pytest.mark.parametrize("shape", [(), (5,), (4, 3), (2, 3, 5)], ids=["0-d", "1-d", "2-d", "3-d"])
-@pytest.mark.parametrize(
-    "kwargs",
-    [{}, {"lr": 0.1, "weight_decay": 0.1}, {"maximize": True, "eps": (1e-4, 1e-2), "d": 1.2, "beta2_decay": -0.6}],
-    ids=["defaults", "weight-decay", "maximize"],
-)
-def test_adafactor_matches_numpy_reference(shape: tuple, kwargs: dict) -> None:
-    inits, grads = _data(6, shapes=(shape,), seed=4)
-    [p], opt = _run_nabla("Adafactor", kwargs, inits, grads)
-    want_p, want_state = _np_adafactor(inits[0], [g[0] for g in grads], **kwargs)
-    np.testing.assert_allclose(p.numpy(), want_p, rtol=2e-5, atol=1e-6)
-    state = opt.state[p]
-    assert list(state) == ["step", *want_state]  # PyTorch's state_dict layout
-    assert state["step"].item() == 6
-    for key, value in want_state.items():
-        assert state[key].dtype == nb.float32
-        np.testing.assert_allclose(state[key].numpy(), value, rtol=2e-5, atol=1e-9, err_msg=key)
-    if len(shape) > 1:  # the factors of the second moment: a row and a column mean per matrix
-        assert state["row_var"].shape == (*shape[:-1], 1) and state["col_var"].shape == (*shape[:-2], 1, shape[-1])
-    else:
-        assert state["variance"].shape == shape
-
-
-def test_adafactor_eps1_none_is_the_first_parameters_dtype_epsilon() -> None:
-    # gradients so small that the variance estimate is floored by eps1 ** 2
-    def run(eps1: float | None, dtypes: tuple) -> list:
-        rng = np.random.default_rng(5)
-        params = [Parameter(nb.tensor(rng.standard_normal((3, 2)).astype(dt))) for dt in dtypes]
-        opt = optim.Adafactor(params, lr=0.1, eps=(eps1, 1e-3))
-        assert opt.param_groups[0]["eps"] == (eps1, 1e-3)
-        for _ in range(2):
-            for p in params:
-                p.grad = nb.tensor((rng.standard_normal((3, 2)) * 1e-9).astype(p.numpy().dtype))
-            opt.step()
-        return [p.numpy() for p in params]
-
-    eps32, eps64 = float(np.finfo(np.float32).eps), float(np.finfo(np.float64).eps)
-    for dtypes in [(np.float32,), (np.float64,), (np.float64, np.float32)]:
-        first = eps32 if dtypes[0] == np.float32 else eps64
-        other = eps64 if first == eps32 else eps32
-        got = run(None, dtypes)
-        for a, b in zip(got, run(first, dtypes), strict=True):
-            np.testing.assert_array_equal(a, b)
-        assert not np.array_equal(got[0], run(other, dtypes)[0])  # it matters here
-
-
-def test_adafactor_maximize_steps_along_the_gradient() -> None:
-    inits, grads = _data(3, shapes=((4, 3), (3,)))
-    up, _ = _run_nabla("Adafactor", {"lr": 0.05, "maximize": True}, inits, grads)
-    down, _ = _run_nabla("Adafactor", {"lr": 0.05}, inits, [[-g for g in step] for step in grads])
-    for a, b in zip(up, down, strict=True):
-        np.testing.assert_array_equal(a.numpy(), b.numpy())
-
-
-def test_adafactor_weight_decay_is_decoupled_and_scaled_by_lr() -> None:
-    inits, _ = _data(0, shapes=((4, 3), (3,)))
-    zero = [[np.zeros_like(a) for a in inits]]
-    params, _ = _run_nabla("Adafactor", {"lr": 0.1, "weight_decay": 0.5}, inits, zero)
-    for p, a in zip(params, inits, strict=True):  # a zero gradient: no update, only p *= 1 - lr * wd
-        np.testing.assert_allclose(p.numpy(), a * np.float32(1 - 0.1 * 0.5), rtol=1e-7)
-
-
-def test_adafactor_state_dict_round_trip_and_shape_check() -> None:
-    inits, grads = _data(4, shapes=((2, 3, 5), (4, 3), (3,)))
-    params, opt = _run_nabla("Adafactor", {"lr": 0.05}, inits, grads[:2])
-    saved_params, saved = [p.numpy().copy() for p in params], opt.state_dict()
-    assert [tuple(saved["state"][i]["row_var"].shape) for i in (0, 1)] == [(2, 3, 1), (4, 1)]
-    assert [tuple(saved["state"][i]["col_var"].shape) for i in (0, 1)] == [(2, 1, 5), (1, 3)]
-    assert sorted(saved["state"][2]) == ["step", "variance"]
-    for step_grads in grads[2:]:
-        for p, g in zip(params, step_grads, strict=True):
-            p.grad = nb.tensor(g)
-        opt.step()
-    resumed, _ = _run_nabla("Adafactor", {}, saved_params, [])
-    opt2 = optim.Adafactor(resumed)
-    opt2.load_state_dict(saved)
-    for step_grads in grads[2:]:
-        for p, g in zip(resumed, step_grads, strict=True):
-            p.grad = nb.tensor(g)
-        opt2.step()
-    for p, q in zip(params, resumed, strict=True):
-        np.testing.assert_array_equal(p.numpy(), q.numpy())
-        for key, value in opt.state[p].items():
-            np.testing.assert_array_equal(opt2.state[q][key].numpy(), value.numpy())
-    saved["state"][1]["row_var"] = nb.zeros((4, 3))
-    with pytest.raises(ValueError, match=r"'row_var' of parameter 1 has shape \(4, 3\), a parameter of shape \(4, 3\)"):
-        optim.Adafactor(resumed).load_state_dict(saved)
-
-
-# -- Muon ---------------------------------------------------------------------------------------
-def _bf16(x: np.ndarray) -> np.ndarray:
-    """float32 values rounded to bfloat16 (nearest, ties to even), as float32."""
-    bits = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
-    return ((bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000).astype(np.uint32).view(np.float32)
-
-
-def _np_muon(w, grads, lr, weight_decay, momentum, nesterov, coefficients, ns_steps, eps, ratio):
-    """PyTorch's Muon in float32 with its bfloat16 Newton-Schulz: (parameter, momentum_buffer)."""
-    a, b, c = coefficients
-    buf = np.zeros_like(w)
-    lerp_small, lerp_big = np.float32(1 - momentum), np.float32(momentum)
-    for g in grads:
-        buf = buf + lerp_small * (g - buf)
-        update = buf - (buf - g) * (np.float32(1) - lerp_big) if nesterov else buf
-        x = _bf16(update)
-        x = x.T if x.shape[0] > x.shape[1] else x
-        x = _bf16(x / max(_bf16(np.sqrt(np.sum(x * x))), np.float32(eps)))
-        for _ in range(ns_steps):
-            gram = _bf16(x @ x.T)
-            x = _bf16(x * np.float32(a) + _bf16(gram * np.float32(b) + (gram @ gram) * np.float32(c)) @ x)
-        x = x.T if update.shape[0] > update.shape[1] else x
-        w = w * np.float32(1 - lr * weight_decay) + x * np.float32(-lr * ratio)
-    return w, buf
-
-
-@pytest.mark.parametrize("nesterov", [True, False], ids=["nesterov", "plain"])
-@pytest.mark.parametrize("adjust_lr_fn", [None, "original", "match_rms_adamw"])
-def test_muon_matches_numpy_reference(nesterov: bool, adjust_lr_fn: str | None) -> None:
-    shapes = ((6, 4), (3, 5), (4, 4))
-    inits, grads = _data(4, shapes=shapes, seed=2)
-    kwargs = {"lr": 0.02, "weight_decay": 0.1, "momentum": 0.9, "nesterov": nesterov, "adjust_lr_fn": adjust_lr_fn}
-    params, opt = _run_nabla("Muon", kwargs, inits, grads)
-    for i, (p, (rows, cols)) in enumerate(zip(params, shapes, strict=True)):
-        ratio = 0.2 * max(rows, cols) ** 0.5 if adjust_lr_fn == "match_rms_adamw" else max(1, rows / cols) ** 0.5
-        want_p, want_buf = _np_muon(
-            inits[i], [g[i] for g in grads], 0.02, 0.1, 0.9, nesterov, (3.4445, -4.7750, 2.0315), 5, 1e-7, ratio
-        )
-        np.testing.assert_allclose(p.numpy(), want_p, rtol=1e-6, atol=1e-7)
-        assert list(opt.state[p]) == ["momentum_buffer"]
-        np.testing.assert_allclose(opt.state[p]["momentum_buffer"].numpy(), want_buf, rtol=1e-6, atol=1e-7)
-
-
-def test_muon_update_is_orthogonalized_and_nesterov_changes_it() -> None:
-    inits, grads = _data(3, shapes=((5, 3),), seed=1)
-    first = {}
-    for nesterov in (True, False):
-        [p], _ = _run_nabla("Muon", {"lr": 1.0, "weight_decay": 0.0, "nesterov": nesterov}, inits, grads[:1])
-        first[nesterov] = (inits[0] - p.numpy()) / np.sqrt(5 / 3)  # lr * sqrt(rows / cols) * O
-    # a quintic iteration tuned for speed: singular values near 1, not exactly 1
-    assert np.all(np.abs(np.linalg.svd(first[True], compute_uv=False) - 1) < 0.35)
-    # after one step B = (1 - momentum) g, and nesterov's g + momentum (B - g) is a multiple of g:
-    # the same orthogonalization but for bfloat16's rounding; later steps differ
-    np.testing.assert_allclose(first[True], first[False], atol=0.02)
-    later = [_run_nabla("Muon", {"lr": 0.1, "nesterov": n}, inits, grads)[0][0].numpy() for n in (True, False)]
-    assert np.abs(later[0] - later[1]).max() > 1e-3
-
-
-def test_muon_adjust_lr_fn_scales_the_step() -> None:
-    _, grads = _data(1, shapes=((6, 4),), seed=3)
-    steps = {}
-    for fn in (None, "original", "match_rms_adamw"):  # from zero: the parameter is the step
-        [p], _ = _run_nabla("Muon", {"lr": 0.01, "adjust_lr_fn": fn}, [np.zeros((6, 4), np.float32)], grads)
-        steps[fn] = p.numpy().astype(np.float64)
-    np.testing.assert_array_equal(steps[None], steps["original"])
-    # original: lr * sqrt(max(1, 6 / 4)); match_rms_adamw: lr * 0.2 * sqrt(max(6, 4))
-    np.testing.assert_allclose(steps["match_rms_adamw"] / steps[None], 0.2 * 6**0.5 / 1.5**0.5, rtol=1e-6)
-
-
-def test_muon_rejects_parameters_that_are_not_matrices() -> None:
-    with pytest.raises(
-        ValueError, match=r"^Muon only supports 2D parameters whereas we found a parameter with size: \(3,\)$"
-    ):
-        optim.Muon([Parameter(nb.zeros((2, 2))), Parameter(nb.zeros(3))])
-    with pytest.raises(ValueError, match=r"size: \(2, 3, 4\)"):
-        optim.Muon([{"params": [Parameter(nb.zeros((2, 3, 4)))]}])
-    opt = optim.Muon([Parameter(nb.zeros((2, 2)))])
-    vector = Parameter(nb.zeros(3))
-    opt.add_param_group({"params": [vector]})  # PyTorch checks this one when it steps
-    vector.grad = nb.ones(3)
-    with pytest.raises(ValueError, match="^Param gradient must be a 2D matrix$"):
-        opt.step()
-
-
-def test_muon_checks_its_iteration_when_it_steps() -> None:
-    p = Parameter(nb.ones((2, 2)))
-    p.grad = nb.ones((2, 2))
-    with pytest.raises(ValueError, match="Number of steps must be less than 100"):
-        optim.Muon([p], ns_steps=100).step()
-    with pytest.raises(ValueError, match="Coefficients must be a tuple of exactly 3 values"):
-        optim.Muon([p], ns_coefficients=(1.0, 2.0)).step()
-
-
-BAD_HYPERPARAMETERS = [
-    ("Adafactor", {"lr": -1.0}),
-    ("Adafactor", {"beta2_decay": 0.5}),
-    ("Adafactor", {"eps": (-1e-3, 1e-3)}),
-    ("Adafactor", {"eps": (None, -1.0)}),
-    ("Adafactor", {"d": 0.5}),
-    ("Adafactor", {"weight_decay": -0.1}),
-    ("Muon", {"lr": -0.1}),
-    ("Muon", {"momentum": -0.9}),
-    ("Muon", {"weight_decay": -1}),
-    ("Muon", {"adjust_lr_fn": "spectral"}),
-]
-
-
-@pytest.mark.parametrize(
-    ("name", "kwargs"), BAD_HYPERPARAMETERS, ids=[f"{n}-{next(iter(k))}" for n, k in BAD_HYPERPARAMETERS]
-)
-def test_adafactor_and_muon_errors_are_pytorchs(name: str, kwargs: dict) -> None:
-    messages = {
-        "lr": "Learning rate should be >= 0 but is: ",
-        "beta2_decay": "beta2_decay should be <= 0 but is: 0.5",
-        "d": "Clipping threshold d should be >= 1 but is: 0.5",
-        "momentum": "momentum should be >= 0 but is: -0.9",
-        "adjust_lr_fn": "Adjust learning rate function spectral is not supported",
-    }
-    key = next(iter(kwargs))
-    if key == "eps":
-        message = "epsilon1 should be >= 0" if kwargs["eps"][0] is not None else "epsilon2 should be >= 0 but is: -1.0"
-    elif key == "weight_decay":
-        message = "weight_decay should be >= 0" if name == "Adafactor" else "weight decay should be >= 0 but is: -1"
-    else:
-        message = messages[key]
-    with pytest.raises(ValueError, match=message) as ours:
-        getattr(optim, name)([Parameter(nb.zeros((2, 2)))], **kwargs)
-    if torch is not None:
-        with pytest.raises(ValueError) as theirs:
-            getattr(torch.optim, name)([torch.nn.Parameter(torch.zeros(2, 2))], **kwargs)
-        assert str(ours.value) == str(theirs.value)
-
-
-@pytest.mark.parametrize("name", ["Adafactor", "Muon"])
-def test_a_sharded_parameter_is_updated_whole_and_keeps_its_layout(name: str) -> None:
-    """The update reads whole parameters (an RMS, matrix products): a tensor-parallel model
-    trains as the single-device one does, its parameters and state keeping their layouts."""
-    mesh = DeviceMesh("tp2", (2,), ("tp",))
-    rng = np.random.default_rng(0)
-    batches = [(rng.standard_normal((8, 12)).astype(np.float32), rng.integers(0, 4, 8)) for _ in range(3)]
-
-    def train(sharded: bool) -> tuple[dict, list]:
-        nb.manual_seed(0)
-        model = nn.Sequential(nn.Linear(12, 32), nn.GELU(), nn.Linear(32, 4))
-        if sharded:
-            shard_module(model, mesh, {"0": colwise("tp"), "2": rowwise("tp")})
-        params = [p for p in model.parameters() if name != "Muon" or p.ndim == 2]
-        opt = getattr(optim, name)(params, lr=0.05)
-        layouts = [p.sharding for p in model.parameters()]
-        for x, y in batches:
-            model.zero_grad()
-            F.cross_entropy(model(nb.tensor(x)), nb.tensor(y)).backward()
-            opt.step()
-        assert [p.sharding for p in model.parameters()] == layouts
-        state = opt.state[model[0].weight]
-        assert all((v.sharding is not None) == sharded for v in state.values())
-        return {k: v.numpy() for k, v in model.state_dict().items()}, layouts
-
-    want, _ = train(False)
-    got, layouts = train(True)
-    assert layouts[0] is not None and not layouts[0].is_replicated
-    for key, value in want.items():
-        np.testing.assert_allclose(got[key], value, rtol=1e-5, atol=1e-6, err_msg=key)
-
-
-# -- step counts shared by the parameters stepped together --------------------------------------
-def _three_params() -> list[Parameter]:
-    rng = np.random.default_rng(3)
-    return [Parameter(nb.tensor(rng.standard_normal(s).astype(np.float32))) for s in ((4, 3), (3,), (2, 2))]
-
-
-def _step(opt: optim.Optimizer, params: list, skip: Parameter | None = None) -> None:
-    opt.zero_grad()
-    for p in params:
-        if p is not skip:
-            p.grad = nb.tensor(np.full(p.shape, 0.5, np.float32))
-    opt.step()
-
-
-def test_parameters_stepped_together_share_one_step_value_behind_their_own_tensors():
-    params = _three_params()
-    opt = optim.Adam(params, lr=0.1)
-    for _ in range(3):
-        _step(opt, params)
-    steps = [opt.state[p]["step"] for p in params]
-    assert len({id(s) for s in steps}) == 3  # each parameter keeps its own Tensor object
-    assert len({id(s._impl) for s in steps}) == 1  # one value: one graph input, computed once
-    assert [s.item() for s in steps] == [3.0, 3.0, 3.0]
-    # state_dict gives each parameter its own storage, as PyTorch's per-parameter step tensors
-    saved = [s["step"] for s in opt.state_dict()["state"].values()]
-    assert len({id(s._impl.data) for s in saved}) == 3 and [s.item() for s in saved] == [3.0, 3.0, 3.0]
-    # a user's in-place change of one parameter's step leaves the others alone
-    steps[0].add_(10.0)
-    assert [s.item() for s in steps] == [13.0, 3.0, 3.0]
-
-
-def test_a_parameter_without_a_gradient_keeps_its_step_while_the_others_advance():
-    params = _three_params()
-    opt, ref = optim.AdamW(params, lr=0.1), optim.AdamW([Parameter(nb.tensor(p.numpy())) for p in params], lr=0.1)
-    for i in range(4):
-        _step(opt, params, skip=params[1] if i in (1, 2) else None)
-        _step(ref, ref.param_groups[0]["params"], skip=ref.param_groups[0]["params"][1] if i in (1, 2) else None)
-    assert [opt.state[p]["step"].item() for p in params] == [4.0, 2.0, 4.0]
-    for p, q in zip(params, ref.param_groups[0]["params"], strict=True):
-        np.testing.assert_array_equal(p.numpy(), q.numpy())
-    # parameters 0 and 2 still share their value; parameter 1 has its own since it skipped
-    impls = [opt.state[p]["step"]._impl for p in params]
-    assert impls[0] is impls[2] and impls[1] is not impls[0]
-
-
-def test_a_loaded_state_shares_equal_step_counts_only():
-    params = _three_params()
-    opt = optim.Adam(params, lr=0.1)
-    for i in range(3):
-        _step(opt, params, skip=params[2] if i == 0 else None)
-    saved = opt.state_dict()
-    resumed = [Parameter(nb.tensor(p.numpy())) for p in params]
-    opt2 = optim.Adam(resumed, lr=0.1)
-    opt2.load_state_dict(saved)
-    steps = [opt2.state[p]["step"] for p in resumed]
-    assert [s.item() for s in steps] == [3.0, 3.0, 2.0]
-    assert steps[0]._impl is steps[1]._impl and steps[2]._impl is not steps[0]._impl
-    nb.reset_cache_info()
-    _step(opt, params)
-    _step(opt2, resumed)
-    assert nb.cache_info().misses == 0  # the loaded state has the live one's structure
-    for p, q in zip(params, resumed, strict=True):
-        np.testing.assert_array_equal(p.numpy(), q.numpy())
-
-
-def test_a_compiled_step_traces_again_when_shared_step_counts_part():
-    # The trace reads the parameters' shared step value once; a loaded state whose counts
-    # differ must not run that trace (it would give every parameter the first one's count).
-    params = _three_params()
-    ref = [Parameter(nb.tensor(p.numpy())) for p in params]
-    opt, ref_opt = optim.Adam(params, lr=0.1), optim.Adam(ref, lr=0.1)
-
-    @nb.compile
-    def train_step() -> None:
-        _step(opt, params)
-
-    for _ in range(3):
-        train_step()
-    for i in range(3):
-        _step(ref_opt, ref, skip=ref[2] if i == 0 else None)  # parameter 2 one step behind
-    opt.load_state_dict(ref_opt.state_dict())
-    for p, q in zip(params, ref, strict=True):
-        p.data = nb.tensor(q.numpy())
-    traces = train_step.stats.traces
-    train_step()
-    _step(ref_opt, ref)
-    assert train_step.stats.traces == traces + 1
-    assert [opt.state[p]["step"].item() for p in params] == [4.0, 4.0, 3.0]
-    for p, q in zip(params, ref, strict=True):
-        np.testing.assert_array_equal(p.numpy(), q.numpy())
