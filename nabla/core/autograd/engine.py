@@ -38,8 +38,11 @@ RELEASED_MESSAGE = (
 )
 
 
-def _topo_nodes(outputs: list[TensorImpl], wrt_ids: set[int] | None) -> list[Any]:
-    """OpNodes on a path from a differentiable leaf (or `wrt`) to `outputs`, inputs first."""
+def _topo_nodes(outputs: list[TensorImpl], wrt_ids: set[int] | None, cut: bool = True) -> list[Any]:
+    """OpNodes on a path from a differentiable leaf (or `wrt`) to `outputs`, inputs first.
+    `cut=False`: the walk goes on past a `wrt` tensor that has a recipe (`backward(inputs=[b,
+    a * b])` needs b's gradient through the product)."""
+    through = wrt_ids if not cut else None
     # Every backward of a training step walks its forward here: one stack level per node
     # being expanded (an iterator over its arguments, resumed after a child is expanded), the
     # outputs being level 0; impls are dict keys themselves (identity hashing), attributes are
@@ -55,7 +58,7 @@ def _topo_nodes(outputs: list[TensorImpl], wrt_ids: set[int] | None) -> list[Any
             child = impl.output_refs
             is_target = wrt_ids is not None and id(impl) in wrt_ids
             leaf = child is None or not child.op.differentiable
-            if is_target or leaf or not impl.requires_grad:
+            if (is_target and through is None) or leaf or not impl.requires_grad:
                 relevant[impl] = is_target or (wrt_ids is None and impl.requires_grad and leaf)
                 continue
             stack.append((iter(child.args), child.args, child))  # expand it, then come back
@@ -68,7 +71,7 @@ def _topo_nodes(outputs: list[TensorImpl], wrt_ids: set[int] | None) -> list[Any
             for ref in node._refs:
                 out = ref()
                 if out is not None:
-                    relevant[out] = rel
+                    relevant[out] = rel or (through is not None and id(out) in through)
             if rel:
                 order.append(node)
 
@@ -80,6 +83,7 @@ def backward_on_trace(
     *,
     retain_graph: bool = True,
     create_graph: bool = True,
+    cut: bool = True,
 ) -> dict[int, tuple[TensorImpl, Tensor]]:
     """Reverse-mode AD over the recorded trace.
 
@@ -89,12 +93,13 @@ def backward_on_trace(
         wrt: impls to differentiate with respect to; None means every leaf that requires grad.
         retain_graph: False marks the visited nodes as consumed (PyTorch's `backward` default).
         create_graph: record the backward computation itself, for higher-order derivatives.
+        cut: the walk stops at `wrt` tensors (False: it goes on through those that have a recipe).
 
     Returns:
         `{id(impl): (impl, cotangent)}` for each `wrt` impl (or leaf) the outputs depend on.
     """
     wrt_ids = None if wrt is None else {id(w) for w in wrt}
-    nodes = _topo_nodes(outputs, wrt_ids)
+    nodes = _topo_nodes(outputs, wrt_ids, cut)
     for node in nodes:
         if node.released:
             raise RuntimeError(RELEASED_MESSAGE)
@@ -234,10 +239,31 @@ def _seed(tensor: Tensor) -> Tensor:
     return Tensor(seed)
 
 
+def _backward_inputs(inputs: Any) -> dict[int, Tensor]:
+    """`backward(inputs=...)`: the tensors (one, or a sequence) whose `.grad` it accumulates."""
+    tensors = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+    if not tensors:
+        raise RuntimeError("backward: inputs= must not be empty")
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"backward: inputs[{i}] must be a Tensor, got {type(t).__name__}")
+        if not t.requires_grad:
+            raise RuntimeError(f"backward: inputs[{i}] (shape {tuple(t.shape)}) does not require grad")
+    return {id(t._impl): t for t in tensors}
+
+
 def tensor_backward(
-    tensor: Tensor, gradient: Tensor | None = None, *, retain_graph: bool = False, create_graph: bool = False
+    tensor: Tensor,
+    gradient: Tensor | None = None,
+    *,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    inputs: Any = None,
 ) -> None:
-    """`Tensor.backward`: accumulate gradients into `.grad` of the leaves that require grad."""
+    """`Tensor.backward`: accumulate gradients into `.grad` of the leaves that require grad (of
+    `inputs` only, when given). `retain_graph` defaults to `create_graph`, as in PyTorch."""
+    if retain_graph is None:
+        retain_graph = create_graph
     impl = tensor._impl
     if not impl.requires_grad:
         raise RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
@@ -252,10 +278,15 @@ def tensor_backward(
         gradient = OPS.tensor(gradient, tensor.dtype)
     if tuple(gradient.shape) != tuple(tensor.shape):
         raise RuntimeError(f"backward: gradient has shape {gradient.shape}, tensor has shape {tensor.shape}")
-    grads = backward_on_trace([impl], [gradient], None, retain_graph=retain_graph, create_graph=create_graph)
+    chosen = None if inputs is None else _backward_inputs(inputs)  # {id(impl): facade}
+    wrt = None if chosen is None else [t._impl for t in chosen.values()]
+    grads = backward_on_trace([impl], [gradient], wrt, retain_graph=retain_graph, create_graph=create_graph, cut=False)
     traced = TRACE.state is not None  # (one check: a training step accumulates every parameter's)
     for leaf, g in grads.values():
-        facade = leaf.facade() if leaf.facade is not None else None
+        if chosen is not None:
+            facade = chosen.get(id(leaf))
+        else:
+            facade = leaf.facade() if leaf.facade is not None else None
         if facade is None:
             continue
         if not create_graph and g._impl.requires_grad:

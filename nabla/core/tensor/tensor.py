@@ -282,15 +282,23 @@ class Tensor(ViewMethods, ShapeMethods, TorchMethods, TorchMath, TorchInPlace):
             GRAPH.add_unrealized(self)
         impl.facade = weakref.ref(self) if impl.requires_grad else None
 
-    def backward(self, gradient: Tensor | None = None, retain_graph: bool = False, create_graph: bool = False) -> None:
+    def backward(
+        self,
+        gradient: Tensor | None = None,
+        retain_graph: bool | None = None,
+        create_graph: bool = False,
+        inputs: Any = None,
+    ) -> None:
         """Accumulate d(self)/d(leaf) into `.grad` of every leaf with `requires_grad=True`.
 
         Args:
             gradient: the cotangent; required unless self is a scalar.
-            retain_graph: keep the trace so backward can run through it again.
+            retain_graph: keep the trace so backward can run through it again (default:
+                `create_graph`, as in PyTorch).
             create_graph: record the backward ops, for higher-order gradients.
+            inputs: only these tensors (leaves or not) accumulate into their `.grad`.
         """
-        OPS.backward(self, gradient, retain_graph=retain_graph, create_graph=create_graph)
+        OPS.backward(self, gradient, retain_graph=retain_graph, create_graph=create_graph, inputs=inputs)
 
     # -- data access (evaluates) ----------------------------------------------------------
     def realize(self) -> Tensor:
