@@ -35,6 +35,26 @@ PROGRAMS = {
     "detach": lambda lib, x: x.detach()[0].zero_(),
     "copy_": lambda lib, x: x[0].copy_(lib.tensor([7.0, 8.0, 9.0])),
     "iadd on an index": lambda lib, x: x[0].__iadd__(1),
+    "no-op index": lambda lib, x: x[:].add_(1),  # (the op hands back its input: still a new view)
+    "no-op reshape": lambda lib, x: x.reshape(2, 3).mul_(2),
+    "no-op permute": lambda lib, x: x.permute(0, 1)[1].add_(1),
+    "diagonal": lambda lib, x: x.diagonal().fill_(-1),
+    "diagonal above": lambda lib, x: x.diagonal(1).zero_(),
+    "diagonal of a transpose": lambda lib, x: x.t().diagonal(-1).mul_(3),
+    "movedim": lambda lib, x: x.movedim(0, 1)[0].fill_(5),
+    "unfold": lambda lib, x: x.unfold(1, 2, 1)[:, 1].fill_(7),
+    "tensor_split": lambda lib, x: x.tensor_split([1], dim=1)[1].zero_(),
+    "hsplit": lambda lib, x: x.hsplit([2])[0].add_(10),
+    "contiguous of a row": lambda lib, x: x[1].contiguous().zero_(),
+    "reshape of rows": lambda lib, x: x[1:].reshape(-1).add_(1),
+}
+
+# Views PyTorch lays out non-contiguously: `contiguous()` and a `reshape` no view can express copy.
+COPIES = {
+    "contiguous of a transpose": lambda lib, x: x.t().contiguous().zero_(),
+    "reshape of a transpose": lambda lib, x: x.t().reshape(-1).add_(100),
+    "flatten of a transpose": lambda lib, x: x.t().flatten().add_(100),
+    "reshape of columns": lambda lib, x: x[:, 1:].reshape(-1).zero_(),
 }
 
 
@@ -50,6 +70,49 @@ def test_in_place_ops_on_a_view_write_through_to_its_base(name):
     assert not np.array_equal(got, np.arange(6.0).reshape(2, 3)), "the base did not change"
     if torch is not None:
         np.testing.assert_array_equal(got, _run(torch, PROGRAMS[name]))
+
+
+@pytest.mark.parametrize("name", sorted(COPIES))
+def test_contiguous_and_reshape_copy_a_non_contiguous_view(name):
+    got = _run(nb, COPIES[name])
+    np.testing.assert_array_equal(got, np.arange(6.0).reshape(2, 3))
+    if torch is not None:
+        np.testing.assert_array_equal(got, _run(torch, COPIES[name]))
+
+
+# (view, PyTorch's strides and contiguity for a 3x4 base)
+LAYOUTS = {
+    "base": (lambda x: x, (4, 1), True),
+    "transpose": (lambda x: x.t(), (1, 4), False),
+    "columns": (lambda x: x[:, 1:], (4, 1), False),
+    "every other row": (lambda x: x[::2], (8, 1), False),
+    "rows": (lambda x: x[1:], (4, 1), True),
+    "diagonal": (lambda x: x.diagonal(), (5,), False),
+    "unfold": (lambda x: x.unfold(1, 2, 1), (4, 1, 1), False),
+    "new axes": (lambda x: x[None, :, None], (12, 4, 4, 1), True),
+    "unsqueezed transpose": (lambda x: x.t().unsqueeze(1), (1, 12, 4), False),
+    "strided view of a reshape": (lambda x: x.reshape(2, 6)[:, ::3], (6, 3), False),
+    "contiguous of a transpose": (lambda x: x.t().contiguous(), (3, 1), True),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LAYOUTS))
+def test_stride_and_is_contiguous_follow_pytorch(name):
+    view, strides, contiguous = LAYOUTS[name]
+    got = view(nb.arange(12.0).reshape(3, 4))
+    assert (got.stride(), got.is_contiguous()) == (strides, contiguous)
+    assert got.stride(-1) == strides[-1]
+    if torch is not None:
+        ref = view(torch.arange(12.0).reshape(3, 4))
+        assert (ref.stride(), ref.is_contiguous()) == (strides, contiguous)
+
+
+def test_view_of_a_non_contiguous_view_raises_naming_the_layout():
+    x = nb.arange(12.0).reshape(3, 4)
+    with pytest.raises(RuntimeError, match=r"shape \(4, 3\) and strides \(1, 4\).*as shape \(12,\).*reshape"):
+        x.t().view(-1)
+    assert x.t().view(4, 1, 3).shape == (4, 1, 3)  # a view still can add a size-1 dim
+    np.testing.assert_array_equal(x.t().contiguous().view(-1).numpy(), np.arange(12.0).reshape(3, 4).T.ravel())
 
 
 def test_a_view_takes_its_bases_later_updates_before_its_own():

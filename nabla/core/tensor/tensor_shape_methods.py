@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .dispatch import OPS
+from .strides import layout_of, reshape_strides
 from .torch_methods import _src_or_value
 
 if TYPE_CHECKING:  # annotations only: tensor.py imports this module
@@ -29,14 +30,14 @@ class ShapeMethods:
     # Shape methods return views (PyTorch): an in-place op on the result writes through.
     def reshape(self, *shape: Any) -> Tensor:
         out = OPS.reshape(self, shape[0] if len(shape) == 1 and isinstance(shape[0], tuple | list) else shape)
-        return out._as_view_of(self, "reshape", out.shape)
+        return _reshaped(self, out, "reshape")
 
     def view(self, *shape: Any) -> Tensor:
-        return self.reshape(*shape)
+        out = OPS.reshape(self, shape[0] if len(shape) == 1 and isinstance(shape[0], tuple | list) else shape)
+        return _reshaped(self, out, "view")
 
     def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
-        out = OPS.flatten(self, start_dim, end_dim)
-        return out._as_view_of(self, "reshape", out.shape)
+        return _reshaped(self, OPS.flatten(self, start_dim, end_dim), "flatten")
 
     def transpose(self, dim0: int = -2, dim1: int = -1) -> Tensor:
         out = OPS.transpose(self, dim0, dim1)
@@ -98,6 +99,24 @@ class ShapeMethods:
     def repeat_interleave(self, repeats: Any, dim: int | None = None) -> Tensor:
         return OPS.repeat_interleave(self, repeats, dim)
 
+    def tensor_split(self, indices_or_sections: Any, dim: int = 0) -> tuple:
+        pieces = OPS.tensor_split(self, indices_or_sections, dim)
+        return _pieces_as_views(self, pieces, dim, _split_bounds(self.shape[dim], indices_or_sections))
+
+    def hsplit(self, indices_or_sections: Any) -> tuple:
+        return _directional(self, OPS.hsplit, indices_or_sections, 1 if self.ndim > 1 else 0)
+
+    def vsplit(self, indices_or_sections: Any) -> tuple:
+        return _directional(self, OPS.vsplit, indices_or_sections, 0)
+
+    def dsplit(self, indices_or_sections: Any) -> tuple:
+        return _directional(self, OPS.dsplit, indices_or_sections, 2)
+
+    def unfold(self, dimension: int, size: int, step: int) -> Tensor:
+        """The windows of `size` entries every `step` along `dimension`, in a new last dim (a view)."""
+        out = OPS.unfold(self, dimension, size, step)
+        return out._as_view_of(self, "unfold", (dimension % max(self.ndim, 1), int(size), int(step)))
+
     def split(self, split_size: Any, dim: int = 0) -> tuple:
         return _pieces_as_views(self, OPS.split(self, split_size, dim), dim)
 
@@ -115,10 +134,12 @@ class ShapeMethods:
         return OPS.triu(self, diagonal)
 
     def diagonal(self, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
-        return OPS.diagonal(self, offset, dim1, dim2)
+        out = OPS.diagonal(self, offset, dim1, dim2)
+        return out._as_view_of(self, "diagonal", (int(offset), dim1 % self.ndim, dim2 % self.ndim))
 
     def moveaxis(self, source: Any, destination: Any) -> Tensor:
-        return OPS.moveaxis(self, source, destination)
+        out = OPS.moveaxis(self, source, destination)
+        return out._as_view_of(self, "permute", _moved(self.ndim, source, destination))
 
     movedim = moveaxis
 
@@ -145,17 +166,62 @@ class ShapeMethods:
         return OPS.scatter_add(self, dim, index, src)
 
 
+def _reshaped(base: Tensor, out: Tensor, what: str) -> Tensor:
+    """`out`, a reshape of `base`: a view of it, unless base is a view PyTorch lays out so that
+    no view can have out's shape (a transpose flattened): then `reshape` copies, `view` raises."""
+    if getattr(base, "_view", None) is not None:
+        layout = layout_of(base)
+        if reshape_strides(layout, tuple(out.shape)) is None:
+            if what == "view":
+                raise RuntimeError(
+                    f"view: a tensor of shape {layout[0]} and strides {layout[1]} (a non-contiguous view) cannot be "
+                    f"viewed as shape {tuple(out.shape)}; use .reshape(...), which copies, or .contiguous() first"
+                )
+            return OPS.identity(base) if out is base else out
+    return out._as_view_of(base, "reshape", out.shape)
+
+
+def _split_bounds(n: int, indices_or_sections: Any) -> list[tuple]:
+    """Each `tensor_split` piece's (start, stop), read as a Python slice: k near-equal pieces
+    (the first n % k one longer) or the pieces between the given indices."""
+    spec = indices_or_sections.tolist() if hasattr(indices_or_sections, "tolist") else indices_or_sections
+    if isinstance(spec, int):
+        size, extra = divmod(n, spec)
+        starts = [i * size + min(i, extra) for i in range(spec + 1)]
+        return list(zip(starts, starts[1:], strict=False))
+    cuts = [0, *(int(i) for i in spec), None]
+    return list(zip(cuts, cuts[1:], strict=False))
+
+
+def _directional(base: Tensor, split: Any, indices_or_sections: Any, dim: int) -> tuple:
+    """hsplit/vsplit/dsplit: `split`'s pieces, each a view of its slice along `dim`."""
+    pieces = split(base, indices_or_sections)
+    return _pieces_as_views(base, pieces, dim, _split_bounds(base.shape[dim], indices_or_sections))
+
+
+def _moved(ndim: int, source: Any, destination: Any) -> tuple[int, ...]:
+    """The permutation `moveaxis(source, destination)` applies (NumPy's order)."""
+    src = [int(s) % ndim for s in (source if isinstance(source, tuple | list) else (source,))]
+    dst = [int(d) % ndim for d in (destination if isinstance(destination, tuple | list) else (destination,))]
+    order = [d for d in range(ndim) if d not in src]
+    for d, s in sorted(zip(dst, src, strict=True)):
+        order.insert(d, s)
+    return tuple(order)
+
+
 def _axis_index(ndim: int, dim: int, item: Any) -> tuple:
     """The basic index selecting `item` (an int or slice) along `dim`."""
     return (slice(None),) * (dim % ndim) + (item,)
 
 
-def _pieces_as_views(base: Tensor, pieces: tuple, dim: int) -> tuple:
-    """split/chunk results: each a view of its slice of `base` along `dim`."""
+def _pieces_as_views(base: Tensor, pieces: tuple, dim: int, bounds: Any = None) -> tuple:
+    """split/chunk results: each a view of its slice of `base` along `dim` (the pieces follow
+    each other, unless `bounds` gives each piece's (start, stop) as a Python slice reads them)."""
     start = 0
-    for piece in pieces:
+    for i, piece in enumerate(pieces):
         stop = start + piece.shape[dim]
-        piece._as_view_of(base, "index", _axis_index(base.ndim, dim, slice(start, stop)))
+        item = slice(start, stop) if bounds is None else slice(*bounds[i])
+        pieces = pieces[:i] + (piece._as_view_of(base, "index", _axis_index(base.ndim, dim, item)),) + pieces[i + 1 :]
         start = stop
     return pieces
 

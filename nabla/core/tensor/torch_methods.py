@@ -23,6 +23,7 @@ from ..common import dtypes as _dt
 from ..common.hooks import RemovableHandle, add_hook
 from .dispatch import OPS
 from .impl import GRAD_HOOKS
+from .strides import is_contiguous, layout_of
 
 if TYPE_CHECKING:  # annotations only: tensor.py imports this module
     from .tensor import Tensor
@@ -284,9 +285,6 @@ class TorchMethods:
         """The slice at `index` along `dim`, which is removed (a view)."""
         return self[(slice(None),) * (dim % self.ndim) + (index,)]
 
-    def tensor_split(self, indices_or_sections: Any, dim: int = 0) -> tuple:
-        return OPS.tensor_split(self, indices_or_sections, dim)
-
     def swapdims(self, dim0: int, dim1: int) -> Any:
         return self.swapaxes(dim0, dim1)
 
@@ -299,12 +297,20 @@ class TorchMethods:
     def type_as(self, other: Any) -> Any:
         return OPS.cast(self, other.dtype)
 
-    def contiguous(self) -> Any:
-        """Self: nabla's tensors are always laid out contiguously."""
-        return self
+    def contiguous(self, memory_format: Any = None) -> Any:
+        """Self, unless self is a view PyTorch lays out non-contiguously (a transpose, a strided
+        slice, a diagonal): then a copy, so in-place ops on it leave the viewed tensor alone."""
+        return self if getattr(self, "_view", None) is None or self.is_contiguous() else OPS.identity(self)
 
-    def is_contiguous(self) -> bool:
-        return True
+    def is_contiguous(self, memory_format: Any = None) -> bool:
+        """Whether PyTorch's strides for this tensor are row-major (see `strides.py`)."""
+        return is_contiguous(*layout_of(self))
+
+    def stride(self, dim: int | None = None) -> Any:
+        """PyTorch's strides in elements: row-major, except for views taken by a transpose,
+        slice, diagonal or unfold, which have their base's."""
+        strides = layout_of(self)[1]
+        return strides if dim is None else strides[dim]
 
     # -- new tensors like this one ----------------------------------------------------------
     def new_zeros(self, *size: Any, dtype: Any = None, requires_grad: bool = False) -> Any:
@@ -406,19 +412,6 @@ class TorchMethods:
 
     def flipud(self) -> Tensor:
         return OPS.flipud(self)
-
-    def hsplit(self, indices_or_sections: Any) -> tuple:
-        return OPS.hsplit(self, indices_or_sections)
-
-    def vsplit(self, indices_or_sections: Any) -> tuple:
-        return OPS.vsplit(self, indices_or_sections)
-
-    def dsplit(self, indices_or_sections: Any) -> tuple:
-        return OPS.dsplit(self, indices_or_sections)
-
-    def unfold(self, dimension: int, size: int, step: int) -> Tensor:
-        """The windows of `size` entries every `step` along `dimension`, in a new last dim."""
-        return OPS.unfold(self, dimension, size, step)
 
     def split_with_sizes(self, split_sizes: Any, dim: int = 0) -> tuple:
         return self.split(list(split_sizes), dim)

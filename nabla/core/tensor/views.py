@@ -27,8 +27,11 @@ class ViewMethods:
     __slots__ = ()
 
     def _as_view_of(self, base: Tensor, kind: str, arg: Any) -> Tensor:
-        """Remember that self was taken from `base` (kind "index", "reshape", "permute" or
-        "alias" for `.data`/`detach()`), so an in-place op on self writes through to base."""
+        """Remember that self was taken from `base` (kind "index", "reshape", "permute",
+        "diagonal", "unfold" or "alias" for `.data`/`detach()`), so an in-place op on self writes
+        through to base."""
+        if self is base:  # the op changed nothing and handed back its input (`x[:]`, `x.reshape(x.shape)`)
+            self = OPS.identity(base)
         self._view = (base, base._impl, kind, arg)
         return self
 
@@ -114,18 +117,39 @@ class ViewMethods:
         return self
 
 
+def _scatter_back(base: Tensor, view: Tensor, positions: np.ndarray) -> Tensor:
+    """The base with the view's values written at `positions` (the flat index in base of each
+    view element): the write-through of views that are no slice or reshape."""
+    flat = OPS.setitem(OPS.reshape(base, (-1,)), OPS.tensor(positions.reshape(-1)), OPS.reshape(view, (-1,)))
+    return OPS.reshape(flat, base.shape)
+
+
+def _positions(base: Tensor) -> np.ndarray:
+    return np.arange(base.numel(), dtype=np.int64).reshape(base.shape)
+
+
+def _unfold_positions(base: Tensor, arg: tuple[int, int, int]) -> np.ndarray:
+    dim, size, step = arg
+    windows = np.lib.stride_tricks.sliding_window_view(_positions(base), size, axis=dim)
+    return windows[(slice(None),) * dim + (slice(None, None, step),)]
+
+
 # A view's value from its base's, and the base's new value from the view's (write-through).
 _VIEW_OF = {
     "index": lambda base, index: OPS.getitem(base, index),
     "reshape": lambda base, shape: OPS.reshape(base, shape),
     "permute": lambda base, perm: OPS.permute(base, perm),
     "alias": lambda base, _: OPS.detach(base),
+    "diagonal": lambda base, arg: OPS.diagonal(base, *arg),
+    "unfold": lambda base, arg: OPS.unfold(base, *arg),
 }
 _BASE_FROM = {
     "index": lambda base, view, index: OPS.setitem(base, index, view),
     "reshape": lambda base, view, _: OPS.reshape(view, base.shape),
     "permute": lambda base, view, perm: OPS.permute(view, tuple(int(i) for i in np.argsort(perm))),
     "alias": lambda base, view, _: OPS.detach(view),
+    "diagonal": lambda base, view, arg: _scatter_back(base, view, np.diagonal(_positions(base), *arg)),
+    "unfold": lambda base, view, arg: _scatter_back(base, view, _unfold_positions(base, arg)),
 }
 
 
