@@ -74,9 +74,10 @@ class Module(_Modes, _StateDict):
         object.__setattr__(self, "_buffers", _Store())
         object.__setattr__(self, "_non_persistent_buffers", set())
         object.__setattr__(self, "_modules", _Store())
-        object.__setattr__(self, "_forward_hooks", OrderedDict())
-        object.__setattr__(self, "_forward_pre_hooks", OrderedDict())
-        object.__setattr__(self, "_backward_hooks", OrderedDict())  # id -> ("full" | "pre", hook)
+        # (forward and backward hooks are traced into a compiled call: their stores count changes)
+        object.__setattr__(self, "_forward_hooks", _Store())
+        object.__setattr__(self, "_forward_pre_hooks", _Store())
+        object.__setattr__(self, "_backward_hooks", _Store())  # id -> ("full" | "pre", hook)
         # state_dict hooks, as PyTorch's (a flag beside a hook where it needs one):
         object.__setattr__(self, "_state_dict_pre_hooks", OrderedDict())  # id -> hook
         object.__setattr__(self, "_state_dict_hooks", OrderedDict())  # id -> (hook, public: must return None)
@@ -121,8 +122,8 @@ class Module(_Modes, _StateDict):
             state.module_depth -= 1
 
     def _trace_signature(self) -> tuple:
-        """What a trace through this module depends on besides tensor values: every module's
-        training flag and which tensor object each parameter and buffer name holds."""
+        """What a trace through this module depends on besides tensor values: every submodule,
+        its training flag and hooks, and which tensor object each parameter and buffer name holds."""
         named, modes = self._tree()
         return modes, tuple((n, id(t)) for n, t in named)
 
@@ -523,7 +524,8 @@ class Module(_Modes, _StateDict):
         for name in _STATE_DICT_HOOK_STORES:  # a state from before these stores existed (as PyTorch's __setstate__)
             if name not in self.__dict__:
                 self.__dict__[name] = OrderedDict()
-        for name in ("_parameters", "_buffers", "_modules"):  # (a state pickled with plain dicts)
+        for name in ("_parameters", "_buffers", "_modules", "_forward_hooks", "_forward_pre_hooks", "_backward_hooks"):
+            # (a state pickled with plain dicts)
             if type(self.__dict__.get(name)) is not _Store:
                 self.__dict__[name] = _Store(self.__dict__.get(name, ()))
 

@@ -9,16 +9,18 @@ Example:
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Callable
 
 from nabla.core.common.hooks import RemovableHandle, add_hook
 
+from .module_pytree import _Store
+
 # Same entry layouts as a module's own registries (module.py): forward pre-hooks (hook, with_kwargs),
-# forward hooks (hook, with_kwargs, always_call), backward hooks ("full" | "pre", hook).
-GLOBAL_FORWARD_PRE_HOOKS: OrderedDict = OrderedDict()
-GLOBAL_FORWARD_HOOKS: OrderedDict = OrderedDict()
-GLOBAL_BACKWARD_HOOKS: OrderedDict = OrderedDict()
+# forward hooks (hook, with_kwargs, always_call), backward hooks ("full" | "pre", hook). Like
+# those, each change bumps the module trees' version: a compiled module traces its hooks in.
+GLOBAL_FORWARD_PRE_HOOKS: _Store = _Store()
+GLOBAL_FORWARD_HOOKS: _Store = _Store()
+GLOBAL_BACKWARD_HOOKS: _Store = _Store()
 
 
 def register_module_forward_pre_hook(hook: Callable) -> RemovableHandle:

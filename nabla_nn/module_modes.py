@@ -15,6 +15,7 @@ from nabla import Tensor
 from nabla.core.common import dtypes as _dt
 from nabla.core.common.devices import names_device
 
+from .module_hooks import GLOBAL_BACKWARD_HOOKS, GLOBAL_FORWARD_HOOKS, GLOBAL_FORWARD_PRE_HOOKS
 from .module_pytree import _Tree
 
 if TYPE_CHECKING:  # type hints only: module.py imports this file
@@ -116,12 +117,14 @@ class _Modes:
     def _all_tensors(self) -> list[tuple[str, Tensor]]:
         return self._tree()[0]
 
-    def _tree(self) -> tuple[list[tuple[str, Tensor]], tuple[bool, ...]]:
+    def _tree(self) -> tuple[list[tuple[str, Tensor]], tuple]:
         """One walk for a compiled call's flatten: `[*named_parameters(), *named_buffers()]`
-        and every module's training flag (in `modules()` order), without nested generators."""
+        and what else a trace through the tree depends on: the hooks on every module, then each
+        module (by identity: a swapped layer traces again), its training flag and its hooks, in
+        `modules()` order, without nested generators."""
         params: list[tuple[str, Tensor]] = []
         buffers: list[tuple[str, Tensor]] = []
-        modes: list[bool] = []
+        modes: list = [_hook_ids(GLOBAL_FORWARD_PRE_HOOKS, GLOBAL_FORWARD_HOOKS, GLOBAL_BACKWARD_HOOKS)]
         seen_modules: set[int] = set()
         seen_params: set[int] = set()
         seen_buffers: set[int] = set()
@@ -131,7 +134,13 @@ class _Modes:
             if id(module) in seen_modules:
                 continue
             seen_modules.add(id(module))
-            modes.append(module.training)
+            modes.append(
+                (
+                    module,
+                    module.training,
+                    _hook_ids(module._forward_pre_hooks, module._forward_hooks, module._backward_hooks),
+                )
+            )
             dot = f"{prefix}." if prefix else ""
             for out, seen, store in (
                 (params, seen_params, module._parameters),
@@ -143,3 +152,8 @@ class _Modes:
                         out.append((dot + name, value))
             stack += [(dot + name, m) for name, m in reversed(module._modules.items()) if m is not None]
         return params + buffers, tuple(modes)
+
+
+def _hook_ids(pre: dict, forward: dict, backward: dict) -> tuple | None:
+    """Which hooks are registered (their handles' ids; None when there are none)."""
+    return (tuple(pre), tuple(forward), tuple(backward)) if pre or forward or backward else None

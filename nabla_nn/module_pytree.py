@@ -43,7 +43,8 @@ def _forward_of(module: Module) -> Callable[..., Any]:
 # -- Modules as pytrees: leaves are the parameters and buffers, the module is the structure ----
 class _ModuleDef:
     """The hashable structure of a flattened module: the original module (by identity), the
-    names of its leaves, and every submodule's training flag (train/eval changes the trace)."""
+    names of its leaves, and `_tree`'s modes: every submodule (by identity), its training flag
+    (train/eval changes the trace) and hooks, and the hooks on every module."""
 
     __slots__ = ("_hash", "module", "modes", "names")
 

@@ -296,6 +296,48 @@ def test_last_hit_record_sees_every_change_to_the_module_tree():
     assert not np.allclose(out, reference(x).numpy())  # with dropout on
 
 
+def test_swapped_parameter_free_layers_and_later_hooks_trace_again():
+    """What a compiled module traced in besides its tensors: which layer objects it holds (a
+    swapped ReLU has no parameters to tell it) and the hooks on them and on every module, also
+    when registered or removed after the first call."""
+    model = _model("mlp")
+    model.compile()
+    closure = nn.Sequential(nn.Linear(12, 4), nn.ReLU())
+    f = nb.compile(lambda t: closure(t))
+    x = nb.tensor(X)
+
+    def check(module: nn.Module, out: nb.Tensor) -> None:
+        expected = nn.Sequential(*module) if isinstance(module, nn.Sequential) else module
+        with nb.no_grad():
+            np.testing.assert_allclose(out.numpy(), expected.forward(x).numpy(), rtol=1e-5, atol=1e-6)
+
+    with nb.no_grad():
+        for m, run in ((model, model), (closure, f)):
+            run(x)
+            m[1] = nn.LeakyReLU(0.5)
+            check(m, run(x))
+            m[1] = nn.Tanh()
+            check(m, run(x))
+    handle = model[2].register_forward_hook(lambda mod, args, out: out * 0)
+    with nb.no_grad():
+        np.testing.assert_array_equal(model(x).numpy(), 0)
+        handle.remove()
+        assert np.abs(model(x).numpy()).sum() > 0
+        handle = nn.register_module_forward_hook(
+            lambda mod, args, out: out * 0 if getattr(mod, "out_features", 0) == 32 else None
+        )
+        zeroed_first = model(x).numpy()
+        handle.remove()
+        plain = model(x).numpy()
+    np.testing.assert_allclose(zeroed_first, np.broadcast_to(plain[:1] * 0 + _bias_only(model), plain.shape), atol=1e-6)
+
+
+def _bias_only(model: nn.Module) -> np.ndarray:
+    """The MLP's output when its first layer outputs zeros."""
+    with nb.no_grad():
+        return model[2](model[1](nb.zeros((1, 32)))).numpy()
+
+
 def test_last_hit_record_keys_argument_shapes_dtypes_aliases_and_grad_mode():
     model = _model("mlp")
     model.compile()
