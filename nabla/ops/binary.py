@@ -450,11 +450,19 @@ def _pow_dy(x: Tensor, y: Tensor, out: Tensor) -> Tensor:
     return mul(out, _un.log(where_(at_zero, full((), 1, x.dtype), x)))
 
 
+def _nan_propagating(x: Any, y: Any, out: Any) -> Any:
+    """MAX: `out` (MAX's max/min of x and y, which skip a NaN) with NaN wherever x or y is
+    one, as NumPy and PyTorch's maximum/minimum give."""
+    if not _dt.is_float(x.dtype):
+        return out
+    return ops.where(ops.is_nan(x), x, ops.where(ops.is_nan(y), y, out))
+
+
 class MaximumOp(BinaryOperation):
     name = "maximum"
 
     def kernel(self, x: Any, y: Any) -> Any:
-        return ops.max(x, y)
+        return _nan_propagating(x, y, ops.max(x, y))
 
     def numpy_kernel(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         return np.maximum(x, y)
@@ -470,7 +478,7 @@ class MinimumOp(BinaryOperation):
     name = "minimum"
 
     def kernel(self, x: Any, y: Any) -> Any:
-        return ops.min(x, y)
+        return _nan_propagating(x, y, ops.min(x, y))
 
     def numpy_kernel(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         return np.minimum(x, y)
@@ -625,12 +633,34 @@ def _comparison(name: str, max_fn: Any, np_fn: Any, swap: bool = False) -> Compa
     return cls()
 
 
-_equal = _comparison("equal", ops.equal, np.equal)
-_not_equal = _comparison("not_equal", ops.not_equal, np.not_equal)
+def _reflexive(max_fn: Any) -> Any:
+    """MAX: a comparison that holds for equal operands (==, >=), false at a NaN. MAX's compiler
+    folds `x == x` and `x >= x` to true, so NaN would compare equal to itself."""
+
+    def compare(x: Any, y: Any) -> Any:
+        out = max_fn(x, y)
+        return ops.logical_and(out, ops.logical_not(ops.is_nan(x))) if _dt.is_float(x.dtype) else out
+
+    return compare
+
+
+_equal = _comparison("equal", _reflexive(ops.equal), np.equal)
+
+
+def _mx_not_equal(x: Any, y: Any) -> Any:
+    """MAX: x != y, true where either is NaN. MAX's not_equal is an ordered comparison (false
+    there), and its compiler folds `x == x` to true, so `x != x` would miss every NaN."""
+    ne = ops.logical_not(ops.equal(x, y))
+    if not _dt.is_float(x.dtype):
+        return ne
+    return ops.logical_or(ne, ops.logical_or(ops.is_nan(x), ops.is_nan(y)))
+
+
+_not_equal = _comparison("not_equal", _mx_not_equal, np.not_equal)
 _greater = _comparison("greater", ops.greater, np.greater)
-_greater_equal = _comparison("greater_equal", ops.greater_equal, np.greater_equal)
+_greater_equal = _comparison("greater_equal", _reflexive(ops.greater_equal), np.greater_equal)
 _less = _comparison("less", ops.greater, np.less, swap=True)
-_less_equal = _comparison("less_equal", ops.greater_equal, np.less_equal, swap=True)
+_less_equal = _comparison("less_equal", _reflexive(ops.greater_equal), np.less_equal, swap=True)
 _logical_and = _comparison("logical_and", ops.logical_and, np.logical_and)
 _logical_or = _comparison("logical_or", ops.logical_or, np.logical_or)
 _logical_xor = _comparison("logical_xor", ops.logical_xor, np.logical_xor)

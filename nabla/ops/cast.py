@@ -23,6 +23,8 @@ class CastOp(Operation):
         return x[0], dtype
 
     def kernel(self, x: Any, *, dtype: Any) -> Any:
+        if dtype == _dt.bool_ and _dt.is_float(x.dtype):  # (MAX's cast makes NaN False; it is nonzero)
+            return ops.logical_not(ops.equal(x, ops.constant(0.0, x.dtype, x.device)))
         return ops.cast(x, dtype)
 
     def numpy_kernel(self, x: np.ndarray, *, dtype: Any) -> np.ndarray:

@@ -267,8 +267,13 @@ class _ArgOp(ReduceOperation):
         if int(x.shape[a]) == 1:  # MAX's arg reductions reject an axis that does not shrink
             shape = _reduced_shape(shape_of(x), axes, keepdims)
             return ops.broadcast_to(ops.constant(0, _dt.int64, x.device), shape)
-        out = self.max_reducer(x, axis=a)
-        out = ops.cast(out, _dt.int64)
+        out = ops.cast(self.max_reducer(x, axis=a), _dt.int64)
+        if _dt.is_float(x.dtype):  # MAX's skip NaN; NumPy and torch give the first NaN's index
+            nan = ops.cast(ops.is_nan(x), x.dtype)
+            first_nan = ops.cast(_max_red.argmax(nan, axis=a), _dt.int64)
+            out = ops.where(
+                ops.greater(_max_red.max(nan, axis=a), ops.constant(0.0, x.dtype, x.device)), first_nan, out
+            )
         if not keepdims:
             out = ops.squeeze(out, a)
         return out

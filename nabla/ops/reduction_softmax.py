@@ -169,7 +169,7 @@ class SafeSoftmaxOp(SoftmaxOp):
         # A row is dead when every entry equals -inf (as torch decides; a NaN keeps it alive).
         # Not `max(x) == -inf`: MAX's max of an all -inf row is the lowest finite float.
         zero = ops.constant(0.0, x.dtype, x.device)
-        alive = ops.not_equal(x, ops.constant(-math.inf, x.dtype, x.device))
+        alive = ops.logical_not(ops.equal(x, ops.constant(-math.inf, x.dtype, x.device)))  # (not_equal: NaN dead)
         dead = ops.equal(_mx_any(alive, (axis,), x.dtype), zero)
         return ops.where(dead, zero, super().kernel(ops.where(dead, zero, x), axis=axis))
 

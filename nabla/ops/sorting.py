@@ -19,6 +19,7 @@ taken from `x` at the first occurrences (lazily, in x's dtype) and are not diffe
 
 from __future__ import annotations
 
+import math
 from collections import namedtuple
 from typing import Any
 
@@ -85,7 +86,14 @@ class _SelectOp(_AxisOp):
 
     def kernel(self, x: Any, *, k: int, axis: int, largest: bool) -> Any:
         x = _to_last(x, axis)
-        values, indices = (ops.top_k if largest else ops.bottom_k)(x, k, x.rank - 1)
+        if not _dt.is_float(x.dtype):
+            values, indices = (ops.top_k if largest else ops.bottom_k)(x, k, x.rank - 1)
+            return _to_last(values, axis), _to_last(indices, axis)
+        # NaN ranks above every number, as in NumPy and torch (MAX's selection puts it anywhere):
+        # select on NaN read as +inf, then read the values at the chosen indices.
+        key = ops.where(ops.is_nan(x), ops.constant(math.inf, x.dtype, x.device), x)
+        _, indices = (ops.top_k if largest else ops.bottom_k)(key, k, x.rank - 1)
+        values = ops.gather_nd(x, ops.unsqueeze(indices, -1), batch_dims=x.rank - 1)
         return _to_last(values, axis), _to_last(indices, axis)
 
     def numpy_kernel(self, x: np.ndarray, *, k: int, axis: int, largest: bool) -> tuple:
