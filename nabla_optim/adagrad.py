@@ -97,8 +97,12 @@ class Adagrad(Optimizer):
         }
         super().__init__(params, defaults)
         for group in self.param_groups:
+            # As PyTorch's: the constructor's initial_accumulator_value, whatever a group says
+            # (a group's own value is read only for parameters added later, by add_param_group).
             for p in group["params"]:
-                self.state[p].update(self._init_state(p, group))
+                self.state[p].update(
+                    {"step": realized_step(), "sum": realized_zeros_like(p, initial_accumulator_value)}
+                )
             share_scalars([[self.state[p][k] for p in group["params"]] for k in self.shared_state])
 
     def _init_state(self, p: Parameter, group: dict[str, Any]) -> dict[str, Tensor]:

@@ -59,6 +59,7 @@ from .state import (
     realized_zeros_like,
     reshare,
     saved_value,
+    share_loaded,
     share_scalars,
     state_layout,
 )
@@ -657,7 +658,7 @@ class Optimizer:
                     if self.state.get(p):
                         by_entries.setdefault(tuple(self.state[p]), []).append(self.state[p])
                 for rows in by_entries.values():
-                    share_scalars([[s.get(k) for s in rows] for k in self.shared_state], by_value=True)
+                    share_loaded(rows, self.shared_state)
         for group, saved in zip(self.param_groups, saved_groups, strict=True):
             params, names = group["params"], group.get("param_names")
             dict.clear(group)

@@ -81,24 +81,36 @@ def realized_step() -> Tensor:
     return realized_full((), 0.0, _dt.float32)
 
 
-def share_scalars(columns: list[list[Any]], *, by_value: bool = False) -> None:
+def _shareable(t: Any) -> bool:
+    return isinstance(t, Tensor) and not t.ndim and t._impl.sharding is None and t._impl.is_realized
+
+
+def share_scalars(columns: list[list[Any]]) -> None:
     """Point each column's realized, unsharded scalar tensors (one state entry of several
-    parameters) at one impl per device: every Tensor object stays its parameter's own, but a
-    step's graph then has one input for them, and `reshare` keeps it one. `by_value`: only
-    tensors of equal host values (a loaded state); otherwise the caller knows they are equal."""
+    parameters, whose values the caller knows are equal) at one impl per device: every Tensor
+    object stays its parameter's own, but a step's graph then has one input for them, and
+    `reshare` keeps it one."""
     for column in columns:
         first: dict[Any, Any] = {}
         for t in column:
-            if not isinstance(t, Tensor) or t.ndim or t._impl.sharding is not None or not t._impl.is_realized:
-                continue
-            impl = t._impl
-            if by_value:
-                if impl.device.is_accelerator:
-                    continue  # (reading it back would wait for the device)
-                key = (impl.device, impl.dtype, t.item())
-            else:
-                key = (impl.device, impl.dtype)
-            t._impl = first.setdefault(key, impl)
+            if _shareable(t):
+                t._impl = first.setdefault((t._impl.device, t._impl.dtype), t._impl)
+
+
+def share_loaded(rows: list[dict[str, Any]], keys: tuple[str, ...]) -> None:
+    """`share_scalars` for a loaded state: the entries `keys` of the parameters whose values
+    of them all are equal. Not entry by entry: ASGD's `mu` follows its parameter's step, so two
+    parameters with equal `mu` at unequal steps must keep their own (they part at the next step)."""
+    groups: dict[tuple, list[dict[str, Any]]] = {}
+    for row in rows:
+        values = [row.get(k) for k in keys]
+        present = [v for v in values if v is not None]
+        if not all(_shareable(v) and not v._impl.device.is_accelerator for v in present):
+            continue  # (reading an accelerator's value back would wait for the device)
+        key = tuple(None if v is None else (v._impl.device, v._impl.dtype, v.item()) for v in values)
+        groups.setdefault(key, []).append(row)
+    for members in groups.values():
+        share_scalars([[row.get(k) for row in members] for k in keys])
 
 
 def reshare(tensors: list[Tensor], before: list[Any]) -> None:

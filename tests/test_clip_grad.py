@@ -143,8 +143,12 @@ def test_get_total_norm_and_clip_grads_with_norm() -> None:
     assert total.item() == pytest.approx(_numpy_norm(grads, 2.0), rel=1e-6)
     clip_grads_with_norm_(params, 1.0, total)
     assert _numpy_norm([p.grad.numpy() for p in params], 2.0) == pytest.approx(1.0, rel=1e-5)
-    with pytest.raises(ValueError, match="norm_type must be a number or 'inf'"):
+    with pytest.raises(ValueError, match="norm_type must be a number or a string such as 'inf' or '-inf', got 'fro'"):
         get_total_norm(params, "fro")
+    smallest = min(float(np.abs(p.grad.numpy()).min()) for p in params)
+    assert get_total_norm([p.grad for p in params], "-inf").item() == pytest.approx(
+        smallest
+    )  # (PyTorch reads float(s))
 
 
 def test_parameters_to_vector_and_back() -> None:

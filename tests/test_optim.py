@@ -736,3 +736,7 @@ def test_adagrad_creates_state_at_construction() -> None:
     sd = opt.state_dict()
     np.testing.assert_array_equal(sd["state"][0]["sum"].numpy(), [0.5, 0.5, 0.5])
     assert sd["state"][0]["step"].item() == 0 and opt.state[p]["sum"].is_realized
+    q = Parameter(nb.tensor(np.ones(2, np.float32)))
+    grouped = optim.Adagrad([{"params": [p], "initial_accumulator_value": 0.2}, {"params": [q]}], lr=0.1)
+    # As PyTorch's: the constructor's value fills every group's sums, whatever a group says.
+    assert [grouped.state[t]["sum"].numpy().tolist() for t in (p, q)] == [[0, 0, 0], [0, 0]]

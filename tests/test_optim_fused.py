@@ -414,6 +414,29 @@ def test_a_loaded_state_shares_equal_step_counts_only():
         np.testing.assert_array_equal(p.numpy(), q.numpy())
 
 
+def test_a_loaded_state_shares_entries_only_where_all_shared_entries_are_equal():
+    """ASGD's `mu` is 1 until averaging starts at step t0: two parameters at steps 4 and 2
+    hold equal `mu` but must not share it (the lagging one would start averaging early)."""
+    params = _three_params()
+    opt = optim.ASGD(params, lr=0.05, t0=3)
+    for i in range(8):
+        _step(opt, params, skip=params[2] if i < 2 else None)
+        if i == 3:
+            saved = opt.state_dict()
+            resumed = [Parameter(nb.tensor(p.numpy())) for p in params]
+    opt2 = optim.ASGD(resumed, lr=0.05, t0=3)
+    opt2.load_state_dict(saved)
+    rows = [opt2.state[p] for p in resumed]
+    assert [(r["step"].item(), r["mu"].item()) for r in rows] == [(4.0, 1.0), (4.0, 1.0), (2.0, 1.0)]
+    assert rows[0]["mu"]._impl is rows[1]["mu"]._impl and rows[2]["mu"]._impl is not rows[0]["mu"]._impl
+    for _ in range(4):
+        _step(opt2, resumed)
+    for p, q in zip(params, resumed, strict=True):
+        np.testing.assert_array_equal(p.numpy(), q.numpy())
+    for k in ("mu", "eta", "ax"):
+        np.testing.assert_array_equal(opt.state[params[2]][k].numpy(), opt2.state[resumed[2]][k].numpy())
+
+
 def test_a_compiled_step_traces_again_when_shared_step_counts_part():
     # The trace reads the parameters' shared step value once; a loaded state whose counts
     # differ must not run that trace (it would give every parameter the first one's count).

@@ -33,11 +33,11 @@ def _as_list(tensors: TensorOrTensors) -> list[Tensor]:
 
 
 def _norm_type(norm_type: float | str) -> float:
-    if isinstance(norm_type, str):
-        if norm_type.lower() != "inf":
-            raise ValueError(f"norm_type must be a number or 'inf', got {norm_type!r}")
-        return math.inf
-    return float(norm_type)
+    """A number, or a string `float` reads ("inf", "-inf", "2"), as PyTorch takes it."""
+    try:
+        return float(norm_type)
+    except (TypeError, ValueError):
+        raise ValueError(f"norm_type must be a number or a string such as 'inf' or '-inf', got {norm_type!r}") from None
 
 
 def get_total_norm(tensors: TensorOrTensors, norm_type: float | str = 2.0, error_if_nonfinite: bool = False) -> Tensor:
