@@ -191,10 +191,10 @@ def test_unsupported_operands(no_evaluation):
 
 
 def test_float_only_unary_on_int(no_evaluation):
-    with pytest.raises(TypeError, match="exp.*int64"):
-        nb.exp(nb.tensor([1, 2]))
-    with pytest.raises(TypeError, match="log"):
-        nb.log(nb.tensor([1, 2]))
+    with pytest.raises(TypeError, match="gelu.*int64"):  # (math functions promote: nb.exp(int) is float32)
+        nb.gelu(nb.tensor([1, 2]))
+    with pytest.raises(TypeError, match="silu"):
+        nb.silu(nb.tensor([1, 2]))
 
 
 def test_creation_errors(no_evaluation):

@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 import pytest
+from _oracle import torch
 
 import nabla as nb
 
@@ -113,11 +114,29 @@ def test_sign_of_bool_is_identity_and_logical_not_of_numbers():
     np.testing.assert_array_equal(nb.logical_not(t([True, False], np.bool_)).numpy(), [False, True])
 
 
-FLOAT_ONLY = [
+# PyTorch's math functions compute integers and bools in the default float dtype; its
+# activations reject them.
+PROMOTED = [
     "exp", "expm1", "log", "log1p", "log2", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "tan", "sinh", "cosh",
-    "asin", "acos", "atan", "tanh", "erf", "sigmoid", "relu6", "hardtanh", "leaky_relu", "elu", "gelu", "silu",
-    "mish", "softplus", "logsigmoid", "hardsigmoid", "hardswish",
+    "asin", "acos", "atan", "tanh", "erf", "sigmoid",
 ]  # fmt: skip
+FLOAT_ONLY = [
+    "relu6", "hardtanh", "leaky_relu", "elu", "gelu", "silu", "mish", "softplus", "logsigmoid", "hardsigmoid",
+    "hardswish",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", PROMOTED)
+def test_math_functions_compute_integers_in_the_default_float(name):
+    for values, dtype in (([1, 2], np.int64), ([0, 3], np.int32), ([True, False], np.bool_)):
+        out = getattr(nb, name)(t(values, dtype))
+        assert out.dtype == nb.float32
+        expected = getattr(nb, name)(t(values, np.float32))
+        np.testing.assert_array_equal(out.numpy(), expected.numpy())
+        if torch is not None:
+            ref = getattr(torch, name)(torch.tensor(values))
+            assert ref.dtype == torch.float32
+            np.testing.assert_allclose(out.numpy(), ref.numpy(), rtol=1e-6)
 
 
 @pytest.mark.parametrize("name", FLOAT_ONLY)

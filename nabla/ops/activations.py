@@ -255,10 +255,10 @@ class HardswishOp(UnaryOperation):
 # -- public functions --------------------------------------------------------------------------------
 relu = _unary(ReluOp(), "Elementwise max(x, 0).")
 sigmoid = _unary(SigmoidOp(), "Elementwise 1 / (1 + e**-x).")
-silu = _unary(SiluOp(), "Elementwise x * sigmoid(x) (swish).")
-logsigmoid = _unary(LogsigmoidOp(), "Elementwise log(sigmoid(x)), stable for large |x|.")
-hardsigmoid = _unary(HardsigmoidOp(), "Elementwise relu6(x + 3) / 6.")
-hardswish = _unary(HardswishOp(), "Elementwise x * relu6(x + 3) / 6.")
+silu = _unary(SiluOp(), "Elementwise x * sigmoid(x) (swish).", promote=False)
+logsigmoid = _unary(LogsigmoidOp(), "Elementwise log(sigmoid(x)), stable for large |x|.", promote=False)
+hardsigmoid = _unary(HardsigmoidOp(), "Elementwise relu6(x + 3) / 6.", promote=False)
+hardswish = _unary(HardswishOp(), "Elementwise x * relu6(x + 3) / 6.", promote=False)
 
 _hardtanh, _leaky_relu, _elu = HardtanhOp(), LeakyReluOp(), EluOp()
 _gelu, _softplus = GeluOp(), SoftplusOp()

@@ -23,6 +23,7 @@ from max.graph import ops
 from ..core.common import dtypes as _dt
 from ..core.tensor.tensor import Tensor
 from . import binary as _bin
+from . import cast as _cast
 from .base import AVal, Operation, public
 from .creation import ones_like, zeros_like
 
@@ -737,9 +738,16 @@ class NanToNumOp(UnaryOperation):
 
 
 # -- public functions --------------------------------------------------------------------------------
-def _unary(op: UnaryOperation, doc: str) -> Any:
+def _unary(op: UnaryOperation, doc: str, *, promote: bool = True) -> Any:
+    """The public function of `op`. `promote`: a float-only op computes integers and bools in
+    the default float dtype, as PyTorch's math functions (`exp`, `sqrt`, `sigmoid`) do; its
+    activations (`silu`, `hardswish`) reject them instead."""
+    floating = promote and op.kind == FLOAT
+
     def fn(x: Tensor) -> Tensor:
         _check_tensor(x, op.name)  # a Tensor; its dtype is checked by the op's abstract_eval
+        if floating and not _dt.is_float(x._impl.dtype):  # PyTorch: integers and bools compute in the default float
+            x = _cast.cast(x, _dt.DEFAULT_FLOAT)
         return op(x)
 
     fn.__name__ = fn.__qualname__ = op.name
