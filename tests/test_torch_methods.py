@@ -69,7 +69,27 @@ t.new_full((2, 2), 3.5)
 t.new_tensor([1.0, 2.0])
 t.to(I([1, 2]))
 t.to("cpu")
-t.to("cpu", T.float64)"""
+t.to("cpu", T.float64)
+t.sum(dtype=T.float64)
+t.sum(1, dtype=T.float64)
+t.mean(dtype=T.float64)
+t.prod(1, dtype=T.float64)
+t.cumsum(1, dtype=T.float64)
+t.cumprod(0, dtype=T.float64)
+t.softmax(1, dtype=T.float64)
+t.log_softmax(0, T.float64)
+t.var(1, False)
+t.std(0, True, True)
+t.var(False)
+t.std(correction=0)
+t.sort(dim=1, stable=True).indices
+t.argsort(dim=0, stable=True)
+T.where(t > 0)[1]
+T.einsum(t, [0, 1], t, [0, 1], [0])
+T.einsum(t, [0, 1], t, [2, 1])
+T.einsum(t[None], [Ellipsis, 1], [Ellipsis])
+T.sqrt(I([1, 4]))
+T.sigmoid(I([0, 1]))"""
 
 
 def _run(lib, expr: str):
@@ -174,3 +194,16 @@ def test_take_flattens_and_wraps_negative_indices_as_torch():
     assert nb.take(nb.tensor(data), nb.tensor([1, -12]) * 1).tolist() == [1.0, 0.0]  # computed indices
     with pytest.raises(IndexError, match="take: index 12 is out of bounds"):
         nb.take(nb.tensor(data), [12])
+
+
+def test_full_median_shares_its_gradient_among_ties_as_torch():
+    for values, grad in (([1.0, 2.0, 2.0, 3.0], [0, 0.5, 0.5, 0]), ([5.0, 1.0, 5.0, 5.0], [1 / 3, 0, 1 / 3, 1 / 3])):
+        x = nb.tensor(np.array(values, np.float32), requires_grad=True)
+        m = x.median()
+        m.backward()
+        assert m.item() == sorted(values)[(len(values) - 1) // 2]
+        np.testing.assert_allclose(x.grad.numpy(), grad, rtol=1e-6)
+        if torch is not None:
+            ref = torch.tensor(values, requires_grad=True)
+            ref.median().backward()
+            np.testing.assert_allclose(x.grad.numpy(), ref.grad.numpy(), rtol=1e-6)

@@ -73,9 +73,13 @@ class WhereOp(Operation):
 _where = WhereOp()
 
 
+_NO_VALUE = object()
+
+
 @public()
-def where(condition: Any, x: Any, y: Any) -> Tensor:
-    """Elementwise `x if condition else y`, broadcasting all three (`torch.where`).
+def where(condition: Any, x: Any = _NO_VALUE, y: Any = _NO_VALUE) -> Any:
+    """Elementwise `x if condition else y`, broadcasting all three (`torch.where`). With the
+    condition alone, `condition.nonzero(as_tuple=True)`: the indices where it holds, per dim.
 
     Example:
         >>> nabla.where(nabla.tensor([True, False]), 1.0, nabla.tensor([5.0, 6.0])).tolist()
@@ -83,6 +87,10 @@ def where(condition: Any, x: Any, y: Any) -> Tensor:
     """
     if not isinstance(condition, Tensor):
         raise TypeError(f"where: condition must be a Tensor, got {type(condition).__name__}")
+    if x is _NO_VALUE and y is _NO_VALUE:
+        return condition.nonzero(as_tuple=True)
+    if x is _NO_VALUE or y is _NO_VALUE:
+        raise TypeError("where: pass both x and y, or neither (the indices where condition holds)")
     if not isinstance(x, Tensor) and not isinstance(y, Tensor):
         # Two Python scalars: type them together, as torch.where does.
         x = full((), x, _dt.promote_types(_dt.python_scalar_dtype(x), _dt.python_scalar_dtype(y)))

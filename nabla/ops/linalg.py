@@ -793,6 +793,34 @@ def _contract(a: Tensor, la: Labels, b: Tensor, lb: Labels, keep: set[int]) -> t
 
 
 @public()
+def _sublist_equation(args: tuple) -> tuple[str, tuple]:
+    """einsum's sublist form, `einsum(x, [0, 1], y, [1, 2], [0, 2])`, as an equation and operands:
+    each operand is followed by its dims (ints below 52, or Ellipsis), then the output's, optionally."""
+    letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+    def spell(sublist: Any, what: str) -> str:
+        if not isinstance(sublist, list | tuple):
+            raise TypeError(f"einsum: {what} must be a list of dims, got {type(sublist).__name__}")
+        out = []
+        for d in sublist:
+            if d is Ellipsis:
+                out.append("...")
+            elif isinstance(d, int) and not isinstance(d, bool) and 0 <= d < len(letters):
+                out.append(letters[d])
+            else:
+                raise ValueError(f"einsum: {what} holds {d!r}; dims are ints in [0, {len(letters)}) or Ellipsis")
+        return "".join(out)
+
+    operands, terms = [], []
+    for i in range(0, len(args) - 1, 2):
+        operands.append(args[i])
+        terms.append(spell(args[i + 1], f"the sublist of operand {i // 2}"))
+    equation = ",".join(terms)
+    if len(args) % 2:
+        equation += "->" + spell(args[-1], "the output sublist")
+    return equation, tuple(operands)
+
+
 def einsum(equation: str, *operands: Any) -> Tensor:
     """Einstein summation (torch.einsum / numpy.einsum).
 
@@ -807,7 +835,9 @@ def einsum(equation: str, *operands: Any) -> Tensor:
         (2, 4, 5, 6)
     """
     if not isinstance(equation, str):
-        raise TypeError(f"einsum: equation must be a string, got {type(equation).__name__}")
+        if not isinstance(equation, Tensor):
+            raise TypeError(f"einsum: equation must be a string, got {type(equation).__name__}")
+        equation, operands = _sublist_equation((equation, *operands))
     if len(operands) == 1 and isinstance(operands[0], list | tuple):
         operands = tuple(operands[0])
     if not operands:

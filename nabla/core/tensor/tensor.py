@@ -585,13 +585,31 @@ class Tensor(ViewMethods, ShapeMethods, TorchMethods, TorchMath, TorchInPlace):
         return self._in_place("__irshift__", OPS.bitwise_right_shift, other)
 
     # -- reductions (dim=/keepdim= as in PyTorch, axis=/keepdims= as in NumPy) -----------
-    def sum(self, dim: Any = None, keepdim: bool = False, *, axis: Any = None, keepdims: bool | None = None) -> Tensor:
+    def sum(
+        self,
+        dim: Any = None,
+        keepdim: bool = False,
+        *,
+        dtype: Any = None,
+        axis: Any = None,
+        keepdims: bool | None = None,
+    ) -> Tensor:
         dim = all_if_empty(dim)
-        return OPS.sum(self, _axis_arg(dim, axis, "sum"), keepdims if keepdims is not None else keepdim)
+        x = self if dtype is None else OPS.cast(self, dtype)  # (PyTorch casts the input first)
+        return OPS.sum(x, _axis_arg(dim, axis, "sum"), keepdims if keepdims is not None else keepdim)
 
-    def mean(self, dim: Any = None, keepdim: bool = False, *, axis: Any = None, keepdims: bool | None = None) -> Tensor:
+    def mean(
+        self,
+        dim: Any = None,
+        keepdim: bool = False,
+        *,
+        dtype: Any = None,
+        axis: Any = None,
+        keepdims: bool | None = None,
+    ) -> Tensor:
         dim = all_if_empty(dim)
-        return OPS.mean(self, _axis_arg(dim, axis, "mean"), keepdims if keepdims is not None else keepdim)
+        x = self if dtype is None else OPS.cast(self, dtype)
+        return OPS.mean(x, _axis_arg(dim, axis, "mean"), keepdims if keepdims is not None else keepdim)
 
     def max(self, dim: Any = None, keepdim: bool = False, *, axis: Any = None, keepdims: bool | None = None) -> Any:
         """Without `dim`: the maximum. With `dim` (PyTorch): `(values, indices)`; with `axis`: values."""
@@ -621,18 +639,31 @@ class Tensor(ViewMethods, ShapeMethods, TorchMethods, TorchMath, TorchInPlace):
     ) -> Tensor:
         return OPS.argmin(self, _axis_arg(dim, axis, "argmin"), keepdims if keepdims is not None else keepdim)
 
-    def prod(self, dim: Any = None, keepdim: bool = False, *, axis: Any = None, keepdims: bool | None = None) -> Tensor:
-        return OPS.prod(self, _axis_arg(dim, axis, "prod"), keepdims if keepdims is not None else keepdim)
+    def prod(
+        self,
+        dim: Any = None,
+        keepdim: bool = False,
+        *,
+        dtype: Any = None,
+        axis: Any = None,
+        keepdims: bool | None = None,
+    ) -> Tensor:
+        x = self if dtype is None else OPS.cast(self, dtype)
+        return OPS.prod(x, _axis_arg(dim, axis, "prod"), keepdims if keepdims is not None else keepdim)
 
     def var(
-        self, dim: Any = None, *, correction: float = 1, keepdim: bool = False, unbiased: bool | None = None
+        self, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *, correction: float | None = None
     ) -> Tensor:
-        return OPS.var(self, all_if_empty(dim), correction=_correction(correction, unbiased), keepdims=keepdim)
+        """PyTorch's overloads: `var(dim, unbiased, keepdim)`, `var(unbiased)`, `correction=`."""
+        dim, correction = _var_args(dim, unbiased, correction)
+        return OPS.var(self, dim, correction=correction, keepdims=keepdim)
 
     def std(
-        self, dim: Any = None, *, correction: float = 1, keepdim: bool = False, unbiased: bool | None = None
+        self, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *, correction: float | None = None
     ) -> Tensor:
-        return OPS.std(self, all_if_empty(dim), correction=_correction(correction, unbiased), keepdims=keepdim)
+        """PyTorch's overloads: `std(dim, unbiased, keepdim)`, `std(unbiased)`, `correction=`."""
+        dim, correction = _var_args(dim, unbiased, correction)
+        return OPS.std(self, dim, correction=correction, keepdims=keepdim)
 
     def logsumexp(self, dim: Any, keepdim: bool = False) -> Tensor:
         axes = all_if_empty(dim)
@@ -649,26 +680,26 @@ class Tensor(ViewMethods, ShapeMethods, TorchMethods, TorchMath, TorchInPlace):
     def norm(self, p: Any = "fro", dim: Any = None, keepdim: bool = False) -> Tensor:
         return OPS.norm(self, p, all_if_empty(dim), keepdim)
 
-    def cumsum(self, dim: int) -> Tensor:
-        return OPS.cumsum(self, dim)
+    def cumsum(self, dim: int, *, dtype: Any = None) -> Tensor:
+        return OPS.cumsum(self if dtype is None else OPS.cast(self, dtype), dim)
 
-    def cumprod(self, dim: int) -> Tensor:
-        return OPS.cumprod(self, dim)
+    def cumprod(self, dim: int, *, dtype: Any = None) -> Tensor:
+        return OPS.cumprod(self if dtype is None else OPS.cast(self, dtype), dim)
 
-    def softmax(self, dim: int) -> Tensor:
-        return OPS.softmax(self, dim)
+    def softmax(self, dim: int, dtype: Any = None) -> Tensor:
+        return OPS.softmax(self if dtype is None else OPS.cast(self, dtype), dim)
 
-    def log_softmax(self, dim: int) -> Tensor:
-        return OPS.log_softmax(self, dim)
+    def log_softmax(self, dim: int, dtype: Any = None) -> Tensor:
+        return OPS.log_softmax(self if dtype is None else OPS.cast(self, dtype), dim)
 
     def topk(self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> Any:  # noqa: A002
         return OPS.topk(self, k, dim, largest, sorted)
 
-    def sort(self, dim: int = -1, descending: bool = False) -> Any:
-        return OPS.sort(self, dim, descending)
+    def sort(self, dim: int = -1, descending: bool = False, *, stable: bool = False) -> Any:
+        return OPS.sort(self, dim, descending, stable=stable)
 
-    def argsort(self, dim: int = -1, descending: bool = False) -> Tensor:
-        return OPS.argsort(self, dim, descending)
+    def argsort(self, dim: int = -1, descending: bool = False, *, stable: bool = False) -> Tensor:
+        return OPS.argsort(self, dim, descending, stable=stable)
 
     # -- dtype / device ------------------------------------------------------------------
     def astype(self, dtype: Any) -> Tensor:
@@ -762,6 +793,18 @@ def _is_basic_index(index: Any) -> bool:
 def _correction(correction: float, unbiased: bool | None) -> float:
     """PyTorch's older `unbiased=` flag maps onto `correction` (1 or 0)."""
     return correction if unbiased is None else (1 if unbiased else 0)
+
+
+def _var_args(dim: Any, unbiased: bool | None, correction: float | None) -> tuple[Any, float]:
+    """var/std's (dims, correction) from PyTorch's overloads: a bool first argument is
+    `unbiased` (`x.var(False)`); `unbiased` and `correction` are not both given."""
+    if isinstance(dim, bool):
+        if unbiased is not None:
+            raise TypeError(f"var/std: got unbiased twice ({dim!r} as the first argument and unbiased={unbiased!r})")
+        dim, unbiased = None, dim
+    if unbiased is not None and correction is not None:
+        raise TypeError("var/std: pass either unbiased or correction, not both")
+    return all_if_empty(dim), _correction(1 if correction is None else correction, unbiased)
 
 
 def grad_enabled_for(impls: list[TensorImpl]) -> bool:

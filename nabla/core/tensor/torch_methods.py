@@ -209,7 +209,9 @@ class TorchMethods:
         if dim is None:
             flat = self.reshape(-1)
             median = flat.kthvalue((flat.shape[0] + 1) // 2)[0]
-            return OPS.where(OPS.isnan(flat).any(), math.nan, median) if _dt.is_float(self.dtype) else median
+            if not _dt.is_float(self.dtype):
+                return median
+            return OPS.where(OPS.isnan(flat).any(), math.nan, _evenly_differentiated(flat, median))
         n = self.shape[dim] if self.ndim else 1
         values, indices = self.kthvalue((n + 1) // 2, dim, keepdim)
         if not _dt.is_float(self.dtype):
@@ -594,3 +596,13 @@ def _src_or_value(src: Any, value: Any, what: str) -> Any:
     if (src is None) == (value is None):
         raise TypeError(f"{what}: pass exactly one of src and value")
     return value if src is None else src
+
+
+def _evenly_differentiated(flat: Any, value: Any) -> Any:
+    """`value` (an element of `flat`), with its gradient shared evenly by the elements equal to
+    it, as PyTorch's full median: value + (s - s), s the mean of those elements (exactly 0)."""
+    if not (flat.requires_grad or value.requires_grad):
+        return value
+    ties = OPS.cast(OPS.equal(flat, OPS.detach(value)), flat.dtype)
+    share = OPS.div(OPS.sum(OPS.mul(flat, ties)), OPS.sum(ties))
+    return OPS.add(OPS.detach(value), OPS.sub(share, OPS.detach(share)))
