@@ -104,12 +104,16 @@ def _fan(tensor: Tensor, mode: str) -> int:
 def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0) -> Tensor:
     """Fill with samples from U(a, b)."""
     _check_float(tensor, "uniform_")
+    if a > b:
+        raise RuntimeError(f"uniform_: expects a range [a, b) with a <= b, got a={a} > b={b}")
     return _assign(tensor, _rng().uniform(a, b, size=tensor.shape))
 
 
 def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0) -> Tensor:
     """Fill with samples from N(mean, std^2)."""
     _check_float(tensor, "normal_")
+    if std < 0:
+        raise RuntimeError(f"normal_: expects std >= 0.0, got std={std}")
     return _assign(tensor, _rng().normal(mean, std, size=tensor.shape))
 
 
@@ -150,6 +154,8 @@ def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
     """Fill a 3-5-D conv weight with the Dirac delta (the conv passes its input through)."""
     if tensor.ndim not in (3, 4, 5):
         raise ValueError(f"dirac_: only tensors with 3, 4, or 5 dimensions are supported, got shape {tensor.shape}")
+    if tensor.shape[0] % groups:
+        raise ValueError(f"dirac_: dim 0 of the weight (shape {tensor.shape}) must be divisible by groups={groups}")
     out_per_group = tensor.shape[0] // groups
     min_dim = min(out_per_group, tensor.shape[1])
     values = np.zeros(tensor.shape)

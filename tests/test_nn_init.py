@@ -76,6 +76,14 @@ def test_errors():
         init.calculate_gain("swish")
     with pytest.raises(TypeError, match="floating dtype"):
         init.uniform_(nb.Tensor.from_numpy(np.zeros(3, np.int64)))
+    with pytest.raises(RuntimeError, match=r"uniform_: expects a range \[a, b\) with a <= b, got a=1 > b=0"):
+        init.uniform_(_p(3), 1, 0)
+    with pytest.raises(RuntimeError, match="normal_: expects std >= 0.0, got std=-1"):
+        init.normal_(_p(3), 0, -1)
+    with pytest.raises(
+        ValueError, match=r"dirac_: dim 0 of the weight \(shape \(5, 2, 3\)\) must be divisible by groups=2"
+    ):
+        init.dirac_(_p(5, 2, 3), groups=2)
 
 
 @pytest.mark.skipif(torch is None, reason="PyTorch is not installed (optional oracle)")

@@ -282,6 +282,9 @@ def test_max_unpool_errors() -> None:
         F.max_unpool2d(out, idx, (2, 0))
     with pytest.raises(ValueError, match=r"MaxUnpool1d .* got input \(4,\)"):
         nn.MaxUnpool1d(2)(nb.ones(4), idx)
+    bad = nb.tensor(np.array([[[[0, 1], [2, 99]]]]))
+    with pytest.raises(IndexError, match="max_unpool2d: found an invalid max index 99 .*of size 4x4"):
+        F.max_unpool2d(out, bad, 2)
 
 
 # -- embedding max_norm ----------------------------------------------------------------------------

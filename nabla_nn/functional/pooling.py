@@ -28,9 +28,10 @@ import numpy as np
 import nabla as nb
 from nabla import Tensor, adaptive_avg_pool2d, avg_pool1d, avg_pool2d
 from nabla.core.common import dtypes as _dt
+from nabla.ops.control_flow import known_values
 from nabla.ops.pooling import _pool_geometry  # the 1-D / 2-D poolings' argument checks and sizes
 
-from ._checks import check_float
+from ._checks import check_float, first_outside
 
 __all__ = [
     "adaptive_avg_pool1d",
@@ -640,6 +641,11 @@ def _max_unpool(
                     f'{op}: invalid output_size "{output_size}" (dim {d} must be between {n - s} and {n + s})'
                 )
         size = tuple(int(o) for o in size)
+    values = known_values(indices)  # (checked when the host has them, as other index arguments)
+    bad = None if values is None else first_outside(values, math.prod(size))
+    if bad is not None:
+        volume = "x".join(str(s) for s in size)
+        raise IndexError(f"{op}: found an invalid max index {bad} in indices (output volumes are of size {volume})")
     lead = input.shape[:-nd]
     flat = (*lead, math.prod(spatial))
     out = nb.zeros((*lead, math.prod(size)), dtype=input.dtype)
