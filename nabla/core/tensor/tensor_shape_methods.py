@@ -217,13 +217,13 @@ def _axis_index(ndim: int, dim: int, item: Any) -> tuple:
 def _pieces_as_views(base: Tensor, pieces: tuple, dim: int, bounds: Any = None) -> tuple:
     """split/chunk results: each a view of its slice of `base` along `dim` (the pieces follow
     each other, unless `bounds` gives each piece's (start, stop) as a Python slice reads them)."""
-    start = 0
+    views, start = [], 0
     for i, piece in enumerate(pieces):
         stop = start + piece.shape[dim]
         item = slice(start, stop) if bounds is None else slice(*bounds[i])
-        pieces = pieces[:i] + (piece._as_view_of(base, "index", _axis_index(base.ndim, dim, item)),) + pieces[i + 1 :]
+        views.append(piece._as_view_of(base, "index", _axis_index(base.ndim, dim, item)))
         start = stop
-    return pieces
+    return tuple(views)
 
 
 def _swap(ndim: int, a: int, b: int) -> tuple[int, ...]:
