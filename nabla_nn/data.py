@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import abc
 import bisect
+import functools
 import itertools
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -35,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from nabla import Tensor
+from nabla.core.common import dtypes as _dt
 
 __all__ = [
     "ConcatDataset",
@@ -286,8 +288,12 @@ def _number_dtype(first: Any, batch: Sequence[Any]) -> type:
 
 
 def _stack(batch: Sequence[Any]) -> Tensor:
-    dtype = batch[0].dtype if isinstance(batch[0], Tensor) else None
     arrays = [x.numpy() if isinstance(x, Tensor) else np.asarray(x) for x in batch]
+    # PyTorch's promotion across the samples (an int sample beside a float one is not truncated)
+    dtypes = [
+        x.dtype if isinstance(x, Tensor) else _dt.from_numpy_dtype(a.dtype) for x, a in zip(batch, arrays, strict=True)
+    ]
+    dtype = functools.reduce(_dt.promote_types, dtypes)
     for i, a in enumerate(arrays):
         if a.shape != arrays[0].shape:
             raise RuntimeError(

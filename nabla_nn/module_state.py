@@ -7,6 +7,7 @@ values moved between a mesh layout and the host."""
 
 from __future__ import annotations
 
+import sys
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -154,6 +155,36 @@ class _StateDict:
             "restore the module's extra state"
         )
 
+    def _save_to_state_dict(self, destination: Any, prefix: str, keep_vars: bool) -> None:
+        """PyTorch's: this module's own parameters, persistent buffers and extra state (not its
+        submodules') into `destination`. A subclass may override it, calling this, to save
+        more entries or other names; `state_dict` calls the override."""
+        for store, skip in ((self._parameters, ()), (self._buffers, self._non_persistent_buffers)):
+            for name, t in store.items():
+                if t is not None and name not in skip:
+                    destination[prefix + name] = t if keep_vars else t.data
+        if type(self).get_extra_state is not _StateDict.get_extra_state:
+            destination[prefix + _EXTRA_STATE_KEY] = self.get_extra_state()
+
+    def _load_from_state_dict(
+        self,
+        state_dict: dict[str, Any],
+        prefix: str,
+        local_metadata: dict,
+        strict: bool,
+        missing_keys: list[str],
+        unexpected_keys: list[str],
+        error_msgs: list[str],
+    ) -> None:
+        """PyTorch's: load this module's own parameters and persistent buffers from
+        `state_dict` (its entries, keys with the full prefix), adding to `missing_keys` and
+        `error_msgs`. A subclass may override it to upgrade old checkpoints: change
+        `state_dict` in place (rename, convert), then call this. `load_state_dict` calls the
+        override; the load stays atomic."""
+        if not _ACTIVE_LOADS:
+            raise RuntimeError("_load_from_state_dict runs inside load_state_dict: call module.load_state_dict(...)")
+        _ACTIVE_LOADS[-1].own(self, state_dict, prefix, missing_keys, error_msgs)
+
     def load_state_dict(
         self, state_dict: Mapping[str, Any], strict: bool = True, assign: bool = False
     ) -> IncompatibleKeys:
@@ -239,14 +270,20 @@ class _Save:
         for hook in module._state_dict_pre_hooks.values():
             hook(module, prefix, self.keep_vars)
         keep_vars = self.keep_vars
-        for store, skip in ((module._parameters, ()), (module._buffers, module._non_persistent_buffers)):
-            for name, t in store.items():
-                if t is not None and name not in skip:
-                    destination[prefix + name] = t if keep_vars else t.data
-                    if not keep_vars and t.sharding is not None:
-                        self.pending.append((destination, prefix + name))
-        if type(module).get_extra_state is not self.base_get_extra_state:
-            destination[prefix + _EXTRA_STATE_KEY] = module.get_extra_state()
+        if type(module)._save_to_state_dict is not _StateDict._save_to_state_dict:  # a subclass's (PyTorch's hook)
+            before = len(destination)
+            module._save_to_state_dict(destination, prefix, keep_vars)
+            added = list(destination.items())[before:] if not keep_vars else []
+            self.pending += [(destination, k) for k, v in added if isinstance(v, Tensor) and v.sharding is not None]
+        else:
+            for store, skip in ((module._parameters, ()), (module._buffers, module._non_persistent_buffers)):
+                for name, t in store.items():
+                    if t is not None and name not in skip:
+                        destination[prefix + name] = t if keep_vars else t.data
+                        if not keep_vars and t.sharding is not None:
+                            self.pending.append((destination, prefix + name))
+            if type(module).get_extra_state is not self.base_get_extra_state:
+                destination[prefix + _EXTRA_STATE_KEY] = module.get_extra_state()
         for name, child in module._modules.items():
             if child is not None:
                 self.module(child, destination, f"{prefix}{name}.")
@@ -331,17 +368,16 @@ class _Load:
                 hook(module, *args)
             else:
                 hook(*args)
-        own = {name: t for name, t in module._parameters.items() if t is not None}
-        skip = module._non_persistent_buffers
-        own.update((name, t) for name, t in module._buffers.items() if t is not None and name not in skip)
-        for name, target in own.items():
-            key = prefix + name
-            if key not in local:
-                self.missing.append(key)
-                continue
-            value = _checked_value(key, target, local[key], self.assign, self.error_msgs)
-            if value is not None:
-                self.staged.append((target, value))
+        if type(module)._load_from_state_dict is not _StateDict._load_from_state_dict:  # a subclass's (PyTorch's)
+            _ACTIVE_LOADS.append(self)
+            try:
+                args = (local, prefix, local_metadata, True, self.missing, self.unexpected, self.error_msgs)
+                module._load_from_state_dict(*args)
+            finally:
+                _ACTIVE_LOADS.pop()
+        else:
+            self.own(module, local, prefix, self.missing, self.error_msgs)
+        own = _own_tensors(module)
         extra_key = prefix + _EXTRA_STATE_KEY
         if type(module).set_extra_state is not self.base_set_extra_state:
             if extra_key in local:  # set once every tensor has loaded
@@ -378,6 +414,17 @@ class _Load:
                         "new values, if incompatible_keys need to be modified, it should be done inplace."
                     )
 
+    def own(self, module: Module, local: dict, prefix: str, missing: list[str], errors: list[str]) -> None:
+        """Check and stage `module`'s own tensors from `local` (`_load_from_state_dict`)."""
+        for name, target in _own_tensors(module).items():
+            key = prefix + name
+            if key not in local:
+                missing.append(key)
+                continue
+            value = _checked_value(key, target, local[key], self.assign, errors)
+            if value is not None:
+                self.staged.append((target, value))
+
     def flush(self) -> None:
         """Load the values checked so far (realized, in their target's layout and device),
         recording how to undo it: in one batch at the end, or before a hook runs, so that it
@@ -395,6 +442,17 @@ class _Load:
         for (target, _), value in zip(staged, values, strict=True):
             self.undo.append(_restorer(target))
             target.data = value.to(target.device)  # a model on an accelerator stays there, as PyTorch's copy_
+
+
+_ACTIVE_LOADS: list[_Load] = []  # the load a `_load_from_state_dict` override's super() call belongs to
+
+
+def _own_tensors(module: Module) -> dict[str, Tensor]:
+    """A module's parameters and persistent buffers by name (what it saves and loads itself)."""
+    own = {name: t for name, t in module._parameters.items() if t is not None}
+    skip = module._non_persistent_buffers
+    own.update((name, t) for name, t in module._buffers.items() if t is not None and name not in skip)
+    return own
 
 
 def _restorer(target: Tensor) -> Callable[[], None]:
@@ -434,8 +492,16 @@ def _is_placeholder(value: Any) -> bool:
 
 
 def _foreign_array(value: Any) -> Any:
-    """Another library's array (a torch tensor) as NumPy, or `value` itself when it will not
-    convert (bfloat16, a GPU tensor): the caller then names its type."""
+    """Another library's array (a torch tensor, a Parameter that requires grad, one on a GPU)
+    as NumPy, a bfloat16 one as a nabla bfloat16 Tensor (NumPy has none: read as its bits),
+    or `value` itself when it will not convert: the caller then names its type."""
+    for method in ("detach", "cpu"):  # (torch's, found by name: torch is not imported here)
+        if callable(getattr(value, method, None)):
+            value = getattr(value, method)()
+    if str(getattr(value, "dtype", "")) == "torch.bfloat16" and callable(getattr(value, "view", None)):
+        torch = sys.modules["torch"]  # (the value is its tensor: it is imported)
+        bits = np.asarray(value.view(torch.int16)).view(np.uint16)
+        return Tensor.from_numpy((bits.astype(np.uint32) << 16).view(np.float32), dtype=_dt.bfloat16)
     try:
         return np.asarray(value)
     except (TypeError, RuntimeError, ValueError):

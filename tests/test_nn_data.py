@@ -274,6 +274,16 @@ def test_default_collate_python_number_dtypes_follow_the_whole_batch():
         np.testing.assert_array_equal(got.numpy(), np.asarray(batch, dtype=dtype))
 
 
+def test_default_collate_promotes_tensor_and_array_samples_as_torch():
+    # An int sample beside a float one is not truncated (2.5 was stacked as 2); int32 and
+    # float32 arrays give float32, as torch's promotion (NumPy's would give float64).
+    got = default_collate([nb.tensor([1]), nb.tensor([2.5])])
+    assert got.dtype == nb.float32
+    np.testing.assert_array_equal(got.numpy(), [[1.0], [2.5]])
+    assert default_collate([np.array([1], np.int32), np.array([2.5], np.float32)]).dtype == nb.float32
+    assert default_collate([nb.tensor([1]), nb.tensor([2])]).dtype == nb.int64
+
+
 @needs_torch
 def test_default_collate_python_number_dtypes_match_torch():
     for batch in ([1, 2.5], [2.5, 1], [True, 2], [True, False], [True, 2.5], [3, 4]):

@@ -543,3 +543,15 @@ def test_a_safetensors_header_length_that_looks_like_a_pickle_still_loads(tmp_pa
     path.write_bytes(struct.pack("<Q", 640) + text + b" " * (640 - len(text)))
     assert path.read_bytes()[:2] == b"\x80\x02"
     assert nn.load(path) == OrderedDict() and S.load_metadata(path) == {"k": "v"}
+
+
+@needs_torch
+def test_a_torch_state_dict_of_parameters_or_bfloat16_loads_directly():
+    ref = torch.nn.Linear(3, 2)
+    model = nn.Linear(3, 2)
+    model.load_state_dict(ref.state_dict(keep_vars=True))  # Parameters that require grad
+    np.testing.assert_array_equal(model.weight.numpy(), ref.weight.detach().numpy())
+    ref_bf16 = torch.nn.Linear(3, 2).to(torch.bfloat16)
+    model_bf16 = nn.Linear(3, 2).to(nb.bfloat16)
+    model_bf16.load_state_dict(ref_bf16.state_dict())  # NumPy has no bfloat16: read as bits, exactly
+    np.testing.assert_array_equal(model_bf16.weight.float().numpy(), ref_bf16.weight.float().detach().numpy())

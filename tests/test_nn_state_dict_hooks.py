@@ -551,3 +551,32 @@ def test_weight_norm_loads_torch_old_style_checkpoint():
         twin = torch.nn.utils.parametrizations.weight_norm(torch.nn.Linear(4, 3), dim=dim)
         twin.load_state_dict(saved)
         np.testing.assert_allclose(twin(torch.tensor(x)).detach().numpy(), expected, rtol=1e-5, atol=1e-6)
+
+
+class _Upgraded(nn.Linear):
+    """PyTorch's way to read an old checkpoint and to save an extra entry: overrides of
+    `_load_from_state_dict` and `_save_to_state_dict` that call the base."""
+
+    def _load_from_state_dict(self, sd, prefix, *args):
+        if prefix + "w_old" in sd:
+            sd[prefix + "weight"] = sd.pop(prefix + "w_old")
+        super()._load_from_state_dict(sd, prefix, *args)
+
+    def _save_to_state_dict(self, destination, prefix, keep_vars):
+        super()._save_to_state_dict(destination, prefix, keep_vars)
+        destination[prefix + "scale"] = nb.full((), 2.0)
+
+
+def test_save_and_load_overrides_are_called_with_prefixes_and_stay_atomic():
+    model = nn.Sequential(_Upgraded(2, 2))
+    assert list(model.state_dict()) == ["0.weight", "0.bias", "0.scale"]
+    result = model.load_state_dict({"0.w_old": nb.full((2, 2), 3.0), "0.bias": nb.zeros(2)})
+    assert result == IncompatibleKeys([], [])
+    np.testing.assert_array_equal(model[0].weight.numpy(), np.full((2, 2), 3.0))
+    before = model[0].weight.numpy().copy()
+    with pytest.raises(RuntimeError, match=r"0.weight: shape \(3, 2\) in the state_dict"):
+        model.load_state_dict({"0.w_old": nb.zeros((3, 2)), "0.bias": nb.ones(2)})
+    np.testing.assert_array_equal(model[0].weight.numpy(), before)  # (the bias was not loaded either)
+    np.testing.assert_array_equal(model[0].bias.numpy(), [0.0, 0.0])
+    with pytest.raises(RuntimeError, match="runs inside load_state_dict"):
+        model[0]._load_from_state_dict({}, "", {}, True, [], [], [])
