@@ -13,7 +13,7 @@ Example:
     (2, 2)
 """
 
-from . import core, linalg, ops, special, transforms
+from . import autograd, core, linalg, ops, special, transforms
 from .core.common import (
     PyTreeDef,
     enable_grad,
@@ -63,6 +63,8 @@ from .ops import *  # noqa: F403
 from .ops import __all__ as _ops_all
 from .torch_functions import *  # noqa: F403
 from .torch_functions import __all__ as _torch_functions_all
+from .torch_names import *  # noqa: F403
+from .torch_names import __all__ as _torch_names_all
 from .torch_state import *  # noqa: F403
 from .torch_state import __all__ as _torch_state_all
 from .transforms import (
@@ -164,4 +166,5 @@ __all__ = [
     *_ops_all,
     *_torch_functions_all,
     *_torch_state_all,
+    *_torch_names_all,
 ]

@@ -1,6 +1,7 @@
 """`Tensor.backward`'s arguments as PyTorch defines them: `retain_graph` defaults to
 `create_graph` (a gradient penalty backpropagates twice), and `inputs=` accumulates into the
-`.grad` of the tensors it names only, flowing through one named input to another."""
+`.grad` of the tensors it names only, flowing through one named input to another. And
+`nabla.autograd.grad`, torch.autograd.grad: gradients returned, not accumulated."""
 
 from __future__ import annotations
 
@@ -79,3 +80,48 @@ def test_inputs_errors_name_the_problem():
         (a * a).sum().backward(inputs=[a, frozen])
     with pytest.raises(TypeError, match=r"inputs\[0\] must be a Tensor, got list"):
         (a * a).sum().backward(inputs=[[1.0]])
+
+
+def test_autograd_grad_returns_gradients_without_accumulating():
+    a = nb.tensor([1.0, 2.0], requires_grad=True)
+    b = nb.tensor([3.0, 4.0], requires_grad=True)
+    c = a * b
+    gb, gc = nb.autograd.grad((c * a).sum(), [b, c])
+    np.testing.assert_array_equal(gb.numpy(), [1.0, 4.0])  # through c
+    np.testing.assert_array_equal(gc.numpy(), [1.0, 2.0])
+    assert a.grad is None and b.grad is None
+    (g,) = nb.autograd.grad((a**3).sum(), a, create_graph=True)
+    np.testing.assert_array_equal(nb.autograd.grad(g.sum(), a)[0].numpy(), [6.0, 12.0])  # second derivative
+    (h,) = nb.autograd.grad(a * 2, a, grad_outputs=nb.tensor([1.0, 3.0]))
+    np.testing.assert_array_equal(h.numpy(), [2.0, 6.0])
+
+
+def test_autograd_grad_unused_inputs_and_errors():
+    a = nb.tensor([1.0, 2.0], requires_grad=True)
+    b = nb.tensor([3.0, 4.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"inputs\[1\] \(shape \(2,\)\) was not used.*allow_unused=True"):
+        nb.autograd.grad((a * a).sum(), [a, b])
+    assert nb.autograd.grad((a * a).sum(), [a, b], allow_unused=True)[1] is None
+    np.testing.assert_array_equal(nb.autograd.grad((a * a).sum(), [a, b], materialize_grads=True)[1].numpy(), [0, 0])
+    with pytest.raises(RuntimeError, match=r"outputs\[0\] has shape \(2,\).*pass grad_outputs"):
+        nb.autograd.grad(a * 2, a)
+    with pytest.raises(RuntimeError, match=r"inputs\[0\] does not require grad"):
+        nb.autograd.grad((a * 2).sum(), nb.tensor([1.0]))
+
+
+@needs_torch
+def test_wgan_gradient_penalty_matches_torch():
+    rng = np.random.default_rng(1)
+    real, fake = rng.standard_normal((4, 5)).astype(np.float32), rng.standard_normal((4, 5)).astype(np.float32)
+    alpha = rng.uniform(size=(4, 1)).astype(np.float32)
+    critic = nn.Sequential(nn.Linear(5, 8), nn.Tanh(), nn.Linear(8, 1))
+    ref = torch.nn.Sequential(torch.nn.Linear(5, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1))
+    ref.load_state_dict({k: torch.tensor(v.numpy()) for k, v in critic.state_dict().items()})
+    for lib, model in ((nb, critic), (torch, ref)):
+        mixed = lib.tensor(alpha * real + (1 - alpha) * fake, requires_grad=True)
+        out = model(mixed)
+        (g,) = lib.autograd.grad(out, mixed, grad_outputs=lib.ones_like(out), create_graph=True, retain_graph=True)
+        penalty = ((g.norm(2, dim=1) - 1) ** 2).mean()
+        (out.mean() + 10 * penalty).backward()
+    for (name, p), q in zip(critic.named_parameters(), ref.parameters(), strict=True):
+        np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-4, atol=1e-6, err_msg=name)

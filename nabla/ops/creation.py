@@ -672,9 +672,32 @@ def uniform(shape: Any = (), low: float = 0.0, high: float = 1.0, *, dtype: Any 
     )
 
 
+_UNSET: Any = object()
+
+
 @public()
-def normal(shape: Any = (), mean: float = 0.0, std: float = 1.0, *, dtype: Any = None) -> Tensor:
-    """Normal samples with the given mean and standard deviation."""
+def normal(shape: Any = (), mean: Any = _UNSET, std: Any = _UNSET, *, size: Any = None, dtype: Any = None) -> Tensor:
+    """Normal samples, in either spelling:
+
+    - `normal(shape, mean=0.0, std=1.0)` (NumPy's and JAX's order): a shape first;
+    - PyTorch's `normal(mean, std=1.0, size=None)`: a tensor mean and/or std give one sample
+      per element of their broadcast shape, with that element's mean and std; numbers give
+      `size` samples. A tensor or float first argument, `size=`, or a sequence third means this.
+
+    Example:
+        >>> nabla.normal((2, 3), 0.0, 0.1).shape, nabla.normal(nabla.zeros(3), 0.1).shape
+        ((2, 3), (3,))
+    """
+    torch_form = (
+        size is not None
+        or isinstance(shape, Tensor | float)
+        or isinstance(mean, Tensor)
+        or isinstance(std, tuple | list)
+    )
+    if torch_form:  # (shape, mean, std) hold torch's (mean, std, size)
+        return _normal_torch(shape, 1.0 if mean is _UNSET else mean, size if size is not None else std, dtype)
+    mean = 0.0 if mean is _UNSET else mean
+    std = 1.0 if std is _UNSET else std
     for name, v in (("mean", mean), ("std", std)):
         _number_arg(v, "normal", name)
     if std < 0:
@@ -682,6 +705,29 @@ def normal(shape: Any = (), mean: float = 0.0, std: float = 1.0, *, dtype: Any =
     return _random_tensor(
         "normal", (shape,) if isinstance(shape, int) else tuple(shape), mean, std, dtype, False, "normal"
     )
+
+
+def _normal_torch(mean: Any, std: Any, size: Any, dtype: Any) -> Tensor:
+    """PyTorch's `normal(mean, std, size)`: mean + std * N(0, 1) of their broadcast shape, or
+    of `size` when both are numbers."""
+    tensors = [v for v in (mean, std) if isinstance(v, Tensor)]
+    for name, v in (("mean", mean), ("std", std)):
+        if not isinstance(v, Tensor):
+            _number_arg(v, "normal", name)
+    if not isinstance(std, Tensor) and std < 0:
+        raise ValueError(f"normal: std must be non-negative, got {std}")
+    if not tensors:
+        if size is None or size is _UNSET:
+            raise TypeError("normal: with a number mean and std, pass size= (the shape of the samples)")
+        return _random_tensor(
+            "normal", (size,) if isinstance(size, int) else tuple(size), mean, std, dtype, False, "normal"
+        )
+    if size is not None and size is not _UNSET:
+        raise TypeError("normal: size= is for a number mean and std; a tensor mean or std gives the shape")
+    shape = np.broadcast_shapes(*(tuple(t.shape) for t in tensors))
+    float_dtype = dtype or next((t.dtype for t in tensors if _dt.is_float(t.dtype)), None)
+    eps = _random_tensor("normal", shape, 0.0, 1.0, float_dtype, False, "normal")
+    return _bin.add(_bin.mul(eps, std), mean)
 
 
 @public()

@@ -362,19 +362,36 @@ def mean(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
 
 @public()
 def max(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:  # noqa: A001
-    """Maximum over `axis` (values only; see `Tensor.max(dim)` for values and indices)."""
+    """Maximum over `axis` (values only; see `Tensor.max(dim)` for values and indices). With a
+    tensor second argument, PyTorch's `max(input, other)`: the elementwise `maximum`."""
     _check(x, "max")
+    if isinstance(axis, Tensor):
+        return _bin.maximum(x, axis)
     return _max(x, axes=_axes_arg(axis, x.ndim, "max"), keepdims=bool(keepdims))
 
 
 @public()
 def min(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:  # noqa: A001
-    """Minimum over `axis` (values only)."""
+    """Minimum over `axis` (values only). With a tensor second argument, PyTorch's
+    `min(input, other)`: the elementwise `minimum`."""
     _check(x, "min")
+    if isinstance(axis, Tensor):
+        return _bin.minimum(x, axis)
     return _min(x, axes=_axes_arg(axis, x.ndim, "min"), keepdims=bool(keepdims))
 
 
-amax, amin = max, min
+@public()
+def amax(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
+    """Maximum over `axis` (PyTorch's name: values only, and no elementwise form)."""
+    _check(x, "amax")
+    return _max(x, axes=_axes_arg(axis, x.ndim, "amax"), keepdims=bool(keepdims))
+
+
+@public()
+def amin(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
+    """Minimum over `axis` (PyTorch's name: values only)."""
+    _check(x, "amin")
+    return _min(x, axes=_axes_arg(axis, x.ndim, "amin"), keepdims=bool(keepdims))
 
 
 def _arg(op: _ArgOp, x: Tensor, axis: Any, keepdims: bool) -> Tensor:

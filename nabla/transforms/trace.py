@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..core.tensor import Tensor
 from .compile import CompiledFunction
 
 
@@ -65,12 +66,19 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def trace(fn: Callable) -> Callable[..., TracedGraph]:
+def trace(fn: Callable | Tensor) -> Any:
     """Return a function that traces `fn` on its arguments and gives back a `TracedGraph`.
+    Given a matrix instead of a function, PyTorch's `torch.trace`: the sum of its diagonal.
 
     Example:
         >>> print(nabla.trace(lambda x: nabla.sin(x) * 2)(nabla.ones(3)))
+        >>> nabla.trace(nabla.eye(3)).item()
+        3.0
     """
+    if isinstance(fn, Tensor):
+        return fn.trace()
+    if not callable(fn):
+        raise TypeError(f"trace: expected a function to trace or a matrix (Tensor), got {type(fn).__name__}")
     compiled = CompiledFunction(fn)
 
     def traced(*args: Any, **kwargs: Any) -> TracedGraph:

@@ -239,6 +239,73 @@ def _seed(tensor: Tensor) -> Tensor:
     return Tensor(seed)
 
 
+def tensor_grad(
+    outputs: Any,
+    inputs: Any,
+    grad_outputs: Any = None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    allow_unused: bool | None = None,
+    materialize_grads: bool = False,
+) -> tuple:
+    """`torch.autograd.grad`: the gradients of `outputs` (weighted by `grad_outputs`) with
+    respect to each of `inputs`, returned, not accumulated into `.grad`."""
+    outs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
+    ins = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+    if retain_graph is None:
+        retain_graph = create_graph
+    given = (
+        [None] * len(outs)
+        if grad_outputs is None
+        else ([grad_outputs] if isinstance(grad_outputs, Tensor) else list(grad_outputs))
+    )
+    if len(given) != len(outs):
+        raise RuntimeError(f"grad: grad_outputs has {len(given)} entries, outputs has {len(outs)}")
+    cotangents = []
+    for i, (out, g) in enumerate(zip(outs, given, strict=True)):
+        if not isinstance(out, Tensor) or not out._impl.requires_grad:
+            raise RuntimeError(f"grad: outputs[{i}] does not require grad and does not have a grad_fn")
+        if g is None:
+            if out.numel() != 1:
+                raise RuntimeError(
+                    f"grad: outputs[{i}] has shape {tuple(out.shape)}; a gradient can be implicitly created only "
+                    "for scalar outputs: pass grad_outputs"
+                )
+            g = _seed(out)
+        elif not isinstance(g, Tensor):
+            g = OPS.tensor(g, out.dtype)
+        if tuple(g.shape) != tuple(out.shape):
+            raise RuntimeError(
+                f"grad: grad_outputs[{i}] has shape {tuple(g.shape)}, outputs[{i}] has {tuple(out.shape)}"
+            )
+        cotangents.append(g)
+    for i, t in enumerate(ins):
+        if not isinstance(t, Tensor) or not t._impl.requires_grad:
+            raise RuntimeError(f"grad: inputs[{i}] does not require grad (one of the differentiated tensors)")
+    found = backward_on_trace(
+        [o._impl for o in outs],
+        cotangents,
+        [t._impl for t in ins],
+        retain_graph=retain_graph,
+        create_graph=create_graph,
+        cut=False,
+    )
+    result = []
+    for i, t in enumerate(ins):
+        entry = found.get(id(t._impl))
+        if entry is None:
+            if not (allow_unused or materialize_grads):
+                raise RuntimeError(
+                    f"grad: inputs[{i}] (shape {tuple(t.shape)}) was not used to compute the outputs; pass "
+                    "allow_unused=True to get None for it"
+                )
+            result.append(OPS.zeros_like(t) if materialize_grads else None)
+            continue
+        g = entry[1]
+        result.append(OPS.detach(g) if not create_graph and g._impl.requires_grad else g)
+    return tuple(result)
+
+
 def _backward_inputs(inputs: Any) -> dict[int, Tensor]:
     """`backward(inputs=...)`: the tensors (one, or a sequence) whose `.grad` it accumulates."""
     tensors = [inputs] if isinstance(inputs, Tensor) else list(inputs)

@@ -18,6 +18,11 @@ class Device:
     def is_accelerator(self) -> bool:
         return self.kind != "cpu"
 
+    @property
+    def type(self) -> str:
+        """PyTorch's name for the kind: "cpu" or "cuda" (`x.device.type == "cuda"`)."""
+        return "cuda" if self.is_accelerator else "cpu"
+
     def __repr__(self) -> str:
         return f"{self.kind}:{self.index}"
 

@@ -1,0 +1,34 @@
+"""torch's dtype and device names: `nabla.long` for `torch.long` (nabla's own names are
+`int64`, `float32`, ...), `nabla.device("cuda", 0)`, `nabla.cuda.is_available()`.
+
+Kept in a module of their own because they shadow Python's `int`, `float` and `bool`: no code
+here uses those builtins. (`nabla.bool` is `nabla.bool_`.)
+"""
+
+from __future__ import annotations
+
+import types
+from typing import Any
+
+from max.driver import accelerator_count
+
+from .core.common import dtypes as _dt
+from .core.common.devices import Device, as_device
+
+__all__ = ["bool", "cuda", "device", "double", "float", "half", "int", "long"]
+
+long, int, float, double, half = _dt.int64, _dt.int32, _dt.float32, _dt.float64, _dt.float16  # noqa: A001
+bool = _dt.bool_  # noqa: A001
+
+
+def device(spec: Any, index: Any = None) -> Device:
+    """torch.device: `device("cuda:0")`, `device("cuda", 0)`, `device("cpu")`."""
+    return as_device(spec if index is None else f"{spec}:{index}")
+
+
+def _is_available() -> bool:
+    """Whether MAX finds an accelerator (`torch.cuda.is_available()`)."""
+    return accelerator_count() > 0
+
+
+cuda = types.SimpleNamespace(is_available=_is_available, device_count=accelerator_count)
