@@ -18,6 +18,7 @@ from . import ops
 from .core.common import dtypes as _dt
 from .core.tensor import Tensor
 from .core.tensor.dispatch import register
+from .ops.control_flow import known_values
 from .ops.linalg import _as_tensor
 from .ops.view import normalize_axis
 
@@ -462,16 +463,31 @@ def isin(elements: Any, test_elements: Any, *, assume_unique: bool = False, inve
     return ops.logical_not(found) if invert else found
 
 
-def std_mean(input: Any, dim: Any = None, *, correction: Any = 1, keepdim: bool = False) -> StdMean:
-    """torch.std_mean: `(std, mean)` over `dim`."""
+def std_mean(
+    input: Any, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *, correction: Any = None
+) -> StdMean:
+    """torch.std_mean: `(std, mean)` over `dim` (`unbiased` or `correction`, as torch.std)."""
     x = _tensor(input, "std_mean")
+    dim, correction = _dim_and_correction(dim, unbiased, correction, "std_mean")
     return StdMean(ops.std(x, dim, correction, keepdim), ops.mean(x, dim, keepdim))
 
 
-def var_mean(input: Any, dim: Any = None, *, correction: Any = 1, keepdim: bool = False) -> VarMean:
-    """torch.var_mean: `(var, mean)` over `dim`."""
+def var_mean(
+    input: Any, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *, correction: Any = None
+) -> VarMean:
+    """torch.var_mean: `(var, mean)` over `dim` (`unbiased` or `correction`, as torch.var)."""
     x = _tensor(input, "var_mean")
+    dim, correction = _dim_and_correction(dim, unbiased, correction, "var_mean")
     return VarMean(ops.var(x, dim, correction, keepdim), ops.mean(x, dim, keepdim))
+
+
+def _dim_and_correction(dim: Any, unbiased: bool | None, correction: Any, op: str) -> tuple[Any, Any]:
+    """torch's overloads: a bool first argument is `unbiased`; `unbiased` and `correction` exclude each other."""
+    if isinstance(dim, bool):
+        dim, unbiased = None, dim
+    if unbiased is not None and correction is not None:
+        raise TypeError(f"{op}: pass either unbiased or correction, not both")
+    return dim, (1 if unbiased is None else int(unbiased)) if correction is None else correction
 
 
 def _spacing(y: Tensor, x: Any, dx: Any, d: int, op: str) -> Any:
@@ -523,6 +539,9 @@ def multinomial(input: Any, num_samples: int, replacement: bool = False) -> Tens
         )
     if isinstance(num_samples, bool) or not isinstance(num_samples, int | np.integer) or num_samples <= 0:
         raise ValueError(f"multinomial: num_samples must be a positive int, got {num_samples!r}")
+    known = known_values(w)  # (checked when the host has the weights)
+    if known is not None and not (np.isfinite(known) & (known >= 0)).all():
+        raise ValueError("multinomial: the weights contain inf, nan or a negative value")
     n = w.shape[-1]
     if not replacement and num_samples > n:
         raise ValueError(f"multinomial: cannot draw {num_samples} samples without replacement from {n} categories")

@@ -50,3 +50,14 @@ def test_torch_dtype_and_device_names():
     assert nb.cuda.is_available() == (nb.cuda.device_count() > 0)
     if torch is not None:
         assert torch.device("cpu").type == nb.device("cpu").type
+
+
+def test_argument_checks_torch_makes():
+    import nabla_nn.functional as F
+
+    with pytest.raises(ValueError, match=r"all elements of target should be between 0 and 1, got values in \[0.0, 2.0\]"):
+        F.binary_cross_entropy(nb.tensor([0.5, 0.5]), nb.tensor([2.0, 0.0]))
+    with pytest.raises(ValueError, match="multinomial: the weights contain inf, nan or a negative value"):
+        nb.multinomial(nb.tensor([0.5, -0.1]), 1)
+    with pytest.raises(TypeError, match=r"view\(DType.int32\): reading a tensor's bits as another dtype"):
+        nb.ones(2).view(nb.int32)

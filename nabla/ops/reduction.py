@@ -480,7 +480,9 @@ def prod(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
 
 
 def _correction_arg(correction: Any, op: str) -> float:
-    if isinstance(correction, bool) or not isinstance(correction, int | float | np.integer | np.floating):
+    if isinstance(correction, bool):  # PyTorch's positional `unbiased` (`torch.std(x, 0, False)`)
+        return 1.0 if correction else 0.0
+    if not isinstance(correction, int | float | np.integer | np.floating):
         raise TypeError(f"{op}: correction must be a number, got {correction!r}")
     return float(correction)
 
@@ -499,6 +501,8 @@ def var(x: Tensor, axis: Any = None, correction: Any = 1, keepdims: bool = False
 
 
 def _var(x: Tensor, axis: Any, correction: Any, keepdims: bool, op: str) -> Tensor:
+    if isinstance(axis, bool):  # PyTorch's `var(input, unbiased)`
+        axis, correction = None, axis
     _check(x, op)
     _float_only(x, op)
     if x.dtype in _HALF:

@@ -487,6 +487,11 @@ def binary_cross_entropy(
     red = _reduction(reduction, op, size_average, reduce)
     _float(input, op, "input")
     _same_shape(input, _tensor(target, op, "target"), op)
+    for name, value in (("input", input), ("target", target)):  # (when the host has the values)
+        known = known_values(value) if isinstance(value, Tensor) else None
+        if known is not None and known.size and not ((known >= 0) & (known <= 1)).all():
+            raise ValueError(f"{op}: all elements of {name} should be between 0 and 1, got values in "
+                             f"[{np.nanmin(known)}, {np.nanmax(known)}]")  # fmt: skip
     t = _like(target, input)
     # PyTorch's input gradient is (x - t) / max(x * (1 - x), 1e-12). Where x * (1 - x) >= 1e-12
     # that is the derivative of the logs below; elsewhere (x at or within ~1e-12 of 0 or 1) the

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from max.dtype import DType
+
 from .dispatch import OPS
 from .strides import layout_of, reshape_strides
 from .torch_methods import _src_or_value
@@ -33,6 +35,11 @@ class ShapeMethods:
         return _reshaped(self, out, "reshape")
 
     def view(self, *shape: Any) -> Tensor:
+        if len(shape) == 1 and isinstance(shape[0], DType):
+            raise TypeError(
+                f"view({shape[0]}): reading a tensor's bits as another dtype is not supported; .to({shape[0]}) "
+                "converts the values"
+            )
         out = OPS.reshape(self, shape[0] if len(shape) == 1 and isinstance(shape[0], tuple | list) else shape)
         return _reshaped(self, out, "view")
 
