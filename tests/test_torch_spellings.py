@@ -9,6 +9,7 @@ import pytest
 from _oracle import torch
 
 import nabla as nb
+import nabla_nn.functional as F
 
 
 def test_normal_in_torchs_spelling():
@@ -53,9 +54,9 @@ def test_torch_dtype_and_device_names():
 
 
 def test_argument_checks_torch_makes():
-    import nabla_nn.functional as F
-
-    with pytest.raises(ValueError, match=r"all elements of target should be between 0 and 1, got values in \[0.0, 2.0\]"):
+    with pytest.raises(
+        ValueError, match=r"all elements of target should be between 0 and 1, got values in \[0.0, 2.0\]"
+    ):
         F.binary_cross_entropy(nb.tensor([0.5, 0.5]), nb.tensor([2.0, 0.0]))
     with pytest.raises(ValueError, match="multinomial: the weights contain inf, nan or a negative value"):
         nb.multinomial(nb.tensor([0.5, -0.1]), 1)
