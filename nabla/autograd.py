@@ -20,27 +20,7 @@ from .core.tensor import Tensor
 __all__ = ["backward", "grad"]
 
 
-def grad(
-    outputs: Any,
-    inputs: Any,
-    grad_outputs: Any = None,
-    retain_graph: bool | None = None,
-    create_graph: bool = False,
-    allow_unused: bool | None = None,
-    materialize_grads: bool = False,
-) -> tuple:
-    """The gradients of `outputs` with respect to `inputs` (a tuple, one per input).
-
-    Args:
-        outputs: a tensor or sequence of tensors to differentiate.
-        inputs: a tensor or sequence of tensors (leaves or not) to differentiate against.
-        grad_outputs: the cotangent of each output (default: ones, for scalar outputs).
-        retain_graph: keep the trace for another backward (default: `create_graph`).
-        create_graph: record the gradient computation, for higher-order derivatives.
-        allow_unused: an input the outputs do not depend on gets None instead of an error.
-        materialize_grads: such an input gets zeros instead.
-    """
-    return tensor_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused, materialize_grads)
+grad = tensor_grad  # (its docstring has the arguments)
 
 
 def backward(

@@ -103,7 +103,7 @@ def test_autograd_grad_unused_inputs_and_errors():
         nb.autograd.grad((a * a).sum(), [a, b])
     assert nb.autograd.grad((a * a).sum(), [a, b], allow_unused=True)[1] is None
     np.testing.assert_array_equal(nb.autograd.grad((a * a).sum(), [a, b], materialize_grads=True)[1].numpy(), [0, 0])
-    with pytest.raises(RuntimeError, match=r"outputs\[0\] has shape \(2,\).*pass grad_outputs"):
+    with pytest.raises(RuntimeError, match=r"scalar outputs; outputs\[0\] has shape \(2,\).*pass grad_outputs\[0\]"):
         nb.autograd.grad(a * 2, a)
     with pytest.raises(RuntimeError, match=r"inputs\[0\] does not require grad"):
         nb.autograd.grad((a * 2).sum(), nb.tensor([1.0]))
@@ -125,3 +125,12 @@ def test_wgan_gradient_penalty_matches_torch():
         (out.mean() + 10 * penalty).backward()
     for (name, p), q in zip(critic.named_parameters(), ref.parameters(), strict=True):
         np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-4, atol=1e-6, err_msg=name)
+
+
+def test_autograd_backward_of_several_tensors_accumulates_their_sum():
+    a = nb.tensor([1.0, 2.0], requires_grad=True)
+    shared = a * a
+    nb.autograd.backward([shared.sum(), (shared * 3).sum()])  # one graph, backpropagated twice
+    np.testing.assert_array_equal(a.grad.numpy(), [8.0, 16.0])  # 4a
+    nb.autograd.backward(a * 2, grad_tensors=nb.tensor([1.0, 0.5]))
+    np.testing.assert_array_equal(a.grad.numpy(), [10.0, 17.0])

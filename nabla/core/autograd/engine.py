@@ -239,6 +239,23 @@ def _seed(tensor: Tensor) -> Tensor:
     return Tensor(seed)
 
 
+def _cotangent(out: Tensor, given: Any, who: str, out_name: str, arg: str) -> Tensor:
+    """The cotangent seeding a backward from `out`: `given` (converted, checked against out's
+    shape), or ones for a scalar."""
+    if given is None:
+        if out.numel() != 1:
+            raise RuntimeError(
+                f"{who}: grad can be implicitly created only for scalar outputs; {out_name} has shape "
+                f"{tuple(out.shape)}: pass {arg} of the same shape"
+            )
+        return _seed(out)
+    if not isinstance(given, Tensor):
+        given = OPS.tensor(given, out.dtype)
+    if tuple(given.shape) != tuple(out.shape):
+        raise RuntimeError(f"{who}: {arg} has shape {tuple(given.shape)}, {out_name} has shape {tuple(out.shape)}")
+    return given
+
+
 def tensor_grad(
     outputs: Any,
     inputs: Any,
@@ -248,8 +265,18 @@ def tensor_grad(
     allow_unused: bool | None = None,
     materialize_grads: bool = False,
 ) -> tuple:
-    """`torch.autograd.grad`: the gradients of `outputs` (weighted by `grad_outputs`) with
-    respect to each of `inputs`, returned, not accumulated into `.grad`."""
+    """`torch.autograd.grad` (`nabla.autograd.grad`): the gradients of `outputs` with respect
+    to each of `inputs` (a tuple, one per input), returned, not accumulated into `.grad`.
+
+    Args:
+        outputs: a tensor or sequence of tensors to differentiate.
+        inputs: a tensor or sequence of tensors (leaves or not) to differentiate against.
+        grad_outputs: the cotangent of each output (default: ones, for scalar outputs).
+        retain_graph: keep the trace for another backward (default: `create_graph`).
+        create_graph: record the gradient computation, for higher-order derivatives.
+        allow_unused: an input the outputs do not depend on gets None instead of an error.
+        materialize_grads: such an input gets zeros instead.
+    """
     outs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
     ins = [inputs] if isinstance(inputs, Tensor) else list(inputs)
     if retain_graph is None:
@@ -265,20 +292,7 @@ def tensor_grad(
     for i, (out, g) in enumerate(zip(outs, given, strict=True)):
         if not isinstance(out, Tensor) or not out._impl.requires_grad:
             raise RuntimeError(f"grad: outputs[{i}] does not require grad and does not have a grad_fn")
-        if g is None:
-            if out.numel() != 1:
-                raise RuntimeError(
-                    f"grad: outputs[{i}] has shape {tuple(out.shape)}; a gradient can be implicitly created only "
-                    "for scalar outputs: pass grad_outputs"
-                )
-            g = _seed(out)
-        elif not isinstance(g, Tensor):
-            g = OPS.tensor(g, out.dtype)
-        if tuple(g.shape) != tuple(out.shape):
-            raise RuntimeError(
-                f"grad: grad_outputs[{i}] has shape {tuple(g.shape)}, outputs[{i}] has {tuple(out.shape)}"
-            )
-        cotangents.append(g)
+        cotangents.append(_cotangent(out, g, "grad", f"outputs[{i}]", f"grad_outputs[{i}]"))
     for i, t in enumerate(ins):
         if not isinstance(t, Tensor) or not t._impl.requires_grad:
             raise RuntimeError(f"grad: inputs[{i}] does not require grad (one of the differentiated tensors)")
@@ -334,17 +348,7 @@ def tensor_backward(
     impl = tensor._impl
     if not impl.requires_grad:
         raise RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
-    if gradient is None:
-        if tensor.numel() != 1:
-            raise RuntimeError(
-                f"grad can be implicitly created only for scalar outputs; this tensor has shape {tensor.shape}: "
-                "pass gradient= of the same shape"
-            )
-        gradient = _seed(tensor)
-    elif not isinstance(gradient, Tensor):
-        gradient = OPS.tensor(gradient, tensor.dtype)
-    if tuple(gradient.shape) != tuple(tensor.shape):
-        raise RuntimeError(f"backward: gradient has shape {gradient.shape}, tensor has shape {tensor.shape}")
+    gradient = _cotangent(tensor, gradient, "backward", "this tensor", "gradient")
     chosen = None if inputs is None else _backward_inputs(inputs)  # {id(impl): facade}
     wrt = None if chosen is None else [t._impl for t in chosen.values()]
     grads = backward_on_trace([impl], [gradient], wrt, retain_graph=retain_graph, create_graph=create_graph, cut=False)
