@@ -201,6 +201,11 @@ class Tensor(ViewMethods, ShapeMethods, TorchMethods, TorchMath, TorchInPlace):
         note_grad(self)
         self._grad = value
 
+    def _same_value(self) -> Tensor:
+        """Another plain Tensor on this value (a realized one stays realized; autodiff reaches
+        this tensor through it): the view an op that changed nothing gives (`x[:]`)."""
+        return Tensor(self._impl)
+
     def detach(self) -> Tensor:
         """A tensor with the same value that is not part of any autodiff trace; in-place ops
         on it update this tensor, as PyTorch's shared storage does."""

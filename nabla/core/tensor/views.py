@@ -31,7 +31,7 @@ class ViewMethods:
         "diagonal", "unfold" or "alias" for `.data`/`detach()`), so an in-place op on self writes
         through to base."""
         if self is base:  # the op changed nothing and handed back its input (`x[:]`, `x.reshape(x.shape)`)
-            self = OPS.identity(base)
+            self = base._same_value()
         self._view = (base, base._impl, kind, arg)
         return self
 
