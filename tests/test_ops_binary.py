@@ -356,8 +356,12 @@ def test_einsum_errors_name_what_is_wrong(eq, shapes, match):
 
 
 def test_einsum_type_errors():
-    with pytest.raises(TypeError, match="einsum: equation must be a string"):
-        nb.einsum(nb.ones(2), "i->")
+    with pytest.raises(TypeError, match="einsum: equation must be a string, got int"):
+        nb.einsum(3, nb.ones(2))
+    with pytest.raises(TypeError, match="einsum: the sublist of operand 0 must be a list of dims, got str"):
+        nb.einsum(nb.ones(2), "i->")  # (a tensor first: torch's sublist form)
+    with pytest.raises(ValueError, match=r"einsum: the output sublist holds 'i'; dims are ints in \[0, 52\)"):
+        nb.einsum(nb.ones(2), [0], ["i"])
     with pytest.raises(TypeError, match="einsum: bool operands are not supported"):
         nb.einsum("i->", T([True]))
 
