@@ -207,7 +207,9 @@ class Subset(Dataset):
         return len(self.indices)
 
 
-def random_split(dataset: Dataset, lengths: Sequence[int | float], seed: int | None = None) -> list[Subset]:
+def random_split(
+    dataset: Dataset, lengths: Sequence[int | float], seed: int | None = None, *, generator: Any = None
+) -> list[Subset]:
     """Split `dataset` into non-overlapping random subsets of the given lengths.
 
     Args:
@@ -215,6 +217,8 @@ def random_split(dataset: Dataset, lengths: Sequence[int | float], seed: int | N
         lengths: sample counts summing to `len(dataset)`, or fractions summing to 1 (the
             remainder of the floors goes one sample each to the first subsets, as in PyTorch).
         seed: seed of `numpy.random.default_rng`; the same seed gives the same split.
+        generator: instead of seed, a `numpy.random.Generator`, or a `torch.Generator` (its
+            `initial_seed()` seeds ours: the same split every time, not torch's split).
 
     Example:
         >>> train, val = random_split(TensorDataset(np.arange(10)), [0.8, 0.2], seed=0)
@@ -234,9 +238,25 @@ def random_split(dataset: Dataset, lengths: Sequence[int | float], seed: int | N
         raise ValueError(f"random_split: lengths must be non-negative ints or fractions summing to 1, got {lengths}")
     if sum(lengths) != n:
         raise ValueError(f"random_split: lengths sum to {sum(lengths)}, the dataset has {n} samples")
-    order = np.random.default_rng(seed).permutation(n)
+    order = _rng(generator, seed, "random_split").permutation(n)
     bounds = np.cumsum([0, *lengths])
     return [Subset(dataset, order[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+
+
+def _rng(generator: Any, seed: int | None, who: str) -> np.random.Generator:
+    """The NumPy generator `generator=` names: a NumPy one, or a torch.Generator's seed; else
+    one seeded with `seed`."""
+    if generator is None:
+        return np.random.default_rng(seed)
+    if seed is not None:
+        raise TypeError(f"{who}: pass seed= or generator=, not both")
+    if isinstance(generator, np.random.Generator):
+        return generator
+    if callable(getattr(generator, "initial_seed", None)):  # a torch.Generator
+        return np.random.default_rng(generator.initial_seed())
+    raise TypeError(
+        f"{who}: generator must be a numpy.random.Generator or a torch.Generator, got {type(generator).__name__}"
+    )
 
 
 # -- collation ---------------------------------------------------------------------------------------
@@ -263,8 +283,9 @@ def default_collate(batch: Sequence[Any]) -> Any:
         return _stack(batch)
     if isinstance(elem, bool | int | float):
         return Tensor.from_numpy(np.asarray(batch, dtype=_number_dtype(elem, batch)))
-    if isinstance(elem, Mapping):
-        return {key: default_collate([sample[key] for sample in batch]) for key in elem}
+    if isinstance(elem, Mapping):  # (an OrderedDict stays one, as in PyTorch)
+        out = {key: default_collate([sample[key] for sample in batch]) for key in elem}
+        return _same_mapping(elem, out)
     if isinstance(elem, tuple) and hasattr(elem, "_fields"):  # namedtuple
         return type(elem)(*(default_collate(list(field)) for field in zip(*batch, strict=True)))
     if isinstance(elem, Sequence):
@@ -274,6 +295,14 @@ def default_collate(batch: Sequence[Any]) -> Any:
     raise TypeError(
         f"default_collate: batch must contain tensors, NumPy arrays, numbers, dicts or lists; found {type(elem).__name__}"
     )
+
+
+def _same_mapping(like: Mapping, values: dict) -> Any:
+    """`values` as a mapping of `like`'s type when it can be built from a dict, else a dict."""
+    try:
+        return type(like)(values)
+    except TypeError:
+        return values
 
 
 def _number_dtype(first: Any, batch: Sequence[Any]) -> type:
@@ -337,7 +366,8 @@ class DataLoader:
             TypeError, as in PyTorch).
         batch_sampler: an iterable of index lists, one per batch (instead of batch_size,
             shuffle, sampler and drop_last).
-        generator: a `numpy.random.Generator` to shuffle with (instead of seed).
+        generator: a `numpy.random.Generator` to shuffle with (instead of seed), or a
+            `torch.Generator`, whose `initial_seed()` seeds ours.
         num_workers, pin_memory, timeout, worker_init_fn, prefetch_factor, persistent_workers:
             PyTorch's worker-process settings, accepted for compatibility; samples are always
             loaded in this process (as torch does with num_workers=0).
@@ -386,11 +416,6 @@ class DataLoader:
             raise ValueError(
                 "DataLoader: batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, and drop_last"
             )
-        if generator is not None and not isinstance(generator, np.random.Generator):
-            raise TypeError(
-                f"DataLoader: generator must be a numpy.random.Generator, got {type(generator).__name__} "
-                "(or pass seed=)"
-            )
         if batch_sampler is not None:
             batch_size = None  # batches come from the batch sampler
         if batch_size is not None and (
@@ -421,7 +446,7 @@ class DataLoader:
         self.collate_fn = collate_fn
         self.sampler, self.batch_sampler = sampler, batch_sampler
         self.num_workers = int(num_workers)
-        self._rng = generator if generator is not None else np.random.default_rng(seed)
+        self._rng = _rng(generator, seed, "DataLoader")
 
     def __len__(self) -> int:
         if self.batch_sampler is not None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from collections import namedtuple
+from collections import OrderedDict, namedtuple
 
 import numpy as np
 import pytest
@@ -470,3 +470,22 @@ def test_unbatched_samples_are_converted_like_torchs_default_convert():
     ours = describe(next(iter(DataLoader(Samples(), batch_size=None))))
     assert ours == describe(next(iter(tud.DataLoader(Samples(), batch_size=None))))
     assert ours["t"][0] == "list"  # a plain tuple comes back as a list, as torch's default_convert
+
+
+def test_generator_arguments_and_mapping_types():
+    ds = TensorDataset(np.arange(10))
+    a = random_split(ds, [0.8, 0.2], generator=np.random.default_rng(3))
+    b = random_split(ds, [0.8, 0.2], seed=3)
+    assert list(a[0].indices) == list(b[0].indices)
+    with pytest.raises(TypeError, match="random_split: pass seed= or generator=, not both"):
+        random_split(ds, [5, 5], seed=1, generator=np.random.default_rng(1))
+    with pytest.raises(
+        TypeError, match="DataLoader: generator must be a numpy.random.Generator or a torch.Generator, got int"
+    ):
+        data.DataLoader(ds, generator=3)
+    if torch is not None:  # a torch.Generator's seed seeds ours: the same split each time
+        first = random_split(ds, [0.5, 0.5], generator=torch.Generator().manual_seed(42))
+        again = random_split(ds, [0.5, 0.5], generator=torch.Generator().manual_seed(42))
+        assert list(first[0].indices) == list(again[0].indices)
+    batch = default_collate([OrderedDict(x=1.0, y=2), OrderedDict(x=3.0, y=4)])
+    assert type(batch) is OrderedDict and list(batch) == ["x", "y"]
