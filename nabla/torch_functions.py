@@ -18,6 +18,7 @@ from . import ops
 from .core.common import dtypes as _dt
 from .core.tensor import Tensor
 from .core.tensor.dispatch import register
+from .core.tensor.tensor import _var_args
 from .ops.control_flow import known_values
 from .ops.linalg import _as_tensor
 from .ops.view import normalize_axis
@@ -468,7 +469,7 @@ def std_mean(
 ) -> StdMean:
     """torch.std_mean: `(std, mean)` over `dim` (`unbiased` or `correction`, as torch.std)."""
     x = _tensor(input, "std_mean")
-    dim, correction = _dim_and_correction(dim, unbiased, correction, "std_mean")
+    dim, correction = _var_args(dim, unbiased, correction)
     return StdMean(ops.std(x, dim, correction, keepdim), ops.mean(x, dim, keepdim))
 
 
@@ -477,17 +478,8 @@ def var_mean(
 ) -> VarMean:
     """torch.var_mean: `(var, mean)` over `dim` (`unbiased` or `correction`, as torch.var)."""
     x = _tensor(input, "var_mean")
-    dim, correction = _dim_and_correction(dim, unbiased, correction, "var_mean")
+    dim, correction = _var_args(dim, unbiased, correction)
     return VarMean(ops.var(x, dim, correction, keepdim), ops.mean(x, dim, keepdim))
-
-
-def _dim_and_correction(dim: Any, unbiased: bool | None, correction: Any, op: str) -> tuple[Any, Any]:
-    """torch's overloads: a bool first argument is `unbiased`; `unbiased` and `correction` exclude each other."""
-    if isinstance(dim, bool):
-        dim, unbiased = None, dim
-    if unbiased is not None and correction is not None:
-        raise TypeError(f"{op}: pass either unbiased or correction, not both")
-    return dim, (1 if unbiased is None else int(unbiased)) if correction is None else correction
 
 
 def _spacing(y: Tensor, x: Any, dx: Any, d: int, op: str) -> Any:

@@ -451,8 +451,7 @@ def _pow_dy(x: Tensor, y: Tensor, out: Tensor) -> Tensor:
 
 
 def _nan_propagating(x: Any, y: Any, out: Any) -> Any:
-    """MAX: `out` (MAX's max/min of x and y, which skip a NaN) with NaN wherever x or y is
-    one, as NumPy and PyTorch's maximum/minimum give."""
+    """MAX: `out` (MAX's max/min, which skip a NaN) with NaN where x or y is NaN, as NumPy and torch."""
     if not _dt.is_float(x.dtype):
         return out
     return ops.where(ops.is_nan(x), x, ops.where(ops.is_nan(y), y, out))
@@ -634,8 +633,7 @@ def _comparison(name: str, max_fn: Any, np_fn: Any, swap: bool = False) -> Compa
 
 
 def _reflexive(max_fn: Any) -> Any:
-    """MAX: a comparison that holds for equal operands (==, >=), false at a NaN. MAX's compiler
-    folds `x == x` and `x >= x` to true, so NaN would compare equal to itself."""
+    """MAX: == or >=, false at a NaN (MAX folds `x == x` and `x >= x` to true)."""
 
     def compare(x: Any, y: Any) -> Any:
         out = max_fn(x, y)
@@ -648,8 +646,7 @@ _equal = _comparison("equal", _reflexive(ops.equal), np.equal)
 
 
 def _mx_not_equal(x: Any, y: Any) -> Any:
-    """MAX: x != y, true where either is NaN. MAX's not_equal is an ordered comparison (false
-    there), and its compiler folds `x == x` to true, so `x != x` would miss every NaN."""
+    """MAX: x != y, true at a NaN (MAX's not_equal is ordered, and it folds `x == x` to true)."""
     ne = ops.logical_not(ops.equal(x, y))
     if not _dt.is_float(x.dtype):
         return ne
