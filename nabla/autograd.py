@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from .core.autograd import tensor_backward, tensor_grad
-from .core.tensor import Tensor
+from .core.autograd.engine import as_tensor_list
 
 __all__ = ["backward", "grad"]
 
@@ -31,10 +31,8 @@ def backward(
     inputs: Any = None,
 ) -> None:
     """`Tensor.backward` of each tensor in `tensors` with its `grad_tensors` entry."""
-    outs = [tensors] if isinstance(tensors, Tensor) else list(tensors)
-    cots = [grad_tensors] if isinstance(grad_tensors, Tensor) or grad_tensors is None else list(grad_tensors)
-    if grad_tensors is None:
-        cots = [None] * len(outs)
+    outs = as_tensor_list(tensors)
+    cots = [None] * len(outs) if grad_tensors is None else as_tensor_list(grad_tensors)
     for i, (out, cot) in enumerate(zip(outs, cots, strict=True)):
         last = i == len(outs) - 1
         keep = retain_graph if retain_graph is not None else create_graph

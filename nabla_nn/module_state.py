@@ -7,6 +7,7 @@ values moved between a mesh layout and the host."""
 
 from __future__ import annotations
 
+import itertools
 import sys
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
@@ -58,7 +59,7 @@ class _StateDict:
         if destination is None:
             destination = OrderedDict()
             destination._metadata = OrderedDict()  # type: ignore[attr-defined]
-        save = _Save(keep_vars, _StateDict.get_extra_state)
+        save = _Save(keep_vars)
         destination = save.module(self, destination, prefix)
         save.flush()
         return destination
@@ -159,10 +160,8 @@ class _StateDict:
         """PyTorch's: this module's own parameters, persistent buffers and extra state (not its
         submodules') into `destination`. A subclass may override it, calling this, to save
         more entries or other names; `state_dict` calls the override."""
-        for store, skip in ((self._parameters, ()), (self._buffers, self._non_persistent_buffers)):
-            for name, t in store.items():
-                if t is not None and name not in skip:
-                    destination[prefix + name] = t if keep_vars else t.data
+        for name, t in _own_tensors(self).items():
+            destination[prefix + name] = t if keep_vars else t.data
         if type(self).get_extra_state is not _StateDict.get_extra_state:
             destination[prefix + _EXTRA_STATE_KEY] = self.get_extra_state()
 
@@ -251,12 +250,10 @@ class _Save:
 
     Args:
         keep_vars: store the tensors themselves instead of their `.data`.
-        base_get_extra_state: `Module.get_extra_state`, which a module must override to save extra state.
     """
 
-    def __init__(self, keep_vars: bool, base_get_extra_state: Callable) -> None:
+    def __init__(self, keep_vars: bool) -> None:
         self.keep_vars = keep_vars
-        self.base_get_extra_state = base_get_extra_state
         self.pending: list[tuple[Any, str]] = []  # (destination, key) of sharded values to assemble
         self.memo: dict[int, Tensor] = {}  # one host copy per storage, across batches (tied weights)
         self.assembled: list[Tensor] = []  # the values assembled: kept, so the storage ids in memo stay theirs
@@ -269,21 +266,12 @@ class _Save:
             destination._metadata[prefix[:-1]] = local_metadata
         for hook in module._state_dict_pre_hooks.values():
             hook(module, prefix, self.keep_vars)
-        keep_vars = self.keep_vars
-        if type(module)._save_to_state_dict is not _StateDict._save_to_state_dict:  # a subclass's (PyTorch's hook)
-            before = len(destination)
-            module._save_to_state_dict(destination, prefix, keep_vars)
-            added = list(destination.items())[before:] if not keep_vars else []
-            self.pending += [(destination, k) for k, v in added if isinstance(v, Tensor) and v.sharding is not None]
-        else:
-            for store, skip in ((module._parameters, ()), (module._buffers, module._non_persistent_buffers)):
-                for name, t in store.items():
-                    if t is not None and name not in skip:
-                        destination[prefix + name] = t if keep_vars else t.data
-                        if not keep_vars and t.sharding is not None:
-                            self.pending.append((destination, prefix + name))
-            if type(module).get_extra_state is not self.base_get_extra_state:
-                destination[prefix + _EXTRA_STATE_KEY] = module.get_extra_state()
+        before = len(destination)
+        module._save_to_state_dict(destination, prefix, self.keep_vars)  # (a subclass may override it)
+        if not self.keep_vars:  # the sharded values among the entries it added (read from the end)
+            added = list(itertools.islice(reversed(destination.items()), len(destination) - before))
+            sharded = [k for k, v in reversed(added) if isinstance(v, Tensor) and v.sharding is not None]
+            self.pending += [(destination, k) for k in sharded]
         for name, child in module._modules.items():
             if child is not None:
                 self.module(child, destination, f"{prefix}{name}.")

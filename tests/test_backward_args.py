@@ -76,7 +76,7 @@ def test_inputs_errors_name_the_problem():
     frozen = nb.tensor([1.0, 2.0])
     with pytest.raises(RuntimeError, match="must not be empty"):
         (a * a).sum().backward(inputs=[])
-    with pytest.raises(RuntimeError, match=r"inputs\[1\] \(shape \(2,\)\) does not require grad"):
+    with pytest.raises(RuntimeError, match=r"backward: inputs\[1\] does not require grad \(a tensor of shape \(2,\)\)"):
         (a * a).sum().backward(inputs=[a, frozen])
     with pytest.raises(TypeError, match=r"inputs\[0\] must be a Tensor, got list"):
         (a * a).sum().backward(inputs=[[1.0]])

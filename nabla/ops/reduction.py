@@ -364,34 +364,37 @@ def mean(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
 def max(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:  # noqa: A001
     """Maximum over `axis` (values only; see `Tensor.max(dim)` for values and indices). With a
     tensor second argument, PyTorch's `max(input, other)`: the elementwise `maximum`."""
-    _check(x, "max")
     if isinstance(axis, Tensor):
+        _check(x, "max")
         return _bin.maximum(x, axis)
-    return _max(x, axes=_axes_arg(axis, x.ndim, "max"), keepdims=bool(keepdims))
+    return _extremum(_max, "max", x, axis, keepdims)
 
 
 @public()
 def min(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:  # noqa: A001
     """Minimum over `axis` (values only). With a tensor second argument, PyTorch's
     `min(input, other)`: the elementwise `minimum`."""
-    _check(x, "min")
     if isinstance(axis, Tensor):
+        _check(x, "min")
         return _bin.minimum(x, axis)
-    return _min(x, axes=_axes_arg(axis, x.ndim, "min"), keepdims=bool(keepdims))
+    return _extremum(_min, "min", x, axis, keepdims)
 
 
 @public()
 def amax(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
     """Maximum over `axis` (PyTorch's name: values only, and no elementwise form)."""
-    _check(x, "amax")
-    return _max(x, axes=_axes_arg(axis, x.ndim, "amax"), keepdims=bool(keepdims))
+    return _extremum(_max, "amax", x, axis, keepdims)
 
 
 @public()
 def amin(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
     """Minimum over `axis` (PyTorch's name: values only)."""
-    _check(x, "amin")
-    return _min(x, axes=_axes_arg(axis, x.ndim, "amin"), keepdims=bool(keepdims))
+    return _extremum(_min, "amin", x, axis, keepdims)
+
+
+def _extremum(op: _ExtremumOp, name: str, x: Tensor, axis: Any, keepdims: bool) -> Tensor:
+    _check(x, name)
+    return op(x, axes=_axes_arg(axis, x.ndim, name), keepdims=bool(keepdims))
 
 
 def _arg(op: _ArgOp, x: Tensor, axis: Any, keepdims: bool) -> Tensor:

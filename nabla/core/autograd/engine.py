@@ -277,15 +277,11 @@ def tensor_grad(
         allow_unused: an input the outputs do not depend on gets None instead of an error.
         materialize_grads: such an input gets zeros instead.
     """
-    outs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
-    ins = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+    outs = as_tensor_list(outputs)
+    ins = _differentiated(inputs, "grad")
     if retain_graph is None:
         retain_graph = create_graph
-    given = (
-        [None] * len(outs)
-        if grad_outputs is None
-        else ([grad_outputs] if isinstance(grad_outputs, Tensor) else list(grad_outputs))
-    )
+    given = [None] * len(outs) if grad_outputs is None else as_tensor_list(grad_outputs)
     if len(given) != len(outs):
         raise RuntimeError(f"grad: grad_outputs has {len(given)} entries, outputs has {len(outs)}")
     cotangents = []
@@ -293,9 +289,6 @@ def tensor_grad(
         if not isinstance(out, Tensor) or not out._impl.requires_grad:
             raise RuntimeError(f"grad: outputs[{i}] does not require grad and does not have a grad_fn")
         cotangents.append(_cotangent(out, g, "grad", f"outputs[{i}]", f"grad_outputs[{i}]"))
-    for i, t in enumerate(ins):
-        if not isinstance(t, Tensor) or not t._impl.requires_grad:
-            raise RuntimeError(f"grad: inputs[{i}] does not require grad (one of the differentiated tensors)")
     found = backward_on_trace(
         [o._impl for o in outs],
         cotangents,
@@ -320,17 +313,23 @@ def tensor_grad(
     return tuple(result)
 
 
-def _backward_inputs(inputs: Any) -> dict[int, Tensor]:
-    """`backward(inputs=...)`: the tensors (one, or a sequence) whose `.grad` it accumulates."""
-    tensors = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+def as_tensor_list(value: Any) -> list:
+    """A tensor, or a sequence of them, as a list (torch.autograd's arguments)."""
+    return [value] if isinstance(value, Tensor) else list(value)
+
+
+def _differentiated(inputs: Any, who: str) -> list[Tensor]:
+    """`inputs` of a backward or `autograd.grad` (one tensor, or a sequence), checked: not
+    empty, each a tensor that requires grad."""
+    tensors = as_tensor_list(inputs)
     if not tensors:
-        raise RuntimeError("backward: inputs= must not be empty")
+        raise RuntimeError(f"{who}: inputs= must not be empty")
     for i, t in enumerate(tensors):
         if not isinstance(t, Tensor):
-            raise TypeError(f"backward: inputs[{i}] must be a Tensor, got {type(t).__name__}")
+            raise TypeError(f"{who}: inputs[{i}] must be a Tensor, got {type(t).__name__}")
         if not t.requires_grad:
-            raise RuntimeError(f"backward: inputs[{i}] (shape {tuple(t.shape)}) does not require grad")
-    return {id(t._impl): t for t in tensors}
+            raise RuntimeError(f"{who}: inputs[{i}] does not require grad (a tensor of shape {tuple(t.shape)})")
+    return tensors
 
 
 def tensor_backward(
@@ -349,7 +348,7 @@ def tensor_backward(
     if not impl.requires_grad:
         raise RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
     gradient = _cotangent(tensor, gradient, "backward", "this tensor", "gradient")
-    chosen = None if inputs is None else _backward_inputs(inputs)  # {id(impl): facade}
+    chosen = None if inputs is None else {id(t._impl): t for t in _differentiated(inputs, "backward")}
     wrt = None if chosen is None else [t._impl for t in chosen.values()]
     grads = backward_on_trace([impl], [gradient], wrt, retain_graph=retain_graph, create_graph=create_graph, cut=False)
     traced = TRACE.state is not None  # (one check: a training step accumulates every parameter's)

@@ -599,9 +599,7 @@ class Tensor(ViewMethods, ShapeMethods, TorchMethods, TorchMath, TorchInPlace):
         axis: Any = None,
         keepdims: bool | None = None,
     ) -> Tensor:
-        dim = all_if_empty(dim)
-        x = self if dtype is None else OPS.cast(self, dtype)  # (PyTorch casts the input first)
-        return OPS.sum(x, _axis_arg(dim, axis, "sum"), keepdims if keepdims is not None else keepdim)
+        return _reduced(OPS.sum, "sum", self, all_if_empty(dim), keepdim, dtype, axis, keepdims)
 
     def mean(
         self,
@@ -612,9 +610,7 @@ class Tensor(ViewMethods, ShapeMethods, TorchMethods, TorchMath, TorchInPlace):
         axis: Any = None,
         keepdims: bool | None = None,
     ) -> Tensor:
-        dim = all_if_empty(dim)
-        x = self if dtype is None else OPS.cast(self, dtype)
-        return OPS.mean(x, _axis_arg(dim, axis, "mean"), keepdims if keepdims is not None else keepdim)
+        return _reduced(OPS.mean, "mean", self, all_if_empty(dim), keepdim, dtype, axis, keepdims)
 
     def max(self, dim: Any = None, keepdim: bool = False, *, axis: Any = None, keepdims: bool | None = None) -> Any:
         """Without `dim`: the maximum. With `dim` (PyTorch): `(values, indices)`; with `axis`: values."""
@@ -653,8 +649,7 @@ class Tensor(ViewMethods, ShapeMethods, TorchMethods, TorchMath, TorchInPlace):
         axis: Any = None,
         keepdims: bool | None = None,
     ) -> Tensor:
-        x = self if dtype is None else OPS.cast(self, dtype)
-        return OPS.prod(x, _axis_arg(dim, axis, "prod"), keepdims if keepdims is not None else keepdim)
+        return _reduced(OPS.prod, "prod", self, dim, keepdim, dtype, axis, keepdims)
 
     def var(
         self, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *, correction: float | None = None
@@ -686,16 +681,16 @@ class Tensor(ViewMethods, ShapeMethods, TorchMethods, TorchMath, TorchInPlace):
         return OPS.norm(self, p, all_if_empty(dim), keepdim)
 
     def cumsum(self, dim: int, *, dtype: Any = None) -> Tensor:
-        return OPS.cumsum(self if dtype is None else OPS.cast(self, dtype), dim)
+        return OPS.cumsum(_cast_first(self, dtype), dim)
 
     def cumprod(self, dim: int, *, dtype: Any = None) -> Tensor:
-        return OPS.cumprod(self if dtype is None else OPS.cast(self, dtype), dim)
+        return OPS.cumprod(_cast_first(self, dtype), dim)
 
     def softmax(self, dim: int, dtype: Any = None) -> Tensor:
-        return OPS.softmax(self if dtype is None else OPS.cast(self, dtype), dim)
+        return OPS.softmax(_cast_first(self, dtype), dim)
 
     def log_softmax(self, dim: int, dtype: Any = None) -> Tensor:
-        return OPS.log_softmax(self if dtype is None else OPS.cast(self, dtype), dim)
+        return OPS.log_softmax(_cast_first(self, dtype), dim)
 
     def topk(self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> Any:  # noqa: A002
         return OPS.topk(self, k, dim, largest, sorted)
@@ -798,6 +793,18 @@ def _is_basic_index(index: Any) -> bool:
 def _correction(correction: float, unbiased: bool | None) -> float:
     """PyTorch's older `unbiased=` flag maps onto `correction` (1 or 0)."""
     return correction if unbiased is None else (1 if unbiased else 0)
+
+
+def _cast_first(x: Tensor, dtype: Any) -> Tensor:
+    """PyTorch's `dtype=` on a reduction or softmax: the input is cast before the op runs."""
+    return x if dtype is None else OPS.cast(x, dtype)
+
+
+def _reduced(
+    op: Any, name: str, x: Tensor, dim: Any, keepdim: bool, dtype: Any, axis: Any, keepdims: bool | None
+) -> Tensor:
+    """sum/mean/prod: PyTorch's dim/keepdim or NumPy's axis/keepdims, after `dtype=`'s cast."""
+    return op(_cast_first(x, dtype), _axis_arg(dim, axis, name), keepdims if keepdims is not None else keepdim)
 
 
 def _var_args(dim: Any, unbiased: bool | None, correction: float | None) -> tuple[Any, float]:
