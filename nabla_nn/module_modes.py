@@ -52,12 +52,13 @@ class _Modes:
         return self
 
     def zero_grad(self, set_to_none: bool = True) -> None:
-        """Reset every parameter's `.grad` (to None, or to realized zeros)."""
+        """Reset every parameter's `.grad`: to None, or (`set_to_none=False`) zero each gradient
+        tensor in place, as PyTorch's `grad.zero_()` (its storage becomes realized zeros)."""
         for p in self.parameters():
             if set_to_none:  # without reading .grad: a compiled step must not depend on it
                 p.grad = None
             elif (g := p.grad) is not None:  # zeros like the gradient (its dtype may differ from p's)
-                p.grad = Tensor.from_numpy(np.zeros(g.shape, _dt.to_numpy_dtype(g.dtype)), dtype=g.dtype)
+                g.data = Tensor.from_numpy(np.zeros(g.shape, _dt.to_numpy_dtype(g.dtype)), dtype=g.dtype)
 
     def to(self, dtype: Any = None, device: Any = None) -> Module:
         """Move parameters and buffers to `device` and cast floating ones to `dtype`, in place

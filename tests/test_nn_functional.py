@@ -81,6 +81,15 @@ def test_activation_matches_torch(name: str, kwargs: dict, shape: tuple) -> None
     )
 
 
+def test_relu6_and_hardtanh_clamp_integer_tensors_like_torch() -> None:
+    x = nb.tensor([-3, 0, 3, 8])
+    assert F.relu6(x).tolist() == [0, 0, 3, 6] and F.relu6(x).dtype == nb.int64  # torch's values
+    assert F.hardtanh(x, -2.7, 2.7).tolist() == [-2, 0, 2, 2]  # bounds truncated, as torch's
+    assert F.relu6(x.int(), inplace=True).dtype == nb.int32
+    with pytest.raises(TypeError, match="relu6: expected an integer or floating-point tensor, got dtype bool"):
+        F.relu6(nb.tensor([True]))
+
+
 @needs_torch
 @pytest.mark.parametrize("name", ["softmax", "log_softmax", "softmin"])
 @pytest.mark.parametrize(("shape", "dim"), [((5,), 0), ((3, 4), 1), ((2, 3, 4), 0), ((2, 3, 4), -1)])

@@ -182,8 +182,9 @@ def test_train_eval_apply_requires_grad_and_zero_grad():
     assert seen == ["Affine", "Affine", "Chain", "Counter", "Net"]
     net(_x()).sum().backward()
     assert all(p.grad is not None for p in net.parameters())
-    net.zero_grad(set_to_none=False)
-    assert all(np.all(p.grad.numpy() == 0) for p in net.parameters())
+    grads = [p.grad for p in net.parameters()]
+    net.zero_grad(set_to_none=False)  # in place, as torch's grad.zero_(): the same tensors
+    assert all(p.grad is g and np.all(g.numpy() == 0) for p, g in zip(net.parameters(), grads, strict=True))
     net.zero_grad()
     assert all(p.grad is None for p in net.parameters())
     net.requires_grad_(False)

@@ -68,6 +68,8 @@ def test_pack_and_pad_values():
     assert p.sorted_indices is None and p.unsorted_indices is None
     assert pad_sequence(seqs, batch_first=True, padding_value=9).tolist() == [[1, 2, 3], [4, 5, 9], [6, 9, 9]]
     assert pad_sequence(seqs, padding_side="left").tolist() == [[1, 0, 0], [2, 4, 0], [3, 5, 6]]
+    with pytest.raises(RuntimeError, match=r"sequences\[0\] must be a tensor of shape \(L, \*\), got a 0-d tensor"):
+        pad_sequence([nb.tensor(1.0), nb.tensor(2.0)])
 
 
 def test_packed_gru_and_lstm_values():

@@ -121,7 +121,7 @@ PROMOTED = [
     "asin", "acos", "atan", "tanh", "erf", "sigmoid",
 ]  # fmt: skip
 FLOAT_ONLY = [
-    "relu6", "hardtanh", "leaky_relu", "elu", "gelu", "silu", "mish", "softplus", "logsigmoid", "hardsigmoid",
+    "leaky_relu", "elu", "gelu", "silu", "mish", "softplus", "logsigmoid", "hardsigmoid",
     "hardswish",
 ]  # fmt: skip
 
@@ -145,7 +145,9 @@ def test_float_only_ops_reject_integers(name):
         getattr(nb, name)(t([1, 2], np.int64))
 
 
-@pytest.mark.parametrize("name", ["abs", "neg", "square", "floor", "ceil", "round", "trunc", "relu", "nan_to_num"])
+@pytest.mark.parametrize(
+    "name", ["abs", "neg", "square", "floor", "ceil", "round", "trunc", "relu", "relu6", "hardtanh", "nan_to_num"]
+)
 def test_numeric_ops_reject_bool(name):
     with pytest.raises(TypeError, match=rf"^{name}: expected an integer or floating-point tensor, got dtype bool"):
         getattr(nb, name)(t([True], np.bool_))

@@ -27,6 +27,7 @@ from .unary import (
     _np_erfc,
     _unary,
     _wide,
+    clamp,
     erf,
     exp,
     neg,
@@ -266,19 +267,22 @@ _gelu, _softplus = GeluOp(), SoftplusOp()
 
 @public()
 def hardtanh(x: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
-    """Clamp to [min_val, max_val]; the gradient is 0 outside the open interval (as PyTorch)."""
-    _check_tensor(x, "hardtanh", FLOAT)
+    """Clamp to [min_val, max_val]; the gradient is 0 outside the open interval (as PyTorch).
+    Integer tensors are clamped to the bounds truncated to integers, as PyTorch's."""
+    _check_tensor(x, "hardtanh", NUMERIC)
     lo, hi = _check_number(min_val, "hardtanh", "min_val"), _check_number(max_val, "hardtanh", "max_val")
     if lo > hi:
         raise ValueError(f"hardtanh: min_val={min_val} must not be greater than max_val={max_val}")
+    if not _dt.is_float(x.dtype):
+        return clamp(x, int(lo), int(hi))
     return _hardtanh(x, min_val=lo, max_val=hi)
 
 
 @public()
 def relu6(x: Tensor) -> Tensor:
     """Elementwise min(max(x, 0), 6) (hardtanh(x, 0, 6))."""
-    _check_tensor(x, "relu6", FLOAT)
-    return _hardtanh(x, min_val=0.0, max_val=6.0)
+    _check_tensor(x, "relu6", NUMERIC)
+    return hardtanh(x, 0.0, 6.0)
 
 
 @public()

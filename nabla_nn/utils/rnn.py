@@ -327,6 +327,10 @@ def pad_sequence(
         raise RuntimeError(f"Expected padding_side to be one of left or right, but got {padding_side}.")
     if not sequences:
         raise RuntimeError("received an empty list of sequences")
+    for i, s in enumerate(sequences):
+        if not isinstance(s, Tensor) or s.ndim == 0:
+            got = "a 0-d tensor" if isinstance(s, Tensor) else type(s).__name__
+            raise RuntimeError(f"pad_sequence: sequences[{i}] must be a tensor of shape (L, *), got {got}")
     trailing = tuple(sequences[0].shape[1:])
     longest = max(s.shape[0] for s in sequences)
     padded = []

@@ -64,6 +64,32 @@ _NAMES = {
 DEFAULT_FLOAT = float32
 DEFAULT_INT = int64
 
+# PyTorch's legacy tensor-type names (`x.type()` -> "torch.FloatTensor"), for Tensor.type.
+_TENSOR_TYPES = {
+    bool_: "BoolTensor",
+    int32: "IntTensor",
+    int64: "LongTensor",
+    float16: "HalfTensor",
+    bfloat16: "BFloat16Tensor",
+    float32: "FloatTensor",
+    float64: "DoubleTensor",
+}
+_TYPE_NAMES = {name: dtype for dtype, name in _TENSOR_TYPES.items()}
+
+
+def tensor_type_name(dtype: DType) -> str:
+    """PyTorch's name for a CPU tensor of `dtype`, as `Tensor.type()` returns it."""
+    return f"torch.{_TENSOR_TYPES[dtype]}"
+
+
+def as_dtype_or_type_name(dtype: object, *, arg: str = "dtype") -> DType:
+    """`as_dtype`, also reading PyTorch's tensor-type names ("torch.FloatTensor")."""
+    if isinstance(dtype, str):
+        base = dtype.removeprefix("torch.").removeprefix("cuda.").removeprefix("nabla.")
+        if base in _TYPE_NAMES:
+            return _TYPE_NAMES[base]
+    return as_dtype(dtype, arg=arg)
+
 
 def _supported_list() -> str:
     return ", ".join(d.name for d in SUPPORTED_DTYPES)

@@ -739,8 +739,12 @@ class Tensor(ViewMethods, ShapeMethods, TorchMethods, TorchMath, TorchInPlace):
         out._impl.device = target
         return out
 
-    def type(self, dtype: Any) -> Tensor:
-        return OPS.cast(self, dtype)
+    def type(self, dtype: Any = None) -> Any:
+        """PyTorch's `type`: without an argument, the tensor's type name ("torch.FloatTensor");
+        with a dtype or such a name, the tensor cast to it."""
+        if dtype is None:
+            return _dt.tensor_type_name(self.dtype)
+        return OPS.cast(self, _dt.as_dtype_or_type_name(dtype))
 
     def float(self) -> Tensor:
         return OPS.cast(self, _dt.float32)
