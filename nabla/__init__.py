@@ -61,6 +61,8 @@ from .core.graph import (
 from .core.tensor import Device, Tensor
 from .ops import *  # noqa: F403
 from .ops import __all__ as _ops_all
+from .torch_calculus import *  # noqa: F403
+from .torch_calculus import __all__ as _torch_calculus_all
 from .torch_functions import *  # noqa: F403
 from .torch_functions import __all__ as _torch_functions_all
 from .torch_names import *  # noqa: F403
@@ -164,6 +166,7 @@ __all__ = [
     "vmap",
     "wait_for_compiles",
     *_ops_all,
+    *_torch_calculus_all,
     *_torch_functions_all,
     *_torch_state_all,
     *_torch_names_all,

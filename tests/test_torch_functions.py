@@ -1,4 +1,4 @@
-"""torch's top-level functions under their torch names (nabla/torch_functions.py): each expression
+"""torch's top-level functions under their torch names (nabla/torch_functions.py, torch_calculus.py): each expression
 runs in nabla and in torch (where installed) and the results must agree; NumPy-checked
 expectations and errors everywhere; gradients through the composites."""
 
