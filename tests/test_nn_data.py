@@ -1,4 +1,4 @@
-"""nabla_nn.data: Dataset, TensorDataset, Subset, random_split, DataLoader, default_collate."""
+"""nabla_nn.data: Dataset, TensorDataset, Subset, random_split, DataLoader, default_collate, samplers."""
 
 from __future__ import annotations
 
@@ -327,15 +327,81 @@ def test_loader_argument_errors():
 
 def test_module_exports():
     assert set(data.__all__) == {
+        "BatchSampler",
+        "ChainDataset",
         "ConcatDataset",
         "DataLoader",
         "Dataset",
         "IterableDataset",
+        "RandomSampler",
+        "Sampler",
+        "SequentialSampler",
         "Subset",
+        "SubsetRandomSampler",
         "TensorDataset",
+        "WeightedRandomSampler",
         "default_collate",
         "random_split",
     }
+    if torch is not None:  # torch.utils.data has every one of these names
+        assert all(hasattr(torch.utils.data, name) for name in data.__all__)
+
+
+def test_samplers_orders_lengths_and_generators():
+    assert list(data.SequentialSampler(range(4))) == [0, 1, 2, 3] and len(data.SequentialSampler(range(4))) == 4
+    rs = data.RandomSampler(range(5), generator=np.random.default_rng(0))
+    first, second = list(rs), list(rs)
+    assert sorted(first) == sorted(second) == [0, 1, 2, 3, 4] and first != second  # a new order each epoch
+    # more samples than the dataset without replacement: whole permutations, then part of one
+    many = list(data.RandomSampler(range(3), num_samples=7, generator=np.random.default_rng(1)))
+    assert len(many) == 7 and sorted(many[:3]) == sorted(many[3:6]) == [0, 1, 2]
+    drawn = list(data.RandomSampler(range(3), replacement=True, num_samples=50))
+    assert len(drawn) == 50 and set(drawn) <= {0, 1, 2}
+    assert sorted(data.SubsetRandomSampler([5, 7, 9])) == [5, 7, 9] and len(data.SubsetRandomSampler([5, 7])) == 2
+    assert list(data.WeightedRandomSampler(nb.tensor([0.0, 1.0, 0.0]), 4)) == [1, 1, 1, 1]
+    no_repeat = list(data.WeightedRandomSampler([0.0, 5.0, 1.0, 0.0], 4, replacement=False))
+    assert sorted(no_repeat) == [0, 1, 2, 3] and set(no_repeat[2:]) == {0, 3}  # zero weights come last
+    counts = np.bincount(list(data.WeightedRandomSampler([1.0, 3.0], 4000, generator=np.random.default_rng(2))))
+    assert 0.7 < counts[1] / 4000 < 0.8
+    bs = data.BatchSampler(data.SequentialSampler(range(5)), batch_size=2, drop_last=False)
+    assert list(bs) == [[0, 1], [2, 3], [4]] and len(bs) == 3
+    assert (
+        list(data.BatchSampler(range(5), 2, True)) == [[0, 1], [2, 3]]
+        and len(data.BatchSampler(range(5), 2, True)) == 2
+    )
+    # nabla's global seed repeats an unseeded sampler's and an unseeded shuffling loader's orders, as torch's
+    ds = TensorDataset(np.arange(20))
+    orders = []
+    for _ in range(2):
+        nb.manual_seed(3)
+        loader = DataLoader(ds, batch_size=20, shuffle=True)
+        orders.append((list(data.RandomSampler(range(20))), next(iter(loader))[0].tolist()))
+    assert orders[0] == orders[1] and orders[0][0] != list(range(20))
+    # samplers feed a DataLoader
+    loader = DataLoader(ds, batch_sampler=data.BatchSampler(data.SubsetRandomSampler([1, 3, 5]), 2, False))
+    assert len(loader) == 2 and sorted(sum((b[0].tolist() for b in loader), [])) == [1, 3, 5]
+
+
+def test_sampler_argument_errors_match_torch():
+    cases = [
+        (TypeError, "replacement should be a boolean value, but got replacement=1", "RandomSampler(range(3), replacement=1)"),
+        (ValueError, "num_samples should be a positive integer value, but got num_samples=0", "RandomSampler(range(3), num_samples=0)"),
+        (ValueError, "num_samples should be a positive integer value, but got num_samples=0", "WeightedRandomSampler([1.0], 0)"),
+        (ValueError, "replacement should be a boolean value, but got replacement=1", "WeightedRandomSampler([1.0], 1, replacement=1)"),
+        (ValueError, r"weights should be a 1d sequence but given weights have shape \(1, 2\)", "WeightedRandomSampler([[1.0, 2.0]], 2)"),
+        (ValueError, "batch_size should be a positive integer value, but got batch_size=0", "BatchSampler(range(3), 0, False)"),
+        (ValueError, "drop_last should be a boolean value, but got drop_last=1", "BatchSampler(range(3), 2, 1)"),
+    ]  # fmt: skip
+    for error, message, expr in cases:
+        with pytest.raises(error, match=message):
+            eval(expr, vars(data))
+        if torch is not None:
+            with pytest.raises(error, match=message):
+                eval(expr, vars(torch.utils.data))
+    with pytest.raises(RuntimeError, match="non-negative"):
+        data.WeightedRandomSampler([-1.0, 1.0], 2)
+    with pytest.raises(RuntimeError, match="num_samples=3 indices without replacement from 2 weights"):
+        data.WeightedRandomSampler([1.0, 1.0], 3, replacement=False)
 
 
 def test_sampler_batch_sampler_generator_and_worker_settings():
@@ -392,6 +458,14 @@ def test_iterable_and_concat_datasets():
     with pytest.raises(IndexError, match="out of range for 7"):
         both[7]
     assert [b[0].numpy().tolist() for b in DataLoader(both, batch_size=4)] == [[0, 1, 2, 10], [11, 12, 13]]
+    # streams are Datasets (as torch's) and chain with + (ChainDataset); a ConcatDataset refuses them
+    chained = _Stream(2) + _Stream(3)
+    assert isinstance(_Stream(1), data.Dataset) and isinstance(chained, data.ChainDataset)
+    assert [b[1].tolist() for b in DataLoader(chained, batch_size=2)] == [[0, 1], [0, 1], [2]]
+    with pytest.raises(TypeError, match="ConcatDataset does not support IterableDataset"):
+        ConcatDataset([TensorDataset(np.arange(2)), _Stream(2)])
+    with pytest.raises(TypeError, match="ChainDataset only supports IterableDataset, got TensorDataset at position 1"):
+        list(data.ChainDataset([_Stream(1), TensorDataset(np.arange(2))]))
 
 
 @needs_torch

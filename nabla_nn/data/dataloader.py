@@ -1,35 +1,10 @@
-"""PyTorch-style data loading: datasets and a DataLoader that yields nabla Tensors.
-
-Batches are NumPy arrays wrapped as realized tensors (`Tensor.from_numpy`, no copy), so
-they are graph inputs: every step of a training loop has the same graph structure and the
-compiled model is reused. A `TensorDataset` is batched by indexing its arrays with one index
-array per batch (no per-sample Python loop).
-
-Example:
-    >>> import numpy as np
-    >>> from tqdm import tqdm
-    >>> import nabla_nn as nn
-    >>> from nabla_nn.data import DataLoader, TensorDataset
-    >>> xs = np.random.rand(1000, 784).astype(np.float32)
-    >>> ys = np.random.randint(0, 10, 1000)
-    >>> loader = DataLoader(TensorDataset(xs, ys), batch_size=128, shuffle=True, seed=0)
-    >>> for epoch in range(3):
-    ...     bar = tqdm(loader, desc=f"epoch {epoch}")
-    ...     for x, y in bar:
-    ...         opt.zero_grad()
-    ...         loss = nn.functional.cross_entropy(model(x), y)
-    ...         loss.backward()
-    ...         opt.step()
-    ...         bar.set_postfix(loss=f"{loss.item():.4f}")
-"""
+"""The DataLoader (PyTorch's `torch.utils.data.DataLoader`, single process) and collation
+(`default_collate`, and `default_convert` for unbatched samples)."""
 
 from __future__ import annotations
 
-import abc
-import bisect
 import functools
 import itertools
-import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -38,228 +13,12 @@ import numpy as np
 from nabla import Tensor
 from nabla.core.common import dtypes as _dt
 
-__all__ = [
-    "ConcatDataset",
-    "DataLoader",
-    "Dataset",
-    "IterableDataset",
-    "Subset",
-    "TensorDataset",
-    "default_collate",
-    "random_split",
-]
+from .dataset import Dataset, IterableDataset, Subset, TensorDataset
+from .sampler import epoch_rng, numpy_rng
+
+__all__ = ["DataLoader", "default_collate"]
 
 
-class Dataset:
-    """A map-style dataset: `dataset[i]` is the i-th sample, `len(dataset)` the number of samples.
-
-    As in PyTorch, only `__getitem__` is needed (`__len__` is optional: a DataLoader over a
-    dataset without one needs a sampler or batch_sampler).
-
-    Example:
-        >>> class Squares(Dataset):
-        ...     def __len__(self):
-        ...         return 10
-        ...     def __getitem__(self, i):
-        ...         return np.float32(i), np.float32(i * i)
-        >>> x, y = next(iter(DataLoader(Squares(), batch_size=4)))
-        >>> y.numpy()
-        array([0., 1., 4., 9.], dtype=float32)
-    """
-
-    def __getitem__(self, index: int) -> Any:
-        raise NotImplementedError("Subclasses of Dataset should implement __getitem__.")
-
-    def __add__(self, other: Dataset) -> ConcatDataset:
-        return ConcatDataset([self, other])
-
-
-class IterableDataset(abc.ABC):
-    """A stream of samples (PyTorch's `IterableDataset`): define `__iter__`. A DataLoader
-    batches the stream in order (no shuffle or sampler: the stream decides the order).
-
-    Example:
-        >>> class Counter(IterableDataset):
-        ...     def __iter__(self):
-        ...         return iter(range(5))
-        >>> [b.numpy().tolist() for b in DataLoader(Counter(), batch_size=2)]
-        [[0, 1], [2, 3], [4]]
-    """
-
-    @abc.abstractmethod
-    def __iter__(self) -> Iterator[Any]: ...
-
-
-class ConcatDataset(Dataset):
-    """Several map-style datasets one after another (PyTorch's `ConcatDataset`; also `a + b`).
-
-    Args:
-        datasets: the datasets, in order.
-
-    Example:
-        >>> both = ConcatDataset([TensorDataset(np.arange(3)), TensorDataset(np.arange(10, 12))])
-        >>> len(both), int(both[3][0])
-        (5, 10)
-    """
-
-    def __init__(self, datasets: Iterable[Dataset]) -> None:
-        self.datasets = list(datasets)
-        if not self.datasets:
-            raise ValueError("ConcatDataset: datasets should not be an empty iterable")
-        for d in self.datasets:
-            if isinstance(d, IterableDataset):
-                raise TypeError("ConcatDataset does not support IterableDataset")
-        self.cumulative_sizes = list(itertools.accumulate(len(d) for d in self.datasets))
-
-    def __len__(self) -> int:
-        return self.cumulative_sizes[-1]
-
-    def __getitem__(self, index: int) -> Any:
-        n = len(self)
-        if not -n <= index < n:
-            raise IndexError(f"ConcatDataset: index {index} is out of range for {n} samples")
-        index %= n
-        k = bisect.bisect_right(self.cumulative_sizes, index)
-        return self.datasets[k][index - (self.cumulative_sizes[k - 1] if k else 0)]
-
-
-class TensorDataset(Dataset):
-    """Samples are rows of the given arrays: `dataset[i] == (tensors[0][i], tensors[1][i], ...)`.
-
-    Args:
-        *tensors: nabla Tensors or NumPy arrays with the same first dimension. NumPy arrays
-            are kept (not copied) when C-contiguous; Tensors are read once, here.
-
-    Example:
-        >>> ds = TensorDataset(np.zeros((5, 3), np.float32), np.arange(5))
-        >>> x, y = ds[2]
-        >>> x.shape, int(y)
-        ((3,), 2)
-    """
-
-    def __init__(self, *tensors: Tensor | np.ndarray) -> None:
-        if not tensors:
-            raise ValueError("TensorDataset needs at least one tensor")
-        self._arrays: list[np.ndarray] = []
-        self._dtypes: list[Any] = []
-        for i, t in enumerate(tensors):
-            if isinstance(t, Tensor):
-                self._dtypes.append(t.dtype)  # bfloat16 is read as float32 and cast back per batch
-                array = t.numpy()
-            elif isinstance(t, np.ndarray):
-                self._dtypes.append(None)
-                array = t
-            else:
-                raise TypeError(
-                    f"TensorDataset: argument {i} must be a Tensor or a NumPy array, got {type(t).__name__}"
-                )
-            if array.ndim == 0:
-                raise ValueError(f"TensorDataset: argument {i} is 0-d; every tensor needs a first (sample) dimension")
-            self._arrays.append(np.ascontiguousarray(array))
-        sizes = [a.shape[0] for a in self._arrays]
-        if len(set(sizes)) > 1:
-            raise ValueError(f"TensorDataset: size mismatch between tensors: first dimensions are {sizes}")
-
-    @property
-    def tensors(self) -> tuple[Tensor, ...]:
-        return tuple(self._wrap(i, a) for i, a in enumerate(self._arrays))
-
-    def _wrap(self, i: int, array: np.ndarray) -> Tensor:
-        return Tensor.from_numpy(np.asarray(array), dtype=self._dtypes[i])
-
-    def _batch(self, index: Any) -> list[Tensor]:
-        """Rows `index` (an index array or a slice) of every tensor, one indexing op each."""
-        return [self._wrap(i, a[index]) for i, a in enumerate(self._arrays)]
-
-    def __getitem__(self, index: int) -> tuple[Tensor, ...]:
-        return tuple(self._batch(index))
-
-    def __len__(self) -> int:
-        return self._arrays[0].shape[0]
-
-
-class Subset(Dataset):
-    """The samples of `dataset` at `indices`, in that order.
-
-    Args:
-        dataset: the dataset to take samples from.
-        indices: positions in `dataset`.
-
-    Example:
-        >>> evens = Subset(TensorDataset(np.arange(10)), [0, 2, 4])
-        >>> len(evens), int(evens[1][0])
-        (3, 2)
-    """
-
-    def __init__(self, dataset: Dataset, indices: Sequence[int] | np.ndarray) -> None:
-        self.dataset = dataset
-        self.indices = np.asarray(indices, dtype=np.int64).reshape(-1)
-        n = len(dataset)
-        if self.indices.size and (self.indices.min() < -n or self.indices.max() >= n):
-            raise IndexError(f"Subset: indices must lie in [-{n}, {n}) for a dataset of {n} samples")
-
-    def __getitem__(self, index: int | list[int]) -> Any:
-        if isinstance(index, list):  # a batch of positions, passed on as one list (as PyTorch's)
-            return self.dataset[[int(self.indices[i]) for i in index]]
-        return self.dataset[int(self.indices[index])]
-
-    def __len__(self) -> int:
-        return len(self.indices)
-
-
-def random_split(
-    dataset: Dataset, lengths: Sequence[int | float], seed: int | None = None, *, generator: Any = None
-) -> list[Subset]:
-    """Split `dataset` into non-overlapping random subsets of the given lengths.
-
-    Args:
-        dataset: the dataset to split.
-        lengths: sample counts summing to `len(dataset)`, or fractions summing to 1 (the
-            remainder of the floors goes one sample each to the first subsets, as in PyTorch).
-        seed: seed of `numpy.random.default_rng`; the same seed gives the same split.
-        generator: instead of seed, a `numpy.random.Generator`, or a `torch.Generator` (its
-            `initial_seed()` seeds ours: the same split every time, not torch's split).
-
-    Example:
-        >>> train, val = random_split(TensorDataset(np.arange(10)), [0.8, 0.2], seed=0)
-        >>> len(train), len(val)
-        (8, 2)
-    """
-    n = len(dataset)
-    lengths = [x.item() if isinstance(x, np.generic) else x for x in lengths]  # np.int64(8) -> 8
-    if lengths and all(isinstance(x, float) for x in lengths) and math.isclose(sum(lengths), 1.0):
-        if any(not 0.0 <= x <= 1.0 for x in lengths):
-            raise ValueError(f"random_split: fractions must lie in [0, 1], got {lengths}")
-        counts = [math.floor(n * x) for x in lengths]
-        for i in range(n - sum(counts)):
-            counts[i % len(counts)] += 1
-        lengths = counts
-    if any(not isinstance(x, int) or isinstance(x, bool) or x < 0 for x in lengths):
-        raise ValueError(f"random_split: lengths must be non-negative ints or fractions summing to 1, got {lengths}")
-    if sum(lengths) != n:
-        raise ValueError(f"random_split: lengths sum to {sum(lengths)}, the dataset has {n} samples")
-    order = _rng(generator, seed, "random_split").permutation(n)
-    bounds = np.cumsum([0, *lengths])
-    return [Subset(dataset, order[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
-
-
-def _rng(generator: Any, seed: int | None, who: str) -> np.random.Generator:
-    """The NumPy generator `generator=` names: a NumPy one, or a torch.Generator's seed; else
-    one seeded with `seed`."""
-    if generator is None:
-        return np.random.default_rng(seed)
-    if seed is not None:
-        raise TypeError(f"{who}: pass seed= or generator=, not both")
-    if isinstance(generator, np.random.Generator):
-        return generator
-    if callable(getattr(generator, "initial_seed", None)):  # a torch.Generator
-        return np.random.default_rng(generator.initial_seed())
-    raise TypeError(
-        f"{who}: generator must be a numpy.random.Generator or a torch.Generator, got {type(generator).__name__}"
-    )
-
-
-# -- collation ---------------------------------------------------------------------------------------
 def default_collate(batch: Sequence[Any]) -> Any:
     """Stack a list of samples into a batch, as PyTorch's `default_collate` does.
 
@@ -347,7 +106,6 @@ def _convert(sample: Any) -> Any:
     return sample
 
 
-# -- DataLoader --------------------------------------------------------------------------------------
 class DataLoader:
     """Iterate over a dataset in batches (PyTorch's `torch.utils.data.DataLoader`, single process).
 
@@ -359,7 +117,8 @@ class DataLoader:
             is False (PyTorch's default).
         drop_last: drop the last batch if it is smaller than `batch_size`.
         seed: seed of the loader's `numpy.random.default_rng`; the same seed gives the same
-            sequence of epoch orders. None seeds from the OS.
+            sequence of epoch orders. Without seed or generator, each epoch's order is drawn
+            from nabla's global generator (`nabla.manual_seed` repeats it, as torch's).
         collate_fn: turns a list of samples into a batch (default: `default_collate`).
         sampler: an iterable of dataset indices giving each epoch's order (instead of shuffle);
             read lazily, so it may be a generator or endless (`len(loader)` then raises
@@ -446,7 +205,7 @@ class DataLoader:
         self.collate_fn = collate_fn
         self.sampler, self.batch_sampler = sampler, batch_sampler
         self.num_workers = int(num_workers)
-        self._rng = _rng(generator, seed, "DataLoader")
+        self._rng = numpy_rng(generator, seed, "DataLoader")
 
     def __len__(self) -> int:
         if self.batch_sampler is not None:
@@ -470,7 +229,7 @@ class DataLoader:
             yield from self._sampled(fast)
             return
         n = len(self.dataset)
-        order = self._rng.permutation(n) if self.shuffle else None
+        order = epoch_rng(self._rng).permutation(n) if self.shuffle else None
         if self.batch_size is None:
             for i in range(n) if order is None else order:
                 yield self._single(int(i))
