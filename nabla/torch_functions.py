@@ -235,13 +235,15 @@ def scalar_tensor(s: Any, dtype: Any = None, device: Any = None) -> Tensor:
     return ops.tensor(float(s) if dtype is None else s, dtype=dtype, device=device)
 
 
-def randint_like(input: Any, low: int = 0, high: int | None = None, *, dtype: Any = None) -> Tensor:
+def randint_like(
+    input: Any, low: int = 0, high: int | None = None, *, dtype: Any = None, generator: Any = None
+) -> Tensor:
     """torch.randint_like: integers in [low, high) of input's shape (and dtype unless given);
     `randint_like(x, high)` as in torch."""
     x = _tensor(input, "randint_like")
     if high is None:
         low, high = 0, low
-    return ops.randint(low, high, tuple(x.shape), dtype=dtype or x.dtype)
+    return ops.randint(low, high, tuple(x.shape), dtype=dtype or x.dtype, generator=generator)
 
 
 def _window(name: str, n: int, periodic: bool) -> tuple[np.ndarray, int]:
@@ -480,11 +482,12 @@ def var_mean(
 
 # -- sampling, activations, float decomposition, runs ----------------------------------------------
 @register()
-def multinomial(input: Any, num_samples: int, replacement: bool = False) -> Tensor:
+def multinomial(input: Any, num_samples: int, replacement: bool = False, *, generator: Any = None) -> Tensor:
     """torch.multinomial: `num_samples` category indices per row of the (unnormalized,
     non-negative) weights `input` (1-D or 2-D), int64. With replacement, inverse-CDF sampling;
     without, the Gumbel top-k trick (each draw a category not drawn before in its row). The
-    draws come from nabla's generator (`nabla.manual_seed`), fresh on each call."""
+    draws come from `generator` (a nabla.Generator; nabla's global one, `nabla.manual_seed`,
+    by default), fresh on each call."""
     w = _tensor(input, "multinomial")
     if w.ndim not in (1, 2) or not _dt.is_float(w.dtype):
         raise ValueError(
@@ -501,11 +504,11 @@ def multinomial(input: Any, num_samples: int, replacement: bool = False) -> Tens
     rows = w if w.ndim == 2 else ops.unsqueeze(w, 0)
     if replacement:
         cdf = ops.cumsum(rows, -1)
-        u = ops.mul(ops.rand(rows.shape[0], num_samples, dtype=w.dtype), cdf.narrow(-1, n - 1, 1))
+        u = ops.mul(ops.rand(rows.shape[0], num_samples, dtype=w.dtype, generator=generator), cdf.narrow(-1, n - 1, 1))
         out = ops.sum(ops.less_equal(ops.unsqueeze(cdf, -2), ops.unsqueeze(u, -1)).astype(_dt.int64), -1)
         out = ops.minimum(out, n - 1)  # u == total (rounding): the last category
     else:
-        gumbel = ops.neg(ops.log(ops.neg(ops.log(ops.rand(*rows.shape, dtype=w.dtype)))))
+        gumbel = ops.neg(ops.log(ops.neg(ops.log(ops.rand(*rows.shape, dtype=w.dtype, generator=generator)))))
         keys = ops.where(ops.greater(rows, 0), ops.add(ops.log(rows), gumbel), -math.inf)
         out = ops.topk(keys, num_samples, -1).indices
     return out if w.ndim == 2 else ops.reshape(out, (num_samples,))

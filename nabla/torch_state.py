@@ -11,13 +11,11 @@ from typing import Any
 
 import numpy as np
 
-from . import ops
 from .core.common import dtypes as _dt
 from .core.common.context import is_grad_enabled, no_grad
 from .core.tensor import Tensor
-from .ops.creation import rng_state as _rng_state
-from .ops.creation import set_rng_state as _set_rng_state
 from .ops.linalg import _as_tensor
+from .ops.random_state import default_generator
 
 __all__ = [
     "can_cast",
@@ -146,28 +144,23 @@ def real(input: Any) -> Tensor:
 # -- random state and grad modes -------------------------------------------------------------------
 def initial_seed() -> int:
     """torch.initial_seed: the seed of nabla's generator (the last `manual_seed` or `seed`)."""
-    return _rng_state()[0]
+    return default_generator.initial_seed()
 
 
 def seed() -> int:
     """torch.seed: seed nabla's generator with a fresh nondeterministic value and return it."""
-    value = int(np.random.SeedSequence().generate_state(1, np.uint64)[0] >> np.uint64(1))
-    ops.manual_seed(value)
-    return value
+    return default_generator.seed()
 
 
 def get_rng_state() -> Tensor:
-    """torch.get_rng_state: the generator's state as an int64 tensor (seed, draws so far);
-    `set_rng_state` of it repeats the random numbers drawn after it."""
-    return ops.tensor(np.array(_rng_state(), np.int64))
+    """torch.get_rng_state: the global generator's state as an int64 tensor (seed, draws so
+    far); `set_rng_state` of it repeats the random numbers drawn after it."""
+    return default_generator.get_state()
 
 
 def set_rng_state(new_state: Any) -> None:
     """torch.set_rng_state: restore a state from `get_rng_state`."""
-    state = np.asarray(new_state.numpy() if isinstance(new_state, Tensor) else new_state).reshape(-1)
-    if state.shape != (2,) or state.dtype.kind not in "iu":
-        raise ValueError(f"set_rng_state: expected the (2,) int64 tensor get_rng_state returns, got {new_state!r}")
-    _set_rng_state((int(state[0]), int(state[1])))
+    default_generator.set_state(new_state)
 
 
 class inference_mode(no_grad):  # noqa: N801 (torch's name)

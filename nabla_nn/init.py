@@ -14,12 +14,13 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from nabla import Tensor, no_grad
 from nabla.core.common import dtypes as _dt
-from nabla.ops.creation import next_seed_array
+from nabla.ops.random_state import generator_arg
 
 __all__ = [
     "calculate_gain",
@@ -40,10 +41,10 @@ __all__ = [
 ]
 
 
-def _rng() -> np.random.Generator:
+def _rng(generator: Any = None) -> np.random.Generator:
     # The same draw a `nabla.uniform`/`normal` op makes on the NumPy executor: one seed from
-    # the global generator per call.
-    return np.random.default_rng(int(next_seed_array()[0]))
+    # the generator (torch's `generator=`: a nabla.Generator; the global one by default) per call.
+    return np.random.default_rng(int(generator_arg(generator, "init").next_seed_array()[0]))
 
 
 def _assign(tensor: Tensor, values: np.ndarray) -> Tensor:
@@ -101,28 +102,30 @@ def _fan(tensor: Tensor, mode: str) -> int:
     return fan_in if mode == "fan_in" else fan_out
 
 
-def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0) -> Tensor:
+def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator: Any = None) -> Tensor:
     """Fill with samples from U(a, b)."""
     _check_float(tensor, "uniform_")
     if a > b:
         raise RuntimeError(f"uniform_: expects a range [a, b) with a <= b, got a={a} > b={b}")
-    return _assign(tensor, _rng().uniform(a, b, size=tensor.shape))
+    return _assign(tensor, _rng(generator).uniform(a, b, size=tensor.shape))
 
 
-def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0) -> Tensor:
+def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator: Any = None) -> Tensor:
     """Fill with samples from N(mean, std^2)."""
     _check_float(tensor, "normal_")
     if std < 0:
         raise RuntimeError(f"normal_: expects std >= 0.0, got std={std}")
-    return _assign(tensor, _rng().normal(mean, std, size=tensor.shape))
+    return _assign(tensor, _rng(generator).normal(mean, std, size=tensor.shape))
 
 
-def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0) -> Tensor:
+def trunc_normal_(
+    tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0, generator: Any = None
+) -> Tensor:
     """Fill with N(mean, std^2) samples redrawn until they fall in [a, b]."""
     _check_float(tensor, "trunc_normal_")
     if not a < b:
         raise ValueError(f"trunc_normal_: a={a} must be less than b={b}")
-    rng = _rng()
+    rng = _rng(generator)
     values = rng.normal(mean, std, size=tensor.shape)
     bad = (values < a) | (values > b)
     while bad.any():
@@ -166,45 +169,49 @@ def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
     return _assign(tensor, values)
 
 
-def xavier_uniform_(tensor: Tensor, gain: float = 1.0) -> Tensor:
+def xavier_uniform_(tensor: Tensor, gain: float = 1.0, generator: Any = None) -> Tensor:
     """Glorot uniform: U(-a, a) with a = gain * sqrt(6 / (fan_in + fan_out))."""
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     bound = gain * math.sqrt(6.0 / float(fan_in + fan_out))
-    return uniform_(tensor, -bound, bound)
+    return uniform_(tensor, -bound, bound, generator)
 
 
-def xavier_normal_(tensor: Tensor, gain: float = 1.0) -> Tensor:
+def xavier_normal_(tensor: Tensor, gain: float = 1.0, generator: Any = None) -> Tensor:
     """Glorot normal: N(0, std^2) with std = gain * sqrt(2 / (fan_in + fan_out))."""
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
-    return normal_(tensor, 0.0, gain * math.sqrt(2.0 / float(fan_in + fan_out)))
+    return normal_(tensor, 0.0, gain * math.sqrt(2.0 / float(fan_in + fan_out)), generator)
 
 
-def kaiming_uniform_(tensor: Tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu") -> Tensor:
+def kaiming_uniform_(
+    tensor: Tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu", generator: Any = None
+) -> Tensor:
     """He uniform: U(-b, b) with b = gain * sqrt(3 / fan). `nn.Linear` and `nn.Conv*` use
     `a=sqrt(5)`, which gives U(-1/sqrt(fan_in), 1/sqrt(fan_in))."""
     fan = _fan(tensor, mode)
     if fan == 0:
         return tensor
     bound = math.sqrt(3.0) * calculate_gain(nonlinearity, a) / math.sqrt(fan)
-    return uniform_(tensor, -bound, bound)
+    return uniform_(tensor, -bound, bound, generator)
 
 
-def kaiming_normal_(tensor: Tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu") -> Tensor:
+def kaiming_normal_(
+    tensor: Tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu", generator: Any = None
+) -> Tensor:
     """He normal: N(0, std^2) with std = gain / sqrt(fan)."""
     fan = _fan(tensor, mode)
     if fan == 0:
         return tensor
-    return normal_(tensor, 0.0, calculate_gain(nonlinearity, a) / math.sqrt(fan))
+    return normal_(tensor, 0.0, calculate_gain(nonlinearity, a) / math.sqrt(fan), generator)
 
 
-def orthogonal_(tensor: Tensor, gain: float = 1.0) -> Tensor:
+def orthogonal_(tensor: Tensor, gain: float = 1.0, generator: Any = None) -> Tensor:
     """A (semi-)orthogonal matrix (trailing dims flattened), scaled by `gain`."""
     _check_float(tensor, "orthogonal_")
     if tensor.ndim < 2:
         raise ValueError(f"orthogonal_: only tensors with 2 or more dimensions are supported, got {tensor.shape}")
     rows = tensor.shape[0]
     cols = tensor.numel() // rows if rows else 0
-    flat = _rng().normal(0.0, 1.0, size=(rows, cols))
+    flat = _rng(generator).normal(0.0, 1.0, size=(rows, cols))
     if rows < cols:
         flat = flat.T
     q, r = np.linalg.qr(flat)
@@ -214,7 +221,7 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0) -> Tensor:
     return _assign(tensor, gain * q.reshape(tensor.shape))
 
 
-def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01) -> Tensor:
+def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator: Any = None) -> Tensor:
     """Fill a 2-D tensor as a sparse matrix (Martens, 2010): N(0, std^2) values, with
     `ceil(sparsity * rows)` random entries of each column set to zero.
 
@@ -231,7 +238,7 @@ def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01) -> Tensor:
         raise ValueError(f"sparse_: only tensors with 2 dimensions are supported, got shape {tensor.shape}")
     rows, cols = tensor.shape
     num_zeros = math.ceil(sparsity * rows)
-    rng = _rng()
+    rng = _rng(generator)
     values = rng.normal(0.0, std, size=(rows, cols))
     for col in range(cols):
         values[rng.permutation(rows)[:num_zeros], col] = 0.0

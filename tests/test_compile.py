@@ -246,6 +246,22 @@ def test_random_ops_draw_fresh_numbers_each_call_and_follow_manual_seed():
     assert f.stats.misses == 1
 
 
+def test_random_ops_with_a_generator_draw_from_it_under_compile():
+    g = nb.Generator()
+    f = nb.compile(lambda x: (x + nb.rand(4, generator=g), x + nb.randn(4)))
+    g.manual_seed(1)
+    nb.manual_seed(2)
+    eager = [(nb.rand(4, generator=g).numpy(), nb.randn(4).numpy()) for _ in range(2)]
+    g.manual_seed(1)
+    nb.manual_seed(2)
+    compiled = [tuple(t.numpy() for t in f(nb.zeros(4))) for _ in range(2)]  # tracing draws from neither
+    np.testing.assert_array_equal(compiled, eager)
+    g.manual_seed(1)  # only g rewound: its draws repeat, the global generator's go on
+    mine, global_draw = (t.numpy() for t in f(nb.zeros(4)))
+    np.testing.assert_array_equal(mine, eager[0][0])
+    assert not np.array_equal(global_draw, eager[0][1]) and f.stats.misses == 1
+
+
 @pytest.mark.parametrize(
     "body",
     [lambda x: x.sum().item(), lambda x: x.numpy(), lambda x: bool(x.sum() > 0), lambda x: float(x.sum())],

@@ -377,6 +377,11 @@ def test_samplers_orders_lengths_and_generators():
         loader = DataLoader(ds, batch_size=20, shuffle=True)
         orders.append((list(data.RandomSampler(range(20))), next(iter(loader))[0].tolist()))
     assert orders[0] == orders[1] and orders[0][0] != list(range(20))
+    # a nabla.Generator: each epoch draws from it, so reseeding it repeats the orders
+    epochs = [list(data.RandomSampler(range(9), generator=nb.Generator().manual_seed(4))) for _ in range(2)]
+    g = nb.Generator().manual_seed(4)
+    loader = DataLoader(ds, batch_size=20, shuffle=True, generator=g)
+    assert epochs[0] == epochs[1] and next(iter(loader))[0].tolist() != next(iter(loader))[0].tolist()
     # samplers feed a DataLoader
     loader = DataLoader(ds, batch_sampler=data.BatchSampler(data.SubsetRandomSampler([1, 3, 5]), 2, False))
     assert len(loader) == 2 and sorted(sum((b[0].tolist() for b in loader), [])) == [1, 3, 5]
@@ -554,7 +559,8 @@ def test_generator_arguments_and_mapping_types():
     with pytest.raises(TypeError, match="random_split: pass seed= or generator=, not both"):
         random_split(ds, [5, 5], seed=1, generator=np.random.default_rng(1))
     with pytest.raises(
-        TypeError, match="DataLoader: generator must be a numpy.random.Generator or a torch.Generator, got int"
+        TypeError,
+        match="DataLoader: generator must be a nabla.Generator, numpy.random.Generator or torch.Generator, got int",
     ):
         data.DataLoader(ds, generator=3)
     if torch is not None:  # a torch.Generator's seed seeds ours: the same split each time

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 
 import numpy as np
@@ -65,6 +66,23 @@ def test_manual_seed_repeats_draws():
     a = init.normal_(_p(5)).numpy().copy()
     nb.manual_seed(7)
     np.testing.assert_array_equal(init.normal_(_p(5)).numpy(), a)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["uniform_", "normal_", "trunc_normal_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_",
+     "kaiming_normal_", "orthogonal_", "sparse_"],
+)  # fmt: skip
+def test_initialisers_take_a_generator(name):
+    fill = getattr(init, name)
+    args = (0.5,) if name == "sparse_" else ()
+    draws = [fill(Parameter(nb.empty(4, 6)), *args, generator=nb.Generator().manual_seed(s)).numpy() for s in (1, 1, 2)]
+    np.testing.assert_array_equal(draws[0], draws[1])
+    assert not np.array_equal(draws[0], draws[2])
+    if torch is not None:  # torch's keyword, in torch's position
+        assert list(inspect.signature(fill).parameters) == list(
+            inspect.signature(getattr(torch.nn.init, name)).parameters
+        )
 
 
 def test_errors():

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _oracle import torch
 
 import nabla as nb
 from nabla.ops.creation import EyeOp, LinspaceOp, TriOp
@@ -166,6 +167,61 @@ def test_each_random_op_reads_its_own_seed_input():
 def test_manual_seed_rejects_non_ints():
     with pytest.raises(TypeError, match="manual_seed: seed must be an int, got 1.5"):
         nb.manual_seed(1.5)
+
+
+GENERATOR_CALLS = {
+    "rand": lambda g: nb.rand(6, generator=g),
+    "randn": lambda g: nb.randn(2, 3, generator=g),
+    "uniform": lambda g: nb.uniform((6,), -1.0, 1.0, generator=g),
+    "normal": lambda g: nb.normal((6,), 2.0, 0.5, generator=g),
+    "normal_torch": lambda g: nb.normal(nb.zeros(6), 1.0, generator=g),
+    "randn_like": lambda g: nb.randn_like(nb.ones(6), generator=g),
+    "bernoulli": lambda g: nb.bernoulli(0.5, (64,), generator=g),
+    "bernoulli_tensor": lambda g: nb.bernoulli(nb.full((64,), 0.5), generator=g),
+    "randint": lambda g: nb.randint(0, 1000, (8,), generator=g),
+    "randint_like": lambda g: nb.randint_like(nb.ones(8), 1000, generator=g),
+    "randperm": lambda g: nb.randperm(50, generator=g),
+    "multinomial": lambda g: nb.multinomial(nb.ones(20), 5, generator=g),
+    "uniform_": lambda g: nb.zeros(6).uniform_(generator=g),
+    "normal_": lambda g: nb.zeros(6).normal_(generator=g),
+    "bernoulli_": lambda g: nb.zeros(64).bernoulli_(0.5, generator=g),
+    "exponential_": lambda g: nb.zeros(6).exponential_(generator=g),
+    "random_": lambda g: nb.zeros(6).random_(0, 100, generator=g),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GENERATOR_CALLS))
+def test_a_generator_gives_its_own_repeatable_stream(name):
+    make = GENERATOR_CALLS[name]
+    g = nb.Generator()
+    assert g.manual_seed(5) is g and g.initial_seed() == 5
+    first = [make(g).numpy() for _ in range(2)]
+    assert not np.array_equal(*first)  # the stream advances
+    g.manual_seed(5)
+    nb.manual_seed(0)
+    make(None).numpy()  # draws from the global generator leave g's stream alone
+    np.testing.assert_array_equal(make(g).numpy(), first[0])
+    state = g.get_state()
+    after = make(g).numpy()
+    g.set_state(state)
+    np.testing.assert_array_equal(make(g).numpy(), after)
+    np.testing.assert_array_equal(make(nb.Generator().manual_seed(5)).numpy(), first[0])  # same seed, same draw
+
+
+def test_generator_api_and_errors():
+    g = nb.Generator()
+    assert g.initial_seed() == 67280421310721  # torch.Generator's default seed
+    assert nb.manual_seed(3) is nb.default_generator and nb.initial_seed() == 3
+    assert nb.Generator().manual_seed(-1).initial_seed() == 2**64 - 1  # torch's seeds are modulo 2**64
+    assert isinstance(g.seed(), int) and g.initial_seed() == g.get_state().tolist()[0]
+    with pytest.raises(TypeError, match="randn: generator must be a nabla.Generator, got int"):
+        nb.randn(2, generator=3)
+    with pytest.raises(TypeError, match="manual_seed: seed must be an int, got '1'"):
+        g.manual_seed("1")
+    with pytest.raises(ValueError, match="set_state: expected the \\(2,\\) int64 tensor"):
+        g.set_state(nb.zeros(3))
+    if torch is not None:
+        assert torch.Generator().initial_seed() == nb.Generator().initial_seed()
 
 
 class TestBernoulli:

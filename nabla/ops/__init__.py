@@ -28,6 +28,7 @@ from . import (
     normalization,
     orthogonal_polynomials,
     pooling,
+    random_state,
     rearrange,
     reduction,
     reduction_softmax,
@@ -63,6 +64,7 @@ from .linalg_matrix import *  # noqa: F403
 from .normalization import *  # noqa: F403
 from .orthogonal_polynomials import *  # noqa: F403
 from .pooling import *  # noqa: F403
+from .random_state import *  # noqa: F403
 from .rearrange import *  # noqa: F403
 from .reduction import *  # noqa: F403
 from .reduction_softmax import *  # noqa: F403
@@ -99,6 +101,7 @@ FAMILIES = (
     "normalization",
     "orthogonal_polynomials",
     "pooling",
+    "random_state",
     "rearrange",
     "reduction",
     "reduction_softmax",

@@ -39,6 +39,7 @@ from .communication import MANUAL, _conform_tensor, _relabel, axis_index, ppermu
 from .control_flow import where as _where
 from .gather_scatter import index_select
 from .linalg import matmul
+from .random_state import seed_tensor
 from .spmd import evened, window
 from .view import broadcast_shapes, reshape, sum_to_shape, transpose
 
@@ -355,7 +356,7 @@ def _ring_attention(
         # along an axis that replicates the data (or that holds the whole of q) draw alike, so
         # their copies stay equal. The other axes that lay out the data tell blocks apart.
         used = {a for spec in layouts[:2] for dim in spec.dim_axes for a in dim if a not in axes}
-        drop = (dropout_p, _creation._seed_tensor(), tuple(a for a in mesh.axis_names if a in used))
+        drop = (dropout_p, seed_tensor(), tuple(a for a in mesh.axis_names if a in used))
     MANUAL.meshes.append(mesh)
     try:
         out = _ring_body(

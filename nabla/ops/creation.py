@@ -10,7 +10,6 @@ still draws fresh numbers on every run, and `manual_seed` makes the sequence rep
 from __future__ import annotations
 
 import math
-import threading
 from typing import Any
 
 import numpy as np
@@ -20,12 +19,12 @@ from ..core.common import dtypes as _dt
 from ..core.common.context import vmap_randomness, vmap_sizes
 from ..core.common.devices import CPU_DEVICE, Device
 from ..core.graph.executors import available_device, graph_device, storage_on
-from ..core.graph.tracing import note_seed
 from ..core.tensor.dispatch import OPS, register
 from ..core.tensor.tensor import Tensor
 from . import binary as _bin
 from .base import AVal, Operation, public
 from .cast import cast
+from .random_state import generator_arg, seed_tensor
 
 __all__ = [
     "arange",
@@ -40,7 +39,6 @@ __all__ = [
     "full_like",
     "linspace",
     "logspace",
-    "manual_seed",
     "normal",
     "ones",
     "ones_like",
@@ -493,60 +491,6 @@ def tri(n: int, m: int | None = None, k: int = 0, dtype: Any = None) -> Tensor:
 
 
 # -- random ------------------------------------------------------------------------------------
-class _SeedGenerator:
-    """Nabla's global RNG: a counter hashed with the user's seed gives each random op call its
-    own 64-bit seed, passed to the graph as an input."""
-
-    def __init__(self, seed: int = 0) -> None:
-        self._lock = threading.Lock()
-        self.manual_seed(seed)
-
-    def manual_seed(self, seed: int) -> None:
-        with self._lock:
-            self._seed = int(seed)
-            self._counter = 0
-
-    def next_seed(self) -> int:
-        with self._lock:
-            self._counter += 1
-            mixed = np.random.SeedSequence([self._seed & 0xFFFFFFFFFFFFFFFF, self._counter]).generate_state(
-                2, np.uint32
-            )
-            return (int(mixed[0]) << 32) | int(mixed[1])
-
-
-_GENERATOR = _SeedGenerator(0)
-
-
-def manual_seed(seed: int) -> None:
-    """Seed nabla's random number generator (random ops after this repeat the same values)."""
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer):
-        raise TypeError(f"manual_seed: seed must be an int, got {seed!r}")
-    _GENERATOR.manual_seed(seed)
-
-
-def _seed_tensor() -> Tensor:
-    seed = Tensor.from_numpy(np.array([_GENERATOR.next_seed()], dtype=np.uint64))
-    note_seed(seed._impl)  # a compiled function feeds a fresh seed here on every call
-    return seed
-
-
-def rng_state() -> tuple[int, int]:
-    """The global generator's (seed, counter): compile rewinds it after tracing, so the first
-    compiled call draws the numbers an uncompiled call would."""
-    return _GENERATOR._seed, _GENERATOR._counter
-
-
-def set_rng_state(state: tuple[int, int]) -> None:
-    with _GENERATOR._lock:
-        _GENERATOR._seed, _GENERATOR._counter = state
-
-
-def next_seed_array() -> np.ndarray:
-    """A fresh seed, as a random op's seed input (what `nabla.compile` feeds on each call)."""
-    return np.array([_GENERATOR.next_seed()], dtype=np.uint64)
-
-
 class RandomOp(Operation):
     """Draws from `distribution`, reading its seed from a uint64 graph input.
 
@@ -612,10 +556,10 @@ class RandomOp(Operation):
 _random = RandomOp()
 
 
-def _draw(distribution: str, shape: tuple, dtype: Any, a: Any = 0.0, b: Any = 0.0) -> Tensor:
+def _draw(distribution: str, shape: tuple, dtype: Any, a: Any = 0.0, b: Any = 0.0, generator: Any = None) -> Tensor:
     modes = vmap_randomness()
     if not modes or all(m == "same" for m in modes):
-        return _random(_seed_tensor(), distribution=distribution, shape=shape, dtype=dtype, a=a, b=b)
+        return _random(seed_tensor(generator), distribution=distribution, shape=shape, dtype=dtype, a=a, b=b)
     if "error" in modes:
         raise RuntimeError(
             "vmap: a random op was called inside vmap(..., randomness='error'); pass randomness='different' "
@@ -627,7 +571,7 @@ def _draw(distribution: str, shape: tuple, dtype: Any, a: Any = 0.0, b: Any = 0.
     # each made a batch dim: every batch element gets its own numbers.
     sizes = vmap_sizes()
     lead = tuple(n if m == "different" else 1 for n, m in zip(sizes, modes, strict=True))
-    x = _random(_seed_tensor(), distribution=distribution, shape=lead + shape, dtype=dtype, a=a, b=b)
+    x = _random(seed_tensor(generator), distribution=distribution, shape=lead + shape, dtype=dtype, a=a, b=b)
     if lead != sizes:
         x = OPS.broadcast_to(x, sizes + shape)
     for level in range(len(sizes)):
@@ -643,32 +587,34 @@ def _float_dtype(dtype: Any, op: str) -> Any:
 
 
 def _random_tensor(
-    distribution: str, shape: tuple, a: float, b: float, dtype: Any, requires_grad: bool, op: str
+    distribution: str, shape: tuple, a: float, b: float, dtype: Any, requires_grad: bool, op: str, generator: Any
 ) -> Tensor:
     dt = _float_dtype(dtype, op)
-    out = _draw(distribution, _shape_arg(shape, op), dt, float(a), float(b))
+    out = _draw(distribution, _shape_arg(shape, op), dt, float(a), float(b), generator_arg(generator, op))
     return out.requires_grad_() if requires_grad else out
 
 
 @public()
-def rand(*shape: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    """Uniform samples in [0, 1): `rand(2, 3)` or `rand((2, 3))`."""
-    return _random_tensor("uniform", shape, 0.0, 1.0, dtype, requires_grad, "rand")
+def rand(*shape: Any, generator: Any = None, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """Uniform samples in [0, 1): `rand(2, 3)` or `rand((2, 3))`; `generator=` a `nabla.Generator`."""
+    return _random_tensor("uniform", shape, 0.0, 1.0, dtype, requires_grad, "rand", generator)
 
 
 @public()
-def randn(*shape: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    """Standard normal samples: `randn(2, 3)` or `randn((2, 3))`."""
-    return _random_tensor("normal", shape, 0.0, 1.0, dtype, requires_grad, "randn")
+def randn(*shape: Any, generator: Any = None, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """Standard normal samples: `randn(2, 3)` or `randn((2, 3))`; `generator=` a `nabla.Generator`."""
+    return _random_tensor("normal", shape, 0.0, 1.0, dtype, requires_grad, "randn", generator)
 
 
 @public()
-def uniform(shape: Any = (), low: float = 0.0, high: float = 1.0, *, dtype: Any = None) -> Tensor:
+def uniform(
+    shape: Any = (), low: float = 0.0, high: float = 1.0, *, dtype: Any = None, generator: Any = None
+) -> Tensor:
     """Uniform samples in [low, high)."""
     for name, v in (("low", low), ("high", high)):
         _number_arg(v, "uniform", name)
     return _random_tensor(
-        "uniform", (shape,) if isinstance(shape, int) else tuple(shape), low, high, dtype, False, "uniform"
+        "uniform", (shape,) if isinstance(shape, int) else tuple(shape), low, high, dtype, False, "uniform", generator
     )
 
 
@@ -676,7 +622,15 @@ _UNSET: Any = object()
 
 
 @public()
-def normal(shape: Any = (), mean: Any = _UNSET, std: Any = _UNSET, *, size: Any = None, dtype: Any = None) -> Tensor:
+def normal(
+    shape: Any = (),
+    mean: Any = _UNSET,
+    std: Any = _UNSET,
+    *,
+    size: Any = None,
+    dtype: Any = None,
+    generator: Any = None,
+) -> Tensor:
     """Normal samples, in either spelling:
 
     - `normal(shape, mean=0.0, std=1.0)` (NumPy's and JAX's order): a shape first;
@@ -695,7 +649,9 @@ def normal(shape: Any = (), mean: Any = _UNSET, std: Any = _UNSET, *, size: Any 
         or isinstance(std, tuple | list)
     )
     if torch_form:  # (shape, mean, std) hold torch's (mean, std, size)
-        return _normal_torch(shape, 1.0 if mean is _UNSET else mean, size if size is not None else std, dtype)
+        return _normal_torch(
+            shape, 1.0 if mean is _UNSET else mean, size if size is not None else std, dtype, generator
+        )
     mean = 0.0 if mean is _UNSET else mean
     std = 1.0 if std is _UNSET else std
     for name, v in (("mean", mean), ("std", std)):
@@ -703,11 +659,11 @@ def normal(shape: Any = (), mean: Any = _UNSET, std: Any = _UNSET, *, size: Any 
     if std < 0:
         raise ValueError(f"normal: std must be non-negative, got {std}")
     return _random_tensor(
-        "normal", (shape,) if isinstance(shape, int) else tuple(shape), mean, std, dtype, False, "normal"
+        "normal", (shape,) if isinstance(shape, int) else tuple(shape), mean, std, dtype, False, "normal", generator
     )
 
 
-def _normal_torch(mean: Any, std: Any, size: Any, dtype: Any) -> Tensor:
+def _normal_torch(mean: Any, std: Any, size: Any, dtype: Any, generator: Any) -> Tensor:
     """PyTorch's `normal(mean, std, size)`: mean + std * N(0, 1) of their broadcast shape, or
     of `size` when both are numbers."""
     tensors = [v for v in (mean, std) if isinstance(v, Tensor)]
@@ -720,28 +676,28 @@ def _normal_torch(mean: Any, std: Any, size: Any, dtype: Any) -> Tensor:
         if size is None or size is _UNSET:
             raise TypeError("normal: with a number mean and std, pass size= (the shape of the samples)")
         return _random_tensor(
-            "normal", (size,) if isinstance(size, int) else tuple(size), mean, std, dtype, False, "normal"
+            "normal", (size,) if isinstance(size, int) else tuple(size), mean, std, dtype, False, "normal", generator
         )
     if size is not None and size is not _UNSET:
         raise TypeError("normal: size= is for a number mean and std; a tensor mean or std gives the shape")
     shape = np.broadcast_shapes(*(tuple(t.shape) for t in tensors))
     float_dtype = dtype or next((t.dtype for t in tensors if _dt.is_float(t.dtype)), None)
-    eps = _random_tensor("normal", shape, 0.0, 1.0, float_dtype, False, "normal")
+    eps = _random_tensor("normal", shape, 0.0, 1.0, float_dtype, False, "normal", generator)
     return _bin.add(_bin.mul(eps, std), mean)
 
 
 @public()
-def rand_like(x: Tensor, dtype: Any = None) -> Tensor:
+def rand_like(x: Tensor, dtype: Any = None, *, generator: Any = None) -> Tensor:
     """Uniform [0, 1) samples with the shape (and dtype, unless given) of `x`."""
     _check_tensor(x, "rand_like")
-    return rand(x.shape, dtype=dtype or x.dtype)
+    return rand(x.shape, dtype=dtype or x.dtype, generator=generator)
 
 
 @public()
-def randn_like(x: Tensor, dtype: Any = None) -> Tensor:
+def randn_like(x: Tensor, dtype: Any = None, *, generator: Any = None) -> Tensor:
     """Standard normal samples with the shape (and dtype, unless given) of `x`."""
     _check_tensor(x, "randn_like")
-    return randn(x.shape, dtype=dtype or x.dtype)
+    return randn(x.shape, dtype=dtype or x.dtype, generator=generator)
 
 
 def _probability(p: Any, op: str) -> float:
@@ -752,7 +708,7 @@ def _probability(p: Any, op: str) -> float:
 
 
 @public()
-def bernoulli(p: Any, shape: Any = None) -> Tensor:
+def bernoulli(p: Any, shape: Any = None, *, generator: Any = None) -> Tensor:
     """0/1 samples that are 1 with probability `p`.
 
     `p` is a float tensor of probabilities (`torch.bernoulli(input)`: the result has its shape
@@ -768,17 +724,17 @@ def bernoulli(p: Any, shape: Any = None) -> Tensor:
             raise TypeError("bernoulli: shape must be omitted when p is a Tensor (the result has p's shape)")
         if not _dt.is_float(p.dtype):
             raise TypeError(f"bernoulli: p must be a floating tensor of probabilities, got dtype {p.dtype.name}")
-        u = _draw("uniform", p.shape, p.dtype, 0.0, 1.0)
+        u = _draw("uniform", p.shape, p.dtype, 0.0, 1.0, generator_arg(generator, "bernoulli"))
         return cast(_bin.less(u, p), p.dtype)
     p = _probability(p, "bernoulli")
     if shape is None:
         raise TypeError("bernoulli: shape is required when p is a Python float")
     shape = _shape_arg((shape,) if isinstance(shape, int) else tuple(shape), "bernoulli")
-    return _draw("bernoulli", shape, _dt.float32, p)
+    return _draw("bernoulli", shape, _dt.float32, p, generator=generator_arg(generator, "bernoulli"))
 
 
 @public()
-def randint(low: int, high: Any = None, shape: Any = None, dtype: Any = None) -> Tensor:
+def randint(low: int, high: Any = None, shape: Any = None, dtype: Any = None, *, generator: Any = None) -> Tensor:
     """Uniform random integers in [low, high) (`torch.randint`); `randint(high, shape)` uses low=0.
 
     Example:
@@ -799,11 +755,11 @@ def randint(low: int, high: Any = None, shape: Any = None, dtype: Any = None) ->
     if dt == _dt.bool_:
         raise TypeError("randint: dtype must be an integer or floating dtype, got bool")
     shape = _shape_arg((shape,) if isinstance(shape, int) else tuple(shape), "randint")
-    return _draw("randint", shape, dt, low, high)
+    return _draw("randint", shape, dt, low, high, generator_arg(generator, "randint"))
 
 
 @public()
-def randperm(n: int, dtype: Any = None) -> Tensor:
+def randperm(n: int, dtype: Any = None, *, generator: Any = None) -> Tensor:
     """A random permutation of `0 .. n-1` (`torch.randperm`), int64 unless `dtype` is given.
 
     Example:
@@ -814,7 +770,7 @@ def randperm(n: int, dtype: Any = None) -> Tensor:
     dt = _dt.as_dtype(dtype) if dtype is not None else _dt.int64
     if dt == _dt.bool_:
         raise TypeError("randperm: dtype must be an integer or floating dtype, got bool")
-    return _draw("permutation", (n,), dt)
+    return _draw("permutation", (n,), dt, generator=generator_arg(generator, "randperm"))
 
 
 @public()

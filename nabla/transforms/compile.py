@@ -51,7 +51,6 @@ from ..core.graph.tracing import tracing
 from ..core.tensor.impl import TensorImpl
 from ..core.tensor.tensor import Tensor
 from ..ops.call import call
-from ..ops.creation import next_seed_array
 from .compile_trace import _Differentiable, _Entry, _retry_captured, _Source, _Tracing
 from .signature import _FastCall, _normalize_dynamic, _Signature, _structure
 
@@ -345,7 +344,7 @@ def _source_values(sources: list[_Source], values: list) -> list:
         elif s.kind == "scalar":
             out.append(np.asarray(values[s.index], dtype=_dt.to_numpy_dtype(s.dtype)))
         elif s.kind == "seed":
-            out.append(next_seed_array())
+            out.append(s.getter())
         elif s.kind == "grad":
             out.append(_facade(s.target, values)._grad)
         else:

@@ -28,7 +28,7 @@ from ..core.graph.tracing import ConcretizationError, TraceState, trace_scope
 from ..core.tensor.impl import TensorImpl, next_seq
 from ..core.tensor.tensor import Tensor
 from ..ops.call import SubProgram
-from ..ops.creation import rng_state, set_rng_state
+from ..ops.random_state import all_rng_states, restore_rng_states
 from ..ops.view import identity
 from .captures import Scan, outside_promises, scan_captures
 from .signature import _grad_label, _Leaf
@@ -43,7 +43,7 @@ class _Source:
     kind: str  # "leaf", "scalar", "seed", "captured", "grad"
     index: int = -1  # leaf index for "leaf"/"scalar"
     dtype: Any = None
-    getter: Callable[[], Tensor] | None = None  # for "captured"
+    getter: Callable[[], Any] | None = None  # "captured": the tensor; "seed": its generator's next seed
     label: str = ""  # for "captured": where the tensor lives ("global 'W'")
     target: tuple = ()  # for "grad": whose .grad, as in `_facade` (compile.py)
     aval: tuple = ()  # (physical shape, dtype, requires_grad) seen at trace time, for "captured"
@@ -101,13 +101,13 @@ class _Tracing:
         return self._trace_once(args, kwargs, values, leaves, labels, True, structure, lazy)
 
     def _trace_once(self, args, kwargs, values, leaves, labels, specialize, structure, lazy) -> _Entry:
-        rng = rng_state()
+        rng = all_rng_states()
         try:
             if lazy:
                 return self._trace_call(args, kwargs, values, leaves, specialize)
             return self._trace_all(args, kwargs, values, leaves, labels, specialize, structure)
         finally:
-            set_rng_state(rng)  # tracing draws seeds nobody uses; the first run draws them again
+            restore_rng_states(rng)  # tracing draws seeds nobody uses; the first run draws them again
 
     def _trace_call(self, args, kwargs, values, leaves, specialize) -> _Entry:
         """Trace for `lazy_call`: the program becomes a SubProgram (no compile; dynamic dims do
@@ -284,7 +284,7 @@ class _Tracing:
             elif id(impl) in grad_inputs:
                 sources.append(_Source("grad", target=grad_inputs[id(impl)][0]))
             elif id(impl) in seeds:
-                sources.append(_Source("seed"))
+                sources.append(_Source("seed", getter=traced.state.seed_sources[id(impl)]))
             else:
                 sources.append(self._captured_source(impl, traced))
         return sources

@@ -1,9 +1,9 @@
 """Samplers (PyTorch's `torch.utils.data.sampler`): the order in which a DataLoader visits a
 map-style dataset's indices, and batch samplers that group them.
 
-Randomness is NumPy's. A sampler given `generator=` (a `numpy.random.Generator`, or a
-`torch.Generator` whose `initial_seed()` seeds ours) advances it epoch after epoch, as
-torch's does; without one, each epoch draws its seed from nabla's global generator, so
+Randomness is NumPy's. A sampler given `generator=` (a `numpy.random.Generator`, a
+`nabla.Generator`, or a `torch.Generator` whose `initial_seed()` seeds ours) advances it
+epoch after epoch, as torch's does; without one, each epoch draws its seed from nabla's global generator, so
 `nabla.manual_seed` makes the order repeat, as `torch.manual_seed` does for torch's.
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from nabla.ops.creation import next_seed_array
+from nabla.ops.random_state import Generator, generator_arg
 
 __all__ = [
     "BatchSampler",
@@ -26,26 +26,31 @@ __all__ = [
 ]
 
 
-def numpy_rng(generator: Any, seed: int | None, who: str) -> np.random.Generator | None:
-    """The NumPy generator `generator=` names (a NumPy one, or one seeded by a torch.Generator's
-    seed), one seeded with `seed`, or None: draw from nabla's global generator (`epoch_rng`)."""
+def numpy_rng(generator: Any, seed: int | None, who: str) -> np.random.Generator | Generator | None:
+    """The generator `generator=` names (a NumPy or nabla one, or a NumPy one seeded by a
+    torch.Generator's seed), one seeded with `seed`, or None: draw from nabla's global
+    generator (see `epoch_rng`)."""
     if generator is None:
         return None if seed is None else np.random.default_rng(seed)
     if seed is not None:
         raise TypeError(f"{who}: pass seed= or generator=, not both")
-    if isinstance(generator, np.random.Generator):
+    if isinstance(generator, np.random.Generator | Generator):  # (a nabla one: drawn from each epoch)
         return generator
     if callable(getattr(generator, "initial_seed", None)):  # a torch.Generator
         return np.random.default_rng(generator.initial_seed())
     raise TypeError(
-        f"{who}: generator must be a numpy.random.Generator or a torch.Generator, got {type(generator).__name__}"
+        f"{who}: generator must be a nabla.Generator, numpy.random.Generator or torch.Generator, "
+        f"got {type(generator).__name__}"
     )
 
 
-def epoch_rng(rng: np.random.Generator | None) -> np.random.Generator:
-    """`rng`, or a generator seeded from nabla's global one (torch draws each epoch's seed
-    from its default generator the same way)."""
-    return rng if rng is not None else np.random.default_rng(int(next_seed_array()[0]))
+def epoch_rng(rng: np.random.Generator | Generator | None) -> np.random.Generator:
+    """A NumPy generator for one epoch: `rng` itself, or one seeded from a nabla generator
+    (nabla's global one for None: torch draws each epoch's seed from its default generator
+    the same way)."""
+    if isinstance(rng, np.random.Generator):
+        return rng
+    return np.random.default_rng(int(generator_arg(rng, "sampler").next_seed_array()[0]))
 
 
 def _positive_int(value: Any, who: str, name: str) -> int:

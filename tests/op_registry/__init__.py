@@ -40,7 +40,10 @@ FAMILY_MODULES = (
 REGISTRY: list[OpSpec] = [spec for module in FAMILY_MODULES for spec in module.SPECS]
 
 # Public names of nabla.ops that are not ops: data constructors and pure helpers.
-NOT_OPS = {"Operation", "tensor", "asarray", "from_numpy", "manual_seed", "broadcast_shapes", "result_type"}
+NOT_OPS = {
+    "Operation", "tensor", "asarray", "from_numpy", "manual_seed", "Generator", "default_generator", "broadcast_shapes",
+    "result_type",
+}  # fmt: skip
 # Transforms' own primitives, not public ops: vmap's (nabla/ops/batching.py; tests/test_vmap.py
 # checks their values and VJP/JVP rules through vmap) and `call`, a compiled sub-program run as
 # one op (nabla/ops/call.py; tests/test_compile_call.py checks it against op-by-op recording).

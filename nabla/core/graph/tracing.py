@@ -41,6 +41,7 @@ class TraceState:
 
     def __init__(self) -> None:
         self.seeds: list[Any] = []  # impls of random-op seed tensors created during the trace
+        self.seed_sources: dict[int, Callable[[], Any]] = {}  # id(seed impl) -> its generator's next seed
         self.mutated: dict[int, tuple] = {}  # id(facade) -> (facade, its impl before the first update)
         self.grads: dict[int, tuple] = {}  # id(facade) -> (facade, its .grad before the first assignment)
         self.grad_reads: dict[int, tuple] = {}  # id(facade) -> (facade, its .grad before the call), if read
@@ -76,9 +77,12 @@ class trace_scope:
         TRACE.state = self._prev
 
 
-def note_seed(impl: Any) -> None:
+def note_seed(impl: Any, source: Callable[[], Any]) -> None:
+    """While tracing: `impl` is a random op's seed input, which a compiled function refills
+    with `source()` (its generator's next seed) on every call."""
     if TRACE.state is not None:
         TRACE.state.seeds.append(impl)
+        TRACE.state.seed_sources[id(impl)] = source
 
 
 def note_guard(getter: Callable[[], Any], label: str) -> None:

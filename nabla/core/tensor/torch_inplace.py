@@ -414,40 +414,43 @@ class TorchInPlace:
         return self
 
     # random fills (outside autodiff: a leaf that requires grad keeps doing so, under no_grad)
-    def uniform_(self, a: float = 0.0, b: float = 1.0) -> Tensor:
-        return self._replace_impl(OPS.uniform(self.shape, a, b, dtype=self.dtype), "uniform_")
+    # (each takes torch's `generator=`: a nabla.Generator, or None for the global one)
+    def uniform_(self, a: float = 0.0, b: float = 1.0, *, generator: Any = None) -> Tensor:
+        return self._replace_impl(OPS.uniform(self.shape, a, b, dtype=self.dtype, generator=generator), "uniform_")
 
-    def normal_(self, mean: float = 0.0, std: float = 1.0) -> Tensor:
-        return self._replace_impl(OPS.normal(self.shape, mean, std, dtype=self.dtype), "normal_")
+    def normal_(self, mean: float = 0.0, std: float = 1.0, *, generator: Any = None) -> Tensor:
+        draw = OPS.normal(self.shape, mean, std, dtype=self.dtype, generator=generator)
+        return self._replace_impl(draw, "normal_")
 
-    def bernoulli_(self, p: Any = 0.5) -> Tensor:
+    def bernoulli_(self, p: Any = 0.5, *, generator: Any = None) -> Tensor:
         """0/1 draws, 1 with probability `p` (a number, or a tensor broadcast to self's shape)."""
         if hasattr(p, "_impl"):
-            draw = OPS.bernoulli(OPS.broadcast_to(OPS.cast(p, _dt.float32), self.shape))
+            draw = OPS.bernoulli(OPS.broadcast_to(OPS.cast(p, _dt.float32), self.shape), generator=generator)
         else:
-            draw = OPS.bernoulli(float(p), self.shape)
+            draw = OPS.bernoulli(float(p), self.shape, generator=generator)
         return self._replace_impl(OPS.cast(draw, self.dtype), "bernoulli_")
 
-    def exponential_(self, lambd: float = 1.0) -> Tensor:
-        u = OPS.uniform(self.shape, 0.0, 1.0, dtype=self.dtype)
+    def exponential_(self, lambd: float = 1.0, *, generator: Any = None) -> Tensor:
+        u = OPS.uniform(self.shape, 0.0, 1.0, dtype=self.dtype, generator=generator)
         return self._replace_impl(OPS.div(OPS.neg(OPS.log1p(OPS.neg(u))), lambd), "exponential_")
 
-    def geometric_(self, p: float) -> Tensor:
+    def geometric_(self, p: float, *, generator: Any = None) -> Tensor:
         """The number of Bernoulli(p) trials up to the first success (1, 2, ...)."""
-        u = OPS.uniform(self.shape, 0.0, 1.0, dtype=_dt.float64)
+        u = OPS.uniform(self.shape, 0.0, 1.0, dtype=_dt.float64, generator=generator)
         k = OPS.ceil(OPS.div(OPS.log1p(OPS.neg(u)), math.log1p(-p)))
         return self._replace_impl(OPS.cast(OPS.maximum(k, 1.0), self.dtype), "geometric_")
 
-    def log_normal_(self, mean: float = 1.0, std: float = 2.0) -> Tensor:
-        return self._replace_impl(OPS.exp(OPS.normal(self.shape, mean, std, dtype=self.dtype)), "log_normal_")
+    def log_normal_(self, mean: float = 1.0, std: float = 2.0, *, generator: Any = None) -> Tensor:
+        draw = OPS.normal(self.shape, mean, std, dtype=self.dtype, generator=generator)
+        return self._replace_impl(OPS.exp(draw), "log_normal_")
 
-    def cauchy_(self, median: float = 0.0, sigma: float = 1.0) -> Tensor:
-        u = OPS.uniform(self.shape, 0.0, 1.0, dtype=self.dtype)
+    def cauchy_(self, median: float = 0.0, sigma: float = 1.0, *, generator: Any = None) -> Tensor:
+        u = OPS.uniform(self.shape, 0.0, 1.0, dtype=self.dtype, generator=generator)
         return self._replace_impl(
             OPS.add(OPS.mul(OPS.tan(OPS.mul(OPS.sub(u, 0.5), math.pi)), sigma), median), "cauchy_"
         )
 
-    def random_(self, from_: int = 0, to: int | None = None) -> Tensor:
+    def random_(self, from_: int = 0, to: int | None = None, *, generator: Any = None) -> Tensor:
         """Uniform integers in [from_, to) (`random_(to)`: [0, to); no bound: [0, the dtype's
         largest exactly representable integer])."""
         low, high = (0, from_) if to is None and from_ != 0 else (from_, to)
@@ -455,4 +458,5 @@ class TorchInPlace:
             high = {_dt.float16: 2**11, _dt.bfloat16: 2**8, _dt.float32: 2**24, _dt.float64: 2**53}.get(
                 self.dtype, 2**31 - 1 if self.dtype == _dt.int32 else 2**53
             ) + 1
-        return self._replace_impl(OPS.randint(int(low), int(high), self.shape, dtype=self.dtype), "random_")
+        draw = OPS.randint(int(low), int(high), self.shape, dtype=self.dtype, generator=generator)
+        return self._replace_impl(draw, "random_")

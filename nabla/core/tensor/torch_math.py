@@ -265,8 +265,8 @@ class TorchMath:
     def lu_solve(self, LU_data: Any, LU_pivots: Any) -> Tensor:  # noqa: N803
         return OPS.lu_solve(LU_data, LU_pivots, self)
 
-    def multinomial(self, num_samples: int, replacement: bool = False) -> Tensor:
-        return OPS.multinomial(self, num_samples, replacement)
+    def multinomial(self, num_samples: int, replacement: bool = False, *, generator: Any = None) -> Tensor:
+        return OPS.multinomial(self, num_samples, replacement, generator=generator)
 
     def prelu(self, weight: Any) -> Tensor:
         return OPS.prelu(self, weight)
