@@ -15,7 +15,7 @@ from max.graph import ops
 
 from ..core.sharding import OpShardingRule
 from ..core.sharding import rules as _rules
-from ..core.tensor.dispatch import register
+from ..core.tensor.dispatch import OPS, register
 from ..core.tensor.impl import TensorImpl
 from ..core.tensor.tensor import Tensor
 from . import reduction as _red
@@ -25,6 +25,7 @@ __all__ = [
     "broadcast_shapes",
     "broadcast_to",
     "detach",
+    "stop_gradient",
     "expand_dims",
     "flatten",
     "grad_hook",
@@ -344,15 +345,69 @@ class IdentityOp(Operation):
         return [tangents[0]]
 
 
+class DetachTraceOp(IdentityOp):
+    """Cut from the reverse-mode trace only: `grad` detaches its results this way, and
+    jvp(grad(f)) (forward-over-reverse) must still see their tangents."""
+
+    name = "detach_trace"
+    differentiable = False
+
+
 class DetachOp(IdentityOp):
+    """The user's detach (torch's `detach()`, JAX's `stop_gradient`): a constant to reverse and
+    forward mode alike, so jvp, jacfwd and hessian see no tangent through it."""
+
     name = "detach"
     differentiable = False
-    # Tangents pass through detach: `grad` detaches its results from the reverse-mode trace,
-    # and jvp(grad(f)) (forward-over-reverse) must still see them.
+
+    def jvp_rule(self, primals: list, tangents: list, outputs: list, **kw: Any) -> list:
+        return [None]
+
+
+class RebindOp(Operation):
+    """`value`, standing where `source` stood in the autodiff trace: a non-leaf tensor whose
+    value an in-place write replaced keeps its history, as a torch tensor keeps its grad_fn.
+
+    With `passes=True` (a write outside autodiff: `y.data = v`, `y.detach().zero_()`, an
+    in-place op under no_grad) the cotangent passes to `source` unchanged (the straight-through
+    estimator); with False (an op that overwrote the value: `y.zero_()`, `y.fill_(1)`)
+    `source` gets zeros."""
+
+    name = "rebind"
+    sharding_rule = "elementwise"
+
+    def abstract_eval(self, source: AVal, value: AVal, *, passes: bool) -> AVal:
+        return value
+
+    def kernel(self, source: Any, value: Any, *, passes: bool) -> Any:
+        return value
+
+    def numpy_kernel(self, source: np.ndarray, value: np.ndarray, *, passes: bool) -> np.ndarray:
+        return value
+
+    def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, passes: bool) -> list:
+        return [cotangents[0] if passes else OPS.zeros_like(cotangents[0]), None]
+
+    def jvp_rule(self, primals: list, tangents: list, outputs: list, *, passes: bool) -> list:
+        return [tangents[0] if passes else None]
 
 
 identity = register("identity")(IdentityOp())
-_detach = DetachOp()
+_detach, _detach_trace, _rebind = DetachOp(), DetachTraceOp(), RebindOp()
+
+
+@register("rebind")
+def rebind(source: Tensor, value: Tensor, passes: bool) -> Tensor:
+    """`value` in `source`'s place in the autodiff trace (see RebindOp); for in-place writes."""
+    return _rebind(source, value, passes=passes)
+
+
+@register("detach_trace")
+def detach_trace(x: Tensor) -> Tensor:
+    """`x` cut from reverse-mode traces, its tangents kept (see DetachTraceOp)."""
+    if x._impl.is_realized:
+        return Tensor(x._impl.share())
+    return _detach_trace(x)
 
 
 class GradHookOp(Operation):
@@ -405,7 +460,11 @@ def grad_hook(tensors: list[Tensor], fn: Any) -> tuple[Tensor, ...]:
 
 @public()
 def detach(x: Tensor) -> Tensor:
-    """A tensor with `x`'s value, cut from autodiff. Shares data once `x` is realized."""
+    """A tensor with `x`'s value, cut from autodiff (reverse and forward mode: JAX's
+    `stop_gradient`). Shares data once `x` is realized."""
     if x._impl.is_realized:
         return Tensor(x._impl.share())
     return _detach(x)
+
+
+stop_gradient = public("stop_gradient")(detach)

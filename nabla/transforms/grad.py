@@ -13,7 +13,7 @@ from ..core.common.pytree import leaf_paths, tree_flatten, tree_unflatten
 from ..core.tensor.tensor import Tensor
 from ..ops.base import new_jvp_level
 from ..ops.creation import tensor, zeros_like
-from ..ops.view import detach, identity
+from ..ops.view import detach_trace, identity
 
 
 def _wrt_leaf(x: Any, where: str, name: str) -> Tensor:
@@ -41,7 +41,7 @@ def _write_back_in_place_updates(leaves: list, wrt: list, wrt_impls: list) -> No
             continue
         if w._impl.batch_dims > x._impl.batch_dims:
             continue
-        x._install(detach(w)._impl)
+        x._install(detach_trace(w)._impl)
 
 
 def _is_constant_leaf(x: Any, direct: set[int]) -> bool:
@@ -119,7 +119,7 @@ def _vjp(fn: Callable, primals: tuple, has_aux: bool, where: str, names: list[st
         ]
         if not nested and not _reaches_outer_grad([o._impl for o in out_leaves], wrt_impls):
             # top level: results are plain values, as with torch.func / JAX
-            res = [None if r is None else detach(r) for r in res]
+            res = [None if r is None else detach_trace(r) for r in res]
         return tree_unflatten(treedef, res)
 
     return (result, vjp_fn, aux) if has_aux else (result, vjp_fn)

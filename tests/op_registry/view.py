@@ -207,8 +207,18 @@ SPECS: list[OpSpec] = [
             Sample((_u((3, 4), "detach"),), label="realized"),
             Sample((_u((2, 3), "detach"),), {"pending": True}, label="pending"),
         ],
-        covers=("detach", "identity"),
+        covers=("detach", "identity", "stop_gradient"),
         differentiable=False,
+    ),
+    _spec(
+        "rebind",  # an in-place write's value in a non-leaf's place in the trace (Tensor views)
+        lambda x, y, passes=True: nb.core.tensor.dispatch.OPS.rebind(nb.identity(x), y, passes),
+        lambda x, y, passes=True: y,
+        [
+            Sample((_u((3, 4), "rebind"), _u((3, 4), "rebind")), label="passes"),
+            Sample((_u((2, 3), "rebind"), _u((2, 3), "rebind")), {"passes": False}, label="zeroes"),
+        ],
+        covers=("rebind", "detach_trace"),
     ),
     # -- shape.py, rearrange.py ----------------------------------------------------------------
     _spec(

@@ -309,7 +309,7 @@ def tensor_grad(
             result.append(OPS.zeros_like(t) if materialize_grads else None)
             continue
         g = entry[1]
-        result.append(OPS.detach(g) if not create_graph and g._impl.requires_grad else g)
+        result.append(OPS.detach_trace(g) if not create_graph and g._impl.requires_grad else g)
     return tuple(result)
 
 
@@ -360,13 +360,18 @@ def tensor_backward(
         if facade is None:
             continue
         if not create_graph and g._impl.requires_grad:
-            g = OPS.detach(g)  # (a replayed backward's gradients are history-free already)
+            g = OPS.detach_trace(g)  # (a replayed backward's gradients are history-free already)
         if traced:  # under nabla.compile the caller's .grad is an input: read through the property
             old = facade.grad
             note_grad(facade)
         else:
             old = facade._grad
-        facade._grad = g if old is None else OPS.add(old, g)
+        if old is None:
+            facade._grad = g
+        elif traced or create_graph or old._impl.requires_grad or old.shape != g.shape:
+            facade._grad = OPS.add(old, g)  # (torch's AccumulateGrad is out of place for these too)
+        else:  # in place, as torch's: a reference held to the old .grad sees the sum
+            old._install(OPS.add(old, g)._impl)
         if GRAD_HOOKS.post_count:
             post = getattr(facade, "_post_hooks", None)
             for hook in tuple(post.values()) if post else ():

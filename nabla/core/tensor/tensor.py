@@ -252,13 +252,20 @@ class Tensor(ViewMethods, ShapeMethods, TorchMethods, TorchMath, TorchInPlace):
     @data.setter
     def data(self, value: Tensor) -> None:
         """Swap in a new value (any shape) outside autodiff, keeping `requires_grad`: how
-        initializers and checkpoint loading fill a parameter without recording an op."""
+        initializers and checkpoint loading fill a parameter without recording an op. A
+        non-leaf keeps its history, as torch's keeps its grad_fn: gradients pass through to it
+        (`y.data = y.data.round()`, the straight-through estimator)."""
         if not isinstance(value, Tensor):
             raise TypeError(f".data must be assigned a Tensor, got {type(value).__name__}")
         if value._impl.is_realized and not value._impl.batch_dims:
             impl = value._impl.share()
         else:
             impl = OPS.detach(value)._impl
+        old = self._impl
+        if old.requires_grad and not old.is_leaf and impl.physical_shape == old.physical_shape:
+            if impl.dtype == old.dtype:
+                self._take_value(Tensor(impl), outside_autodiff=True)
+                return
         self._install(impl)
 
     @staticmethod

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..common.context import is_grad_enabled
+from ..common.context import enable_grad, is_grad_enabled
 from ..graph.engine import GRAPH
 from ..graph.tracing import note_mutation
 from .dispatch import OPS
@@ -86,17 +86,30 @@ class ViewMethods:
                 f"vmap: {what} is not possible because the tensor is not mapped over but the value written "
                 "into it is (it would need a different value per batch element); use the out-of-place op"
             )
-        self._take_value(new if new.dtype == self.dtype else OPS.cast(new, self.dtype))
+        self._take_value(new if new.dtype == self.dtype else OPS.cast(new, self.dtype), not autodiff)
         if getattr(self, "_view", None) is not None:
             self._write_through(what)
         return self
 
-    def _take_value(self, new: Tensor) -> None:
-        """Point this facade at `new`'s value, recorded as a mutation. A leaf that requires grad
-        (a parameter updated under no_grad) stays one, as in PyTorch."""
-        if self._impl.is_leaf and self._impl.requires_grad:
+    def _take_value(self, new: Tensor, outside_autodiff: bool = False) -> None:
+        """Point this facade at `new`'s value, recorded as a mutation, as PyTorch's in-place
+        ops keep a tensor's place in autodiff:
+        - a leaf that requires grad (a parameter updated under no_grad) stays one;
+        - a value that is another tensor's leaf (`buf.copy_(w)`) is reached through an op, so
+          the gradient still goes to that leaf;
+        - a non-leaf overwritten by a value without history keeps its history (`rebind`):
+          zero gradient for an op that replaced it (`y.zero_()`), the gradient passed through
+          for a write outside autodiff (`y.data.round_()`, or under no_grad)."""
+        old, value = self._impl, new._impl
+        if old.requires_grad and old.is_leaf:
             new = OPS.detach(new)
             new._impl.requires_grad = True
+        elif value.requires_grad and value.is_leaf:
+            new = OPS.identity(new)
+        elif old.requires_grad and not value.requires_grad and new.shape == self.shape and new.dtype == self.dtype:
+            passes = outside_autodiff or not is_grad_enabled()
+            with enable_grad():
+                new = OPS.rebind(type(self)(old), new, passes)
         note_mutation(self)
         self._impl = new._impl
         if not new._impl.is_realized:
