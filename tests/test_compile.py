@@ -748,3 +748,47 @@ def test_a_captured_module_is_guarded_eval_and_replaced_layers_retrace():
             np.testing.assert_allclose(g(x).numpy(), seq(x).numpy(), rtol=1e-6)
     assert f.stats.recompile_reasons == ["BatchNorm1d's training mode, submodules or parameters changed"]
     assert g.stats.misses == 4
+
+
+# A Python int argument used as a dim (or where only a Python value can go): the compiled
+# function traces once per value and matches the uncompiled one.
+DIM_ARGUMENT_CASES = {
+    "sum": lambda a, d: a.sum(d),
+    "sum_dim": lambda a, d: a.sum(dim=d),
+    "mean": lambda a, d: a.mean(d),
+    "std": lambda a, d: a.std(d),
+    "amax": lambda a, d: a.amax(d),
+    "max_values": lambda a, d: a.max(d)[0],
+    "min_dim": lambda a, d: a.min(dim=d)[0],
+    "flip": lambda a, d: nb.flip(a, d),
+    "squeeze": lambda a, d: a[None].squeeze(d),
+    "select": lambda a, d: a.select(d, 0),
+    "narrow": lambda a, d: a.narrow(d, 0, 1),
+    "diff": lambda a, d: a.diff(dim=d),
+    "full": lambda a, d: a + nb.full((2,), d),
+    "logsumexp": lambda a, d: a.logsumexp(d),
+    "any": lambda a, d: (a > 1).any(d),
+    "softmax": lambda a, d: a.softmax(d),
+    "argmax": lambda a, d: a.argmax(d),
+    "unbind": lambda a, d: a.unbind(d)[0],
+}
+
+
+@pytest.mark.parametrize("name", sorted(DIM_ARGUMENT_CASES))
+def test_an_int_argument_used_as_a_dim_specializes(name):
+    fn = DIM_ARGUMENT_CASES[name]
+    x = nb.tensor(np.arange(6, dtype=np.float32).reshape(3, 2))
+    f = nb.compile(fn)
+    for d in (0, 1, 0):
+        got, want = f(x, d), fn(x, d)
+        assert got.shape == want.shape and got.dtype == want.dtype
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+
+
+def test_a_0d_tensor_is_not_iterable_and_an_elementwise_max_still_takes_a_tensor():
+    with pytest.raises(TypeError, match="iteration over a 0-d tensor"):
+        list(nb.tensor(5))
+    assert [r.tolist() for r in nb.tensor([[1, 2], [3, 4]])] == [[1, 2], [3, 4]]
+    x = nb.tensor([[1.0, 5.0], [3.0, 2.0]])
+    assert x.max(nb.tensor(2.5)).tolist() == [[2.5, 5.0], [3.0, 2.5]]  # torch's max(other)
+    assert x.sum(nb.tensor(0)).tolist() == [4.0, 7.0]  # a 0-d int tensor as a dim, as torch

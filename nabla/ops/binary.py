@@ -22,7 +22,7 @@ from max.dtype import DType
 from max.graph import ops
 
 from ..core.common import dtypes as _dt
-from ..core.tensor.tensor import Tensor
+from ..core.tensor.tensor import Tensor, needs_python_value
 from . import control_flow as _cf
 from . import reduction as _red
 from . import unary as _un
@@ -120,6 +120,8 @@ def _result_dtype(op: str, operands: list) -> DType:
         elif isinstance(t, bool | int | float | np.generic):
             scalars.append(_dt.python_scalar_dtype(t.item() if isinstance(t, np.generic) else t))
         else:
+            for other in operands:  # (`(1,) * d`, d a Python int argument of nabla.compile)
+                needs_python_value(other)
             raise TypeError(f"{op}: unsupported operand of type {type(t).__name__}")
     return _dt.result_type(dimensioned, zero_dim, scalars)
 

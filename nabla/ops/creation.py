@@ -20,7 +20,7 @@ from ..core.common.context import vmap_randomness, vmap_sizes
 from ..core.common.devices import CPU_DEVICE, Device
 from ..core.graph.executors import available_device, graph_device, storage_on
 from ..core.tensor.dispatch import OPS, register
-from ..core.tensor.tensor import Tensor
+from ..core.tensor.tensor import Tensor, needs_python_value
 from . import binary as _bin
 from .base import AVal, Operation, public
 from .cast import cast
@@ -186,6 +186,7 @@ _full = FullOp()
 
 
 def _fill_value(value: Any, op: str) -> Any:
+    needs_python_value(value)  # (a Python number argument of nabla.compile: specialized per value)
     if isinstance(value, Tensor):
         raise TypeError(f"{op}: fill_value must be a Python scalar, got a Tensor (use nabla.where or broadcasting)")
     if isinstance(value, np.generic):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import builtins as _builtins
 import math
+import operator
 from collections import namedtuple
 from typing import Any
 
@@ -23,7 +24,7 @@ from ..core.sharding import OpShardingRule
 from ..core.sharding import rules as _rules
 from ..core.tensor.dispatch import register
 from ..core.tensor.impl import TensorImpl
-from ..core.tensor.tensor import Tensor
+from ..core.tensor.tensor import Tensor, is_tensor_operand
 from ..core.tensor.torch_methods import ValuesIndices
 from . import binary as _bin
 from . import unary as _un
@@ -65,6 +66,8 @@ def _axes_arg(axis: Any, rank: int, op: str) -> tuple[int, ...]:
         isinstance(axis, tuple | list) and _builtins.any(isinstance(a, float) for a in axis)
     ):
         raise TypeError(f"{op}: dim must be an int or a tuple of ints, got {axis!r}")
+    if isinstance(axis, Tensor) and axis.ndim == 0:
+        axis = operator.index(axis)  # (a Python int argument of nabla.compile: specialized per value)
     axes = (axis,) if isinstance(axis, int | np.integer) else tuple(axis)
     if rank == 0:  # PyTorch: a 0-d tensor accepts dim 0 or -1 and reduces nothing
         for a in axes:
@@ -364,7 +367,7 @@ def mean(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
 def max(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:  # noqa: A001
     """Maximum over `axis` (values only; see `Tensor.max(dim)` for values and indices). With a
     tensor second argument, PyTorch's `max(input, other)`: the elementwise `maximum`."""
-    if isinstance(axis, Tensor):
+    if is_tensor_operand(axis):
         _check(x, "max")
         return _bin.maximum(x, axis)
     return _extremum(_max, "max", x, axis, keepdims)
@@ -374,7 +377,7 @@ def max(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:  # noqa:
 def min(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:  # noqa: A001
     """Minimum over `axis` (values only). With a tensor second argument, PyTorch's
     `min(input, other)`: the elementwise `minimum`."""
-    if isinstance(axis, Tensor):
+    if is_tensor_operand(axis):
         _check(x, "min")
         return _bin.minimum(x, axis)
     return _extremum(_min, "min", x, axis, keepdims)

@@ -7,12 +7,14 @@ to their shapes: binary ops broadcast explicitly through it, so no other rule ha
 from __future__ import annotations
 
 import math
+import operator
 import weakref
 from typing import Any
 
 import numpy as np
 from max.graph import ops
 
+from ..core.common import dtypes as _dt
 from ..core.sharding import OpShardingRule
 from ..core.sharding import rules as _rules
 from ..core.tensor.dispatch import OPS, register
@@ -44,6 +46,8 @@ __all__ = [
 def normalize_axis(axis: int, rank: int, op: str, arg: str = "dim") -> int:
     if type(axis) is int and -rank <= axis < rank:  # the common case first: ops call this a lot
         return axis + rank if axis < 0 else axis
+    if isinstance(axis, Tensor) and axis.ndim == 0 and not _dt.is_float(axis.dtype):
+        axis = operator.index(axis)  # (a Python int argument of nabla.compile: specialized per value)
     if not isinstance(axis, int | np.integer) or isinstance(axis, bool):
         raise TypeError(f"{op}: {arg} must be an int, got {axis!r}")
     if not -rank <= axis < max(rank, 1):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import weakref
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -20,7 +21,7 @@ from ..common.context import is_grad_enabled
 from ..common.devices import CPU_DEVICE
 from ..graph.engine import GRAPH
 from ..graph.executors import available_device, host_array, storage_item, storage_on, storage_to_numpy
-from ..graph.tracing import TRACE, note_grad, note_grad_read, note_mutation
+from ..graph.tracing import TRACE, ConcretizationError, note_grad, note_grad_read, note_mutation
 from .dispatch import OPS
 from .impl import RETAINED, Device, TensorImpl
 from .tensor_shape_methods import ShapeMethods, _axis_arg
@@ -126,6 +127,13 @@ class Tensor(ViewMethods, ShapeMethods, TorchMethods, TorchMath, TorchInPlace):
         if not self.shape:
             raise TypeError("len() of a 0-d tensor")
         return self.shape[0]
+
+    def __iter__(self) -> Iterator[Tensor]:
+        """The tensor's rows (`x[0]`, `x[1]`, ...), as torch's; a 0-d tensor is not iterable."""
+        if not self.shape:
+            needs_python_value(self)  # (`flip(x, d)` with d a Python int argument of nabla.compile)
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self.shape[0]))
 
     @property
     def is_realized(self) -> bool:
@@ -622,18 +630,18 @@ class Tensor(ViewMethods, ShapeMethods, TorchMethods, TorchMath, TorchInPlace):
     def max(self, dim: Any = None, keepdim: bool = False, *, axis: Any = None, keepdims: bool | None = None) -> Any:
         """Without `dim`: the maximum. With `dim` (PyTorch): `(values, indices)`; with `axis`: values."""
         keep = keepdims if keepdims is not None else keepdim
-        if dim is not None and not isinstance(dim, Tensor):
+        if dim is not None and not is_tensor_operand(dim):
             return OPS.max_with_indices(self, dim, keep)
-        if isinstance(dim, Tensor):
+        if dim is not None:
             return OPS.maximum(self, dim)
         return OPS.max(self, axis, keep)
 
     def min(self, dim: Any = None, keepdim: bool = False, *, axis: Any = None, keepdims: bool | None = None) -> Any:
         """Without `dim`: the minimum. With `dim` (PyTorch): `(values, indices)`; with `axis`: values."""
         keep = keepdims if keepdims is not None else keepdim
-        if dim is not None and not isinstance(dim, Tensor):
+        if dim is not None and not is_tensor_operand(dim):
             return OPS.min_with_indices(self, dim, keep)
-        if isinstance(dim, Tensor):
+        if dim is not None:
             return OPS.minimum(self, dim)
         return OPS.min(self, axis, keep)
 
@@ -833,3 +841,18 @@ def _var_args(dim: Any, unbiased: bool | None, correction: float | None) -> tupl
 def grad_enabled_for(impls: list[TensorImpl]) -> bool:
     """Whether an op on these inputs records autodiff state."""
     return is_grad_enabled() and any(i.requires_grad for i in impls)
+
+
+def is_tensor_operand(x: Any) -> bool:
+    """Whether `x` is a tensor operand, for overloads that take a tensor or an int (`max(other)`
+    vs `max(dim)`): a Python int argument of `nabla.compile` (a weakly typed 0-d placeholder)
+    is an int there, which the trace specializes on."""
+    return isinstance(x, Tensor) and not x._impl.weak_type
+
+
+def needs_python_value(x: Any) -> None:
+    """Raise ConcretizationError if `x` is a Python number argument of `nabla.compile` (a weakly
+    typed placeholder) used where only a Python value can go: the compiled function then traces
+    once per value of that argument."""
+    if isinstance(x, Tensor) and x._impl.weak_type and x._impl.data is None:
+        raise ConcretizationError()

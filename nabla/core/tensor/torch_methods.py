@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import builtins
 import math
+import operator
 import weakref
 from collections import namedtuple
 from collections.abc import Callable
@@ -30,6 +31,15 @@ if TYPE_CHECKING:  # annotations only: tensor.py imports this module
 
 # What max(dim) / min(dim) / kthvalue / median(dim) return, as torch's return_types.
 ValuesIndices = namedtuple("ValuesIndices", ["values", "indices"])
+
+
+def _dim(dim: Any, ndim: int, op: str) -> int:
+    """`dim` as an axis in [0, ndim) (a Python int argument of nabla.compile is specialized on,
+    through `operator.index`)."""
+    d, n = operator.index(dim), builtins.max(ndim, 1)
+    if not -n <= d < n:
+        raise IndexError(f"{op}: Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {d})")
+    return d % n
 
 
 class TorchMethods:
@@ -225,7 +235,7 @@ class TorchMethods:
         """Differences of neighbours along `dim`, n times (torch.diff without prepend/append)."""
         out = self
         for _ in range(n):
-            d = dim % out.ndim
+            d = _dim(dim, out.ndim, "diff")
             hi = out[(slice(None),) * d + (slice(1, None),)]
             lo = out[(slice(None),) * d + (slice(None, -1),)]
             out = OPS.not_equal(hi, lo) if out.dtype == _dt.bool_ else OPS.sub(hi, lo)
@@ -277,7 +287,7 @@ class TorchMethods:
 
     def narrow(self, dim: int, start: int, length: int) -> Any:
         """The `length` entries from `start` along `dim` (a view)."""
-        d = dim % builtins.max(self.ndim, 1)
+        d = _dim(dim, self.ndim, "narrow")
         start = start % self.shape[d] if start < 0 else start
         if length < 0 or start + length > self.shape[d]:
             raise IndexError(f"narrow: start {start} + length {length} exceeds dimension {dim} of size {self.shape[d]}")
@@ -285,7 +295,7 @@ class TorchMethods:
 
     def select(self, dim: int, index: int) -> Any:
         """The slice at `index` along `dim`, which is removed (a view)."""
-        return self[(slice(None),) * (dim % self.ndim) + (index,)]
+        return self[(slice(None),) * _dim(dim, self.ndim, "select") + (index,)]
 
     def swapdims(self, dim0: int, dim1: int) -> Any:
         return self.swapaxes(dim0, dim1)
