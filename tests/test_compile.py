@@ -792,3 +792,30 @@ def test_a_0d_tensor_is_not_iterable_and_an_elementwise_max_still_takes_a_tensor
     x = nb.tensor([[1.0, 5.0], [3.0, 2.0]])
     assert x.max(nb.tensor(2.5)).tolist() == [[2.5, 5.0], [3.0, 2.5]]  # torch's max(other)
     assert x.sum(nb.tensor(0)).tolist() == [4.0, 7.0]  # a 0-d int tensor as a dim, as torch
+
+
+class _Holder:
+    def __init__(self):
+        self.w = nb.ones((2, 1))
+        self.params = {"b": nb.zeros(1)}
+
+    @nb.compile
+    def forward(self, x):
+        return x @ self.w + self.params["b"]
+
+
+def test_tensor_attributes_of_user_objects_are_read_again_on_every_call():
+    m, x = _Holder(), nb.ones((1, 2))
+    assert m.forward(x).tolist() == [[2.0]]
+    m.w = m.w * 3.0  # rebinding an attribute of `self` (an argument): traced again, not stale
+    assert m.forward(x).tolist() == [[6.0]]
+    m.params["b"] = nb.ones(1)
+    assert m.forward(x).tolist() == [[7.0]]
+    m.w.mul_(2)  # in place: the same tensor, read again
+    assert m.forward(x).tolist() == [[13.0]]
+    holder = types.SimpleNamespace(w=nb.ones(2))  # an object a closure holds
+    f = nb.compile(lambda a: a * holder.w)
+    assert f(nb.ones(2)).tolist() == [1.0, 1.0]
+    holder.w = nb.full((2,), 5.0)
+    assert f(nb.ones(2)).tolist() == [5.0, 5.0] and f.stats.misses == 2
+    assert f.stats.recompile_reasons[-1] == "closure variable 'holder'.w was rebound to another tensor"

@@ -1,6 +1,7 @@
 """What a compiled function captures: tensors it reaches by name (globals, closure cells,
-and tensors inside dicts, lists and tuples held there), each with a getter that reads the
-name again on every call, and promises made before the trace that it reaches otherwise."""
+tensors inside dicts, lists and tuples held there, and attributes of user objects held there
+or passed as arguments: `self.w`), each with a getter that reads the name again on every call,
+and promises made before the trace that it reaches otherwise."""
 
 from __future__ import annotations
 
@@ -43,6 +44,14 @@ def scan_captures(fn: Callable) -> Scan:
     return scan
 
 
+def scan_argument_objects(scan: Scan, objects: list[tuple[str, Any]]) -> None:
+    """Add the tensor attributes of user objects passed as (static) arguments: `self.w` of a
+    compiled method. The call is keyed by the object itself, so its getters may hold it."""
+    for label, obj in objects:
+        if _user_object(obj):
+            _add_attributes(scan, label, lambda o=obj: o)
+
+
 def outside_promises(impls: list, start_seq: int) -> list:
     """Pending impls created before the trace that the traced values read (the walk stops at
     them): computing them makes them inputs instead of recipes baked into the model."""
@@ -74,6 +83,9 @@ def _add_capture(scan: Scan, label: str, getter: Callable[[], Any]) -> None:
         scan.checks.append((getter, id(value), label))
         scan.tensors.append(value)
         return
+    if _user_object(value):
+        _add_attributes(scan, label, getter)
+        return
     if isinstance(value, dict | list | tuple) and len(value) <= 1024:
         leaves, _ = tree_flatten(value)
         for k, (leaf, path) in enumerate(zip(leaves, leaf_paths(value), strict=True)):
@@ -87,3 +99,31 @@ def _add_capture(scan: Scan, label: str, getter: Callable[[], Any]) -> None:
 def _leaf_of(getter: Callable[[], Any], k: int) -> Any:
     leaves = tree_flatten(getter())[0]
     return leaves[k] if k < len(leaves) else None
+
+
+_NOT_USER_OBJECTS = (
+    type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType, types.MethodType, functools.partial, Tensor
+)  # fmt: skip
+
+
+def _user_object(value: Any) -> bool:
+    """An instance of a user's class, whose tensor attributes a compiled function may read.
+    nabla's own objects (modules, optimizers, compiled functions) track their tensors
+    themselves and are left alone."""
+    if isinstance(value, _NOT_USER_OBJECTS) or not hasattr(value, "__dict__"):
+        return False
+    return not any(c.__module__.partition(".")[0] in _OURS for c in type(value).__mro__[:-1])
+
+
+_OURS = ("nabla", "nabla_nn", "nabla_optim", "builtins")
+
+
+def _add_attributes(scan: Scan, label: str, getter: Callable[[], Any]) -> None:
+    """One level of the object's attributes: tensors, and containers of tensors."""
+    for attr, value in list(vars(getter()).items())[:256]:
+        if isinstance(value, Tensor | dict | list | tuple):
+            _add_capture(scan, f"{label}.{attr}", functools.partial(_attr_of, getter, attr))
+
+
+def _attr_of(getter: Callable[[], Any], attr: str) -> Any:
+    return getattr(getter(), attr, None)

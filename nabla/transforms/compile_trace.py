@@ -30,7 +30,7 @@ from ..core.tensor.tensor import Tensor
 from ..ops.call import SubProgram
 from ..ops.random_state import all_rng_states, restore_rng_states
 from ..ops.view import identity
-from .captures import Scan, outside_promises, scan_captures
+from .captures import Scan, outside_promises, scan_argument_objects, scan_captures
 from .signature import _grad_label, _Leaf
 
 _SCALAR_DTYPES = {float: _dt.float32, int: _dt.int64}
@@ -215,6 +215,10 @@ class _Tracing:
 
     def _run_traced(self, args, kwargs, placeholders, values: list, leaves: list[_Leaf]) -> _Traced:
         scan = scan_captures(self.fn)
+        objects = [
+            (f"argument {i}", v) for i, (v, lf) in enumerate(zip(values, leaves, strict=True)) if lf.kind == "static"
+        ]
+        scan_argument_objects(scan, objects)
         named = {id(t) for t in scan.tensors}
         self._check_captured(values, leaves, lambda v: id(v) in named)
         self.stats.traces += 1
