@@ -60,15 +60,18 @@ class _Modes:
             elif (g := p.grad) is not None:  # zeros like the gradient (its dtype may differ from p's)
                 g.data = Tensor.from_numpy(np.zeros(g.shape, _dt.to_numpy_dtype(g.dtype)), dtype=g.dtype)
 
-    def to(self, dtype: Any = None, device: Any = None) -> Module:
+    def to(self, dtype: Any = None, device: Any = None, non_blocking: bool = False) -> Module:
         """Move parameters and buffers to `device` and cast floating ones to `dtype`, in place
         (the same Parameter objects, so an optimizer made before still holds them). Either
-        argument may come first, as in PyTorch.
+        argument may come first, as in PyTorch, or a tensor gives both (`to(other)`);
+        `non_blocking` is accepted (moves are always complete when this returns).
 
         Example:
             >>> model.to("gpu")
             >>> model.to(nb.bfloat16)
         """
+        if isinstance(dtype, Tensor):  # torch's to(tensor): its dtype and device
+            dtype, device = dtype.dtype, dtype.device
         if names_device(dtype):
             dtype, device = device, dtype
         if device is not None:
@@ -87,6 +90,10 @@ class _Modes:
                 grads.append(t.grad)
         nb.evaluate(*tensors, *grads)
         return self
+
+    def type(self, dst_type: Any) -> Module:
+        """Cast every floating parameter and buffer to `dst_type` (PyTorch's `Module.type`)."""
+        return self.to(dst_type)
 
     def float(self) -> Module:
         return self.to(nb.float32)

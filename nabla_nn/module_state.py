@@ -21,7 +21,7 @@ from nabla.core.common import dtypes as _dt
 from nabla.core.common.hooks import RemovableHandle, add_hook
 
 from . import serialization
-from .parameter import is_lazy
+from .parameter import Parameter, is_lazy
 
 if TYPE_CHECKING:  # type hints only: module.py imports this file
     from .module import Module
@@ -189,8 +189,10 @@ class _StateDict:
     ) -> IncompatibleKeys:
         """Copy values from `state_dict` into this module's parameters and persistent buffers.
 
-        Every value is checked: a shape or dtype mismatch raises naming the key, the expected
-        and the actual value; with `strict`, missing and unexpected keys are listed in the
+        Every value is checked: a shape mismatch raises naming the key, the expected and the
+        actual shape (a value of another dtype is cast to the module's, as PyTorch's; with
+        `assign=True` the state_dict's tensors themselves become the module's, Parameters
+        kept as the same objects); with `strict`, missing and unexpected keys are listed in the
         error. A failed load changes nothing in the model. Returns `(missing_keys,
         unexpected_keys)`. Values may be Tensors or NumPy arrays; they are realized, so a
         loaded model's training step has the same structure as any other. A parameter sharded
@@ -325,6 +327,7 @@ class _Load:
         self.unexpected: list[str] = []
         self.error_msgs: list[str] = []
         self.staged: list[tuple[Tensor, Tensor]] = []  # (target, checked value) not loaded yet
+        self.assigned: list[tuple[Module, str, Tensor, Tensor]] = []  # assign=True: (module, name, target, value)
         self.extras: list[tuple[Module, Any]] = []  # set once the load has succeeded
         self.undo: list[Callable[[], None]] = []
 
@@ -410,13 +413,16 @@ class _Load:
                 missing.append(key)
                 continue
             value = _checked_value(key, target, local[key], self.assign, errors)
-            if value is not None:
-                self.staged.append((target, value))
+            if value is not None and self.assign:
+                self.assigned.append((module, name, target, value))
+            elif value is not None:
+                self.staged.append((target, value if value.dtype == target.dtype else value.to(target.dtype)))
 
     def flush(self) -> None:
         """Load the values checked so far (realized, in their target's layout and device),
         recording how to undo it: in one batch at the end, or before a hook runs, so that it
         sees what PyTorch would have loaded by then."""
+        self._assign()
         staged = self.staged
         if not staged:
             return
@@ -430,6 +436,21 @@ class _Load:
         for (target, _), value in zip(staged, values, strict=True):
             self.undo.append(_restorer(target))
             target.data = value.to(target.device)  # a model on an accelerator stays there, as PyTorch's copy_
+
+    def _assign(self) -> None:
+        """assign=True: the state_dict's tensors become the module's own (PyTorch's `assign`):
+        a Parameter stays that very object (two modules loaded from one share it); another
+        tensor is made a Parameter that requires grad as the one it replaces."""
+        assigned, self.assigned = self.assigned, []
+        if pending := [v for *_, v in assigned if not v.is_realized]:
+            nb.evaluate(*pending)
+        for module, name, target, value in assigned:
+            if name in module._parameters and not isinstance(value, Parameter):
+                value = Parameter(value, requires_grad=target.requires_grad)
+            elif isinstance(value, Parameter):
+                value.requires_grad_(target.requires_grad)
+            setattr(module, name, value)  # (through Module.__setattr__: compiled calls see the swap)
+            self.undo.append(lambda m=module, n=name, t=target: setattr(m, n, t))
 
 
 _ACTIVE_LOADS: list[_Load] = []  # the load a `_load_from_state_dict` override's super() call belongs to
@@ -466,9 +487,7 @@ def _checked_value(key: str, target: Tensor, value: Any, assign: bool, problems:
         problems.append(f"{key}: expected a nabla Tensor or a NumPy array, got {kind}")
     elif tuple(value.shape) != tuple(target.shape):
         problems.append(f"{key}: shape {tuple(value.shape)} in the state_dict, the module has {target.shape}")
-    elif value.dtype != target.dtype and not assign:
-        problems.append(f"{key}: dtype {value.dtype.name} in the state_dict, the module has {target.dtype.name}")
-    else:
+    else:  # (another dtype is cast to the module's, as PyTorch's copy_; assign keeps it)
         return value
     return None
 

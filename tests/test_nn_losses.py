@@ -641,3 +641,24 @@ def test_pairwise_distance_p0_keeps_autodiff_history(eps):
     assert out.requires_grad and ref.requires_grad
     out.sum().backward()
     np.testing.assert_array_equal(xn.grad.numpy(), np.zeros_like(a))  # torch leaves .grad None: an undefined zero
+
+
+@pytest.mark.parametrize("target_shape", [(3,), (4, 1), (1, 3)])
+def test_soft_margin_losses_broadcast_the_target_like_torch(target_shape):
+    x = np.random.default_rng(0).standard_normal((4, 3)).astype(np.float32)
+    t = np.where(np.arange(np.prod(target_shape)).reshape(target_shape) % 2 == 0, 1.0, -1.0).astype(np.float32)
+    got = F.soft_margin_loss(nb.tensor(x), nb.tensor(t)).item()
+    multi = F.multilabel_soft_margin_loss(nb.tensor(x), nb.tensor((t > 0).astype(np.float32))).item()
+    full = np.broadcast_to(t, x.shape)
+    assert got == pytest.approx(np.mean(np.log1p(np.exp(-full * x))), rel=1e-5)
+    if torch is not None:
+        assert got == pytest.approx(TF.soft_margin_loss(torch.tensor(x), torch.tensor(t)).item(), rel=1e-5)
+        want = TF.multilabel_soft_margin_loss(torch.tensor(x), torch.tensor((t > 0).astype(np.float32))).item()
+        assert multi == pytest.approx(want, rel=1e-5)
+    with pytest.raises(ValueError, match=r"target of shape \(5,\) does not broadcast to input shape \(4, 3\)"):
+        F.soft_margin_loss(nb.tensor(x), nb.ones(5))
+
+
+def test_gaussian_nll_rejects_a_negative_variance_tensor():
+    with pytest.raises(ValueError, match="gaussian_nll_loss: var has negative entry/entries"):
+        F.gaussian_nll_loss(nb.tensor([0.0, 0.0]), nb.tensor([1.0, 1.0]), nb.tensor([1.0, -1.0]))

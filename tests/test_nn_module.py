@@ -235,8 +235,9 @@ def test_state_dict_round_trip_and_load_checks_everything_before_changing_anythi
     with pytest.raises(RuntimeError, match=r"body.1.bias: shape \(5,\) in the state_dict, the module has \(3,\)"):
         dst.load_state_dict(bad)
     np.testing.assert_array_equal(dst.body._modules["0"].weight.numpy(), before)  # unchanged
-    with pytest.raises(RuntimeError, match="dtype float64 in the state_dict, the module has float32"):
-        dst.load_state_dict(dict(sd, **{"body.0.bias": np.zeros(8, np.float64)}))
+    dst.load_state_dict(dict(sd, **{"body.0.bias": np.full(8, 0.5, np.float64)}))  # cast, as torch's copy_
+    bias = dst.body._modules["0"].bias
+    assert bias.dtype == nb.float32 and bias.tolist() == [0.5] * 8
     partial = {k: v for k, v in sd.items() if k != "count.steps"} | {"extra": np.ones(1)}
     with pytest.raises(RuntimeError) as err:
         dst.load_state_dict(partial)
@@ -699,3 +700,24 @@ def test_get_submodule_errors_use_torchs_wording_and_name_the_path():
         if torch is not None:
             with pytest.raises(AttributeError, match=message):
                 torch.nn.Sequential(torch.nn.Linear(2, 2)).get_submodule(path)
+
+
+def test_load_with_assign_keeps_the_given_parameters_and_to_takes_a_tensor():
+    shared = nn.Parameter(nb.ones((2, 2)))
+    a, b = nn.Linear(2, 2, bias=False), nn.Linear(2, 2, bias=False)
+    a.load_state_dict({"weight": shared}, assign=True)
+    b.load_state_dict({"weight": shared}, assign=True)
+    assert a.weight is shared and b.weight is shared  # tied, as torch's assign
+    assert len(list(nn.Sequential(a, b).parameters())) == 1
+    c = nn.Linear(2, 2)
+    c.load_state_dict({"weight": nb.ones((2, 2), dtype=nb.float64), "bias": nb.zeros(2)}, assign=True)
+    assert c.weight.dtype == nb.float64 and isinstance(c.weight, nn.Parameter) and c.weight.requires_grad
+    d = nn.Linear(2, 2).to(nb.zeros(1, dtype=nb.float64), non_blocking=True)  # torch's to(tensor)
+    assert d.weight.dtype == d.bias.dtype == nb.float64
+    assert d.type(nb.float32) is d and d.weight.dtype == nb.float32
+    if torch is not None:
+        ta, tb = torch.nn.Linear(2, 2, bias=False), torch.nn.Linear(2, 2, bias=False)
+        tshared = torch.nn.Parameter(torch.ones(2, 2))
+        ta.load_state_dict({"weight": tshared}, assign=True)
+        tb.load_state_dict({"weight": tshared}, assign=True)
+        assert ta.weight is tb.weight

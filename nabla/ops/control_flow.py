@@ -229,10 +229,13 @@ def _concrete_pred(pred: Any) -> bool | Tensor:
 def cond(pred: Any, true_fn: Callable, false_fn: Callable, *operands: Any) -> Any:
     """`true_fn(*operands)` if `pred` else `false_fn(*operands)` (JAX's `lax.cond`).
 
-    A Python bool or a realized tensor picks one branch. A pending tensor predicate runs both
-    branches and selects each output leaf with `where`, so both must return the same pytree
-    structure, shapes and dtypes; gradients reach only the branch that was taken. Under vmap a
-    batched predicate selects per batch element the same way.
+    A Python bool or a realized tensor picks one branch. A pending tensor predicate (and any
+    predicate under `nabla.compile`) runs both branches and selects each output leaf with
+    `where`, so both must return the same pytree structure, shapes and dtypes. Gradients then
+    reach only the branch that was taken, as with `where`: a branch whose derivative is
+    infinite at the operands (`sqrt` of a negative) still gives NaN (0 * inf), unlike JAX's
+    `lax.cond`; guard its operands (`sqrt(clamp(v, 0))`), or realize the predicate first. Under
+    vmap a batched predicate selects per batch element the same way.
 
     Args:
         pred: a bool, or a scalar (one-element) Tensor; nonzero means true.

@@ -92,6 +92,20 @@ def _same_shape(input: Tensor, target: Tensor, op: str) -> None:
         raise ValueError(f"{op}: target shape {target.shape} must equal input shape {input.shape}")
 
 
+def _broadcast_target(input: Tensor, target: Tensor, op: str) -> Tensor:
+    """The target broadcast to input's shape, as PyTorch's soft-margin losses take it (no warning)."""
+    if tuple(target.shape) != tuple(input.shape):
+        try:
+            if np.broadcast_shapes(tuple(target.shape), tuple(input.shape)) != tuple(input.shape):
+                raise ValueError
+        except ValueError:
+            raise ValueError(
+                f"{op}: target of shape {target.shape} does not broadcast to input shape {input.shape}"
+            ) from None
+        target = nb.broadcast_to(target, tuple(input.shape))
+    return target
+
+
 def _broadcast_pair(input: Tensor, target: Tensor, op: str) -> tuple[Tensor, Tensor]:
     """PyTorch broadcasts a differently shaped target, with a warning."""
     if tuple(input.shape) == tuple(target.shape):
@@ -769,7 +783,7 @@ def soft_margin_loss(
     op = "soft_margin_loss"
     red = _reduction(reduction, op, size_average, reduce)
     _float(input, op, "input")
-    _same_shape(input, _tensor(target, op, "target"), op)
+    target = _broadcast_target(input, _tensor(target, op, "target"), op)
     return _reduce(-nb.logsigmoid(_sign_target(target, input, op) * input), red)
 
 
@@ -795,8 +809,7 @@ def multilabel_soft_margin_loss(
     op = "multilabel_soft_margin_loss"
     red = _reduction(reduction, op, size_average, reduce)
     _float(input, op, "input")
-    _same_shape(input, _tensor(target, op, "target"), op)
-    t = _like(target, input)
+    t = _like(_broadcast_target(input, _tensor(target, op, "target"), op), input)
     loss = -(t * nb.logsigmoid(input) + (1.0 - t) * nb.logsigmoid(-input))
     if weight is not None:
         loss = loss * _like(_float(weight, op, "weight"), input)
@@ -925,6 +938,9 @@ def gaussian_nll_loss(
             raise ValueError(f"{op}: var has negative entry/entries, got {var}")
         var = nb.full_like(input, float(var))
     v = _like(_float(var, op, "var"), input)
+    known = known_values(v)  # (checked when the host has the variances)
+    if known is not None and (known < 0).any():
+        raise ValueError(f"{op}: var has negative entry/entries")
     if tuple(v.shape) != tuple(input.shape):
         if tuple(input.shape[:-1]) == tuple(v.shape):
             v = nb.unsqueeze(v, -1)
