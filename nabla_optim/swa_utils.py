@@ -47,6 +47,15 @@ def _weight(value: float, like: nb.Tensor) -> nb.Tensor:
     return nb.tensor(value, dtype=like.dtype, device=like.device)
 
 
+def _mix(a: nb.Tensor, b: nb.Tensor, weight_a: float, weight_b: float) -> nb.Tensor:
+    """weight_a * a + weight_b * b in a's dtype; an integer tensor (a BatchNorm's
+    num_batches_tracked) is mixed in float32 and truncated, as torch's copy_ of its float result."""
+    if nb.is_floating_point(a):
+        return a * _weight(weight_a, a) + b * _weight(weight_b, a)
+    af, bf = a.to(nb.float32), b.to(nb.float32)
+    return (af * _weight(weight_a, af) + bf * _weight(weight_b, af)).to(a.dtype)
+
+
 def get_ema_multi_avg_fn(decay: float = 0.999) -> Callable[[list, list, Any], None]:
     """EMA over lists of tensors, in place: ema = decay * ema + (1 - decay) * current."""
     if not 0.0 <= decay <= 1.0:
@@ -56,8 +65,8 @@ def get_ema_multi_avg_fn(decay: float = 0.999) -> Callable[[list, list, Any], No
         for ema, current in zip(ema_params, current_params, strict=True):
             if nb.is_floating_point(ema):
                 ema.lerp_(current, _weight(1.0 - decay, ema))
-            else:
-                ema.copy_(current)
+            else:  # (torch's copy_ of ema * decay + current * (1 - decay): truncated)
+                ema.copy_(_mix(ema, current, decay, 1.0 - decay))
 
     return ema_update
 
@@ -82,7 +91,7 @@ def get_ema_avg_fn(decay: float = 0.999) -> Callable[[nb.Tensor, nb.Tensor, Any]
         raise ValueError(f"Invalid decay value {decay} provided. Please provide a value in [0,1] range.")
 
     def ema_update(ema: nb.Tensor, current: nb.Tensor, num_averaged: Any) -> nb.Tensor:
-        return ema * _weight(decay, ema) + current * _weight(1.0 - decay, ema)
+        return _mix(ema, current, decay, 1.0 - decay)
 
     return ema_update
 
@@ -91,7 +100,8 @@ def get_swa_avg_fn() -> Callable[[nb.Tensor, nb.Tensor, Any], nb.Tensor]:
     """The running mean of one tensor: avg + (current - avg) / (n + 1)."""
 
     def swa_update(averaged: nb.Tensor, current: nb.Tensor, num_averaged: Any) -> nb.Tensor:
-        return averaged + (current - averaged) * _weight(1.0 / (float(num_averaged) + 1.0), averaged)
+        w = 1.0 / (float(num_averaged) + 1.0)
+        return _mix(averaged, current, 1.0 - w, w)
 
     return swa_update
 
@@ -133,6 +143,7 @@ class AveragedModel(Module):
         self.multi_avg_fn = multi_avg_fn
         self.use_buffers = use_buffers
         self._count = 0
+        self._counted = self.n_averaged._impl  # the value _count was read from or written as
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         return self.module(*args, **kwargs)
@@ -161,11 +172,11 @@ class AveragedModel(Module):
                         avg.lerp_(current, _weight(1.0, avg))
                     else:
                         avg.copy_(current)
-            elif self.multi_avg_fn is not None:
-                self.multi_avg_fn(mine, theirs, self._count)
+            elif self.multi_avg_fn is not None:  # (n_averaged as a tensor, as torch passes it)
+                self.multi_avg_fn(mine, theirs, self.n_averaged)
             elif self.avg_fn is not None:
                 for avg, current in zip(mine, theirs, strict=True):
-                    avg.copy_(self.avg_fn(avg, current, self._count))
+                    avg.copy_(self.avg_fn(avg, current, self.n_averaged))
             else:
                 get_swa_multi_avg_fn()(mine, theirs, self._count)
             if not self.use_buffers:  # buffers (BatchNorm's running stats) follow the model
@@ -173,11 +184,14 @@ class AveragedModel(Module):
                     mine_b.detach().copy_(theirs_b.detach().to(mine_b.device))
         self._count += 1
         self.n_averaged = nb.tensor(self._count, dtype=nb.int64, device=self.n_averaged.device)
+        self._counted = self.n_averaged._impl
 
     def _sync_count(self) -> None:
-        """After load_state_dict, the host counter takes the loaded n_averaged (read once)."""
-        if self._count == 0 and self.n_averaged.is_realized:
+        """The host counter follows n_averaged whenever it changed since (load_state_dict, or
+        the user's reset): read once then."""
+        if self.n_averaged._impl is not self._counted:
             self._count = int(self.n_averaged.item())
+            self._counted = self.n_averaged._impl
 
 
 class SWALR(LRScheduler):

@@ -171,3 +171,56 @@ def test_matches_torch_step_for_step(kind: str):
     ta.eval()
     na.eval()
     np.testing.assert_allclose(na(nb.tensor(x)).numpy(), ta(torch.tensor(x)).detach().numpy(), rtol=1e-12)
+
+
+def test_loading_into_a_live_averaged_model_resets_its_count():
+    m = nn.Linear(1, 1, bias=False)
+    avg = AveragedModel(m)
+
+    def fold(value: float) -> None:
+        m.weight.data = nb.full((1, 1), value)
+        avg.update_parameters(m)
+
+    fold(0.0), fold(1.0)
+    ckpt = avg.state_dict()  # mean 0.5 over 2
+    for v in (2.0, 3.0, 4.0, 5.0):
+        fold(v)
+    avg.load_state_dict(ckpt)
+    fold(10.0)  # (0 + 1 + 10) / 3, as torch's
+    assert avg.module.weight.item() == pytest.approx(11.0 / 3.0) and avg.n_averaged.item() == 3
+
+
+@pytest.mark.parametrize("multi", [False, True])
+def test_ema_of_integer_buffers_truncates_like_torch(multi: bool):
+    bn = nn.BatchNorm1d(2)
+    fn = {"multi_avg_fn": get_ema_multi_avg_fn(0.5)} if multi else {"avg_fn": get_ema_avg_fn(0.5)}
+    ema = AveragedModel(bn, use_buffers=True, **fn)
+    for _ in range(6):
+        bn(nb.tensor([[1.0, 2.0], [3.0, 4.0]]))
+        ema.update_parameters(bn)
+    assert ema.module.num_batches_tracked.item() == 5  # torch's value (the float EMA, truncated)
+    if torch is not None:
+        from torch.optim import swa_utils as tswa
+
+        tbn = torch.nn.BatchNorm1d(2)
+        tfn = {"multi_avg_fn": tswa.get_ema_multi_avg_fn(0.5)} if multi else {"avg_fn": tswa.get_ema_avg_fn(0.5)}
+        tema = tswa.AveragedModel(tbn, use_buffers=True, **tfn)
+        for _ in range(6):
+            tbn(torch.tensor([[1.0, 2.0], [3.0, 4.0]]))
+            tema.update_parameters(tbn)
+        assert tema.module.num_batches_tracked.item() == 5
+        np.testing.assert_allclose(ema.module.running_mean.numpy(), tema.module.running_mean.numpy(), rtol=1e-6)
+
+
+def test_a_custom_avg_fn_gets_n_averaged_as_a_tensor():
+    m = nn.Linear(1, 1)
+    seen = []
+
+    def avg_fn(avg, current, n):
+        seen.append(n.item())  # torch passes a tensor
+        return avg + (current - avg) / (n.item() + 1)
+
+    a = AveragedModel(m, avg_fn=avg_fn)
+    for _ in range(3):
+        a.update_parameters(m)
+    assert seen == [1, 1, 2, 2]  # (weight and bias each time)
