@@ -200,8 +200,7 @@ def test_ema_of_integer_buffers_truncates_like_torch(multi: bool):
         ema.update_parameters(bn)
     assert ema.module.num_batches_tracked.item() == 5  # torch's value (the float EMA, truncated)
     if torch is not None:
-        from torch.optim import swa_utils as tswa
-
+        tswa = torch.optim.swa_utils
         tbn = torch.nn.BatchNorm1d(2)
         tfn = {"multi_avg_fn": tswa.get_ema_multi_avg_fn(0.5)} if multi else {"avg_fn": tswa.get_ema_avg_fn(0.5)}
         tema = tswa.AveragedModel(tbn, use_buffers=True, **tfn)
