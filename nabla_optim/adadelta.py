@@ -88,7 +88,16 @@ class Adadelta(Optimizer):
             raise ValueError(f"Invalid rho value: {rho}")
         check_nonneg("eps", eps, "epsilon value")
         check_nonneg("weight_decay", weight_decay)
-        defaults = {"lr": lr, "rho": rho, "eps": eps, "weight_decay": weight_decay, "maximize": maximize}
+        defaults = {
+            "lr": lr,
+            "rho": rho,
+            "eps": eps,
+            "weight_decay": weight_decay,
+            "maximize": maximize,
+            "foreach": foreach,
+            "capturable": capturable,
+            "differentiable": differentiable,
+        }
         super().__init__(params, defaults)
 
     def _init_state(self, p: Parameter, group: dict[str, Any]) -> dict[str, Tensor]:

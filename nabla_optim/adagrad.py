@@ -94,6 +94,9 @@ class Adagrad(Optimizer):
             "weight_decay": weight_decay,
             "initial_accumulator_value": initial_accumulator_value,
             "maximize": maximize,
+            "foreach": foreach,
+            "differentiable": differentiable,
+            "fused": fused,
         }
         super().__init__(params, defaults)
         for group in self.param_groups:

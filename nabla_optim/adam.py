@@ -127,6 +127,10 @@ class Adam(Optimizer):
             "amsgrad": amsgrad,
             "maximize": maximize,
             "decoupled_weight_decay": decoupled_weight_decay,
+            "foreach": foreach,
+            "capturable": capturable,
+            "differentiable": differentiable,
+            "fused": fused,
         }
         super().__init__(params, defaults)
 

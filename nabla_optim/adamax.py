@@ -83,7 +83,16 @@ class Adamax(Optimizer):
         check_nonneg("eps", eps, "epsilon value")
         betas = check_betas(betas)
         check_nonneg("weight_decay", weight_decay)
-        defaults = {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay, "maximize": maximize}
+        defaults = {
+            "lr": lr,
+            "betas": betas,
+            "eps": eps,
+            "weight_decay": weight_decay,
+            "maximize": maximize,
+            "foreach": foreach,
+            "capturable": capturable,
+            "differentiable": differentiable,
+        }
         super().__init__(params, defaults)
 
     def _init_state(self, p: Parameter, group: dict[str, Any]) -> dict[str, Tensor]:

@@ -109,6 +109,9 @@ class ASGD(Optimizer):
             "t0": t0,
             "weight_decay": weight_decay,
             "maximize": maximize,
+            "foreach": foreach,
+            "capturable": capturable,
+            "differentiable": differentiable,
         }
         super().__init__(params, defaults)
 

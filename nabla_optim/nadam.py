@@ -113,6 +113,9 @@ class NAdam(Optimizer):
             "momentum_decay": momentum_decay,
             "decoupled_weight_decay": decoupled_weight_decay,
             "maximize": maximize,
+            "foreach": foreach,
+            "capturable": capturable,
+            "differentiable": differentiable,
         }
         super().__init__(params, defaults)
 

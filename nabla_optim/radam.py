@@ -102,6 +102,9 @@ class RAdam(Optimizer):
             "weight_decay": weight_decay,
             "maximize": maximize,
             "decoupled_weight_decay": decoupled_weight_decay,
+            "foreach": foreach,
+            "capturable": capturable,
+            "differentiable": differentiable,
         }
         super().__init__(params, defaults)
 

@@ -114,6 +114,9 @@ class RMSprop(Optimizer):
             "centered": centered,
             "weight_decay": weight_decay,
             "maximize": maximize,
+            "foreach": foreach,
+            "capturable": capturable,
+            "differentiable": differentiable,
         }
         super().__init__(params, defaults)
 

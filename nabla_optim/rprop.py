@@ -101,7 +101,15 @@ class Rprop(Optimizer):
         low, high = _check_pair("step_sizes", step_sizes)
         if not 0.0 <= low <= high:
             raise ValueError(f"Invalid step_sizes values: {step_sizes[0]}, {step_sizes[1]}")
-        defaults = {"lr": lr, "etas": tuple(etas), "step_sizes": tuple(step_sizes), "maximize": maximize}
+        defaults = {
+            "lr": lr,
+            "etas": tuple(etas),
+            "step_sizes": tuple(step_sizes),
+            "maximize": maximize,
+            "foreach": foreach,
+            "capturable": capturable,
+            "differentiable": differentiable,
+        }
         super().__init__(params, defaults)
 
     def _init_state(self, p: Parameter, group: dict[str, Any]) -> dict[str, Tensor]:

@@ -386,3 +386,19 @@ def test_errors() -> None:
         sched_mod.CyclicLR(opt, base_lr=0.01, max_lr=0.1, scale_fn=lambda x: 1.0, scale_mode="epoch")
     with pytest.raises(ValueError, match="step_size_up must be positive, got 0"):
         sched_mod.CyclicLR(opt, base_lr=0.01, max_lr=0.1, step_size_up=0)
+
+
+def test_a_custom_scheduler_written_as_torchs_own_works():
+    class Warm(sched_mod._LRScheduler):  # torch's older base name
+        def get_lr(self):
+            assert self._get_lr_called_within_step  # torch's built-in schedulers check it
+            return [base * min(1.0, (self.last_epoch + 1) / 3) for base in self.base_lrs]
+
+    opt = optim.SGD([Parameter(nb.zeros(2))], lr=0.3)
+    sched = Warm(opt)
+    lrs = [sched.get_last_lr()[0]]
+    for _ in range(3):
+        opt.step()
+        sched.step()
+        lrs.append(sched.get_last_lr()[0])
+    assert lrs == pytest.approx([0.1, 0.2, 0.3, 0.3]) and not sched._get_lr_called_within_step

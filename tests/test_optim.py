@@ -307,8 +307,30 @@ def test_defaults_are_pytorchs() -> None:
         "amsgrad": False,
         "maximize": False,
         "decoupled_weight_decay": False,
+        "foreach": None,
+        "capturable": False,
+        "differentiable": False,
+        "fused": None,
     }
     assert optim.AdamW(p).defaults["weight_decay"] == 1e-2
+    if torch is not None:  # the same keys in defaults and every param group as torch's, for each optimizer
+        tp = [torch.nn.Parameter(torch.zeros(2))]
+        for name in (
+            "SGD",
+            "Adam",
+            "AdamW",
+            "RMSprop",
+            "Adagrad",
+            "Adamax",
+            "NAdam",
+            "RAdam",
+            "Adadelta",
+            "Rprop",
+            "ASGD",
+        ):
+            ours, theirs = getattr(optim, name)(p, foreach=False), getattr(torch.optim, name)(tp, foreach=False)
+            assert set(ours.defaults) == set(theirs.defaults), name
+            assert set(ours.param_groups[0]) - {"initial_lr"} == set(theirs.param_groups[0]), name
     assert optim.RMSprop(p).defaults["lr"] == 1e-2 and optim.RMSprop(p).defaults["alpha"] == 0.99
     assert optim.Adagrad(p).defaults["eps"] == 1e-10
     assert optim.Adamax(p).defaults["lr"] == 2e-3
@@ -594,8 +616,8 @@ def test_named_parameters_are_accepted() -> None:
 def test_repr_is_pytorchs() -> None:
     opt = optim.SGD([Parameter(nb.zeros(2))], lr=0.1)
     assert repr(opt) == (
-        "SGD (\nParameter Group 0\n    dampening: 0\n    lr: 0.1\n    maximize: False\n    momentum: 0\n"
-        "    nesterov: False\n    weight_decay: 0\n)"
+        "SGD (\nParameter Group 0\n    dampening: 0\n    differentiable: False\n    foreach: None\n    fused: None\n"
+        "    lr: 0.1\n    maximize: False\n    momentum: 0\n    nesterov: False\n    weight_decay: 0\n)"
     )
 
 
@@ -662,6 +684,9 @@ def test_bad_hyperparameters_raise_naming_them(name: str, kwargs: dict, error: t
         getattr(optim, name)([Parameter(nb.zeros(2))], **kwargs)
 
 
+_SWITCHES = {"foreach": None, "capturable": False, "differentiable": False}  # torch's, without effect
+
+
 def test_radam_adadelta_rprop_asgd_defaults_are_pytorchs() -> None:
     p = [Parameter(nb.zeros(2))]
     assert optim.RAdam(p).defaults == {
@@ -671,9 +696,23 @@ def test_radam_adadelta_rprop_asgd_defaults_are_pytorchs() -> None:
         "weight_decay": 0,
         "maximize": False,
         "decoupled_weight_decay": False,
+        **_SWITCHES,
     }
-    assert optim.Adadelta(p).defaults == {"lr": 1.0, "rho": 0.9, "eps": 1e-6, "weight_decay": 0, "maximize": False}
-    assert optim.Rprop(p).defaults == {"lr": 1e-2, "etas": (0.5, 1.2), "step_sizes": (1e-6, 50), "maximize": False}
+    assert optim.Adadelta(p).defaults == {
+        "lr": 1.0,
+        "rho": 0.9,
+        "eps": 1e-6,
+        "weight_decay": 0,
+        "maximize": False,
+        **_SWITCHES,
+    }
+    assert optim.Rprop(p).defaults == {
+        "lr": 1e-2,
+        "etas": (0.5, 1.2),
+        "step_sizes": (1e-6, 50),
+        "maximize": False,
+        **_SWITCHES,
+    }
     assert optim.ASGD(p).defaults == {
         "lr": 1e-2,
         "lambd": 1e-4,
@@ -681,17 +720,15 @@ def test_radam_adadelta_rprop_asgd_defaults_are_pytorchs() -> None:
         "t0": 1e6,
         "weight_decay": 0,
         "maximize": False,
+        **_SWITCHES,
     }
 
 
 @needs_torch
 @pytest.mark.parametrize("name", ["RAdam", "Adadelta", "Rprop", "ASGD", "Adafactor", "Muon"])
 def test_defaults_match_torchs(name: str) -> None:
-    switches = {"foreach", "capturable", "differentiable", "fused"}  # accepted, not kept in a group
     theirs = getattr(torch.optim, name)([torch.nn.Parameter(torch.zeros(2, 2))]).defaults
-    assert getattr(optim, name)([Parameter(nb.zeros((2, 2)))]).defaults == {
-        k: v for k, v in theirs.items() if k not in switches
-    }
+    assert getattr(optim, name)([Parameter(nb.zeros((2, 2)))]).defaults == theirs  # with torch's switches
 
 
 def test_changed_betas_enter_the_next_step() -> None:

@@ -23,6 +23,8 @@ from .schedules import (
     StepLR,
 )
 
+_LRScheduler = LRScheduler  # torch's older name, still subclassed by existing code
+
 __all__ = [
     "ChainedScheduler",
     "ConstantLR",
