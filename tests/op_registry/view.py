@@ -219,6 +219,7 @@ SPECS: list[OpSpec] = [
             Sample((_u((2, 3), "rebind"), _u((2, 3), "rebind")), {"passes": False}, label="zeroes"),
         ],
         covers=("rebind", "detach_trace"),
+        differentiable=False,  # (its VJP is torch's kept history, not the derivative: tests/test_inplace_autograd.py)
     ),
     # -- shape.py, rearrange.py ----------------------------------------------------------------
     _spec(
