@@ -713,3 +713,23 @@ def test_batchnorm_running_stats_update_under_grad_as_in_torch():
     np.testing.assert_allclose(bn.running_var.numpy(), ref.running_var.numpy(), rtol=1e-5, atol=1e-7)
     assert int(bn.num_batches_tracked.item()) == 2
     assert not bn.running_mean.requires_grad and bn.weight.requires_grad
+
+
+@pytest.mark.parametrize(
+    "make",
+    [lambda m: m.LayerNorm(4), lambda m: m.BatchNorm1d(4), lambda m: m.GroupNorm(2, 4), lambda m: m.RMSNorm(4)],
+    ids=["LayerNorm", "BatchNorm1d", "GroupNorm", "RMSNorm"],
+)
+def test_norms_keep_a_half_input_half_with_float_parameters(make):
+    x = np.random.default_rng(0).standard_normal((3, 4)).astype(np.float16)
+    layer = make(nn)
+    for training in (True, False):
+        layer.train(training)
+        out = layer(nb.tensor(x))
+        assert out.dtype == nb.float16  # mixed precision keeps the norms' parameters in float32
+        if torch is not None:
+            ref = make(torch.nn).train(training)
+            ref.load_state_dict({k: torch.tensor(v.numpy()) for k, v in layer.state_dict().items()})
+            want = ref(torch.tensor(x))
+            assert want.dtype == torch.float16
+            np.testing.assert_allclose(out.numpy(), want.detach().numpy(), atol=2e-2)

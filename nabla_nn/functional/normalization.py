@@ -50,6 +50,13 @@ def _affine(y: Tensor, weight: Tensor | None, bias: Tensor | None, ndim: int) ->
     return y
 
 
+def _in_dtype_of(y: Tensor, input: Tensor) -> Tensor:
+    """The result in the input's dtype: a float16/bfloat16 input normalized with float32
+    parameters or statistics (mixed precision's norms kept in float32) stays float16, as in
+    PyTorch."""
+    return y if y.dtype == input.dtype else y.to(input.dtype)
+
+
 def _update_running(running: Tensor, stat: Tensor, momentum: float | Tensor, op: str, arg: str) -> None:
     """running = (1 - momentum) * running + momentum * stat, in place and lazily."""
     if stat._impl.batch_dims and not running._impl.batch_dims:
@@ -106,7 +113,7 @@ def batch_norm(
         if running_mean is None or running_var is None:
             raise ValueError(f"{op}: running_mean and running_var must be given when training=False")
         mean, var = _channel_view(running_mean, nd), _channel_view(running_var, nd)
-        return _affine((input - mean) * nb.rsqrt(var + eps), weight, bias, nd)
+        return _in_dtype_of(_affine((input - mean) * nb.rsqrt(var + eps), weight, bias, nd), input)
     axes = (0, *range(2, nd))
     n = math.prod(input.shape[a] for a in axes)
     if n <= 1:
@@ -118,7 +125,7 @@ def batch_norm(
         _update_running(running_mean, nb.reshape(mean, (c,)), momentum, op, "running_mean")
     if running_var is not None:
         _update_running(running_var, nb.reshape(var, (c,)) * (n / (n - 1)), momentum, op, "running_var")
-    return _affine(centered * nb.rsqrt(var + eps), weight, bias, nd)
+    return _in_dtype_of(_affine(centered * nb.rsqrt(var + eps), weight, bias, nd), input)
 
 
 def instance_norm(
@@ -174,7 +181,7 @@ def instance_norm(
     if running_var is not None:
         unbiased = nb.mean(nb.reshape(var, input.shape[:2]), axis=0) * (n / (n - 1))
         _update_running(running_var, unbiased, momentum, op, "running_var")
-    return _affine(centered * nb.rsqrt(var + eps), weight, bias, nd)
+    return _in_dtype_of(_affine(centered * nb.rsqrt(var + eps), weight, bias, nd), input)
 
 
 def _normalized_shape(normalized_shape: Any, op: str) -> tuple[int, ...]:
@@ -219,7 +226,7 @@ def layer_norm(
     _trailing_axes(input, shape, op)
     _check_param(weight, shape, op, "weight")
     _check_param(bias, shape, op, "bias")
-    return nb.layer_norm(input, shape, weight, bias, _number(eps, op, "eps"))
+    return _in_dtype_of(nb.layer_norm(input, shape, weight, bias, _number(eps, op, "eps")), input)
 
 
 def rms_norm(input: Tensor, normalized_shape: Any, weight: Tensor | None = None, eps: float | None = None) -> Tensor:
@@ -243,7 +250,7 @@ def rms_norm(input: Tensor, normalized_shape: Any, weight: Tensor | None = None,
     _check_param(weight, shape, op, "weight")
     e = _FINFO_EPS[input.dtype.name] if eps is None else _number(eps, op, "eps")
     y = input * nb.rsqrt(nb.mean(input * input, axis=axes, keepdims=True) + e)
-    return y if weight is None else y * weight
+    return y if weight is None else _in_dtype_of(y * weight, input)
 
 
 def group_norm(
@@ -283,7 +290,7 @@ def group_norm(
     centered = x - mean
     var = nb.mean(centered * centered, axis=-1, keepdims=True)
     y = nb.reshape(centered * nb.rsqrt(var + _number(eps, op, "eps")), input.shape)
-    return _affine(y, weight, bias, input.ndim)
+    return _in_dtype_of(_affine(y, weight, bias, input.ndim), input)
 
 
 def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> Tensor:
