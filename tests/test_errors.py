@@ -212,8 +212,8 @@ def test_creation_errors(no_evaluation):
         nb.ones(2, device="cuda:63")
     with pytest.raises(ValueError, match="full: device must be 'cpu', 'gpu', 'gpu:N' or 'cuda:N', got 'tpu'"):
         nb.full((2,), 1.0, device="tpu")
-    with pytest.raises(TypeError, match="full"):
-        nb.full((2,), nb.tensor(1.0))
+    with pytest.raises(TypeError, match="full: fill_value must be a Python scalar, got a Tensor"):
+        nb.full((2,), nb.tensor([1.0, 2.0]))
 
 
 def test_ragged_data_error_names_tensor():

@@ -86,3 +86,22 @@ def test_detach_is_a_constant_to_forward_mode() -> None:
     # forward-over-reverse still sees tangents through grad's own results
     d2 = nb.jvp(nb.grad(lambda a: (a**3).sum()), (x,), (nb.ones(2),))[1]
     np.testing.assert_allclose(d2.numpy(), 6 * x.numpy(), rtol=1e-6)
+
+
+def test_grad_fn_names_the_recorded_op_like_torch() -> None:
+    x = nb.tensor([1.0, 2.0], requires_grad=True)
+    y = (x * 2).sum()
+    assert x.grad_fn is None and nb.ones(2).grad_fn is None and (x * 2).detach().grad_fn is None
+    assert y.grad_fn.name() == "SumBackward0" and y.grad_fn.next_functions[0][0].name() == "MulBackward0"
+    if torch is not None:
+        tx = torch.tensor([1.0, 2.0], requires_grad=True)
+        assert (tx * 2).sum().grad_fn.name() == y.grad_fn.name()
+
+
+def test_transform_errors_name_the_problem() -> None:
+    with pytest.raises(TypeError, match="grad: fn must return a floating-point scalar, got dtype int32"):
+        nb.grad(lambda a: (a * 2).sum().int())(nb.ones(2))
+    with pytest.raises(TypeError, match="jvp: fn must return Tensors, got float"):
+        nb.jvp(lambda a: 3.0, (nb.ones(2),), (nb.ones(2),))
+    with pytest.raises(ValueError, match=r"static_argnums=\(3,\) names argument 3, but .* takes 1 positional"):
+        nb.compile(lambda a: a, static_argnums=3)

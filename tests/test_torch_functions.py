@@ -139,7 +139,21 @@ T.gradient(a, spacing=(T.tensor([0.0, 1.0, 3.0]),), dim=0)
 T.gradient(a, spacing=[2.0, 0.5])
 T.gradient(a, spacing=(T.tensor([0.0, 1.0, 3.0]), T.tensor([0.0, 0.5, 2.0, 2.5])), edge_order=2)
 T.gradient(s, edge_order=2)
-T.linalg.tensorsolve(T.kron(a[:, :3] + T.eye(3) * 4, T.eye(2)).reshape(3, 2, 6), a[:, :2])"""
+T.linalg.tensorsolve(T.kron(a[:, :3] + T.eye(3) * 4, T.eye(2)).reshape(3, 2, 6), a[:, :2])
+T.add(a, b.T[:3], alpha=2)
+T.sub(a, 1.5, alpha=-2)
+T.nonzero(a[0, 0])
+T.nonzero(a[0, 0] * 0)
+T.nonzero(a[0, 0], as_tuple=True)
+T.repeat_interleave(T.tensor([1, 0, 2]))
+T.repeat_interleave(a, 2, 0, output_size=6)
+T.arange(T.tensor(4))
+T.full((2, 3), a[0, 0])
+T.full((2,), T.tensor(3))
+T.cat([a, T.tensor([])])
+T.cat([T.tensor([]), a.int()])
+T.tensor([7], dtype=T.int32) + 2**40
+T.tensor([7], dtype=T.int32) * (2**31 + 5)"""
 
 
 def _run(lib, expr: str):

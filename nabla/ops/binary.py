@@ -102,8 +102,20 @@ def binary_operands(op: str, *operands: Any, float_result: bool = False) -> tupl
         if isinstance(t, Tensor):
             out.append(broadcast_to(cast(t, dtype), shape))
         else:
-            out.append(full(shape, t.item() if isinstance(t, np.generic) else t, dtype))  # one op, at its shape
+            value = t.item() if isinstance(t, np.generic) else t
+            if type(value) is int and _dt.is_integer(dtype):
+                value = _wrapped(value, dtype, op)
+            out.append(full(shape, value, dtype))  # one op, at its shape
     return tuple(out)
+
+
+def _wrapped(value: int, dtype: DType, op: str) -> int:
+    """A Python int operand in an integer tensor's dtype: wrapped modulo 2**bits, as torch
+    converts it (an int32 tensor + 2**40 is the tensor + 0); beyond 64 bits an error."""
+    if not -(2**63) <= value < 2**64:
+        raise OverflowError(f"{op}: Python int {value} is too big to convert to {dtype.name}")
+    bits = 8 * np.dtype(_dt.to_numpy_dtype(dtype)).itemsize
+    return (value + 2 ** (bits - 1)) % 2**bits - 2 ** (bits - 1)
 
 
 def _result_dtype(op: str, operands: list) -> DType:
@@ -671,17 +683,24 @@ _floor_divide, _remainder, _fmod, _atan2 = FloorDivideOp(), RemainderOp(), FmodO
 
 # -- public functions --------------------------------------------------------------------------
 @public()
-def add(x: Operand, y: Operand) -> Tensor:
-    """Elementwise `x + y` with broadcasting (bool + bool is logical or, as in PyTorch)."""
-    return _add(*binary_operands("add", x, y))
+def add(x: Operand, y: Operand, *, alpha: Any = 1) -> Tensor:
+    """Elementwise `x + alpha * y` with broadcasting (bool + bool is logical or, as in PyTorch)."""
+    return _add(*binary_operands("add", x, _times_alpha(y, alpha)))
 
 
 @public()
-def sub(x: Operand, y: Operand) -> Tensor:
-    """Elementwise `x - y` with broadcasting."""
-    x, y = binary_operands("sub", x, y)
+def sub(x: Operand, y: Operand, *, alpha: Any = 1) -> Tensor:
+    """Elementwise `x - alpha * y` with broadcasting."""
+    x, y = binary_operands("sub", x, _times_alpha(y, alpha))
     _no_bool("sub", x, " (use logical_xor or bitwise_xor)")
     return _sub(x, y)
+
+
+def _times_alpha(y: Operand, alpha: Any) -> Operand:
+    """torch's `alpha=` of add/sub: alpha * y (a Python product for a number)."""
+    if alpha == 1:
+        return y
+    return mul(y, alpha) if isinstance(y, Tensor) else y * alpha
 
 
 @public()

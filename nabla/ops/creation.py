@@ -205,6 +205,13 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, *, requires_grad: bool 
         float32
     """
     dev = _check_device(device, "full")
+    if isinstance(fill_value, Tensor) and fill_value.ndim == 0 and not fill_value._impl.weak_type:
+        # torch's full(size, tensor): the value broadcast (no host read); its kind gives the dtype
+        kind = _dt.DEFAULT_FLOAT if _dt.is_float(fill_value.dtype) else fill_value.dtype
+        dt = _dt.as_dtype(dtype) if dtype is not None else (_dt.int64 if _dt.is_integer(kind) else kind)
+        shape = _shape_arg((shape,) if isinstance(shape, int) else tuple(shape), "full")
+        out = _placed(OPS.broadcast_to(cast(fill_value, dt), shape), dev)
+        return out.requires_grad_() if requires_grad else out
     fill_value = _fill_value(fill_value, "full")
     dt = _dt.as_dtype(dtype) if dtype is not None else _dt.python_scalar_dtype(fill_value)
     if _dt.is_float(dt):
@@ -309,6 +316,9 @@ def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, dev
     dev = _check_device(device, "arange")
     if end is None:
         start, end = 0, start
+    start, end, step = (
+        v.item() if isinstance(v, Tensor | np.generic) and not v.shape else v for v in (start, end, step)
+    )
     for name, v in (("start", start), ("end", end), ("step", step)):
         if not isinstance(v, int | float) or isinstance(v, bool):
             raise TypeError(f"arange: {name} must be a Python number, got {v!r}")

@@ -171,14 +171,29 @@ _repeat_interleave = RepeatInterleaveOp()
 
 
 @public()
-def repeat_interleave(x: Tensor, repeats: Any, axis: Any = None) -> Tensor:
+def repeat_interleave(x: Tensor, repeats: Any = None, axis: Any = None, *, output_size: int | None = None) -> Tensor:
     """Repeat each element along `axis` (None: of the flattened tensor), as
-    `torch.repeat_interleave`. `repeats` is an int or one static count per element.
+    `torch.repeat_interleave`. `repeats` is an int or one static count per element. With
+    `repeats` alone (`repeat_interleave(counts)`), index i is repeated counts[i] times;
+    `output_size`, the result's length along `axis`, is checked when given.
 
     Example:
         >>> nb.repeat_interleave(nb.arange(3), [1, 0, 2]).tolist()
         [0, 2, 2]
     """
+    if repeats is None:  # torch's repeat_interleave(repeats): arange(len) repeated
+        _check_tensor(x, "repeat_interleave")
+        x, repeats, axis = _cr.arange(x.shape[0] if x.ndim else 1), x, 0
+    out = _repeat_interleave_checked(x, repeats, axis)
+    size = (
+        out.shape[0 if axis is None else normalize_axis(axis, max(out.ndim, 1), "repeat_interleave")] if out.ndim else 1
+    )
+    if output_size is not None and output_size != size:
+        raise ValueError(f"repeat_interleave: output_size={output_size} but the repeats give {size}")
+    return out
+
+
+def _repeat_interleave_checked(x: Tensor, repeats: Any, axis: Any) -> Tensor:
     _check_tensor(x, "repeat_interleave")
     if axis is None:
         x = reshape(x, (-1,))

@@ -473,6 +473,12 @@ def concatenate(tensors: Any, axis: int = 0) -> Tensor:
         (3, 3)
     """
     tensors = _tensor_list(tensors, "concatenate")
+    if any(t.shape == (0,) for t in tensors) and any(t.ndim > 1 for t in tensors):
+        # torch's legacy rule: an empty 1-D tensor beside tensors of higher rank is skipped
+        # (its dtype still takes part in the promotion)
+        keep = [t for t in tensors if t.shape != (0,)]
+        dtype = _promote(tensors)[0].dtype
+        tensors = [t if t.dtype == dtype else t.astype(dtype) for t in keep]
     first = tensors[0]
     for i, t in enumerate(tensors):
         if t.ndim == 0:

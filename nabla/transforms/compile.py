@@ -30,6 +30,7 @@ signature.py's `_Signature`, the trace of a miss compile_trace.py's `_Tracing`.
 from __future__ import annotations
 
 import functools
+import inspect
 import sys
 import weakref
 from collections import OrderedDict
@@ -92,6 +93,7 @@ class CompiledFunction(_Tracing, _Signature):
     ) -> None:
         self.fn = fn
         self.static_argnums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+        _check_static_argnums(fn, self.static_argnums)
         self.dynamic_dims = _normalize_dynamic(dynamic_dims)
         self.max_cache_size = int(max_cache_size)
         self.stats = CompileStats()
@@ -431,3 +433,20 @@ def compile(  # noqa: A001
 
 
 __all__ = ["CompileStats", "CompiledFunction", "compile"]
+
+
+def _check_static_argnums(fn: Callable, static_argnums: tuple) -> None:
+    """As jax.jit: a static index past fn's positional parameters is an error (it was ignored)."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):  # (a builtin or a callable without a signature)
+        return
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return
+    n = sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
+    bad = [i for i in static_argnums if not -n <= i < n]
+    if bad:
+        raise ValueError(
+            f"compile: static_argnums={static_argnums} names argument {bad[0]}, but "
+            f"{getattr(fn, '__qualname__', fn)} takes {n} positional argument(s)"
+        )

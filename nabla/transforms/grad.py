@@ -188,6 +188,8 @@ def value_and_grad(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool
             raise TypeError(
                 f"grad: fn must return a scalar Tensor, got {shape}; use vjp or jacrev for non-scalar outputs"
             )
+        if not _dt.is_float(value.dtype):  # (as JAX: an integer output has no gradient)
+            raise TypeError(f"grad: fn must return a floating-point scalar, got dtype {value.dtype.name}")
         grads = pullback(tensor(1.0, value.dtype).reshape(value.shape))
         grads = grads[0] if isinstance(argnums, int) else tuple(grads)
         return ((value, out[2]) if has_aux else value), grads
@@ -253,6 +255,9 @@ def jvp(fn: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux: 
             raise TypeError("jvp: with has_aux=True, fn must return a pair (output, aux)")
         out, aux = out
     o_leaves, o_def = tree_flatten(out)
+    for o in o_leaves:
+        if not isinstance(o, Tensor):
+            raise TypeError(f"jvp: fn must return Tensors, got {type(o).__name__}")
     tans = [Tensor(o._impl.tangent[level]) if level in (o._impl.tangent or {}) else zeros_like(o) for o in o_leaves]
     roots = [x._impl for x in [*inputs, *o_leaves, *tree_flatten(aux)[0]] if isinstance(x, Tensor)]
     if inputs:

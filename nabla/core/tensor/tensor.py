@@ -187,6 +187,12 @@ class Tensor(ViewMethods, ShapeMethods, TorchMethods, TorchMath, TorchInPlace):
         return not impl.requires_grad or impl.is_leaf
 
     @property
+    def grad_fn(self) -> GradFn | None:
+        """PyTorch's: the recorded op that computed this tensor (None for a leaf, or a tensor
+        that does not require grad); `grad_fn.name()` is torch's style of name, "MulBackward0"."""
+        return None if self.is_leaf else GradFn(self._impl.output_refs)
+
+    @property
     def grad(self) -> Tensor | None:
         if TRACE.state is not None and note_grad_read(self):  # nabla.compile: the caller's .grad
             g = self._grad  # is an input, read again on each call: computed, not a recipe to bake in
@@ -856,3 +862,23 @@ def needs_python_value(x: Any) -> None:
     once per value of that argument."""
     if isinstance(x, Tensor) and x._impl.weak_type and x._impl.data is None:
         raise ConcretizationError()
+
+
+class GradFn:
+    """The op that computed a tensor, as PyTorch's `grad_fn` names it (for inspection)."""
+
+    __slots__ = ("_node",)
+
+    def __init__(self, node: Any) -> None:
+        self._node = node
+
+    def name(self) -> str:
+        return "".join(part.capitalize() for part in self._node.op.name.split("_")) + "Backward0"
+
+    @property
+    def next_functions(self) -> tuple:
+        """(grad_fn of each input, 0), None for inputs without history, as torch's."""
+        return tuple((None if not a.requires_grad or a.is_leaf else GradFn(a.output_refs), 0) for a in self._node.args)
+
+    def __repr__(self) -> str:
+        return f"<{self.name()} object>"

@@ -103,8 +103,10 @@ class ShapeMethods:
     def tile(self, *reps: Any) -> Tensor:
         return OPS.tile(self, reps[0] if len(reps) == 1 and isinstance(reps[0], tuple | list) else reps)
 
-    def repeat_interleave(self, repeats: Any, dim: int | None = None) -> Tensor:
-        return OPS.repeat_interleave(self, repeats, dim)
+    def repeat_interleave(
+        self, repeats: Any = None, dim: int | None = None, *, output_size: int | None = None
+    ) -> Tensor:
+        return OPS.repeat_interleave(self, repeats, dim, output_size=output_size)
 
     def tensor_split(self, indices_or_sections: Any, dim: int = 0) -> tuple:
         pieces = OPS.tensor_split(self, indices_or_sections, dim)

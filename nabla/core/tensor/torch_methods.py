@@ -273,7 +273,11 @@ class TorchMethods:
     def nonzero(self, *, as_tuple: bool = False) -> Any:
         """Indices of the non-zero entries, (count, ndim) int64, or one 1-D tensor per dim with
         `as_tuple` (computes the values: the count depends on them)."""
-        idx = np.nonzero(self.numpy())
+        idx = np.nonzero(np.atleast_1d(self.numpy()))  # (a 0-d tensor reads as one element, as torch)
+        if self.ndim == 0:
+            return (
+                (OPS.tensor(idx[0].astype(np.int64)),) if as_tuple else OPS.tensor(np.zeros((len(idx[0]), 0), np.int64))
+            )
         if as_tuple:
             return tuple(OPS.tensor(i.astype(np.int64)) for i in idx)
         return OPS.tensor(np.stack(idx, axis=1).astype(np.int64).reshape(-1, self.ndim))
