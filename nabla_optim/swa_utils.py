@@ -220,7 +220,7 @@ class SWALR(LRScheduler):
         for lr, group in zip(_per_group("swa_lr", optimizer, swa_lr), optimizer.param_groups, strict=True):
             group["swa_lr"] = lr
         if anneal_strategy not in ("cos", "linear"):
-            raise ValueError(f"anneal_strategy must by one of 'cos' or 'linear', instead got {anneal_strategy}")
+            raise ValueError(f"anneal_strategy must be one of 'cos' or 'linear', instead got {anneal_strategy}")
         if isinstance(anneal_epochs, bool) or not isinstance(anneal_epochs, int) or anneal_epochs < 0:
             raise ValueError(f"anneal_epochs must be equal or greater than 0, got {anneal_epochs}")
         self.anneal_func = self._cos_anneal if anneal_strategy == "cos" else self._linear_anneal

@@ -402,3 +402,9 @@ def test_a_custom_scheduler_written_as_torchs_own_works():
         sched.step()
         lrs.append(sched.get_last_lr()[0])
     assert lrs == pytest.approx([0.1, 0.2, 0.3, 0.3]) and not sched._get_lr_called_within_step
+
+
+def test_warm_restarts_names_a_bad_eta_min_like_torch():
+    opt = optim.SGD([Parameter(nb.zeros(2))], lr=0.3)
+    with pytest.raises(ValueError, match="Expected float or int eta_min"):
+        sched_mod.CosineAnnealingWarmRestarts(opt, 2, 1, eta_min="a")

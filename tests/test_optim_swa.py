@@ -92,7 +92,7 @@ def test_swalr_anneals_to_swa_lr():
         sched.step()
         lrs.append(opt.param_groups[0]["lr"])
     np.testing.assert_allclose(lrs, [0.3875, 0.1625, 0.05, 0.05, 0.05], rtol=1e-12)
-    with pytest.raises(ValueError, match="anneal_strategy must by one of 'cos' or 'linear', instead got step"):
+    with pytest.raises(ValueError, match="anneal_strategy must be one of 'cos' or 'linear', instead got step"):
         SWALR(opt, 0.05, anneal_strategy="step")
     with pytest.raises(ValueError, match="anneal_epochs must be equal or greater than 0, got -1"):
         SWALR(opt, 0.05, anneal_epochs=-1)

@@ -357,6 +357,8 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         self.T_0 = T_0
         self.T_i = T_0
         self.T_mult = T_mult
+        if isinstance(eta_min, bool) or not isinstance(eta_min, int | float):
+            raise ValueError(f"Expected float or int eta_min, but got {eta_min} of type {type(eta_min)}")
         self.eta_min = eta_min
         self.T_cur = last_epoch
         super().__init__(optimizer, last_epoch)
