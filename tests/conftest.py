@@ -20,8 +20,8 @@ import nabla
 
 def _realize_leftovers() -> None:
     """Compute (on the NumPy executor) promise tensors a test left alive, e.g. in the frames of
-    a caught exception's traceback: a pending tensor joins the next evaluation, so a leftover
-    would change a later test's cache key and counters."""
+    a caught exception's traceback, or a test module created at import: a pending tensor joins
+    the next evaluation, so a leftover would change a later test's cache key and counters."""
     if not nabla.GRAPH.pending_impls():
         return
     gc.collect()
@@ -41,6 +41,8 @@ def _session_model_store(tmp_path_factory: pytest.TempPathFactory):
 def _executor_for_test(request: pytest.FixtureRequest):
     previous = nabla.get_executor()
     uses_max = bool(getattr(request.module, "USES_MAX", False))
+    nabla.set_executor("numpy")
+    _realize_leftovers()  # module-level tensors of any collected test file (`W = nb.ones(3)`) too
     nabla.set_executor("max" if uses_max else "numpy")
     try:
         yield
