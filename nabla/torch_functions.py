@@ -21,6 +21,7 @@ from .core.tensor.dispatch import register
 from .core.tensor.tensor import _var_args
 from .ops.control_flow import known_values
 from .ops.linalg import _as_tensor
+from .ops.linalg import vander as _linalg_vander
 from .ops.view import normalize_axis
 
 __all__ = [
@@ -90,6 +91,7 @@ __all__ = [
     "triu_indices",
     "unique_consecutive",
     "unravel_index",
+    "vander",
     "var_mean",
     "vstack",
 ]
@@ -443,6 +445,8 @@ def searchsorted(
     vals = ops.unsqueeze(x, -1)  # (..., V, 1) against (..., 1, N)
     bounds = seq if seq.ndim == 1 else ops.unsqueeze(seq, -2)
     below = ops.less_equal(bounds, vals) if right else ops.less(bounds, vals)
+    if _dt.is_float(x.dtype):  # NaN sorts last (torch's and NumPy's order): after every bound
+        below = ops.logical_or(below, ops.isnan(vals))
     return ops.sum(below.astype(_dt.int64), -1).astype(_dt.int32 if out_int32 else _dt.int64)
 
 
@@ -706,6 +710,16 @@ def fill(input: Any, value: Any) -> Tensor:
 def is_same_size(input: Any, other: Any) -> bool:
     """torch.is_same_size: whether the two tensors have the same shape."""
     return tuple(_tensor(input, "is_same_size").shape) == tuple(_tensor(other, "is_same_size", "other").shape)
+
+
+def vander(x: Any, N: int | None = None, increasing: bool = False) -> Tensor:  # noqa: N803
+    """torch.vander: the Vandermonde matrix of a 1-D x, powers decreasing from N - 1 to 0 (or
+    increasing); `nabla.linalg.vander` is torch.linalg's, increasing over the last dim."""
+    t = _tensor(x, "vander", "x")
+    if t.ndim != 1:
+        raise ValueError(f"vander: x must be a one-dimensional tensor, got shape {t.shape}")
+    out = _linalg_vander(t, N)
+    return out if increasing else ops.flip(out, -1)
 
 
 # -- index helpers ------------------------------------------------------------------------------

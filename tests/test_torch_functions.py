@@ -153,7 +153,14 @@ T.full((2,), T.tensor(3))
 T.cat([a, T.tensor([])])
 T.cat([T.tensor([]), a.int()])
 T.tensor([7], dtype=T.int32) + 2**40
-T.tensor([7], dtype=T.int32) * (2**31 + 5)"""
+T.tensor([7], dtype=T.int32) * (2**31 + 5)
+T.vander(s[:3])
+T.vander(s[:3], N=4, increasing=True)
+T.searchsorted(s, T.tensor([float("nan"), 0.5]))
+T.bucketize(T.tensor([float("nan"), 0.5]), s, right=True)
+T.copysign(a.half(), -1)
+T.linalg.matrix_rank(T.stack([a[:, :3], a[:, 1:], a[:, :3] * 0]), atol=T.tensor([0.1, 5.0, 100.0]))
+T.linalg.pinv(T.stack([a[:, :3], a[:, 1:]]), rtol=T.tensor([0.1, 0.9]))"""
 
 
 def _run(lib, expr: str):
@@ -355,3 +362,20 @@ def test_gradient_matches_numpy_and_differentiates():
     nb.gradient(t)[0].sum().backward()  # a linear map: d sum / d f = the column sums of its matrix
     m = np.stack([np.gradient(np.eye(5)[k]) for k in range(5)])
     np.testing.assert_allclose(t.grad.numpy(), m.sum(axis=1), rtol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["eigvalsh", "svdvals", "nuc"])
+def test_spectral_gradients_at_repeated_values_are_finite(name: str) -> None:
+    """The vector terms of eigh/svd's derivative divide by value gaps; a caller of the values
+    alone gets torch's finite gradient at repeated values (the identity, an orthogonal matrix)."""
+    fns = {
+        "eigvalsh": lambda L, x: L.linalg.eigvalsh(x).sum(),
+        "svdvals": lambda L, x: (L.linalg.svdvals(x) ** 2).sum(),
+        "nuc": lambda L, x: L.linalg.matrix_norm(x, "nuc"),
+    }
+    for matrix in (np.eye(3), np.diag([2.0, 2.0, 1.0])):
+        x = nb.tensor(matrix, requires_grad=True)
+        fns[name](nb, x).backward()
+        assert np.isfinite(x.grad.numpy()).all()
+        expected = {"eigvalsh": np.eye(3), "svdvals": 2 * matrix, "nuc": np.eye(3)}[name]
+        np.testing.assert_allclose(x.grad.numpy(), expected, atol=1e-12)

@@ -108,6 +108,9 @@ class Operation:
     name: str = "?"
     differentiable = True  # False: outputs never require grad (comparisons, argmax, detach)
     host_constant = False  # True: input-free creation op, cheap to compute on the host
+    # True: vjp_rule gets None (not zeros) for an output without a cotangent, so it can skip
+    # that output's terms (eigh's vector term is 0/0 at repeated eigenvalues, as torch skips it)
+    none_cotangents = False
     always_tuple = False  # multi-output ops that may return a single tensor still return a tuple
     sharding_rule: str | None = None  # "m k, k n -> m n", or "elementwise"; see sharding_rule_for
     partial_ok: str | tuple[int, ...] | None = None  # partial sums pass through: "additive" or positions

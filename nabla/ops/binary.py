@@ -899,7 +899,7 @@ def copysign(x: Operand, y: Operand) -> Tensor:
     """Elementwise |x| with the sign (bit) of y, so -0.0 counts as negative; float result. The
     gradient reaches x only (0 at x == 0, as PyTorch)."""
     x, y = binary_operands("copysign", x, y, float_result=True)
-    return mul(_un.abs(x), where_(_un.signbit(y), -1.0, 1.0))
+    return mul(_un.abs(x), where_(_un.signbit(y), full((), -1.0, x.dtype), full((), 1.0, x.dtype)))
 
 
 @public()

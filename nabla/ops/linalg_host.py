@@ -95,6 +95,7 @@ def _eye_like(square: Tensor) -> Tensor:
 
 class EighOp(_HostOp):
     name = "eigh"
+    none_cotangents = True
 
     def abstract_eval(self, a: AVal) -> list[AVal]:
         shape, dtype = a
@@ -107,9 +108,10 @@ class EighOp(_HostOp):
     def vjp_rule(self, primals: list, cotangents: list, outputs: list) -> list:
         values, vectors = self._all_outputs(primals, outputs)
         g_values, g_vectors = cotangents
-        vh_gv = matmul(_mT(vectors), g_vectors)
-        inner = _bin.div(_bin.mul(_bin.sub(vh_gv, _mT(vh_gv)), 0.5), _gaps(values))
-        inner = _bin.add(inner, diag_embed(g_values))
+        inner = diag_embed(g_values if g_values is not None else zeros_like(values))
+        if g_vectors is not None:  # (only then: the term divides by the eigenvalue gaps)
+            vh_gv = matmul(_mT(vectors), g_vectors)
+            inner = _bin.add(inner, _bin.div(_bin.mul(_bin.sub(vh_gv, _mT(vh_gv)), 0.5), _gaps(values)))
         return [matmul(matmul(vectors, inner), _mT(vectors))]
 
     def jvp_rule(self, primals: list, tangents: list, outputs: list) -> list:
@@ -124,6 +126,7 @@ class SvdOp(_HostOp):
     """`full`: U (m, m) and Vh (n, n) (torch's full_matrices), else the reduced (m, k), (k, n)."""
 
     name = "svd"
+    none_cotangents = True
 
     def abstract_eval(self, a: AVal, *, full: bool) -> list[AVal]:
         shape, dtype = a
@@ -142,6 +145,11 @@ class SvdOp(_HostOp):
         u, s, vh = self._all_outputs(primals, outputs, full=full)
         gu, gs, gvh = cotangents
         k = s.shape[-1]
+        gs = gs if gs is not None else zeros_like(s)
+        if gu is None and gvh is None:  # singular values only (svdvals, norms): U diag(gs) Vh
+            return [matmul(_bin.mul(u[..., :k], unsqueeze(gs, -2)), vh[..., :k, :])]
+        gu = gu if gu is not None else zeros_like(u)
+        gvh = gvh if gvh is not None else zeros_like(vh)
         if full:  # (as torch: the columns of U and rows of Vh past k get no gradient)
             u, gu, vh, gvh = u[..., :k], gu[..., :k], vh[..., :k, :], gvh[..., :k, :]
         return [_svd_backward(u, s, vh, gu, gs, gvh)]
@@ -299,6 +307,8 @@ def _cutoff(s: Tensor, atol: Any, rtol: Any, a: Tensor) -> Tensor:
     if rtol is None:
         rtol = _default_rtol(a) if atol is None else 0.0
     largest = _red.max(s, -1, True) if s.shape[-1] else zeros_like(s[..., :1])
+    # (a tensor tolerance has one entry per matrix of the batch: it lines up with s's batch dims)
+    rtol, atol = (unsqueeze(t, -1) if isinstance(t, Tensor) else t for t in (rtol, atol))
     return _bin.maximum(_bin.mul(largest, rtol), 0.0 if atol is None else atol)
 
 

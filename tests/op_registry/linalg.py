@@ -743,6 +743,7 @@ SPECS += [
         ],
         lambda torch, x, N=None: torch.linalg.vander(x, N=N),
         covers=("pow", "reshape"),
+        fn=lambda x, N=None: nb.linalg.vander(x, N),  # (nabla.vander is torch.vander's decreasing form)
     ),
 ]
 

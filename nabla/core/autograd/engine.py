@@ -149,10 +149,11 @@ def _run_rules(
                 continue
             visited.append(k)
             out_tensors = [Tensor(o) if o is not None else None for o in outs]
-            out_cots = [
-                c if c is not None else OPS.zeros_like(_aval_tensor(node, i, out_tensors[i]))
-                for i, c in enumerate(out_cots)
-            ]
+            if not node.op.none_cotangents:  # (an op that takes None for an unused output gets None)
+                out_cots = [
+                    c if c is not None else OPS.zeros_like(_aval_tensor(node, i, out_tensors[i]))
+                    for i, c in enumerate(out_cots)
+                ]
             primals = [Tensor(a) for a in node.args]
             in_cots = node.op.vjp_rule(primals, out_cots, out_tensors, **node.rule_kwargs)
             for arg, cot in zip(node.args, in_cots, strict=True):
