@@ -130,12 +130,11 @@ class Module(_Modes, _StateDict):
     def _call_hooked(self, args: tuple, kwargs: dict) -> Any:
         # Every module's hooks (module_hooks.py) first, then this module's, as in PyTorch.
         forward_hooks = (*GLOBAL_FORWARD_HOOKS.values(), *self._forward_hooks.values())
-        me = self.__dict__.get("_trace_original", self)  # hooks get the user's module, never a trace copy
         out, ran = None, 0  # `ran`: forward hooks started, so an error runs only the always_call ones after them
         try:
             for hook, with_kwargs in (*GLOBAL_FORWARD_PRE_HOOKS.values(), *self._forward_pre_hooks.values()):
                 if with_kwargs:
-                    result = hook(me, args, kwargs)
+                    result = hook(self, args, kwargs)
                     if result is not None:
                         if not (isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], dict)):
                             raise RuntimeError(
@@ -145,11 +144,11 @@ class Module(_Modes, _StateDict):
                         args, kwargs = result
                         args = args if isinstance(args, tuple) else (args,)
                     continue
-                result = hook(me, args)
+                result = hook(self, args)
                 if result is not None:
                     args = result if isinstance(result, tuple) else (result,)
             hooked = self._backward_hooks or GLOBAL_BACKWARD_HOOKS
-            backward = _BackwardHookCall(me) if hooked and nb.is_grad_enabled() else None
+            backward = _BackwardHookCall(self) if hooked and nb.is_grad_enabled() else None
             if backward is not None:
                 args = backward.wrap_inputs(args)
             # Compiled: with parameters (or inputs) that require grad, the forward joins the lazy
@@ -158,14 +157,14 @@ class Module(_Modes, _StateDict):
             out = self.forward(*args, **kwargs) if compiled is None else compiled(self, *args, **kwargs)
             for hook, with_kwargs, _ in forward_hooks:
                 ran += 1
-                result = hook(me, args, kwargs, out) if with_kwargs else hook(me, args, out)
+                result = hook(self, args, kwargs, out) if with_kwargs else hook(self, args, out)
                 if result is not None:
                     out = result
         except Exception:
             for hook, with_kwargs, always_call in forward_hooks[ran:]:
                 if always_call:  # PyTorch: runs on the way out of a failed call; its own error only warns
                     try:
-                        result = hook(me, args, kwargs, out) if with_kwargs else hook(me, args, out)
+                        result = hook(self, args, kwargs, out) if with_kwargs else hook(self, args, out)
                         out = out if result is None else result
                     except Exception as e:
                         warnings.warn(

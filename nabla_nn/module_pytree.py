@@ -178,5 +178,4 @@ def _clone_structure(module: Module, memo: dict) -> Module:
     object.__setattr__(clone, "_modules", children)
     object.__setattr__(clone, "_compiled", None)
     object.__setattr__(clone, "_trace_clone", True)
-    object.__setattr__(clone, "_trace_original", module)
     return clone

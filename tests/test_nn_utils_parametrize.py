@@ -731,3 +731,34 @@ def test_fusion_vs_torch(transpose: bool):
     fl = fuse_linear_bn_eval(lin, bn1)
     close(fl.weight.numpy(), np_of(tfl.weight))
     close(fl.bias.numpy(), np_of(tfl.bias))
+
+
+@pytest.mark.parametrize("reparam", ["weight_norm", "spectral_norm"])
+def test_legacy_hook_reparametrizations_under_module_compile(reparam: str) -> None:
+    """The legacy weight_norm/spectral_norm set the module's weight in a forward pre-hook: under
+    Module.compile the hook runs on the traced copy, whose forward reads that weight."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = nn.Sequential(nn.Linear(5, 4))
+        getattr(nn.utils, reparam)(m[0])
+        ref = copy.deepcopy(m)
+        m.compile()
+        x = nb.ones((3, 5))
+        for _ in range(2):  # the traced step and a cached one (spectral_norm's power iteration each time)
+            m(x).sum().backward()
+            ref(x).sum().backward()
+        if reparam == "weight_norm":
+            with nb.no_grad():
+                m[0].weight_g.mul_(2.0)
+                ref[0].weight_g.mul_(2.0)
+        np.testing.assert_allclose(m(x).numpy(), ref(x).numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_a_tensor_a_hook_kept_from_a_compiled_trace_says_so() -> None:
+    m = nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 1))
+    m.compile()
+    acts = {}
+    m[0].register_forward_hook(lambda mod, args, out: acts.__setitem__("fc0", out))
+    m(nb.ones((4, 2))).sum().backward()
+    with pytest.raises(RuntimeError, match="made while a compiled function was traced"):
+        acts["fc0"].numpy()

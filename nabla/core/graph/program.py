@@ -145,7 +145,11 @@ def collect(targets: list, *, placeholders: bool = False, boundary: set[int] | N
             if arg.data is None and not placeholders and id(arg) not in cut:
                 if tracing():
                     raise ConcretizationError()
-                raise RuntimeError("internal error: an unrealized tensor has no recorded op")
+                raise RuntimeError(
+                    "this tensor has no value: it was made while a compiled function was traced (a "
+                    "placeholder a hook, closure or global kept), and has no data outside the trace; "
+                    "return it from the function instead"
+                )
             slot_of[arg] = next_slot
             slots.append(next_slot)
             if arg.device is not CPU_DEVICE:
