@@ -8,7 +8,6 @@ values moved between a mesh layout and the host."""
 from __future__ import annotations
 
 import itertools
-import sys
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -479,7 +478,7 @@ def _checked_value(key: str, target: Tensor, value: Any, assign: bool, problems:
             problems.append(f"{key}: {which} is an uninitialized placeholder (run a dry run first)")
         return None
     if not isinstance(value, Tensor | np.ndarray | np.generic) and hasattr(value, "__array__"):
-        value = _foreign_array(value)  # another library's tensor (a torch state_dict)
+        value = serialization.foreign_array(value)  # another library's tensor (a torch state_dict)
     if isinstance(value, np.ndarray | np.generic):
         value = nb.Tensor.from_numpy(np.array(value, copy=True))  # the caller may reuse the array
     if not isinstance(value, Tensor):
@@ -496,23 +495,6 @@ def _is_placeholder(value: Any) -> bool:
     """Whether a state_dict value is an uninitialized lazy tensor: ours, or PyTorch's (a lazy
     torch module's state_dict), recognized by its mixin's name so torch need not be imported."""
     return is_lazy(value) or any(c.__name__ == "UninitializedTensorMixin" for c in type(value).__mro__)
-
-
-def _foreign_array(value: Any) -> Any:
-    """Another library's array (a torch tensor, a Parameter that requires grad, one on a GPU)
-    as NumPy, a bfloat16 one as a nabla bfloat16 Tensor (NumPy has none: read as its bits),
-    or `value` itself when it will not convert: the caller then names its type."""
-    for method in ("detach", "cpu"):  # (torch's, found by name: torch is not imported here)
-        if callable(getattr(value, method, None)):
-            value = getattr(value, method)()
-    if str(getattr(value, "dtype", "")) == "torch.bfloat16" and callable(getattr(value, "view", None)):
-        torch = sys.modules["torch"]  # (the value is its tensor: it is imported)
-        bits = np.asarray(value.view(torch.int16)).view(np.uint16)
-        return Tensor.from_numpy((bits.astype(np.uint32) << 16).view(np.float32), dtype=_dt.bfloat16)
-    try:
-        return np.asarray(value)
-    except (TypeError, RuntimeError, ValueError):
-        return value
 
 
 def _assembled(values: list[Tensor], memo: dict[int, Tensor] | None = None) -> list[Tensor]:

@@ -29,6 +29,7 @@ import json
 import math
 import os
 import struct
+import sys
 import uuid
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
@@ -88,7 +89,8 @@ def bf16_bits_to_float32(bits: np.ndarray) -> np.ndarray:
         >>> bf16_bits_to_float32(np.array([0x3F80, 0xC040], np.uint16))
         array([ 1., -3.], dtype=float32)
     """
-    return (np.asarray(bits, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
+    bits = np.asarray(bits, dtype=np.uint16)
+    return (bits.reshape(-1).astype(np.uint32) << 16).view(np.float32).reshape(bits.shape)  # (0-d stays an array)
 
 
 def float32_to_bf16_bits(values: np.ndarray) -> np.ndarray:
@@ -101,7 +103,10 @@ def float32_to_bf16_bits(values: np.ndarray) -> np.ndarray:
         >>> float32_to_bf16_bits(np.array([1.0, 1.00390625], np.float32))  # 1 + 2**-8 is a tie
         array([16256, 16256], dtype=uint16)
     """
-    u = np.asarray(values, dtype=np.float32, order="C").view(np.uint32)
+    values = np.asarray(values, dtype=np.float32, order="C")
+    if values.ndim == 0:  # (a 0-d array's arithmetic gives NumPy scalars)
+        return float32_to_bf16_bits(values.reshape(1)).reshape(())
+    u = values.view(np.uint32)
     rounded = ((u + (((u >> 16) & 1) + 0x7FFF)) >> 16).astype(np.uint16)
     nan = np.isnan(u.view(np.float32))
     if nan.any():
@@ -176,6 +181,23 @@ def _state_of(obj: Any) -> Mapping:
         return state_dict()
 
 
+def foreign_array(value: Any) -> Any:
+    """Another library's array (a torch tensor, a Parameter that requires grad, one on a GPU)
+    as NumPy, a bfloat16 one as a nabla bfloat16 Tensor (NumPy has none: read as its bits),
+    or `value` itself when it will not convert: the caller then names its type."""
+    for method in ("detach", "cpu"):  # (torch's, found by name: torch is not imported here)
+        if callable(getattr(value, method, None)):
+            value = getattr(value, method)()
+    if str(getattr(value, "dtype", "")) == "torch.bfloat16" and callable(getattr(value, "view", None)):
+        torch = sys.modules["torch"]  # (the value is its tensor: it is imported)
+        bits = np.asarray(value.view(torch.int16)).view(np.uint16)
+        return Tensor.from_numpy(bf16_bits_to_float32(bits), dtype=nb.bfloat16)
+    try:
+        return np.asarray(value)
+    except (TypeError, RuntimeError, ValueError):
+        return value
+
+
 def _named_values(state: Mapping) -> list[tuple[str, Any]]:
     entries = []
     for name, value in state.items():
@@ -185,10 +207,11 @@ def _named_values(state: Mapping) -> list[tuple[str, Any]]:
             raise ValueError("save: '__metadata__' is reserved by the safetensors format and cannot name a tensor")
         if isinstance(value, np.generic):
             value = np.asarray(value)
+        if not isinstance(value, Tensor | np.ndarray) and hasattr(value, "__array__"):
+            value = foreign_array(value)  # another library's tensor (a torch state_dict)
         if not isinstance(value, Tensor | np.ndarray):
-            raise TypeError(
-                f"save: value for key {name!r} must be a Tensor or a NumPy array, got {type(value).__name__}"
-            )
+            kind = f"{type(value).__module__}.{type(value).__qualname__}"
+            raise TypeError(f"save: value for key {name!r} must be a nabla Tensor or a NumPy array, got {kind}")
         _file_dtype(name, value)  # fail before anything is written
         entries.append((name, value))
     return entries
@@ -306,6 +329,8 @@ def _atomic_write(path: str | os.PathLike, chunks: Iterable[bytes | memoryview])
                 _write_bytes(file, chunk)
             file.flush()
             os.fsync(file.fileno())
+        with contextlib.suppress(OSError):  # a re-saved checkpoint keeps its permissions (a private one stays so)
+            os.chmod(tmp, os.stat(target).st_mode & 0o7777)
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -451,7 +476,7 @@ def _read_header(file: Any, size: int, path: str) -> tuple[dict[str, tuple], dic
     text = file.read(length)
     try:
         raw = json.loads(text.decode("utf-8"), object_pairs_hook=_no_duplicate_keys)
-    except (UnicodeDecodeError, ValueError) as err:
+    except (UnicodeDecodeError, ValueError, RecursionError) as err:
         raise ValueError(f"{path}: not a safetensors file: the header is not valid UTF-8 JSON ({err})") from None
     if not isinstance(raw, dict) or not text.startswith(b"{"):
         raise ValueError(f"{path}: not a safetensors file: the header is not a JSON object")

@@ -23,6 +23,7 @@ from nabla.core.common import dtypes as _dt
 from nabla.core.common.devices import Device
 from nabla.core.graph.tracing import tracing
 from nabla_nn.parameter import Parameter
+from nabla_nn.serialization import foreign_array
 
 __all__ = [
     "accelerator_of",
@@ -157,6 +158,8 @@ def load_value(p: Parameter, index: Any, key: str, value: Any, expected: tuple[i
         return value
     if isinstance(value, int | float) and key != "step":
         return value
+    if not isinstance(value, Tensor | np.ndarray | int | float):
+        value = foreign_array(value)  # a torch tensor (bfloat16 read as its bits)
     array = value.numpy() if isinstance(value, Tensor) else np.asarray(value)
     if array.dtype == object:
         raise TypeError(f"state {key!r} of parameter {index}: cannot load a value of type {type(value).__name__}")

@@ -19,6 +19,7 @@ from _oracle import needs_torch, torch
 
 import nabla as nb
 import nabla_nn as nn
+import nabla_optim as optim
 from nabla_nn import serialization as S
 from nabla_nn.parameter import Parameter
 
@@ -555,3 +556,47 @@ def test_a_torch_state_dict_of_parameters_or_bfloat16_loads_directly():
     model_bf16 = nn.Linear(3, 2).to(nb.bfloat16)
     model_bf16.load_state_dict(ref_bf16.state_dict())  # NumPy has no bfloat16: read as bits, exactly
     np.testing.assert_array_equal(model_bf16.weight.float().numpy(), ref_bf16.weight.float().detach().numpy())
+
+
+def test_zero_d_bfloat16_tensors_round_trip(tmp_path):
+    path = str(tmp_path / "scalars.safetensors")
+    nn.save({"temp": nb.tensor(1.5).to(nb.bfloat16), "nan": nb.tensor(float("nan")).to(nb.bfloat16)}, path)
+    loaded = nn.load(path)
+    assert loaded["temp"].shape == () and loaded["temp"].dtype == nb.bfloat16
+    assert loaded["temp"].item() == 1.5 and np.isnan(loaded["nan"].item())
+    assert (loaded["temp"] * 2).item() == 3.0  # usable, not only loadable
+
+
+def test_resaving_keeps_the_files_permissions_and_nested_headers_are_clear_errors(tmp_path):
+    path = str(tmp_path / "m.safetensors")
+    nn.save({"w": nb.ones(2)}, path)
+    os.chmod(path, 0o600)
+    nn.save({"w": nb.zeros(2)}, path)
+    assert os.stat(path).st_mode & 0o777 == 0o600 and nn.load(path)["w"].tolist() == [0.0, 0.0]
+    header = b'{"__metadata__":' + b"[" * 50000 + b"]" * 50000 + b"}"
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(header)) + header)
+    with pytest.raises(ValueError, match="not a safetensors file: the header is not valid UTF-8 JSON"):
+        nn.load(path)
+    with pytest.raises(TypeError, match="must be a nabla Tensor or a NumPy array, got builtins.object"):
+        nn.save({"a": object()}, path)
+
+
+@needs_torch
+def test_torch_tensors_save_and_a_torch_bf16_optimizer_state_loads(tmp_path):
+    path = str(tmp_path / "t.safetensors")
+    nn.save({"a": torch.ones(2), "b": torch.tensor([1.5, -2.0], dtype=torch.bfloat16)}, path)
+    loaded = nn.load(path)
+    assert (
+        loaded["a"].tolist() == [1.0, 1.0] and loaded["b"].dtype == nb.bfloat16 and loaded["b"].tolist() == [1.5, -2.0]
+    )
+    tm = torch.nn.Linear(3, 2).to(torch.bfloat16)
+    topt = torch.optim.Adam(tm.parameters())
+    tm(torch.ones(1, 3, dtype=torch.bfloat16)).sum().backward()
+    topt.step()
+    m = nn.Linear(3, 2).to(nb.bfloat16)
+    opt = optim.Adam(m.parameters())
+    opt.load_state_dict(topt.state_dict())
+    exp_avg = opt.state[m.weight]["exp_avg"]
+    assert exp_avg.dtype == nb.bfloat16
+    np.testing.assert_array_equal(exp_avg.numpy(), topt.state[tm.weight]["exp_avg"].float().numpy())
