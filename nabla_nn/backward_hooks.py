@@ -86,7 +86,8 @@ class _BackwardHookCall:
 
 
 def _replacement(result: Any, old: tuple, who: str, what: str) -> tuple:
-    """A hook's replacement for `old`: as many entries, None where a gradient stays zero."""
+    """A hook's replacement for `old`: as many entries; None where a gradient had none stays
+    None, None for an existing gradient zeroes it."""
     new = tuple(result) if isinstance(result, tuple | list) else (result,)
     if len(new) != len(old):
         raise RuntimeError(f"{who} returned {len(new)} values, but {what} has {len(old)}")

@@ -721,3 +721,20 @@ def test_load_with_assign_keeps_the_given_parameters_and_to_takes_a_tensor():
         ta.load_state_dict({"weight": tshared}, assign=True)
         tb.load_state_dict({"weight": tshared}, assign=True)
         assert ta.weight is tb.weight
+
+
+def test_backward_hook_passes_none_for_an_unused_output_and_leaves_its_parameters_without_grad():
+    class Two(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.h1, self.h2 = nn.Linear(2, 2), nn.Linear(2, 2)
+
+        def forward(self, x):
+            return self.h1(x), self.h2(x)
+
+    m, seen = Two(), []
+    m.register_full_backward_hook(lambda mod, gi, go: seen.append([None if g is None else g.shape for g in go]))
+    _, b = m(nb.ones(3, 2))
+    b.sum().backward()
+    assert seen == [[None, (3, 2)]]  # torch's grad_output
+    assert m.h1.weight.grad is None and m.h2.weight.grad is not None  # an optimizer skips h1, as torch's

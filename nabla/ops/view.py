@@ -424,6 +424,7 @@ class GradHookOp(Operation):
     partial_ok = "additive"
     replayable = False
     always_tuple = True
+    none_cotangents = True  # an output without a gradient reaches the function as None (torch's)
 
     def abstract_eval(self, *xs: AVal) -> list[AVal]:
         return list(xs)
