@@ -102,6 +102,9 @@ def _fan(tensor: Tensor, mode: str) -> int:
     return fan_in if mode == "fan_in" else fan_out
 
 
+_calculate_correct_fan = _fan  # torch's private name, which some initialization code calls
+
+
 def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator: Any = None) -> Tensor:
     """Fill with samples from U(a, b)."""
     _check_float(tensor, "uniform_")

@@ -9,6 +9,7 @@ import pytest
 from _oracle import needs_torch, torch
 
 import nabla as nb
+import nabla_nn as nn
 import nabla_optim as optim
 from nabla_nn.parameter import Parameter
 from nabla_nn.utils import (
@@ -173,3 +174,18 @@ def test_parameters_to_vector_matches_torch() -> None:
     ours = parameters_to_vector([Parameter(nb.tensor(v)) for v in values]).numpy()
     theirs = torch.nn.utils.parameters_to_vector([torch.nn.Parameter(torch.tensor(v)) for v in values])
     np.testing.assert_array_equal(ours, theirs.detach().numpy())
+
+
+def test_torch_spellings_foreach_and_the_deprecated_alias():
+    m = nn.Linear(2, 2)
+    m(nb.ones(1, 2)).sum().backward()
+    total = nn.utils.get_total_norm([p.grad for p in m.parameters()], foreach=True)
+    nn.utils.clip_grads_with_norm_(m.parameters(), 0.5, total, foreach=None)
+    assert nn.utils.get_total_norm([p.grad for p in m.parameters()]).item() == pytest.approx(0.5, rel=1e-4)
+    with pytest.warns(FutureWarning, match="clip_grad_norm_"):
+        nn.utils.clip_grad_norm(m.parameters(), 1.0)
+    assert nn.init._calculate_correct_fan(m.weight, "fan_out") == 2
+    out = nn.utils.stateless.functional_call(
+        m, parameters_and_buffers={"weight": nb.zeros(2, 2)}, args=(nb.ones(1, 2),)
+    )
+    np.testing.assert_allclose(out.numpy(), m.bias.numpy()[None], rtol=1e-6)

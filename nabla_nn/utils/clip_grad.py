@@ -9,6 +9,7 @@ value has to be read in Python.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Iterable
 
 import numpy as np
@@ -40,7 +41,12 @@ def _norm_type(norm_type: float | str) -> float:
         raise ValueError(f"norm_type must be a number or a string such as 'inf' or '-inf', got {norm_type!r}") from None
 
 
-def get_total_norm(tensors: TensorOrTensors, norm_type: float | str = 2.0, error_if_nonfinite: bool = False) -> Tensor:
+def get_total_norm(
+    tensors: TensorOrTensors,
+    norm_type: float | str = 2.0,
+    error_if_nonfinite: bool = False,
+    foreach: bool | None = None,
+) -> Tensor:
     """The norm of all `tensors` together, as if concatenated into one vector (a lazy scalar).
 
     Args:
@@ -48,6 +54,7 @@ def get_total_norm(tensors: TensorOrTensors, norm_type: float | str = 2.0, error
         norm_type: the p of the p-norm; `inf` (or "inf") for the max-abs norm.
         error_if_nonfinite: raise RuntimeError if the norm is nan or inf. This needs the
             value, so it evaluates the norm (and everything pending) right away.
+        foreach: accepted for PyTorch compatibility; ignored.
 
     Example:
         >>> total = get_total_norm([p.grad for p in model.parameters()])
@@ -73,13 +80,16 @@ def get_total_norm(tensors: TensorOrTensors, norm_type: float | str = 2.0, error
     return total
 
 
-def clip_grads_with_norm_(parameters: TensorOrTensors, max_norm: float, total_norm: Tensor) -> None:
+def clip_grads_with_norm_(
+    parameters: TensorOrTensors, max_norm: float, total_norm: Tensor, foreach: bool | None = None
+) -> None:
     """Scale the gradients of `parameters` by `min(1, max_norm / (total_norm + 1e-6))`, in place.
 
     Args:
         parameters: a tensor or an iterable of tensors whose `.grad` is scaled.
         max_norm: the largest allowed total norm.
         total_norm: the total norm of the gradients (from `get_total_norm`).
+        foreach: accepted for PyTorch compatibility; ignored.
 
     Example:
         >>> grads = [p.grad for p in model.parameters()]
@@ -125,6 +135,22 @@ def clip_grad_norm_(
     total = get_total_norm(grads, norm_type, error_if_nonfinite)
     clip_grads_with_norm_(parameters, max_norm, total)
     return total
+
+
+def clip_grad_norm(
+    parameters: TensorOrTensors,
+    max_norm: float,
+    norm_type: float | str = 2.0,
+    error_if_nonfinite: bool = False,
+    foreach: bool | None = None,
+) -> Tensor:
+    """Deprecated name of `clip_grad_norm_` (as in PyTorch, it warns)."""
+    warnings.warn(
+        "`nabla_nn.utils.clip_grad_norm` is now deprecated in favor of `nabla_nn.utils.clip_grad_norm_`.",
+        FutureWarning,
+        stacklevel=2,
+    )
+    return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)
 
 
 def clip_grad_value_(parameters: TensorOrTensors, clip_value: float, foreach: bool | None = None) -> None:

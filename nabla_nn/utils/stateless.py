@@ -143,12 +143,13 @@ def _reparametrized(module: Module, values: Mapping[str, Any], given: Mapping[st
 
 def functional_call(
     module: Module,
-    parameter_and_buffer_dicts: Mapping[str, Tensor] | Sequence[Mapping[str, Tensor]],
+    parameter_and_buffer_dicts: Mapping[str, Tensor] | Sequence[Mapping[str, Tensor]] | None = None,
     args: Any = None,
     kwargs: dict[str, Any] | None = None,
     *,
     tie_weights: bool = True,
     strict: bool = False,
+    parameters_and_buffers: Mapping[str, Tensor] | None = None,
 ) -> Any:
     """Call `module(*args, **kwargs)` with the named parameters and buffers replaced by the given
     tensors; the module's own are put back afterwards (also when the call raises).
@@ -168,6 +169,7 @@ def functional_call(
         tie_weights: a value given for one name of a tensor the module ties (shares under
             several names) replaces it under every name; different values for tied names raise.
         strict: the names must be exactly the module's parameters and buffers.
+        parameters_and_buffers: torch.nn.utils.stateless's name of the dict, by keyword.
 
     Returns:
         What the module returns.
@@ -176,6 +178,12 @@ def functional_call(
         >>> params = {k: v.detach() for k, v in model.named_parameters()}
         >>> grads = nb.grad(lambda p: F.mse_loss(functional_call(model, p, (x,)), y))(params)
     """
+    if parameters_and_buffers is not None:
+        if parameter_and_buffer_dicts is not None:
+            raise TypeError("functional_call: pass parameter_and_buffer_dicts or parameters_and_buffers, not both")
+        parameter_and_buffer_dicts = parameters_and_buffers
+    if parameter_and_buffer_dicts is None:
+        raise TypeError("functional_call: missing the dict of parameters and buffers")
     given = _merged(parameter_and_buffer_dicts)
     values = _untied(module, given) if tie_weights else given
     if strict:
