@@ -160,7 +160,17 @@ T.searchsorted(s, T.tensor([float("nan"), 0.5]))
 T.bucketize(T.tensor([float("nan"), 0.5]), s, right=True)
 T.copysign(a.half(), -1)
 T.linalg.matrix_rank(T.stack([a[:, :3], a[:, 1:], a[:, :3] * 0]), atol=T.tensor([0.1, 5.0, 100.0]))
-T.linalg.pinv(T.stack([a[:, :3], a[:, 1:]]), rtol=T.tensor([0.1, 0.9]))"""
+T.linalg.pinv(T.stack([a[:, :3], a[:, 1:]]), rtol=T.tensor([0.1, 0.9]))
+T.sum(a.int(), 1, dtype=T.float64)
+T.mean(a, dim=0, dtype=T.float64)
+T.prod(a, 1, dtype=T.float64)
+T.cumsum(a, 1, dtype=T.float64)
+T.cumprod(a.int(), 0, dtype=T.float32)
+T.softmax(a, 1, dtype=T.float64)
+T.log_softmax(a, 0, dtype=T.float64)
+T.linalg.vector_norm(a, 2, dtype=T.float64)
+T.std(a, 1, unbiased=False)
+T.var(a, unbiased=True)"""
 
 
 def _run(lib, expr: str):

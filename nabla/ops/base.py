@@ -63,6 +63,11 @@ def torch_names(fn: Callable) -> Callable:
     return wrapper
 
 
+def with_dtype(x: Any, dtype: Any) -> Any:
+    """torch's `dtype=` of reductions and softmaxes: the input cast to it first (None: as is)."""
+    return x if dtype is None or not hasattr(x, "_impl") else OPS.cast(x, dtype)
+
+
 def public(name: str | None = None) -> Callable[[Callable], Callable]:
     """Decorator for an op family's public functions: PyTorch keyword aliases, and registration
     in the dispatch table so Tensor methods reach the function as `OPS.<name>`."""

@@ -23,7 +23,7 @@ from ..core.tensor.torch_methods import ValuesIndices
 from . import binary as _bin
 from . import reduction as _red
 from . import view as _view
-from .base import AVal, public, shape_of
+from .base import AVal, public, shape_of, with_dtype
 from .cast import cast
 from .creation import full, tensor
 from .gather_scatter import _elementwise_index
@@ -139,13 +139,14 @@ _cumsum, _cumprod = CumsumOp(), CumprodOp()
 
 
 @public()
-def cumsum(x: Tensor, axis: int) -> Tensor:
+def cumsum(x: Tensor, axis: int, *, dtype: Any = None) -> Tensor:
     """Running sum along `axis`. Bool and int inputs give int64, as in PyTorch.
 
     Example:
         >>> nabla.cumsum(nabla.tensor([1.0, 2.0, 3.0]), 0).numpy()
         array([1., 3., 6.], dtype=float32)
     """
+    x = with_dtype(x, dtype)  # (torch's dtype=: cast before the op)
     return _scan(x, axis, "cumsum", _cumsum_pieces, _cumsum, exclusive=False, reverse=False)
 
 
@@ -198,7 +199,7 @@ def _cumprod_pieces(blocks: Tensor, axis: int) -> Tensor:
 
 
 @public()
-def cumprod(x: Tensor, axis: int) -> Tensor:
+def cumprod(x: Tensor, axis: int, *, dtype: Any = None) -> Tensor:
     """Running product along `axis`. Bool and int inputs give int64. The gradient is exact with
     zeros in `x` (as PyTorch's).
 
@@ -206,6 +207,7 @@ def cumprod(x: Tensor, axis: int) -> Tensor:
         >>> nabla.cumprod(nabla.tensor([1.0, 2.0, 3.0]), 0).numpy()
         array([1., 2., 6.], dtype=float32)
     """
+    x = with_dtype(x, dtype)  # (torch's dtype=: cast before the op)
     return _scan(x, axis, "cumprod", _cumprod_pieces, _cumprod)
 
 

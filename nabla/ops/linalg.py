@@ -24,7 +24,7 @@ from ..core.tensor.tensor import Tensor
 from . import binary as _bin
 from . import reduction as _red
 from . import unary as _un
-from .base import AVal, Operation, public, shape_of
+from .base import AVal, Operation, public, shape_of, with_dtype
 from .cast import cast
 from .creation import tensor
 from .rearrange import moveaxis, roll
@@ -431,9 +431,10 @@ def addbmm(input: Any, batch1: Any, batch2: Any, *, beta: Any = 1, alpha: Any = 
 
 
 @public()
-def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A002
+def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:  # noqa: A002
     """torch.linalg.vector_norm: the `ord`-norm of the elements over `dim` (all when None), the
     tensor read as a flat vector; `norm`'s numbers (2, 1, inf, -inf, 0, any float)."""
+    x = with_dtype(x, dtype)  # (torch's dtype=: cast before the op)
     if isinstance(ord, str):
         raise ValueError(f"vector_norm: ord must be a number, got {ord!r}")
     return _red.norm(x, ord, dim, keepdim)

@@ -30,7 +30,7 @@ from . import binary as _bin
 from . import unary as _un
 from . import view as _view
 from ._layout import NHWC, nhwc
-from .base import AVal, Operation, public, shape_of
+from .base import AVal, Operation, public, shape_of, with_dtype
 from .cast import cast
 from .creation import full, tensor
 from .spmd import windowable
@@ -340,8 +340,9 @@ def _in_float32(fn: Any, x: Tensor, *args: Any) -> Tensor:
 
 
 @public()
-def sum(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:  # noqa: A001
+def sum(x: Tensor, axis: Any = None, keepdims: bool = False, *, dtype: Any = None) -> Tensor:  # noqa: A001
     """Sum over `axis` (int, tuple, or None for all). Bool and int sums are int64, as in PyTorch."""
+    x = with_dtype(x, dtype)  # (torch's dtype=: cast before the op)
     _check(x, "sum")
     if x.dtype in _HALF:
         return _in_float32(sum, x, axis, keepdims)
@@ -351,8 +352,9 @@ def sum(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:  # noqa:
 
 
 @public()
-def mean(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
+def mean(x: Tensor, axis: Any = None, keepdims: bool = False, *, dtype: Any = None) -> Tensor:
     """Arithmetic mean over `axis`; integer inputs give float32."""
+    x = with_dtype(x, dtype)  # (torch's dtype=: cast before the op)
     _check(x, "mean")
     if x.dtype in _HALF:
         return _in_float32(mean, x, axis, keepdims)
@@ -470,7 +472,7 @@ def _count(x: Tensor, axes: tuple) -> int:
 
 
 @public()
-def prod(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
+def prod(x: Tensor, axis: Any = None, keepdims: bool = False, *, dtype: Any = None) -> Tensor:
     """Product over `axis` (int, tuple, or None for all); 1 over an empty dimension.
 
     Bool and int products are int64, as in PyTorch. The gradient is exact with zeros in `x`.
@@ -479,6 +481,7 @@ def prod(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
         >>> nabla.prod(nabla.tensor([[1.0, 2.0], [3.0, 4.0]]), axis=1).numpy()
         array([ 2., 12.], dtype=float32)
     """
+    x = with_dtype(x, dtype)  # (torch's dtype=: cast before the op)
     _check(x, "prod")
     if not _dt.is_float(x.dtype):
         x = cast(x, _dt.int64)
@@ -494,7 +497,7 @@ def _correction_arg(correction: Any, op: str) -> float:
 
 
 @public()
-def var(x: Tensor, axis: Any = None, correction: Any = 1, keepdims: bool = False) -> Tensor:
+def var(x: Tensor, axis: Any = None, correction: Any = 1, keepdims: bool = False, *, unbiased: Any = None) -> Tensor:
     """Variance over `axis`: sum((x - mean)**2) / max(0, N - correction) (PyTorch's definition).
 
     Args:
@@ -502,8 +505,9 @@ def var(x: Tensor, axis: Any = None, correction: Any = 1, keepdims: bool = False
         axis: int, tuple of ints, or None for all dimensions.
         correction: 1 (default) for the unbiased estimate, 0 for the population variance.
         keepdims: keep the reduced dimensions as size 1.
+        unbiased: torch's older spelling of correction (True: 1, False: 0).
     """
-    return _var(x, axis, correction, keepdims, "var")
+    return _var(x, axis, correction if unbiased is None else unbiased, keepdims, "var")
 
 
 def _var(x: Tensor, axis: Any, correction: Any, keepdims: bool, op: str) -> Tensor:
@@ -520,9 +524,11 @@ def _var(x: Tensor, axis: Any, correction: Any, keepdims: bool, op: str) -> Tens
 
 
 @public()
-def std(x: Tensor, axis: Any = None, correction: Any = 1, keepdims: bool = False) -> Tensor:
-    """Standard deviation over `axis`: sqrt(var(x, axis, correction)). Its gradient is 0 where the
-    deviation is 0 (constant input), as in PyTorch."""
+def std(x: Tensor, axis: Any = None, correction: Any = 1, keepdims: bool = False, *, unbiased: Any = None) -> Tensor:
+    """Standard deviation over `axis`: sqrt(var(x, axis, correction)) (`unbiased`: torch's older
+    spelling of correction). Its gradient is 0 where the deviation is 0 (constant input), as in
+    PyTorch."""
+    correction = correction if unbiased is None else unbiased
     if isinstance(x, Tensor) and x.dtype in _HALF:
         return _in_float32(std, x, axis, correction, keepdims)
     return _safe_root(_var(x, axis, correction, keepdims, "std"), 2.0)

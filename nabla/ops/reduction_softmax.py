@@ -20,7 +20,7 @@ from ..core.tensor.tensor import Tensor
 from . import binary as _bin
 from . import unary as _un
 from . import view as _view
-from .base import AVal, public, shape_of
+from .base import AVal, public, shape_of, with_dtype
 from .cast import cast
 from .communication import reshard
 from .reduction import (
@@ -243,7 +243,7 @@ def _over_pieces(kind: str, x: Tensor, axis: int, keepdims: bool = True, safe: b
 
 
 @public()
-def softmax(x: Tensor, axis: int = -1, *, safe: bool = False) -> Tensor:
+def softmax(x: Tensor, axis: int = -1, *, safe: bool = False, dtype: Any = None) -> Tensor:
     """exp(x) / sum(exp(x)) along `axis`, computed stably (huge logits give no nan).
 
     Args:
@@ -256,6 +256,7 @@ def softmax(x: Tensor, axis: int = -1, *, safe: bool = False) -> Tensor:
         >>> nabla.softmax(nabla.tensor([0.0, 1000.0]), 0).numpy()
         array([0., 1.], dtype=float32)
     """
+    x = with_dtype(x, dtype)  # (torch's dtype=: cast before the op)
     _check(x, "softmax")
     _float_only(x, "softmax")
     if (a := _sharded_axis(x, axis, "softmax")) is not None:
@@ -264,8 +265,9 @@ def softmax(x: Tensor, axis: int = -1, *, safe: bool = False) -> Tensor:
 
 
 @public()
-def log_softmax(x: Tensor, axis: int = -1) -> Tensor:
+def log_softmax(x: Tensor, axis: int = -1, *, dtype: Any = None) -> Tensor:
     """x - logsumexp(x) along `axis`, computed stably."""
+    x = with_dtype(x, dtype)  # (torch's dtype=: cast before the op)
     _check(x, "log_softmax")
     _float_only(x, "log_softmax")
     if (a := _sharded_axis(x, axis, "log_softmax")) is not None:
