@@ -207,8 +207,9 @@ SPECS: list[OpSpec] = [
             Sample((_u((3, 4), "detach"),), label="realized"),
             Sample((_u((2, 3), "detach"),), {"pending": True}, label="pending"),
         ],
-        covers=("detach", "identity", "stop_gradient"),
+        covers=("detach", "identity"),
         differentiable=False,
+        aliases=("stop_gradient",),
     ),
     _spec(
         "rebind",  # an in-place write's value in a non-leaf's place in the trace (Tensor views)
