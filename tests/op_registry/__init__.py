@@ -48,6 +48,9 @@ NOT_OPS = {
 # checks their values and VJP/JVP rules through vmap) and `call`, a compiled sub-program run as
 # one op (nabla/ops/call.py; tests/test_compile_call.py checks it against op-by-op recording).
 TRANSFORM_OPS = {"move_to_batch", "move_from_batch", "broadcast_batch", "call"}
+# Autodiff's own identities, never called by name: `rebind` (an in-place write's value in a
+# non-leaf's place) and `detach_trace` (grad's results); tests/test_inplace_autograd.py checks them.
+TRANSFORM_OPS |= {"rebind", "detach_trace"}
 # The communication family (nabla/ops/communication.py, and `window` in nabla/ops/spmd.py) needs
 # a mesh and, for collectives, a shard_map; tests/test_sharding.py checks every one of them
 # (values, gradients, errors) against the unsharded computation, and test_sharding_max.py

@@ -211,17 +211,6 @@ SPECS: list[OpSpec] = [
         differentiable=False,
         aliases=("stop_gradient",),
     ),
-    _spec(
-        "rebind",  # an in-place write's value in a non-leaf's place in the trace (Tensor views)
-        lambda x, y, passes=True: nb.core.tensor.dispatch.OPS.rebind(nb.identity(x), y, passes),
-        lambda x, y, passes=True: y,
-        [
-            Sample((_u((3, 4), "rebind"), _u((3, 4), "rebind")), label="passes"),
-            Sample((_u((2, 3), "rebind"), _u((2, 3), "rebind")), {"passes": False}, label="zeroes"),
-        ],
-        covers=("rebind", "detach_trace"),
-        differentiable=False,  # (its VJP is torch's kept history, not the derivative: tests/test_inplace_autograd.py)
-    ),
     # -- shape.py, rearrange.py ----------------------------------------------------------------
     _spec(
         "flip",
