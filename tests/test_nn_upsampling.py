@@ -427,10 +427,8 @@ def test_rank_and_dtype_errors():
         interpolate(nb.ones(1, 1, 4), size=2, mode="bicubic")
     with pytest.raises(NotImplementedError, match=r"\(got 2D\)"):
         interpolate(nb.ones(1, 4), size=2)
-    with pytest.raises(NotImplementedError, match=r"5-D \(volumetric.*not supported yet \(mode='trilinear'\)"):
-        interpolate(nb.ones(1, 1, 2, 2, 2), size=3, mode="trilinear")
-    with pytest.raises(NotImplementedError, match=r"5-D \(volumetric.*mode='nearest'"):
-        interpolate(nb.ones(1, 1, 2, 2, 2), scale_factor=2)
+    with pytest.raises(NotImplementedError, match=r"got 5D input, but bilinear mode needs 4D input"):
+        interpolate(nb.ones(1, 1, 2, 2, 2), size=3, mode="bilinear")
     with pytest.raises(ValueError, match=r"input \(W: 4\) and output \(W: 0\)"):
         interpolate(nb.ones(1, 1, 4), size=0)
     with pytest.raises(TypeError, match=r"floating-point tensor, got dtype int64"):
@@ -445,3 +443,28 @@ def test_argument_errors_are_torchs(kwargs, error, message):
     """PyTorch rejects the same arguments (with the same error type for these)."""
     with pytest.raises(error):
         TF.interpolate(torch.ones(1, 1, 4, 4), **kwargs)
+
+
+_VOLUME_CASES = [
+    (mode, align_corners, kwargs)
+    for mode, align_corners in [("nearest", None), ("nearest-exact", None), ("trilinear", False), ("trilinear", True), ("area", None)]
+    for kwargs in [{"scale_factor": 2}, {"size": (4, 5, 6)}, {"size": (3, 3, 3)}, {"scale_factor": (1.5, 0.5, 2.0)}]
+    if not (mode == "area" and isinstance(kwargs.get("scale_factor"), tuple))  # (area needs whole output sizes)
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("mode", "align_corners", "kwargs"), _VOLUME_CASES)
+def test_3d_volumes_match_torch(mode, align_corners, kwargs):
+    x = np.random.default_rng(3).standard_normal((2, 2, 3, 4, 3)).astype(np.float32)
+    out = interpolate(nb.tensor(x), mode=mode, align_corners=align_corners, **kwargs)
+    if mode == "nearest" and kwargs == {"scale_factor": 2}:  # without torch: each voxel repeated twice per axis
+        np.testing.assert_array_equal(out.numpy(), x.repeat(2, 2).repeat(2, 3).repeat(2, 4))
+    if torch is not None:
+        ref = TF.interpolate(torch.tensor(x, requires_grad=True), mode=mode, align_corners=align_corners, **kwargs)
+        assert out.shape == tuple(ref.shape)
+        np.testing.assert_allclose(out.numpy(), ref.detach().numpy(), atol=1e-5)
+        w = np.random.default_rng(4).standard_normal(out.shape).astype(np.float32)
+        xn, xt = nb.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+        (interpolate(xn, mode=mode, align_corners=align_corners, **kwargs) * nb.tensor(w)).sum().backward()
+        (TF.interpolate(xt, mode=mode, align_corners=align_corners, **kwargs) * torch.tensor(w)).sum().backward()
+        np.testing.assert_allclose(xn.grad.numpy(), xt.grad.numpy(), atol=1e-4)

@@ -1,5 +1,5 @@
-"""Resampling with PyTorch's layouts (NCW / NCHW): `interpolate` (nearest, nearest-exact, linear,
-bilinear, bicubic, area; antialiased bilinear / bicubic), its deprecated `upsample*` forms, and
+"""Resampling with PyTorch's layouts (NCW / NCHW / NCDHW): `interpolate` (nearest, nearest-exact,
+linear, bilinear, bicubic, trilinear, area; antialiased bilinear / bicubic), its deprecated `upsample*` forms, and
 `pixel_shuffle` / `pixel_unshuffle`.
 
 Every mode but area is separable: resampling one spatial axis from n to m samples is a fixed
@@ -29,7 +29,7 @@ import nabla as nb
 from nabla import Tensor
 
 from ._checks import check_float
-from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d
+from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d
 
 __all__ = [
     "interpolate",
@@ -156,7 +156,10 @@ def _nearest(n: int, m: int, exact: bool, scale_factor: float | None, double: bo
 
 
 def _resample(x: Tensor, axis: int, w: np.ndarray) -> Tensor:
-    """x with `axis` (one of the last two) mapped through the (m, n) matrix w."""
+    """x with `axis` mapped through the (m, n) matrix w (one matmul; an axis before the last
+    two, a volume's depth, is moved next to them for it)."""
+    if axis < x.ndim - 2:
+        return nb.movedim(_resample(nb.movedim(x, axis, -2), x.ndim - 2, w), -2, axis)
     if axis == x.ndim - 2:
         return nb.matmul(nb.tensor(w, dtype=x.dtype), x)
     return nb.matmul(x, nb.tensor(np.ascontiguousarray(w.T), dtype=x.dtype))
@@ -206,8 +209,7 @@ def _output_size(input: Tensor, size: Any, scale_factor: Any, dim: int) -> tuple
 
 
 def _check_mode_rank(mode: str, ndim: int) -> None:
-    """PyTorch's NotImplementedError for a mode it lacks or an input rank the mode cannot take;
-    then nabla's own for the volumetric (5-D) inputs it does not support yet."""
+    """PyTorch's NotImplementedError for a mode it lacks or an input rank the mode cannot take."""
     need = _RANK.get(mode)
     if need is not None and ndim in (3, 4, 5) and ndim != need:
         raise NotImplementedError(f"interpolate: got {ndim}D input, but {mode} mode needs {need}D input")
@@ -219,11 +221,6 @@ def _check_mode_rank(mode: str, ndim: int) -> None:
         raise NotImplementedError(
             f"interpolate: Input Error: Only 3D, 4D and 5D input Tensors supported (got {ndim}D) for the modes: "
             f"nearest | linear | bilinear | bicubic | trilinear | area | nearest-exact (got {mode!r})"
-        )
-    if ndim == 5:
-        raise NotImplementedError(
-            f"interpolate: 5-D (volumetric, N, C, D, H, W) inputs are not supported yet (mode={mode!r}); "
-            "resample 3-D or 4-D inputs, or fold depth into the batch and call interpolate twice"
         )
 
 
@@ -249,11 +246,13 @@ def interpolate(
     recompute_scale_factor: bool | None = None,
     antialias: bool = False,
 ) -> Tensor:
-    """Resample (N, C, W) or (N, C, H, W) to a given size or by a given factor, as PyTorch.
+    """Resample (N, C, W), (N, C, H, W) or (N, C, D, H, W) to a given size or by a given factor,
+    as PyTorch.
 
     Args:
         input: (N, C, W) for "nearest", "nearest-exact", "linear", "area"; (N, C, H, W) for
-            those (but "linear") and "bilinear", "bicubic".
+            those (but "linear") and "bilinear", "bicubic"; (N, C, D, H, W) for "nearest",
+            "nearest-exact", "area" and "trilinear".
         size: output spatial size: an int (every spatial dim) or a tuple with one int per dim.
         scale_factor: multiplier of the spatial size: a number or a tuple with one per dim; the
             output size is floor(in * scale_factor).
@@ -303,7 +302,9 @@ def interpolate(
         out = [int(n * s) for n, s in zip(spatial, scales, strict=True)]  # PyTorch truncates too
     _check_sizes(spatial, out)
     if mode == "area":
-        return adaptive_avg_pool1d(input, out[0]) if dim == 1 else adaptive_avg_pool2d(input, tuple(out))
+        return (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[dim - 1](
+            input, out[0] if dim == 1 else tuple(out)
+        )
     if mode not in ("nearest", "nearest-exact"):
         check_float(input, "interpolate")
     double = input.dtype == nb.float64  # PyTorch's kernels work in float32 below float64
@@ -312,7 +313,7 @@ def interpolate(
         s = None if scales is None else scales[k]
         axis = 2 + k
         if mode in ("nearest", "nearest-exact"):
-            idx = _nearest(n, m, mode == "nearest-exact", s, double, input.ndim == 4)
+            idx = _nearest(n, m, mode == "nearest-exact", s, double, input.ndim >= 4)
             if idx is not None:
                 x = nb.index_select(x, axis, nb.tensor(idx))
         else:
