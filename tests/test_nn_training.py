@@ -225,3 +225,33 @@ def test_mlp_adam_training_matches_pytorch_step_for_step():
         assert loss.item() == pytest.approx(ref_loss.item(), rel=1e-5)
     for (name, a), b in zip(model.state_dict().items(), ref.state_dict().values(), strict=True):
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+class _WithConstants(nn.Module):
+    """Tensors made with nabla ops in __init__ (a buffer, a plain attribute): pending until the
+    first step evaluates them."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(12, 4)
+        self.register_buffer("scale", nb.ones(4) * 2)
+        self.mask = nb.tril(nb.ones(4, 4))
+
+    def forward(self, x):
+        return (self.lin(x) * self.scale) @ self.mask
+
+
+def test_constants_made_before_the_loop_leave_one_program_per_step():
+    model, weight = _WithConstants(), nb.ones(4)  # a constant made before the loop, read by the loss
+    opt = optim.SGD(model.parameters(), lr=0.05)
+    nb.reset_cache_info()
+    batches = _classification(16, (12,), 4, 5)
+    for x, y in batches:
+        opt.zero_grad()
+        F.cross_entropy(model(x), y, weight=weight).backward()
+        opt.step()
+    info = nb.cache_info()
+    # the constants are computed once on the host (one small program), then every step is one
+    # cached program: without the split the first step folded them in and the second did not
+    assert (info.misses, info.hits, info.executions) == (2, len(batches) - 1, len(batches) + 1)
+    assert model.scale.is_realized and model.mask.is_realized and weight.is_realized

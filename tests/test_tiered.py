@@ -302,9 +302,9 @@ def _step_program(model, opt, n: int, make_x) -> Program:
     seen = []
     original = GRAPH._lookup_or_prepare
 
-    def spy(executor, collected, hot=False):
+    def spy(executor, collected, hot=False, split_constants=False):
         seen.append(collected.to_program())
-        return original(executor, collected, hot)
+        return original(executor, collected, hot, split_constants)
 
     GRAPH._lookup_or_prepare = spy
     try:

@@ -24,6 +24,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..common import dtypes as _dt
 from ..common.config import CONFIG
 from ..common.devices import CPU_DEVICE
 from . import artifacts
@@ -157,16 +158,24 @@ class ComputeGraph:
                         del self._pending[key]
                 self._evaluate(dict.fromkeys(list(wanted)[:requested]))
 
-    def _evaluate(self, wanted: dict) -> None:
-        """Compute `wanted` (impls) as one program."""
+    def _evaluate(self, wanted: dict, host: bool = False) -> None:
+        """Compute `wanted` (impls) as one program (`host`: on the NumPy executor)."""
         targets = sorted(wanted, key=_by_seq)
         collected = collect(targets)
-        executor = get_executor_impl(CONFIG.executor)
+        executor = get_executor_impl("numpy" if host else CONFIG.executor)
         if executor.makes_max_models and all(n.op.host_constant for n in collected.nodes):
             # Fills, ranges and random draws evaluated on their own (parameter init) are
             # computed on the host: compiling a model for them would cost seconds.
             executor = get_executor_impl("numpy")
-        prepared = self._lookup_or_prepare(executor, collected)
+        prepared = self._lookup_or_prepare(executor, collected, split_constants=not host)
+        if isinstance(prepared, _Constants):
+            # A new program whose targets include values that read no data (a buffer
+            # `nb.tril(nb.ones(T, T))` made in __init__, a constant made before the loop): they
+            # are computed first, on the host. Otherwise the first training step would fold
+            # them in and the next read them as inputs: two programs, two compiles, for one loop.
+            self._evaluate(dict.fromkeys(prepared.targets), host=True)
+            self._evaluate(dict.fromkeys(t for t in targets if t.data is None))
+            return
         inputs = collected.inputs
         device = collected.device
         data = input_buffers(inputs, device) if executor.makes_max_models else [i.data for i in inputs]
@@ -184,7 +193,9 @@ class ComputeGraph:
         with self._lock:
             return self._lookup_or_prepare(executor, collected, hot)
 
-    def _lookup_or_prepare(self, executor: Executor, collected: Any, hot: bool = False) -> Any:
+    def _lookup_or_prepare(
+        self, executor: Executor, collected: Any, hot: bool = False, split_constants: bool = False
+    ) -> Any:
         cache, cache_key = self._cache, (executor.name, collected.key)
         stats = executor.stats
         recent = self._recent
@@ -200,6 +211,10 @@ class ComputeGraph:
             self._recent = (cache_key, entry)
             stats.hits += 1
             return entry[1]
+        if split_constants and len(collected.targets) > 1:  # (a miss: `_evaluate` splits them off)
+            constants = _constant_targets(collected)
+            if constants and len(constants) < len(collected.targets):
+                return _Constants(constants)
         symbolic = executor.makes_max_models and CONFIG.auto_dynamic
         family = self._family(executor, collected) if symbolic else None
         program = collected.to_program()
@@ -334,6 +349,29 @@ class _Family:
 
 
 GRAPH = ComputeGraph()
+
+
+@dataclass
+class _Constants:
+    """`_lookup_or_prepare`'s answer for a new program with data-free targets to split off."""
+
+    targets: list
+
+
+def _constant_targets(collected: Any) -> list:
+    """The targets computed from no data: every input they (transitively) read is a random
+    op's seed. (Walked only when a program is new, never on a cache hit.)"""
+    data = {
+        slot
+        for slot, impl in zip(collected.input_slots, collected.inputs, strict=True)
+        if not (impl.dtype == _dt.uint64 and impl.physical_shape == (1,))
+    }
+    for args, outs in zip(collected.node_arg_slots, collected.node_out_slots, strict=True):
+        if any(a in data for a in args):
+            data.update(outs)
+    return [t for t, slot in zip(collected.targets, collected.output_slots, strict=True) if slot not in data]
+
+
 _by_seq = operator.attrgetter("seq")
 
 
