@@ -276,10 +276,13 @@ class Tensor(ViewMethods, ShapeMethods, TorchMethods, TorchMath, TorchInPlace):
         else:
             impl = OPS.detach(value)._impl
         old = self._impl
-        if old.requires_grad and not old.is_leaf and impl.physical_shape == old.physical_shape:
-            if impl.dtype == old.dtype:
-                self._take_value(Tensor(impl), outside_autodiff=True)
-                return
+        if (
+            old.requires_grad
+            and not old.is_leaf
+            and (impl.physical_shape, impl.dtype) == (old.physical_shape, old.dtype)
+        ):
+            self._take_value(Tensor(impl), outside_autodiff=True)
+            return
         self._install(impl)
 
     @staticmethod
