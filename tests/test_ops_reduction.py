@@ -298,3 +298,13 @@ def test_empty_dim_reduces_every_dim_as_torch(dim):
         x.logsumexp(dim)
     assert nb.tensor(2.0).logsumexp(dim).item() == 2.0
     assert nb.sum(x, axis=()).shape == (2, 3)  # the NumPy-style function: axis=() reduces nothing
+
+
+def test_max_of_a_nan_sends_the_gradient_to_the_nan():
+    for reduce in (lambda t: t.max(), lambda t: t.min(), lambda t: t.amax(0)):
+        x = nb.tensor([1.0, float("nan"), 3.0], requires_grad=True)
+        reduce(x).backward()
+        assert x.grad.tolist() == [0.0, 1.0, 0.0]  # torch's max()/min() (evenly_distribute_backward)
+    x = nb.tensor([[1.0, 5.0, 5.0]], requires_grad=True)
+    x.amax(1).sum().backward()
+    assert x.grad.tolist() == [[0.0, 0.5, 0.5]]  # ties share it

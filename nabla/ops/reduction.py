@@ -169,12 +169,21 @@ class SumOp(ReduceOperation):
         return [sum(tangents[0], axes, keepdims)]
 
 
+def _extremum_mask(x: Tensor, out: Tensor) -> Tensor:
+    """Where x holds the reduction's result (NaN where the result is NaN)."""
+    hit = _bin.equal(x, out)
+    if not _dt.is_float(x.dtype):
+        return hit
+    return _bin.logical_or(hit, _bin.logical_and(_un.isnan(x), _un.isnan(out)))
+
+
 class _ExtremumOp(ReduceOperation):
     def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, axes: tuple, keepdims: bool) -> list:
         x = primals[0]
-        # Ties share the gradient evenly, as torch.amax/amin do.
+        # Ties share the gradient evenly, as torch.amax/amin do; a NaN result's gradient goes
+        # to the NaNs (torch's evenly_distribute_backward for max()/min()).
         out = _view.broadcast_to(_view.reshape(outputs[0], _reduced_shape(x.shape, axes, True)), x.shape)
-        mask = cast(_bin.equal(x, out), x.dtype)
+        mask = cast(_extremum_mask(x, out), x.dtype)
         count = sum(mask, axes, True)
         g = _view.reshape(cotangents[0], _reduced_shape(x.shape, axes, True))
         return [_bin.mul(_bin.div(mask, count), g)]
@@ -182,7 +191,7 @@ class _ExtremumOp(ReduceOperation):
     def jvp_rule(self, primals: list, tangents: list, outputs: list, *, axes: tuple, keepdims: bool) -> list:
         x = primals[0]
         out = _view.broadcast_to(_view.reshape(outputs[0], _reduced_shape(x.shape, axes, True)), x.shape)
-        mask = cast(_bin.equal(x, out), x.dtype)
+        mask = cast(_extremum_mask(x, out), x.dtype)
         return [_bin.div(sum(_bin.mul(mask, tangents[0]), axes, keepdims), sum(mask, axes, keepdims))]
 
     extreme = math.inf  # the infinity a row of which this op returns unchanged (-inf for max)
