@@ -158,8 +158,9 @@ class ComputeGraph:
                         del self._pending[key]
                 self._evaluate(dict.fromkeys(list(wanted)[:requested]))
 
-    def _evaluate(self, wanted: dict, host: bool = False) -> None:
-        """Compute `wanted` (impls) as one program (`host`: on the NumPy executor)."""
+    def _evaluate(self, wanted: dict, host: bool = False, split: bool = True) -> None:
+        """Compute `wanted` (impls) as one program (`host`: on the NumPy executor; `split`:
+        data-free targets of a new program may be computed first, see below)."""
         targets = sorted(wanted, key=_by_seq)
         collected = collect(targets)
         executor = get_executor_impl("numpy" if host else CONFIG.executor)
@@ -167,14 +168,14 @@ class ComputeGraph:
             # Fills, ranges and random draws evaluated on their own (parameter init) are
             # computed on the host: compiling a model for them would cost seconds.
             executor = get_executor_impl("numpy")
-        prepared = self._lookup_or_prepare(executor, collected, split_constants=not host)
+        prepared = self._lookup_or_prepare(executor, collected, split_constants=split and not host)
         if isinstance(prepared, _Constants):
             # A new program whose targets include values that read no data (a buffer
             # `nb.tril(nb.ones(T, T))` made in __init__, a constant made before the loop): they
             # are computed first, on the host. Otherwise the first training step would fold
             # them in and the next read them as inputs: two programs, two compiles, for one loop.
             self._evaluate(dict.fromkeys(prepared.targets), host=True)
-            self._evaluate(dict.fromkeys(t for t in targets if t.data is None))
+            self._evaluate(dict.fromkeys(t for t in targets if t.data is None), split=False)
             return
         inputs = collected.inputs
         device = collected.device
