@@ -21,6 +21,7 @@ import nabla as nb
 from nabla import Tensor
 from nabla.core.common import dtypes as _dt
 from nabla.core.common.devices import Device
+from nabla.core.graph.engine import GRAPH
 from nabla.core.graph.tracing import tracing
 from nabla_nn.parameter import Parameter
 from nabla_nn.serialization import foreign_array
@@ -43,8 +44,11 @@ __all__ = [
 def realized_full(shape: tuple[int, ...], value: float, dtype: Any) -> Tensor:
     """A realized tensor filled with `value`: a graph input, not a fill op in the graph."""
     dtype = _dt.as_dtype(dtype)
-    # bfloat16 (no NumPy dtype) is made by a cast that joins the first step's graph.
-    return Tensor.from_numpy(np.full(shape, value, _dt.to_numpy_dtype(dtype)), dtype=dtype)
+    t = Tensor.from_numpy(np.full(shape, value, _dt.to_numpy_dtype(dtype)), dtype=dtype)
+    # bfloat16 (no NumPy dtype) is made by a cast: computed now on the host, so the first
+    # step's program reads it as an input as every later step does (one compile for the loop)
+    GRAPH.evaluate_on_host([t._impl])
+    return t
 
 
 def realized_zeros_like(p: Tensor, value: float = 0.0) -> Tensor:
@@ -177,7 +181,7 @@ def load_value(p: Parameter, index: Any, key: str, value: Any, expected: tuple[i
         dtype = value.dtype
     if dtype == _dt.bfloat16:
         t = Tensor.from_numpy(np.asarray(array, np.float32)).to(dtype)
-        t.realize()
+        GRAPH.evaluate_on_host([t._impl])  # (only it: realize() would compute all that is pending)
         return t
     # A copy: the caller's array (a live PyTorch optimizer's state) may change in place later.
     return Tensor.from_numpy(np.array(array, _dt.to_numpy_dtype(dtype), copy=True), dtype=dtype)

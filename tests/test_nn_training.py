@@ -255,3 +255,21 @@ def test_constants_made_before_the_loop_leave_one_program_per_step():
     # cached program: without the split the first step folded them in and the second did not
     assert (info.misses, info.hits, info.executions) == (2, len(batches) - 1, len(batches) + 1)
     assert model.scale.is_realized and model.mask.is_realized and weight.is_realized
+
+
+@pytest.mark.parametrize("make", [lambda p: optim.SGD(p, lr=0.05, momentum=0.9), lambda p: optim.Adam(p, lr=1e-2)])
+def test_bfloat16_parameters_with_optimizer_state_are_one_program_per_step(make):
+    """An optimizer's bfloat16 initial state is a cast (NumPy has no bfloat16): computed on the
+    host when made, so the first step reads it as an input as every later step does."""
+    model = nn.Linear(8, 3).to(nb.bfloat16)
+    opt = make(model.parameters())
+    x = nb.tensor(np.random.default_rng(0).standard_normal((16, 8)).astype(np.float32)).to(nb.bfloat16)
+    nb.evaluate(x)
+    misses = []
+    for _ in range(4):
+        opt.zero_grad()
+        (model(x).float() ** 2).mean().backward()
+        opt.step()
+        misses.append(nb.cache_info().misses)
+    assert misses[1:] == [misses[0]] * 3  # no new program after the first step
+    assert all(t.is_realized and t.dtype == nb.bfloat16 for st in opt.state.values() for t in st.values() if t.ndim)

@@ -158,6 +158,15 @@ class ComputeGraph:
                         del self._pending[key]
                 self._evaluate(dict.fromkeys(list(wanted)[:requested]))
 
+    def evaluate_on_host(self, impls: list) -> None:
+        """Compute these impls, and nothing else pending, on the NumPy executor now: small values
+        made outside a step (an optimizer's bfloat16 initial state, a cast) that must neither
+        join the step's program nor cost a compile."""
+        with self._lock:
+            wanted = dict.fromkeys(i for i in impls if i.data is None)
+            if wanted:
+                self._evaluate(wanted, host=True, split=False)
+
     def _evaluate(self, wanted: dict, host: bool = False, split: bool = True) -> None:
         """Compute `wanted` (impls) as one program (`host`: on the NumPy executor; `split`:
         data-free targets of a new program may be computed first, see below)."""
