@@ -1051,3 +1051,11 @@ def test_item_of_many_elements_raises():
         nb.ones(2).item()
     with pytest.raises(RuntimeError, match="ambiguous"):
         bool(nb.ones(2))
+
+
+def test_reading_a_bfloat16_value_runs_no_graph():
+    x = nb.tensor([1.5, 2.25, -3.0]).to(nb.bfloat16)
+    nb.evaluate(x)
+    nb.reset_cache_info()
+    assert x.numpy().tolist() == [1.5, 2.25, -3.0] and x.numpy().dtype == np.float32 and x[1:2].sum().item() == 2.25
+    assert nb.cache_info().executions == 1  # the slice-and-sum; the reads widen on the host

@@ -352,11 +352,11 @@ class Tensor(ViewMethods, ShapeMethods, TorchMethods, TorchMath, TorchInPlace):
     def numpy(self) -> np.ndarray:
         """The value as a NumPy array (shares memory with the tensor's buffer on CPU)."""
         data = self._read()
-        if self._impl.dtype == _dt.bfloat16:
-            return OPS.cast(self, _dt.float32).numpy()
         spec = self._impl.sharding
         if spec is not None:  # the global value, assembled on the host from the devices' pieces
             return spec.assemble([storage_to_numpy(p) for p in data], self._impl.physical_shape)
+        if self._impl.dtype == _dt.bfloat16:  # widened exactly to float32 on the host (no cast graph)
+            return storage_to_numpy(data)
         return host_array(self._impl)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
