@@ -104,18 +104,9 @@ def binary_operands(op: str, *operands: Any, float_result: bool = False) -> tupl
         else:
             value = t.item() if isinstance(t, np.generic) else t
             if type(value) is int and _dt.is_integer(dtype):
-                value = _wrapped(value, dtype, op)
+                value = _dt.wrapped_int(value, dtype, op)
             out.append(full(shape, value, dtype))  # one op, at its shape
     return tuple(out)
-
-
-def _wrapped(value: int, dtype: DType, op: str) -> int:
-    """A Python int operand in an integer tensor's dtype: wrapped modulo 2**bits, as torch
-    converts it (an int32 tensor + 2**40 is the tensor + 0); beyond 64 bits an error."""
-    if not -(2**63) <= value < 2**64:
-        raise OverflowError(f"{op}: Python int {value} is too big to convert to {dtype.name}")
-    bits = 8 * np.dtype(_dt.to_numpy_dtype(dtype)).itemsize
-    return (value + 2 ** (bits - 1)) % 2**bits - 2 ** (bits - 1)
 
 
 def _result_dtype(op: str, operands: list) -> DType:

@@ -113,7 +113,7 @@ _LIVE.discard(default_generator)  # (restored on its own, first)
 def manual_seed(seed: int) -> Generator:
     """Seed nabla's global generator (random ops after this repeat the same values); returns
     it, as torch's."""
-    return default_generator.manual_seed(_seed_arg(seed, "manual_seed"))
+    return default_generator.manual_seed(seed)
 
 
 def generator_arg(generator: Any, op: str) -> Generator:

@@ -191,6 +191,15 @@ def result_type(dimensioned: Iterable[DType], zero_dim: Iterable[DType] = (), sc
     return out
 
 
+def wrapped_int(value: int, dtype: DType, op: str) -> int:
+    """A Python int operand in an integer dtype: wrapped modulo 2**bits, as torch converts it
+    (an int32 tensor + 2**40 is the tensor + 0); beyond 64 bits an error."""
+    if not -(2**63) <= value < 2**64:
+        raise OverflowError(f"{op}: Python int {value} is too big to convert to {dtype.name}")
+    bits = 8 * to_numpy_dtype(dtype).itemsize
+    return (value + 2 ** (bits - 1)) % 2**bits - 2 ** (bits - 1)
+
+
 def python_scalar_dtype(value: object) -> DType:
     if isinstance(value, bool):
         return bool_

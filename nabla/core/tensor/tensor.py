@@ -705,16 +705,16 @@ class Tensor(ViewMethods, ShapeMethods, TorchMethods, TorchMath, TorchInPlace):
         return OPS.norm(self, p, all_if_empty(dim), keepdim)
 
     def cumsum(self, dim: int, *, dtype: Any = None) -> Tensor:
-        return OPS.cumsum(_cast_first(self, dtype), dim)
+        return OPS.cumsum(self, dim, dtype=dtype)
 
     def cumprod(self, dim: int, *, dtype: Any = None) -> Tensor:
-        return OPS.cumprod(_cast_first(self, dtype), dim)
+        return OPS.cumprod(self, dim, dtype=dtype)
 
     def softmax(self, dim: int, dtype: Any = None) -> Tensor:
-        return OPS.softmax(_cast_first(self, dtype), dim)
+        return OPS.softmax(self, dim, dtype=dtype)
 
     def log_softmax(self, dim: int, dtype: Any = None) -> Tensor:
-        return OPS.log_softmax(_cast_first(self, dtype), dim)
+        return OPS.log_softmax(self, dim, dtype=dtype)
 
     def topk(self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> Any:  # noqa: A002
         return OPS.topk(self, k, dim, largest, sorted)
@@ -823,16 +823,11 @@ def _correction(correction: float, unbiased: bool | None) -> float:
     return correction if unbiased is None else (1 if unbiased else 0)
 
 
-def _cast_first(x: Tensor, dtype: Any) -> Tensor:
-    """PyTorch's `dtype=` on a reduction or softmax: the input is cast before the op runs."""
-    return x if dtype is None else OPS.cast(x, dtype)
-
-
 def _reduced(
     op: Any, name: str, x: Tensor, dim: Any, keepdim: bool, dtype: Any, axis: Any, keepdims: bool | None
 ) -> Tensor:
-    """sum/mean/prod: PyTorch's dim/keepdim or NumPy's axis/keepdims, after `dtype=`'s cast."""
-    return op(_cast_first(x, dtype), _axis_arg(dim, axis, name), keepdims if keepdims is not None else keepdim)
+    """sum/mean/prod: PyTorch's dim/keepdim or NumPy's axis/keepdims (and `dtype=`, which the op takes)."""
+    return op(x, _axis_arg(dim, axis, name), keepdims if keepdims is not None else keepdim, dtype=dtype)
 
 
 def _var_args(dim: Any, unbiased: bool | None, correction: float | None) -> tuple[Any, float]:
