@@ -4,6 +4,7 @@ see the module's gradients together, as PyTorch's BackwardHook does."""
 
 from __future__ import annotations
 
+import warnings
 from typing import TYPE_CHECKING, Any
 
 import nabla as nb
@@ -27,6 +28,9 @@ class _BackwardHookCall:
         self.n_args = 0
         self.positions: list[int] = []  # the positional arguments that take a gradient
         self.grad_output: tuple = ()
+        self.n_outputs = 0
+        self.output_positions: list[int] = []
+        self.outputs_hooked = True
         self.constants: dict[int, Tensor] = {}
 
     def wrap_inputs(self, args: tuple) -> tuple:
@@ -44,13 +48,26 @@ class _BackwardHookCall:
         return tuple(new)
 
     def wrap_outputs(self, out: Any) -> Any:
-        leaves, tree = nb.tree_flatten(out)
-        idx = [i for i, o in enumerate(leaves) if isinstance(o, Tensor) and o.requires_grad]
+        """Hook the output tensors: a Tensor, or the Tensors at the top level of a tuple (as
+        PyTorch; grad_output has one entry per tuple element, None for the rest). Another kind
+        of output (a list, a dict) is not hooked, and the hooks do not run (PyTorch warns)."""
+        top = out if isinstance(out, tuple) else (out,)
+        if not isinstance(out, tuple | Tensor):
+            warnings.warn(
+                "For backward hooks to be called, module output should be a Tensor or a tuple of Tensors "
+                f"but received {type(out)}",
+                stacklevel=4,  # the user's call of the module
+            )
+            self.outputs_hooked = False
+            return out
+        idx = [i for i, o in enumerate(top) if isinstance(o, Tensor) and o.requires_grad]
         if not idx:
             return out
-        for i, w in zip(idx, grad_hook([leaves[i] for i in idx], self._output_grads), strict=True):
-            leaves[i] = w
-        return nb.tree_unflatten(tree, leaves)
+        self.n_outputs, self.output_positions = len(top), idx
+        new = list(top)
+        for i, w in zip(idx, grad_hook([top[i] for i in idx], self._output_grads), strict=True):
+            new[i] = w
+        return tuple(new) if isinstance(out, tuple) else new[0]
 
     def _hooks(self, kind: str) -> list:
         """This kind's hooks: every module's (module_hooks.py) first, then the module's own."""
@@ -58,7 +75,10 @@ class _BackwardHookCall:
         return [hook for k, hook in hooks if k == kind]
 
     def _output_grads(self, cotangents: list) -> list:
-        grad_output = tuple(cotangents)
+        packed: list = [None] * self.n_outputs
+        for i, g in zip(self.output_positions, cotangents, strict=True):
+            packed[i] = g
+        grad_output = tuple(packed)
         for hook in self._hooks("pre"):
             result = hook(self.module, grad_output)
             if result is not None:
@@ -66,9 +86,11 @@ class _BackwardHookCall:
         self.grad_output = grad_output
         if not self.positions:  # no input takes a gradient: the hooks run now, as in PyTorch
             self._run_full((None,) * self.n_args)
-        return list(grad_output)
+        return [grad_output[i] for i in self.output_positions]
 
     def _input_grads(self, cotangents: list) -> list:
+        if not self.outputs_hooked:
+            return cotangents
         grad_input: list = [None] * self.n_args
         for i, g in zip(self.positions, cotangents, strict=True):
             grad_input[i] = g

@@ -738,3 +738,40 @@ def test_backward_hook_passes_none_for_an_unused_output_and_leaves_its_parameter
     b.sum().backward()
     assert seen == [[None, (3, 2)]]  # torch's grad_output
     assert m.h1.weight.grad is None and m.h2.weight.grad is not None  # an optimizer skips h1, as torch's
+
+
+def _nested_outputs_hooks(lib, module_base):
+    """grad_output and grad_input a module's full backward hook sees for (a, (b, c), detached),
+    and whether a module returning a list runs its hook (torch: it warns and does not)."""
+
+    class Nested(module_base):
+        def forward(self, x):
+            return x * 2, (x * 3, x * 4), x.detach()
+
+    class Listed(module_base):
+        def forward(self, x):
+            return [x * 2, x * 3]
+
+    seen = []
+    m = Nested()
+    m.register_full_backward_hook(
+        lambda mod, gi, go: seen.append(([None if g is None else float(g.sum()) for g in go], float(gi[0].sum())))
+    )
+    x = lib.ones(2, requires_grad=True)
+    a, (b, c), _ = m(x)
+    (a.sum() + b.sum() + c.sum()).backward()
+    listed = Listed()
+    listed.register_full_backward_hook(lambda *_: seen.append("list hook ran"))
+    x2 = lib.ones(2, requires_grad=True)
+    with pytest.warns(UserWarning, match="module output should be a Tensor or a tuple of Tensors"):
+        out = listed(x2)
+    (out[0].sum() + out[1].sum()).backward()
+    return seen, float(x.grad.sum()), float(x2.grad.sum())
+
+
+def test_backward_hook_grad_output_has_the_top_level_outputs_as_torch():
+    seen, grad, grad2 = _nested_outputs_hooks(nb, nn.Module)
+    assert seen == [([2.0, None, None], 18.0)]  # nested outputs get None, their gradient still flows in
+    assert grad == 18.0 and grad2 == 10.0
+    if torch is not None:
+        assert _nested_outputs_hooks(torch, torch.nn.Module) == (seen, grad, grad2)
