@@ -115,6 +115,27 @@ def test_gradients_match_torch():
     np.testing.assert_allclose(gs.numpy(), ts.grad.numpy(), atol=1e-9)
 
 
+@needs_torch
+def test_double_backward_with_a_dropped_output_matches_torch():
+    """The derivative rule computes a dropped output (eigh's values, svd's U) again; a backward
+    with create_graph=True must differentiate through it too."""
+    sym, a = _sym(RNG.standard_normal((3, 3))), RNG.standard_normal((4, 3))
+
+    def loss(lib, s, x):
+        vectors = lib.linalg.eigh(s)[1]  # the eigenvalues are dropped
+        singular, vh = lib.linalg.svd(x, full_matrices=False)[1:]  # U is dropped
+        return (vectors[:, 0] ** 3).sum() * vectors[0, 0].sign() + (singular**3).sum() + (vh[0] ** 3).sum()
+
+    def second(lib, grad, s, x):
+        gs, gx = grad(loss(lib, s, x), (s, x), create_graph=True)
+        return grad((gs * gs).sum() + (gx * gx).sum(), (s, x))
+
+    got = second(nb, nb.autograd.grad, nb.tensor(sym, requires_grad=True), nb.tensor(a, requires_grad=True))
+    want = second(torch, torch.autograd.grad, *(torch.tensor(v, requires_grad=True) for v in (sym, a)))
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g.numpy(), w.numpy(), atol=1e-8)
+
+
 @pytest.mark.parametrize("shape", [(5, 3), (3, 5), (4, 4)])
 def test_forward_mode_matches_finite_differences(shape):
     a, d = RNG.standard_normal(shape), RNG.standard_normal(shape)

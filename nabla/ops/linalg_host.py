@@ -26,7 +26,6 @@ from typing import Any
 import numpy as np
 
 from ..core.common import dtypes as _dt
-from ..core.common.context import no_grad
 from ..core.graph.engine import GRAPH
 from ..core.graph.executors import host_array
 from ..core.graph.tracing import tracing
@@ -75,11 +74,11 @@ class _HostOp(Operation):
         )
 
     def _all_outputs(self, primals: list, outputs: list, **kwargs: Any) -> list:
-        """The outputs a derivative rule reads: those the caller dropped are computed again."""
+        """The outputs a derivative rule reads: those the caller dropped are computed again,
+        differentiably (a backward with create_graph=True differentiates through them)."""
         if all(o is not None for o in outputs):
             return outputs
-        with no_grad():
-            return list(_on_host(self, primals[0], self.name, **kwargs))
+        return list(_on_host(self, primals[0], self.name, **kwargs))
 
 
 def _gaps(values: Tensor) -> Tensor:
