@@ -350,6 +350,8 @@ def _index_update(x: Tensor, axis: int, index: Any, source: Any, mode: str, op: 
     idx = _index_tensor(index, op)
     if idx.ndim > 1:
         raise IndexError(f"{op}: index must be 0-d or 1-d, got shape {idx.shape}")
+    size = x.shape[normalize_axis(axis, x.ndim, op, "dim")] if x.ndim else 1
+    _check_range(idx, size, op, axis, negative=False)  # (before the reshape: its values are known)
     idx = reshape(idx, (-1,))
     if x.ndim == 0:
         normalize_axis(axis, 1, op, "dim")
@@ -365,7 +367,6 @@ def _index_update(x: Tensor, axis: int, index: Any, source: Any, mode: str, op: 
         raise ValueError(
             f"{op}: source must have shape {want} (x's, with len(index) along dim {a}), got {source.shape}"
         )
-    _check_range(idx, x.shape[a], op, a, negative=False)
     return _take_scatter(x, source, idx, a, mode)
 
 
