@@ -43,6 +43,11 @@ PROGRAMS = {
     "diagonal of a transpose": lambda lib, x: x.t().diagonal(-1).mul_(3),
     "movedim": lambda lib, x: x.movedim(0, 1)[0].fill_(5),
     "unfold": lambda lib, x: x.unfold(1, 2, 1)[:, 1].fill_(7),
+    # overlapping windows share elements: a write in one window is not undone by another's copy
+    "overlapping unfold, one window": lambda lib, x: x.unfold(1, 2, 1)[0, 0].fill_(-1),
+    "overlapping unfold, one element": lambda lib, x: x.unfold(1, 2, 1)[1, 0].__setitem__(1, 100.0),
+    "overlapping unfold, every window": lambda lib, x: x.unfold(1, 2, 1).fill_(7),
+    "overlapping unfold, last elements": lambda lib, x: x.unfold(1, 2, 1)[:, :, 1].mul_(0),
     "tensor_split": lambda lib, x: x.tensor_split([1], dim=1)[1].zero_(),
     "hsplit": lambda lib, x: x.hsplit([2])[0].add_(10),
     "contiguous of a row": lambda lib, x: x[1].contiguous().zero_(),

@@ -137,6 +137,31 @@ def _scatter_back(base: Tensor, view: Tensor, positions: np.ndarray) -> Tensor:
     return OPS.reshape(flat, base.shape)
 
 
+def _unfold_back(base: Tensor, view: Tensor, arg: tuple[int, int, int]) -> Tensor:
+    """The base with an unfold view's writes. Windows that overlap (step < size) share base
+    elements, as they share storage in PyTorch: an element takes the value written to it in a
+    window that changed it (their mean if several did), so an unchanged window's old copy does
+    not undo the write."""
+    positions = _unfold_positions(base, arg)
+    if arg[2] >= arg[1]:  # no overlap: every element is in at most one window
+        return _scatter_back(base, view, positions)
+    changed = OPS.not_equal(view, OPS.unfold(base, *arg))
+    flat_positions = OPS.tensor(positions.reshape(-1))
+    zeros = OPS.zeros_like(OPS.reshape(base, (-1,)))
+
+    def per_element(values: Tensor) -> Tensor:
+        return OPS.reshape(OPS.scatter_add(zeros, 0, flat_positions, OPS.reshape(values, (-1,))), base.shape)
+
+    count = per_element(OPS.cast(changed, base.dtype))
+    total = per_element(OPS.where(changed, view, OPS.zeros_like(view)))
+    mean = OPS.div(total, count, rounding_mode=None if _is_float(base) else "floor")
+    return OPS.where(OPS.greater(count, 0), OPS.cast(mean, base.dtype), base)
+
+
+def _is_float(t: Tensor) -> bool:
+    return t.dtype.name.startswith(("float", "bfloat"))
+
+
 def _positions(base: Tensor) -> np.ndarray:
     return np.arange(base.numel(), dtype=np.int64).reshape(base.shape)
 
@@ -162,7 +187,7 @@ _BASE_FROM = {
     "permute": lambda base, view, perm: OPS.permute(view, tuple(int(i) for i in np.argsort(perm))),
     "alias": lambda base, view, _: OPS.detach(view),
     "diagonal": lambda base, view, arg: _scatter_back(base, view, np.diagonal(_positions(base), *arg)),
-    "unfold": lambda base, view, arg: _scatter_back(base, view, _unfold_positions(base, arg)),
+    "unfold": _unfold_back,
 }
 
 
