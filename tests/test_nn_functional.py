@@ -749,3 +749,27 @@ def test_grouped_mm_errors_name_the_operands():
         F.grouped_mm(nb.ones(4, 2), nb.ones(3, 2, 5), offs=nb.tensor(np.array([2, 4], np.int32)))
     with pytest.raises(RuntimeError, match=r"contraction dims differ: mat_a \(4, 2\), mat_b \(3, 4, 5\)"):
         F.grouped_mm(nb.ones(4, 2), nb.ones(3, 4, 5), offs=nb.tensor(np.array([1, 2, 4], np.int32)))
+
+
+def test_nan_passes_threshold_and_the_shrinks_as_torch():
+    x = nb.tensor([float("nan"), 0.2, 2.0, -3.0], requires_grad=True)
+    want = {"threshold": [9.0, 2.0, 9.0], "softshrink": [0.0, 1.5, -2.5], "hardshrink": [0.0, 2.0, -3.0]}
+    for name, rest in want.items():
+        f = (lambda t: F.threshold(t, 0.5, 9.0)) if name == "threshold" else getattr(F, name)
+        out = f(x)
+        assert np.isnan(out.numpy()[0]) and out.numpy()[1:].tolist() == rest, name
+        (g,) = nb.autograd.grad(out.sum(), x)
+        assert g.numpy()[0] == 1.0, name  # torch's gradient at the NaN
+
+
+def test_cosine_similarity_and_embedding_loss_broadcast_as_torch():
+    a, b = nb.tensor([[1.0], [2.0]]), nb.tensor([[1.0, -1.0, 2.0], [0.5, 0.5, 0.5]])
+    np.testing.assert_allclose(F.cosine_similarity(a, b, dim=1).numpy(), [0.4714045, 1.0], rtol=1e-6)
+    # torch broadcasts the product only; each magnitude is its own input's (values from torch 2.13)
+    np.testing.assert_allclose(F.cosine_embedding_loss(a, b, nb.tensor([1, -1])).item(), 0.95777714, rtol=1e-6)
+
+
+def test_nearest_interpolation_of_volumes_rounds_as_torch():
+    x = nb.arange(3.0).reshape(1, 1, 1, 1, 3)
+    assert F.interpolate(x, scale_factor=1.1).numpy().ravel().tolist() == [0.0, 0.0, 1.0]  # torch 2.13
+    assert F.interpolate(x, scale_factor=2.1).numpy()[0, 0, 0, 0].tolist() == [0.0, 0.0, 0.0, 1.0, 1.0, 2.0]

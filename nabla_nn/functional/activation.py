@@ -280,8 +280,8 @@ def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     """
     _check_float(input, "hardshrink")
     lam = _number(lambd, "hardshrink", "lambd")
-    keep = nb.logical_or(input > lam, input < -lam)
-    return nb.where(keep, input, nb.zeros_like(input))
+    dead = nb.logical_and(input >= -lam, input <= lam)  # (NaN is outside: it passes, as torch)
+    return nb.where(dead, nb.zeros_like(input), input)
 
 
 def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
@@ -299,8 +299,8 @@ def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     lam = _number(lambd, "softshrink", "lambd")
     if lam < 0:
         raise ValueError(f"softshrink: lambd must be greater or equal to 0, got {lambd}")
-    zero = nb.zeros_like(input)
-    return nb.where(input > lam, input - lam, nb.where(input < -lam, input + lam, zero))
+    dead = nb.logical_and(input >= -lam, input <= lam)  # (NaN is outside: it passes, as torch)
+    return nb.where(dead, nb.zeros_like(input), input - nb.sign(input) * lam)
 
 
 def logsigmoid(input: Tensor) -> Tensor:
@@ -327,7 +327,8 @@ def threshold(input: Tensor, threshold: float, value: float, inplace: bool = Fal
     if not isinstance(input, Tensor):
         raise TypeError(f"threshold: input must be a Tensor, got {type(input).__name__}")
     th, v = _number(threshold, "threshold", "threshold"), _number(value, "threshold", "value")
-    return _in_place(input, nb.where(input > th, input, nb.full_like(input, v)), inplace)
+    # x <= threshold, not x > threshold: NaN passes through, as torch
+    return _in_place(input, nb.where(input <= th, nb.full_like(input, v), input), inplace)
 
 
 def rrelu(

@@ -629,6 +629,8 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
     _float(x1, op, "x1")
     _float(x2, op, "x2")
     e = _number(eps, op, "eps")
+    shape = nb.broadcast_shapes(x1.shape, x2.shape)  # torch broadcasts first: the norms are over `dim` of that
+    x1, x2 = nb.broadcast_to(x1, shape), nb.broadcast_to(x2, shape)
     n1 = nb.clamp(nb.norm(x1, 2, axis=dim, keepdims=True), min=e)
     n2 = nb.clamp(nb.norm(x2, 2, axis=dim, keepdims=True), min=e)
     return nb.sum((x1 / n1) * (x2 / n2), axis=dim)
@@ -684,12 +686,14 @@ def cosine_embedding_loss(
     red = _reduction(reduction, op, size_average, reduce)
     _float(input1, op, "input1")
     _float(input2, op, "input2")
-    if input1.shape != input2.shape or input1.ndim not in (1, 2):
+    if input1.ndim != input2.ndim or input1.ndim not in (1, 2):
         raise ValueError(
-            f"{op}: input1 and input2 must have the same shape (N, D) or (D,), got {input1.shape} and {input2.shape}"
+            f"{op}: input1 and input2 must both be (N, D) or (D,) (broadcasting), got {input1.shape} and {input2.shape}"
         )
-    if tuple(target.shape) != tuple(input1.shape[:-1]):
-        raise ValueError(f"{op}: expected target shape {tuple(input1.shape[:-1])}, got {target.shape}")
+    # (torch broadcasts the product only: each magnitude is of its own input's rows)
+    batch = nb.broadcast_shapes(input1.shape, input2.shape)[:-1]
+    if tuple(target.shape) != tuple(batch):
+        raise ValueError(f"{op}: expected target shape {tuple(batch)}, got {target.shape}")
     eps = 1e-12  # PyTorch's EPSILON in the squared magnitudes
     prod = nb.sum(input1 * input2, axis=-1)
     mag1 = nb.sum(input1 * input1, axis=-1) + eps

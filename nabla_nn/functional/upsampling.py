@@ -313,7 +313,7 @@ def interpolate(
         s = None if scales is None else scales[k]
         axis = 2 + k
         if mode in ("nearest", "nearest-exact"):
-            idx = _nearest(n, m, mode == "nearest-exact", s, double, input.ndim >= 4)
+            idx = _nearest(n, m, mode == "nearest-exact", s, double, input.ndim == 4)  # (torch's 2-D kernel only)
             if idx is not None:
                 x = nb.index_select(x, axis, nb.tensor(idx))
         else:
