@@ -10,6 +10,8 @@ from _oracle import needs_torch, torch
 from _oracle import torch_func as tf
 
 import nabla as nb
+import nabla_nn as nn
+import nabla_nn.functional as F
 
 RNG = np.random.default_rng(11)
 EPS = 1e-6
@@ -459,3 +461,22 @@ def test_second_derivatives_of_cumprod_and_prod_at_zeros(fn, point):
     want = numeric_jacobian(nb.grad(fn), x, eps=1e-3)
     for hess in (nb.hessian(fn), nb.jacfwd(nb.jacfwd(fn)), nb.jacrev(nb.jacrev(fn)), nb.jacfwd(nb.jacrev(fn))):
         _close(hess(nb.tensor(x)), want, rtol=1e-6, atol=1e-6)
+
+
+def test_jacobians_run_fn_once_so_random_draws_and_side_effects_agree():
+    calls = []
+
+    def noisy(a):
+        calls.append(1)
+        return F.dropout(a, 0.5, training=True).sum() * nb.ones(3)
+
+    nb.manual_seed(0)
+    jac = nb.jacrev(noisy)(nb.ones(8)).numpy()
+    assert len(calls) == 1 and (jac == jac[:1]).all()  # one mask: every row alike (torch.func, JAX)
+    h = nb.hessian(lambda a: F.dropout(a, 0.5, training=True).sum() ** 2)(nb.ones(6)).numpy()
+    np.testing.assert_array_equal(h, h.T)
+    jac, aux = nb.jacfwd(lambda a: (lambda d: (d, d))(F.dropout(a, 0.5, training=True)), has_aux=True)(nb.ones(8))
+    np.testing.assert_array_equal(np.diag(jac.numpy()), aux.numpy())  # aux from the same evaluation
+    bn = nn.BatchNorm1d(2)
+    nb.jacrev(bn)(nb.randn(4, 2))
+    assert int(bn.num_batches_tracked) == 1

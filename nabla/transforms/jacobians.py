@@ -103,12 +103,12 @@ def jacrev(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False
         basis = _basis(sizes, out_leaves)
 
         def pull(*cots: Tensor) -> tuple:
-            # The forward runs again inside the vmap (for free: it stays unbatched), so its
-            # own inner vmaps (if any) get levels above this one.
-            pullback = _vjp(flat_fn, tuple(flat), has_aux, "jacrev", names)[1]
-            return pullback(tree_unflatten(out_def, list(cots)))
+            # The one forward's pullback, so fn runs once (its random draws and side effects
+            # happen once, as in torch.func and JAX); it traces fn again itself only if fn has
+            # vmaps of its own, whose levels would collide with this one.
+            return result[1](tree_unflatten(out_def, list(cots)))
 
-        grads = vmap(pull)(*basis)  # per input leaf: (total, *S_in)
+        grads = vmap(pull, randomness="same")(*basis)  # per input leaf: (total, *S_in)
         per_out, start = [], 0
         for n, shape in zip(sizes, shapes, strict=True):
             per_out.append([reshape(g[start : start + n], (*shape, *g.shape[1:])) for g in grads])
@@ -134,9 +134,14 @@ def jacfwd(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False
         basis = _basis(sizes, flat)
 
         def push(*tangents: Tensor) -> Any:
-            return jvp(flat_fn, tuple(flat), tangents, has_aux=has_aux)[1]
+            out = jvp(flat_fn, tuple(flat), tangents, has_aux=has_aux)
+            return (out[1], out[2]) if has_aux else out[1]
 
-        tan_leaves, out_def = tree_flatten(vmap(push)(*basis))
+        # fn runs once, unbatched, inside the vmap: every column (and aux) sees the same
+        # random draws, as one evaluation of fn does
+        pushed = vmap(push, out_axes=(0, None) if has_aux else 0, randomness="same")(*basis)
+        tangents, aux = pushed if has_aux else (pushed, None)
+        tan_leaves, out_def = tree_flatten(tangents)
         per_out = []
         for t in tan_leaves:  # (total, *S_out)
             out_shape = t.shape[1:]
@@ -147,7 +152,7 @@ def jacfwd(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False
                 start += n
             per_out.append(blocks)
         jac = _regroup(per_out, out_def, defs, isinstance(argnums, int))
-        return (jac, flat_fn(*flat)[1]) if has_aux else jac
+        return (jac, aux) if has_aux else jac
 
     return wrapped
 
