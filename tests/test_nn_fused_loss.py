@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _oracle import TF, needs_torch, torch
 
 import nabla as nb
 import nabla_nn.functional as F
@@ -147,3 +148,18 @@ def test_minus_inf_logits_of_non_target_classes_are_masked_out_on_both_paths(com
         np.testing.assert_allclose(out.numpy(), want, rtol=1e-5, err_msg=f"composite={path}")
         out.sum().backward()
         assert np.isfinite(xt.grad.numpy()).all() and (xt.grad.numpy()[:, 1] == 0).all()
+
+
+@needs_torch
+def test_jacrev_and_hessian_of_the_fused_loss_match_torch_func():
+    """A batch of cotangents (jacrev's vmapped pullback) takes the composite gradient."""
+    z, y = np.array([[1.0, 2.0, 3.0], [0.0, 1.0, -1.0]], np.float32), np.array([0, 2])
+    for kw in ({}, {"label_smoothing": 0.1, "reduction": "sum"}, {"ignore_index": 2}):
+        got = nb.jacrev(lambda logits, kw=kw: F.cross_entropy(logits, nb.tensor(y), **kw))(nb.tensor(z))
+        want = torch.func.jacrev(lambda logits, kw=kw: TF.cross_entropy(logits, torch.tensor(y), **kw))(torch.tensor(z))
+        np.testing.assert_allclose(got.numpy(), want.numpy(), atol=1e-6, err_msg=str(kw))
+        got = nb.hessian(lambda logits, kw=kw: F.cross_entropy(logits, nb.tensor(y), **kw))(nb.tensor(z))
+        want = torch.func.hessian(lambda logits, kw=kw: TF.cross_entropy(logits, torch.tensor(y), **kw))(
+            torch.tensor(z)
+        )
+        np.testing.assert_allclose(got.numpy(), want.numpy(), atol=1e-6, err_msg=str(kw))

@@ -145,7 +145,15 @@ class CrossEntropyOp(Operation):
 
     def vjp_rule(self, primals: list, cotangents: list, outputs: list, **kw: Any) -> list:
         x, t, *w = primals
-        return [_cross_entropy_grad(x, t, cotangents[0], *w, **kw), None, *[None] * len(w)]
+        g = cotangents[0]
+        if g._impl.batch_dims > x._impl.batch_dims:
+            # a batch of cotangents (jacrev, a vmapped pullback): the fused kernel takes one
+            # (N, C) problem, so the gradient is the composite form, which vmap batches
+            sm, a, big_a, denom, valid = _grad_parts(x, t, w, kw)
+            dx = _valid_rows(valid, _row_scale(g, denom, kw["reduction"]) * (nb.unsqueeze(big_a, 1) * sm - a))
+        else:
+            dx = _cross_entropy_grad(x, t, g, *w, **kw)
+        return [dx, None, *[None] * len(w)]
 
     def jvp_rule(self, primals: list, tangents: list, outputs: list, **kw: Any) -> list:
         x, t, *w = primals
