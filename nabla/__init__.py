@@ -38,9 +38,12 @@ from .core.common.dtypes import (
     float16,
     float32,
     float64,
+    int8,
+    int16,
     int32,
     int64,
     promote_types,
+    uint8,
 )
 from .core.common.dtypes import bool_ as bool_
 from .core.graph import (
@@ -131,6 +134,8 @@ __all__ = [
     "get_executor",
     "grad",
     "hessian",
+    "int8",
+    "int16",
     "int32",
     "int64",
     "is_grad_enabled",
@@ -161,6 +166,7 @@ __all__ = [
     "tree_map",
     "tree_structure",
     "tree_unflatten",
+    "uint8",
     "value_and_grad",
     "vjp",
     "vmap",

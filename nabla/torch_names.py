@@ -15,9 +15,9 @@ from max.driver import accelerator_count
 from .core.common import dtypes as _dt
 from .core.common.devices import Device, as_device
 
-__all__ = ["bool", "cuda", "device", "double", "float", "half", "int", "long"]
+__all__ = ["bool", "cuda", "device", "double", "float", "half", "int", "long", "short"]
 
-long, int, float, double, half = _dt.int64, _dt.int32, _dt.float32, _dt.float64, _dt.float16  # noqa: A001
+long, int, short, float, double, half = _dt.int64, _dt.int32, _dt.int16, _dt.float32, _dt.float64, _dt.float16  # noqa: A001
 bool = _dt.bool_  # noqa: A001
 
 

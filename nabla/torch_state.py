@@ -85,7 +85,7 @@ class iinfo:  # noqa: N801 (torch's name)
 
     def __init__(self, type: Any) -> None:  # noqa: A002
         dt = _dt.as_dtype(type)
-        if dt not in (_dt.int32, _dt.int64):
+        if not _dt.is_integer(dt):
             raise TypeError(f"iinfo: expected an integer dtype, got {dt.name}; use finfo for floats")
         info = np.iinfo(_dt.to_numpy_dtype(dt))
         self.dtype, self.bits, self.min, self.max = dt.name, info.bits, int(info.min), int(info.max)

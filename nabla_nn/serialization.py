@@ -76,6 +76,9 @@ _NABLA_TO_FILE = {
     nb.bfloat16: "BF16",
     nb.int64: "I64",
     nb.int32: "I32",
+    nb.int16: "I16",
+    nb.int8: "I8",
+    nb.uint8: "U8",
     nb.bool_: "BOOL",
 }
 _NUMPY_TO_FILE = {np.dtype(v.str.lstrip("<")): k for k, v in _FILE_DTYPES.items() if k != "BF16"}
@@ -358,7 +361,6 @@ def load(path: str | os.PathLike) -> OrderedDict[str, Tensor]:
     bad JSON, unknown dtype, shape/byte-size mismatch, offsets out of range, overlapping or
     leaving gaps, truncated data) raises ValueError naming the path and the problem. Aliases
     of tied tensors recorded by `save` come back (after the stored names) as the same tensor.
-    I8, I16 and U8 tensors load as int64, like `Tensor.from_numpy` of such arrays.
 
     Args:
         path: the file to read.

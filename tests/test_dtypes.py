@@ -11,8 +11,11 @@ import pytest
 import nabla as nb
 from nabla.core.common import dtypes as _dt
 
-B, I32, I64, F16, BF16, F32, F64 = (
+B, U8, I8, I16, I32, I64, F16, BF16, F32, F64 = (
     _dt.bool_,
+    _dt.uint8,
+    _dt.int8,
+    _dt.int16,
     _dt.int32,
     _dt.int64,
     _dt.float16,
@@ -20,19 +23,23 @@ B, I32, I64, F16, BF16, F32, F64 = (
     _dt.float32,
     _dt.float64,
 )
-DTYPES = (B, I32, I64, F16, BF16, F32, F64)
+DTYPES = (B, U8, I8, I16, I32, I64, F16, BF16, F32, F64)
 
 # torch.promote_types(row, column) for every pair (PyTorch 2.x; JAX with x64 enabled agrees):
-# category first (bool < integer < float), then width; float16 with bfloat16 gives float32.
-#            bool  int32 int64 f16   bf16  f32   f64
+# category first (bool < integer < float), then width; float16 with bfloat16 gives float32,
+# uint8 with int8 int16.
+#            bool  uint8 int8  int16 int32 int64 f16   bf16  f32   f64
 EXPECTED = {
-    B: (B, I32, I64, F16, BF16, F32, F64),
-    I32: (I32, I32, I64, F16, BF16, F32, F64),
-    I64: (I64, I64, I64, F16, BF16, F32, F64),
-    F16: (F16, F16, F16, F16, F32, F32, F64),
-    BF16: (BF16, BF16, BF16, F32, BF16, F32, F64),
-    F32: (F32, F32, F32, F32, F32, F32, F64),
-    F64: (F64, F64, F64, F64, F64, F64, F64),
+    B: (B, U8, I8, I16, I32, I64, F16, BF16, F32, F64),
+    U8: (U8, U8, I16, I16, I32, I64, F16, BF16, F32, F64),
+    I8: (I8, I16, I8, I16, I32, I64, F16, BF16, F32, F64),
+    I16: (I16, I16, I16, I16, I32, I64, F16, BF16, F32, F64),
+    I32: (I32, I32, I32, I32, I32, I64, F16, BF16, F32, F64),
+    I64: (I64, I64, I64, I64, I64, I64, F16, BF16, F32, F64),
+    F16: (F16, F16, F16, F16, F16, F16, F16, F32, F32, F64),
+    BF16: (BF16, BF16, BF16, BF16, BF16, BF16, F32, BF16, F32, F64),
+    F32: (F32, F32, F32, F32, F32, F32, F32, F32, F32, F64),
+    F64: (F64, F64, F64, F64, F64, F64, F64, F64, F64, F64),
 }
 PAIRS = list(itertools.product(DTYPES, DTYPES))
 
@@ -62,6 +69,9 @@ def test_promote_types_matches_table(pair):
 #                 True  2     2.5
 SCALAR_EXPECTED = {
     B: (B, I64, F32),
+    U8: (U8, U8, F32),
+    I8: (I8, I8, F32),
+    I16: (I16, I16, F32),
     I32: (I32, I32, F32),
     I64: (I64, I64, F32),
     F16: (F16, F16, F16),

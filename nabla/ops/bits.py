@@ -99,7 +99,12 @@ class IntegerBitwiseOp(BinaryOperation):
         return x
 
     def kernel(self, x: Any, y: Any, *, kind: str) -> Any:
-        return _bitwise_formula(_MaxInts, x, y, kind, 32 if x.dtype == DType.int32 else 64)
+        if x.dtype in (DType.int32, DType.int64):
+            return _bitwise_formula(_MaxInts, x, y, kind, 32 if x.dtype == DType.int32 else 64)
+        # 8 and 16 bits: in int32 (sign- or zero-extended, so 16 bits hold every value and its
+        # sign), then narrowed back
+        wide = _bitwise_formula(_MaxInts, ops.cast(x, DType.int32), ops.cast(y, DType.int32), kind, 16)
+        return ops.cast(wide, x.dtype)
 
     def numpy_kernel(self, x: np.ndarray, y: np.ndarray, *, kind: str) -> np.ndarray:
         return {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[kind](x, y)

@@ -18,6 +18,7 @@ A boolean mask batched by vmap is refused: the result's shape would depend on th
 from __future__ import annotations
 
 import operator
+import warnings
 from typing import Any
 
 import numpy as np
@@ -48,6 +49,15 @@ _INDEX_KINDS = "ints, slices, None, Ellipsis, integer or bool arrays/lists/tenso
 def _as_index_array(item: Any, op: str) -> Any:
     """A Tensor (kept) or a NumPy int64/bool array for array-like index entries."""
     if isinstance(item, Tensor):
+        if item.dtype == _dt.uint8:  # PyTorch's legacy byte mask
+            warnings.warn(
+                "indexing with dtype uint8 is deprecated, please use a dtype bool instead", UserWarning, stacklevel=4
+            )
+            item = cast(item, _dt.bool_)
+        if item.dtype in (_dt.int8, _dt.int16):
+            raise IndexError(
+                f"{op}: tensors used as indices must be int64, int32, uint8 or bool, got {item.dtype.name}"
+            )
         if item.dtype == _dt.bool_ or _dt.is_integer(item.dtype):
             if item._impl.is_realized and not item._impl.batch_dims:
                 return item.numpy()  # data known: checked and wrapped eagerly

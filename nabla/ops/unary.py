@@ -203,6 +203,8 @@ class NegOp(UnaryOperation):
     partial_ok = "additive"
 
     def kernel(self, x: Any) -> Any:
+        if x.dtype == _dt.uint8:  # MAX negates signed types only (and folds 0 - x into negate)
+            return ops.cast(ops.negate(ops.cast(x, _dt.int16)), x.dtype)
         return ops.negate(x)
 
     def numpy_kernel(self, x: np.ndarray) -> np.ndarray:
@@ -217,7 +219,7 @@ class AbsOp(UnaryOperation):
     kind = NUMERIC
 
     def kernel(self, x: Any) -> Any:
-        return ops.abs(x)
+        return x if x.dtype == _dt.uint8 else ops.abs(x)
 
     def numpy_kernel(self, x: np.ndarray) -> np.ndarray:
         return np.abs(x)

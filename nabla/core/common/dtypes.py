@@ -12,6 +12,9 @@ import numpy as np
 from max.dtype import DType
 
 bool_ = DType.bool
+uint8 = DType.uint8
+int8 = DType.int8
+int16 = DType.int16
 int32 = DType.int32
 int64 = DType.int64
 uint64 = DType.uint64
@@ -20,15 +23,18 @@ bfloat16 = DType.bfloat16
 float32 = DType.float32
 float64 = DType.float64
 
-SUPPORTED_DTYPES: tuple[DType, ...] = (bool_, int32, int64, float16, bfloat16, float32, float64)
+SUPPORTED_DTYPES: tuple[DType, ...] = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
 # uint64 is internal: RNG seeds are uint64 graph inputs.
 _INTERNAL_DTYPES = (uint64,)
 
 # Promotion ranks: a category (bool < integer < float) then a width. The result of mixing
 # two dtypes is the larger in this order, except that float16 and bfloat16 promote to
-# float32 together (as in PyTorch and JAX).
+# float32 together and uint8 and int8 to int16 (as in PyTorch).
 _RANK = {
     bool_: (0, 1),
+    uint8: (1, 8),
+    int8: (1, 8),
+    int16: (1, 16),
     int32: (1, 32),
     int64: (1, 64),
     uint64: (1, 65),
@@ -40,6 +46,9 @@ _RANK = {
 
 _NUMPY_TO_DTYPE = {
     np.dtype(np.bool_): bool_,
+    np.dtype(np.uint8): uint8,
+    np.dtype(np.int8): int8,
+    np.dtype(np.int16): int16,
     np.dtype(np.int32): int32,
     np.dtype(np.int64): int64,
     np.dtype(np.uint64): uint64,
@@ -50,6 +59,10 @@ _NUMPY_TO_DTYPE = {
 
 _NAMES = {
     "bool": bool_,
+    "uint8": uint8,
+    "int8": int8,
+    "int16": int16,
+    "short": int16,
     "int32": int32,
     "int64": int64,
     "float16": float16,
@@ -67,6 +80,9 @@ DEFAULT_INT = int64
 # PyTorch's legacy tensor-type names (`x.type()` -> "torch.FloatTensor"), for Tensor.type.
 _TENSOR_TYPES = {
     bool_: "BoolTensor",
+    uint8: "ByteTensor",
+    int8: "CharTensor",
+    int16: "ShortTensor",
     int32: "IntTensor",
     int64: "LongTensor",
     float16: "HalfTensor",
@@ -154,6 +170,8 @@ def promote_types(a: DType, b: DType) -> DType:
         return a
     if {a, b} == {float16, bfloat16}:
         return float32
+    if {a, b} == {uint8, int8}:
+        return int16
     return a if _RANK[a] >= _RANK[b] else b
 
 
@@ -193,10 +211,13 @@ def result_type(dimensioned: Iterable[DType], zero_dim: Iterable[DType] = (), sc
 
 def wrapped_int(value: int, dtype: DType, op: str) -> int:
     """A Python int operand in an integer dtype: wrapped modulo 2**bits, as torch converts it
-    (an int32 tensor + 2**40 is the tensor + 0); beyond 64 bits an error."""
+    (an int32 tensor + 2**40 is the tensor + 0, a uint8 tensor + (-1) adds 255); beyond 64
+    bits an error."""
     if not -(2**63) <= value < 2**64:
         raise OverflowError(f"{op}: Python int {value} is too big to convert to {dtype.name}")
     bits = 8 * to_numpy_dtype(dtype).itemsize
+    if dtype == uint8:
+        return value % 2**bits
     return (value + 2 ** (bits - 1)) % 2**bits - 2 ** (bits - 1)
 
 

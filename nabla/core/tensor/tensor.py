@@ -785,6 +785,15 @@ class Tensor(ViewMethods, ShapeMethods, TorchMethods, TorchMath, TorchInPlace):
     def int(self) -> Tensor:
         return OPS.cast(self, _dt.int32)
 
+    def short(self) -> Tensor:
+        return OPS.cast(self, _dt.int16)
+
+    def char(self) -> Tensor:
+        return OPS.cast(self, _dt.int8)
+
+    def byte(self) -> Tensor:
+        return OPS.cast(self, _dt.uint8)
+
     def bool(self) -> Tensor:
         return OPS.cast(self, _dt.bool_)
 
