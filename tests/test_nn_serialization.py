@@ -183,7 +183,8 @@ def test_numpy_inputs_and_narrow_ints(tmp_path):
     out = nn.load(path)
     assert out["a"].dtype == nb.float32 and np.array_equal(out["a"].numpy(), arrays["a"])
     assert out["t"].numpy().tolist() == arrays["t"].tolist()
-    assert out["u8"].dtype == nb.int64 and out["u8"].numpy().tolist() == [0, 255]  # widened, as from_numpy does
+    assert out["u8"].dtype == nb.uint8 and out["u8"].numpy().tolist() == [0, 255]
+    assert out["i8"].dtype == nb.int8 and out["i16"].dtype == nb.int16
     assert out["i8"].numpy().tolist() == [-128, 127] and out["i16"].numpy().tolist() == [-300, 300]
     assert out["s"].shape == () and out["s"].item() == 1.25
 
