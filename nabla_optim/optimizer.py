@@ -35,6 +35,7 @@ in-place tensor ops (one op per operation, recorded per parameter).
 from __future__ import annotations
 
 import copy
+import functools
 import numbers
 from collections import defaultdict
 from collections.abc import Callable, Iterable
@@ -185,6 +186,42 @@ def check_betas(betas: Any) -> tuple[float, float]:
     return (float(betas[0]), float(betas[1]))
 
 
+def _hooked_step(step: Callable) -> Callable:
+    """An optimizer's `step` with PyTorch's step hooks around it (once: a subclass's step that
+    calls `super().step()` runs them once) and the mark schedulers check (`_opt_called`)."""
+
+    @functools.wraps(step)
+    def hooked(self: Optimizer, *args: Any, **kwargs: Any) -> Any:
+        pre = (*_GLOBAL_STEP_PRE_HOOKS.values(), *getattr(self, "_step_pre_hooks", {}).values())
+        post = (*_GLOBAL_STEP_POST_HOOKS.values(), *getattr(self, "_step_post_hooks", {}).values())
+        if getattr(self, "_in_hooked_step", False) or not (pre or post):
+            loss = step(self, *args, **kwargs)
+        else:
+            self._in_hooked_step = True
+            try:
+                loss = _run_with_hooks(self, step, (self, *args), kwargs, pre, post)
+            finally:
+                self._in_hooked_step = False
+        self._opt_called = True  # schedulers warn when stepped before the optimizer
+        return loss
+
+    return hooked
+
+
+def _run_with_hooks(opt: Optimizer, step: Callable, args: tuple, kwargs: dict, pre: tuple, post: tuple) -> Any:
+    # As PyTorch: hooks see the step's arguments with the optimizer first.
+    for hook in pre:
+        result = hook(opt, args, kwargs)
+        if result is not None:
+            if not (isinstance(result, tuple) and len(result) == 2):
+                raise RuntimeError(f"an optimizer step pre-hook must return None or (args, kwargs), got {result!r}")
+            args, kwargs = result
+    loss = step(*args, **kwargs)
+    for hook in post:
+        hook(opt, args, kwargs)
+    return loss
+
+
 class Optimizer:
     """Base class for all optimizers (PyTorch's `torch.optim.Optimizer`).
 
@@ -323,9 +360,7 @@ class Optimizer:
             raise ValueError("all optimizer params should be with/without names. Some param names are missing")
         if len({id(p) for p in out}) != len(out):
             raise ValueError(f"param group {group_index} contains the same parameter more than once")
-        if not out:
-            raise ValueError(f"optimizer got an empty parameter list (group {group_index})")
-        return out, names
+        return out, names  # (an empty group is allowed, as in PyTorch: an empty no-decay group)
 
     # -- gradients ------------------------------------------------------------------------
     def zero_grad(self, set_to_none: bool = True) -> None:
@@ -344,6 +379,14 @@ class Optimizer:
                     g.data = realized_zeros_like(g)
 
     # -- step -----------------------------------------------------------------------------
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A subclass's own `step` (an optimizer ported from PyTorch) runs the step hooks and
+        tells the schedulers the optimizer stepped, as PyTorch wraps every optimizer's step."""
+        super().__init_subclass__(**kwargs)
+        if "step" in cls.__dict__:
+            cls.step = _hooked_step(cls.__dict__["step"])
+
+    @_hooked_step
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Update every parameter that has a gradient; returns the closure's loss if given.
 
@@ -354,24 +397,7 @@ class Optimizer:
         Args:
             closure: re-evaluates the model and returns the loss (run with grad enabled).
         """
-        if self._step_pre_hooks or self._step_post_hooks or _GLOBAL_STEP_PRE_HOOKS or _GLOBAL_STEP_POST_HOOKS:
-            return self._step_with_hooks(closure)
         return self._step(closure)
-
-    def _step_with_hooks(self, closure: Callable[[], Any] | None) -> Any:
-        # As PyTorch: hooks see the step's arguments with the optimizer first.
-        args: tuple = (self,) if closure is None else (self, closure)
-        kwargs: dict[str, Any] = {}
-        for hook in (*_GLOBAL_STEP_PRE_HOOKS.values(), *self._step_pre_hooks.values()):
-            result = hook(self, args, kwargs)
-            if result is not None:
-                if not (isinstance(result, tuple) and len(result) == 2):
-                    raise RuntimeError(f"an optimizer step pre-hook must return None or (args, kwargs), got {result!r}")
-                args, kwargs = result
-        loss = type(self)._step(*args, **kwargs)
-        for hook in (*_GLOBAL_STEP_POST_HOOKS.values(), *self._step_post_hooks.values()):
-            hook(self, args, kwargs)
-        return loss
 
     def _step(self, closure: Callable[[], Any] | None = None) -> Any:
         loss = None
@@ -667,6 +693,8 @@ class Optimizer:
                 saved["param_names"] = names
             if isinstance(saved.get("betas"), list):
                 saved["betas"] = tuple(saved["betas"])
+            for name, default in self.defaults.items():  # keys an older PyTorch did not save
+                saved.setdefault(name, default)
             group.update(saved)
 
     def _install_state(self, new_state: dict[Parameter, dict[str, Any]]) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 
 import numpy as np
@@ -777,3 +778,42 @@ def test_adagrad_creates_state_at_construction() -> None:
     grouped = optim.Adagrad([{"params": [p], "initial_accumulator_value": 0.2}, {"params": [q]}], lr=0.1)
     # As PyTorch's: the constructor's value fills every group's sums, whatever a group says.
     assert [grouped.state[t]["sum"].numpy().tolist() for t in (p, q)] == [[0, 0, 0], [0, 0]]
+
+
+def test_empty_groups_old_checkpoints_and_ported_steps_work_as_in_torch():
+    p, q, r = (Parameter(nb.ones(2)) for _ in range(3))
+    # an empty no-decay group (torch only rejects an empty top-level list)
+    opt = optim.AdamW([{"params": [p]}, {"params": [], "weight_decay": 0.0}], lr=0.1)
+    opt.add_param_group({"params": []})
+    p.grad = nb.ones(2)
+    opt.step()
+    assert [len(g["params"]) for g in opt.state_dict()["param_groups"]] == [1, 0, 0]
+    # a checkpoint from an older torch lacks newer group keys: the defaults fill them in
+    saved, full = opt.state_dict(), opt.state_dict()
+    for group in saved["param_groups"]:
+        for key in ("maximize", "foreach", "capturable", "differentiable", "fused", "amsgrad"):
+            group.pop(key)
+    for param, state in ((q, saved), (r, full)):
+        again = optim.AdamW([{"params": [param]}, {"params": []}, {"params": []}], lr=0.1)
+        again.load_state_dict(state)
+        param.grad = nb.ones(2)
+        again.step()  # (raised KeyError: 'maximize')
+        assert again.param_groups[0]["maximize"] is False
+    np.testing.assert_array_equal(q.numpy(), r.numpy())
+
+    # a subclass's own step runs the step hooks once and counts as a step for the schedulers
+    class Ported(optim.SGD):
+        def step(self, closure=None):
+            calls.append("step")
+            return super().step(closure)
+
+    calls: list[str] = []
+    ported = Ported([q], lr=0.1)
+    ported.register_step_pre_hook(lambda *_: calls.append("pre"))
+    ported.register_step_post_hook(lambda *_: calls.append("post"))
+    scheduler = optim.lr_scheduler.StepLR(ported, 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "lr_scheduler.step() before optimizer.step()"
+        ported.step()
+        scheduler.step()
+    assert calls == ["pre", "step", "post"]
