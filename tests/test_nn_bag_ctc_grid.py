@@ -606,3 +606,13 @@ def test_channel_shuffle_matches_torch(shape, groups):
     expected = TF.channel_shuffle(torch.tensor(x), groups).numpy()
     assert_close(channel_shuffle(nb.tensor(x), groups).numpy(), expected, 0)
     assert repr(ChannelShuffle(groups)) == repr(torch.nn.ChannelShuffle(groups))
+
+
+def test_ctc_ignores_any_padding_past_the_target_lengths():
+    log_probs = nb.tensor(np.log(np.full((5, 2, 4), 0.25, np.float32)))
+    padded_with_junk = nb.tensor(np.array([[1, 2, 999], [3, 999, -5]]))  # torch ignores the padding
+    padded_with_blank = nb.tensor(np.array([[1, 2, 0], [3, 0, 0]]))
+    got = ctc_loss(log_probs, padded_with_junk, [5, 5], [2, 1], reduction="none").numpy()
+    want = ctc_loss(log_probs, padded_with_blank, [5, 5], [2, 1], reduction="none").numpy()
+    np.testing.assert_allclose(got, want)
+    np.testing.assert_allclose(got, [3.3761237, 4.2234216], rtol=1e-6)  # torch 2.13

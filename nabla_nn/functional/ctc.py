@@ -202,6 +202,10 @@ def ctc_loss(
         raise ValueError(f"{_OP}: input_lengths must be at most T = {steps}, got {in_lens.tolist()}")
     padded = _padded_targets(targets, tg_lens, unbatched)
     _check_target_values(padded, tg_lens, classes)
+    # the padding past each target's length may hold anything (torch ignores it): blank, so the
+    # emission gather stays in range
+    inside = np.arange(padded.shape[1])[None, :] < tg_lens[:, None]
+    padded = nb.where(nb.tensor(inside), padded, int(blank))
     loss = _negative_log_likelihood(lp, padded, in_lens, tg_lens, int(blank))
     if zero_infinity:
         loss = nb.where(nb.isinf(loss), 0.0, loss)
