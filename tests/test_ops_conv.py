@@ -12,6 +12,7 @@ import pytest
 from op_registry.conv import _avg_pool_ref, _conv_ref, _conv_transpose_ref, _max_pool_ref
 
 import nabla as nb
+import nabla_nn.functional as F
 
 RNG = np.random.default_rng(7)
 
@@ -387,3 +388,12 @@ def _x(*shape: int) -> nb.Tensor:
 def test_errors_name_the_op_argument_and_values(call, error, pattern):
     with pytest.raises(error, match=pattern):
         call()
+
+
+def test_one_element_sequences_count_for_every_dim_and_1d_transpose_errors_name_itself():
+    x, w = nb.tensor(RNG.normal(size=(1, 2, 6, 6)).astype(np.float32)), nb.ones(3, 2, 3, 3)
+    np.testing.assert_array_equal(F.conv2d(x, w, padding=(1,)).numpy(), F.conv2d(x, w, padding=1).numpy())
+    np.testing.assert_array_equal(F.conv2d(x, w, stride=[2]).numpy(), F.conv2d(x, w, stride=2).numpy())
+    assert F.conv_transpose2d(x, nb.ones(2, 3, 3, 3), stride=(2,), output_padding=(1,)).shape == (1, 3, 14, 14)
+    with pytest.raises(ValueError, match=r"conv_transpose1d: .* got 5 channels \(input shape \(1, 5, 4\)"):
+        F.conv_transpose1d(nb.ones(1, 5, 4), nb.ones(2, 3, 3))

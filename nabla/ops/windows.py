@@ -180,8 +180,11 @@ def _lead(shape: tuple, rank: int, op: str, arg: str = "x") -> tuple[int, ...]:
 
 # -- argument checking ----------------------------------------------------------------------------
 def _ints(value: Any, n: int, op: str, arg: str, minimum: int) -> tuple[int, ...]:
-    """An int or a tuple of `n` ints (each >= minimum), as a tuple of `n` ints."""
+    """An int or a tuple of `n` ints (each >= minimum), as a tuple of `n` ints; a 1-element
+    sequence counts for every dim, as in PyTorch."""
     items = (value,) * n if isinstance(value, int | np.integer) and not isinstance(value, bool) else value
+    if isinstance(items, tuple | list) and len(items) == 1:
+        items = tuple(items) * n
     if (
         not isinstance(items, tuple | list)
         or len(items) != n

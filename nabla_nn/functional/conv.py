@@ -96,6 +96,12 @@ def conv_transpose1d(
     if weight.ndim != 3:
         raise ValueError(f"{op}: weight must have rank 3 (C_in, C_out / groups, k), got shape {weight.shape}")
     s, p, q, d = (_one(v, op, a) for v, a in zip((stride, padding, output_padding, dilation), _ARGS, strict=True))
+    channels = input.shape[-2]
+    if channels != weight.shape[0]:  # (here, not in the 2-D op the call becomes, with its shapes)
+        raise ValueError(
+            f"{op}: expected input with {weight.shape[0]} channels (weight.shape[0]), got {channels} channels "
+            f"(input shape {input.shape}, weight shape {weight.shape})"
+        )
     out = nb.conv_transpose2d(
         nb.unsqueeze(input, -2), nb.unsqueeze(weight, -2), bias, (1, s), (0, p), (0, q), groups, (1, d)
     )
