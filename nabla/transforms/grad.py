@@ -9,7 +9,7 @@ from typing import Any
 from ..core.autograd.engine import backward_on_trace
 from ..core.common import dtypes as _dt
 from ..core.common.context import enable_grad, vmap_depth
-from ..core.common.pytree import leaf_paths, tree_flatten, tree_unflatten
+from ..core.common.pytree import leaf_paths, tree_flatten, tree_map, tree_unflatten
 from ..core.tensor.tensor import Tensor
 from ..ops.base import new_jvp_level
 from ..ops.creation import tensor, zeros_like
@@ -97,6 +97,10 @@ def _vjp(fn: Callable, primals: tuple, has_aux: bool, where: str, names: list[st
     for o in out_leaves:
         if not isinstance(o, Tensor):
             raise TypeError(f"{where}: fn must return Tensors, got {type(o).__name__}")
+    plain = not nested and not _reaches_outer_grad([o._impl for o in out_leaves], wrt_impls)
+    if plain:  # top level: the output and aux the caller gets are plain values (torch.func, JAX),
+        # which keep no trace alive (`total = total + loss` in a loop); the pullback keeps its own
+        result, aux = tree_map(_plain, result), tree_map(_plain, aux)
 
     def vjp_fn(cotangent: Any) -> tuple:
         if vmap_depth() > depth and wrt and _has_inner_levels([o._impl for o in out_leaves], wrt_impls[0].seq, depth):
@@ -117,12 +121,16 @@ def _vjp(fn: Callable, primals: tuple, has_aux: bool, where: str, names: list[st
             None if _is_constant_leaf(w, direct) else grads[id(i)][1] if id(i) in grads else zeros_like(w)
             for w, i in zip(wrt, wrt_impls, strict=True)
         ]
-        if not nested and not _reaches_outer_grad([o._impl for o in out_leaves], wrt_impls):
-            # top level: results are plain values, as with torch.func / JAX
+        if plain:  # top level: results are plain values, as with torch.func / JAX
             res = [None if r is None else detach_trace(r) for r in res]
         return tree_unflatten(treedef, res)
 
     return (result, vjp_fn, aux) if has_aux else (result, vjp_fn)
+
+
+def _plain(x: Any) -> Any:
+    """A traced tensor as a value without autodiff history (forward-mode tangents kept)."""
+    return detach_trace(x) if isinstance(x, Tensor) and x.requires_grad else x
 
 
 def _reaches_outer_grad(roots: list, wrt_impls: list) -> bool:
@@ -237,7 +245,10 @@ def jvp(fn: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux: 
         raise ValueError(f"jvp: tangents structure {t_def} does not match primals structure {p_def}")
     inputs = []
     level = new_jvp_level()  # nested jvps get higher levels than the ones around them
+    direct = {id(p) for p in primals}  # (integer tensors inside a container are carried along)
     for path, p, t in zip(leaf_paths(tuple(primals)), p_leaves, t_leaves, strict=True):
+        if isinstance(p, Tensor) and id(p) in direct and not _dt.is_float(p.dtype):
+            raise TypeError(f"jvp: primals{path} has dtype {p.dtype.name}; only floating-point primals have tangents")
         p = p if isinstance(p, Tensor) else tensor(p)
         t = t if isinstance(t, Tensor) else tensor(t, p.dtype)
         if p.shape != t.shape or p.dtype != t.dtype:
@@ -259,6 +270,10 @@ def jvp(fn: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux: 
         if not isinstance(o, Tensor):
             raise TypeError(f"jvp: fn must return Tensors, got {type(o).__name__}")
     tans = [Tensor(o._impl.tangent[level]) if level in (o._impl.tangent or {}) else zeros_like(o) for o in o_leaves]
+    if not any(isinstance(t, Tensor) and t.requires_grad for t in t_leaves):
+        # a tangent of an output without autodiff history is a plain value too (it may have
+        # been computed from traced values, as jvp of a grad is)
+        tans = [t if o.requires_grad else _plain(t) for o, t in zip(o_leaves, tans, strict=True)]
     roots = [x._impl for x in [*inputs, *o_leaves, *tree_flatten(aux)[0]] if isinstance(x, Tensor)]
     if inputs:
         _clear_tangents(roots, min(x._impl.seq for x in inputs), level)
