@@ -98,9 +98,6 @@ def _vjp(fn: Callable, primals: tuple, has_aux: bool, where: str, names: list[st
         if not isinstance(o, Tensor):
             raise TypeError(f"{where}: fn must return Tensors, got {type(o).__name__}")
     plain = not nested and not _reaches_outer_grad([o._impl for o in out_leaves], wrt_impls)
-    if plain:  # top level: the output and aux the caller gets are plain values (torch.func, JAX),
-        # which keep no trace alive (`total = total + loss` in a loop); the pullback keeps its own
-        result, aux = tree_map(_plain, result), tree_map(_plain, aux)
 
     def vjp_fn(cotangent: Any) -> tuple:
         if vmap_depth() > depth and wrt and _has_inner_levels([o._impl for o in out_leaves], wrt_impls[0].seq, depth):
@@ -125,6 +122,7 @@ def _vjp(fn: Callable, primals: tuple, has_aux: bool, where: str, names: list[st
             res = [None if r is None else detach_trace(r) for r in res]
         return tree_unflatten(treedef, res)
 
+    vjp_fn.top_level = plain  # (value_and_grad returns the value and aux as plain values then)
     return (result, vjp_fn, aux) if has_aux else (result, vjp_fn)
 
 
@@ -200,7 +198,10 @@ def value_and_grad(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool
             raise TypeError(f"grad: fn must return a floating-point scalar, got dtype {value.dtype.name}")
         grads = pullback(tensor(1.0, value.dtype).reshape(value.shape))
         grads = grads[0] if isinstance(argnums, int) else tuple(grads)
-        return ((value, out[2]) if has_aux else value), grads
+        aux = out[2] if has_aux else None
+        if pullback.top_level:  # plain values, as torch.func and JAX return: no trace kept alive
+            value, aux = _plain(value), tree_map(_plain, aux)  # (`total = total + loss` in a loop)
+        return ((value, aux) if has_aux else value), grads
 
     return wrapped
 
