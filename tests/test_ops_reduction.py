@@ -308,3 +308,11 @@ def test_max_of_a_nan_sends_the_gradient_to_the_nan():
     x = nb.tensor([[1.0, 5.0, 5.0]], requires_grad=True)
     x.amax(1).sum().backward()
     assert x.grad.tolist() == [[0.0, 0.5, 0.5]]  # ties share it
+
+
+def test_norm_below_one_has_zero_gradient_at_zero_entries():
+    x = nb.tensor([[0.0, 1.0, -2.0]], requires_grad=True)
+    nb.norm(x, 0.3).backward()
+    g = x.grad.numpy()
+    assert g[0, 0] == 0.0 and np.isfinite(g).all()  # torch: 0 (it was nan: inf * 0)
+    np.testing.assert_allclose(g[0, 1:], [6.5047593, -4.004149], rtol=1e-5)  # torch 2.13

@@ -604,7 +604,16 @@ def norm(x: Tensor, p: Any = "fro", axis: Any = None, keepdims: bool = False) ->
         return (max if p > 0 else min)(_abs(x), axes, keepdims)
     if p == 0.0:
         return sum(cast(_bin.not_equal(x, 0), x.dtype), axes, keepdims)
-    return _safe_root(sum(_bin.pow(_abs(x), p), axes, keepdims), p)
+    powers = _safe_power(_abs(x), p) if 0 < p < 1 else _bin.pow(_abs(x), p)
+    return _safe_root(sum(powers, axes, keepdims), p)
+
+
+def _safe_power(a: Tensor, p: float) -> Tensor:
+    """a ** p for a >= 0 and 0 < p < 1, with a zero (not inf * 0 = nan) derivative at a == 0,
+    as torch's: the power is taken of a + 1 there and multiplied by 0 (arithmetic masks, as in
+    `_safe_root`)."""
+    zero = cast(_bin.equal(a, 0), a.dtype)
+    return _bin.mul(_bin.pow(_bin.add(a, zero), p), _bin.sub(1.0, zero))
 
 
 @public()
