@@ -773,3 +773,10 @@ def test_nearest_interpolation_of_volumes_rounds_as_torch():
     x = nb.arange(3.0).reshape(1, 1, 1, 1, 3)
     assert F.interpolate(x, scale_factor=1.1).numpy().ravel().tolist() == [0.0, 0.0, 1.0]  # torch 2.13
     assert F.interpolate(x, scale_factor=2.1).numpy()[0, 0, 0, 0].tolist() == [0.0, 0.0, 0.0, 1.0, 1.0, 2.0]
+
+
+def test_reflect_pad_with_a_crop_on_the_other_side_reflects_the_whole_input():
+    x = nb.arange(5.0).reshape(1, 1, 5)
+    assert F.pad(x, (-2, 3), mode="reflect").numpy().ravel().tolist() == [2, 3, 4, 3, 2, 1]  # torch 2.13
+    assert F.pad(x, (3, -2), mode="reflect").numpy().ravel().tolist() == [3, 2, 1, 0, 1, 2]
+    assert F.pad(x, (-1, 4), mode="replicate").numpy().ravel().tolist() == [1, 2, 3, 4, 4, 4, 4, 4]

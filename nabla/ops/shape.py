@@ -322,26 +322,31 @@ def pad(x: Tensor, pad: Any, mode: str = "constant", value: Any = 0.0) -> Tensor
             raise ValueError(f"pad: padding ({lo}, {hi}) of dim {d} (size {n}) gives a negative size")
         if kind == "constant" or (lo <= 0 and hi <= 0):
             continue
-        if cropped == 0:
+        if n == 0:
             raise ValueError(f"pad: mode {mode!r} cannot pad dim {d} of size 0 (shape {x.shape})")
-        if kind == "reflect" and max(lo, hi) >= cropped:
+        if kind == "reflect" and max(lo, hi) >= n:
             raise ValueError(
-                f"pad: reflect padding ({lo}, {hi}) of dim {d} must be less than its size {cropped} (shape {x.shape})"
+                f"pad: reflect padding ({lo}, {hi}) of dim {d} must be less than its size {n} (shape {x.shape})"
             )
-        if kind == "circular" and max(lo, hi) > cropped:
+        if kind == "circular" and (cropped == 0 or max(lo, hi) > cropped):
             raise ValueError(
                 f"pad: circular padding ({lo}, {hi}) of dim {d} wraps more than once around its size {cropped}"
             )
-    if kind == "circular":
-        return _pad_circular(x, widths)
-    return _pad_widths(x, tuple(widths), kind, 0 if value is None else value)
+    if kind == "constant":
+        return _pad_widths(x, tuple(widths), kind, 0 if value is None else value)
+    grown = tuple((max(lo, 0), max(hi, 0)) for lo, hi in widths)
+    crop = tuple((min(lo, 0), min(hi, 0)) for lo, hi in widths)
+    if kind == "circular":  # torch crops, then wraps what is left
+        return _pad_circular(_pad_widths(x, crop), grown)
+    # reflect and replicate: torch pads the whole input, then crops (a reflection may reach
+    # elements the crop removes)
+    x = _pad_widths(x, grown, kind, 0)
+    return _pad_widths(x, crop, "constant", 0) if any(lo or hi for lo, hi in crop) else x
 
 
-def _pad_circular(x: Tensor, widths: list) -> Tensor:
-    """Crop the negative widths, then wrap: a concatenation of slices per padded axis."""
-    x = _pad_widths(x, tuple((min(lo, 0), min(hi, 0)) for lo, hi in widths))
+def _pad_circular(x: Tensor, widths: tuple) -> Tensor:
+    """Wrap by the (non-negative) widths: a concatenation of slices per padded axis."""
     for axis, (lo, hi) in enumerate(widths):
-        lo, hi = max(lo, 0), max(hi, 0)
         if lo or hi:
             n = x.shape[axis]
             parts = [_slice(x, axis, n - lo, n)] if lo else []
