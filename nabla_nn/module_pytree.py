@@ -71,6 +71,27 @@ class _ModuleDef:
     def __repr__(self) -> str:
         return f"{type(self.module).__name__}<{len(self.names)} tensors>"
 
+    def describe_change(self, other: _ModuleDef) -> str | None:
+        """What differs from `other` (the cached structure), in words, for a recompile reason."""
+        kind = type(self.module).__name__
+        if other.module is not self.module:
+            return f"another {kind} module object"
+        if other.names != self.names:
+            changed = sorted(set(self.names) ^ set(other.names)) or list(self.names)
+            return f"{kind}'s parameters or buffers changed ({', '.join(changed[:3])})"
+        if other.modes[0] != self.modes[0]:
+            return "the global module hooks changed"
+        names = {id(m): f"{n} ({type(m).__name__})" if n else kind for n, m in self.module.named_modules()}
+        for (module, training, hooks), (module2, training2, hooks2) in zip(other.modes[1:], self.modes[1:]):
+            where = names.get(id(module2), type(module2).__name__)
+            if module is not module2:
+                return f"{where} is another module object"
+            if training != training2:
+                return f"{where} training {training} -> {training2} (train()/eval())"
+            if hooks != hooks2:
+                return f"{where} hooks changed"
+        return f"{kind}'s submodules changed"
+
 
 class _Tree:
     """The version of every module tree in the process: any change to one (a parameter, buffer

@@ -819,3 +819,13 @@ def test_tensor_attributes_of_user_objects_are_read_again_on_every_call():
     holder.w = nb.full((2,), 5.0)
     assert f(nb.ones(2)).tolist() == [5.0, 5.0] and f.stats.misses == 2
     assert f.stats.recompile_reasons[-1] == "closure variable 'holder'.w was rebound to another tensor"
+
+
+def test_recompile_reason_names_a_submodule_whose_training_flag_changed():
+    model = nn.Sequential(nn.Linear(2, 2), nn.Dropout(0.1))
+    f = nb.compile(lambda m, a: m(a))
+    with nb.no_grad():
+        f(model, nb.ones((3, 2)))
+        model[1].eval()
+        f(model, nb.ones((3, 2)))
+    assert f.stats.recompile_reasons == ["argument structure: 1 (Dropout) training True -> False (train()/eval())"]

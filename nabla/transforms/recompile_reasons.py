@@ -34,6 +34,11 @@ def describe(old: tuple, new: tuple, labels: list[str], grad_labels: list[str]) 
     if old[2] != new[2]:
         return f"executor {old[2]} -> {new[2]}"
     if old[0] != new[0] or len(old[1]) != len(new[1]):
+        node = _first_difference(old[0], new[0])
+        change = getattr(node[1].aux, "describe_change", None) if node is not None else None
+        why = change(node[0].aux) if change is not None and type(node[0].aux) is type(node[1].aux) else None
+        if why is not None:  # (a Module's training flag, hooks or tensors: its printed structure is the same)
+            return f"argument structure: {why}"
         return f"argument structure {old[0]} -> {new[0]}"
     for label, a, b in zip(labels, old[1], new[1], strict=True):
         if a == b:
@@ -68,6 +73,16 @@ def describe(old: tuple, new: tuple, labels: list[str], grad_labels: list[str]) 
     if old[3] != new[3]:
         return _describe_grads(old[3], new[3], grad_labels)
     return "the cached model was evicted (max_cache_size)"
+
+
+def _first_difference(a: Any, b: Any) -> tuple | None:
+    """The first pair of differing nodes of two treedefs (depth first), or None."""
+    if a.kind is not b.kind or a.aux != b.aux or len(a.children) != len(b.children):
+        return a, b
+    for x, y in zip(a.children, b.children, strict=True):
+        if x != y:
+            return _first_difference(x, y)
+    return None
 
 
 def _describe_scalar(label: str, old: Any, new: Any) -> str | None:
