@@ -82,7 +82,9 @@ class _ModuleDef:
         if other.modes[0] != self.modes[0]:
             return "the global module hooks changed"
         names = {id(m): f"{n} ({type(m).__name__})" if n else kind for n, m in self.module.named_modules()}
-        for (module, training, hooks), (module2, training2, hooks2) in zip(other.modes[1:], self.modes[1:]):
+        for (module, training, hooks), (module2, training2, hooks2) in zip(
+            other.modes[1:], self.modes[1:], strict=False
+        ):
             where = names.get(id(module2), type(module2).__name__)
             if module is not module2:
                 return f"{where} is another module object"
