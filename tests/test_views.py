@@ -185,3 +185,27 @@ def test_parameter_updated_through_data_and_views_stays_a_leaf_parameter():
     with nb.no_grad():
         emb.weight[0].zero_()  # the padding row
     np.testing.assert_array_equal(emb.weight[0].numpy(), [0, 0, 0])
+
+
+# A view taken before its base changes layout in place, or gets new storage (`.data = ...`):
+# PyTorch changed only the base's metadata (or storage), so the view keeps its own layout.
+BASE_CHANGES = {
+    "unsqueeze_": lambda lib, x: (lambda y: (x.unsqueeze_(0), y.add_(1), y)[2])(x[0]),
+    "t_": lambda lib, x: (lambda y: (x.t_(), y.add_(1), y)[2])(x[0]),
+    "transpose_ of a transpose": lambda lib, x: (lambda y: (x.transpose_(0, 1), y.add_(1), y)[2])(x.T),
+    "flat view, then t_": lambda lib, x: (lambda y: (x.t_(), y.__setitem__(0, -1), y)[2])(x.view(6)),
+    "data swap": lambda lib, x: (lambda y: (setattr(x, "data", lib.zeros(2, 3)), y.add_(1), y)[2])(x[:1]),
+    "unsqueeze_, then a slice write": lambda lib, x: (lambda y: (x.unsqueeze_(1), y.fill_(0), y)[2])(x[1:]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BASE_CHANGES))
+def test_a_view_keeps_its_layout_when_its_base_changes_in_place(name):
+    x = nb.arange(6.0).reshape(2, 3) * 1.0
+    y = BASE_CHANGES[name](nb, x)
+    got = (x.numpy().tolist(), y.numpy().tolist())
+    assert got != (np.arange(6.0).reshape(2, 3).tolist(), np.arange(6.0).tolist())  # something happened
+    if torch is not None:
+        tx = torch.arange(6.0).reshape(2, 3) * 1.0
+        ty = BASE_CHANGES[name](torch, tx)
+        assert got == (tx.numpy().tolist(), ty.numpy().tolist())

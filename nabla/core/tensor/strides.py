@@ -32,7 +32,7 @@ def layout_of(t: Tensor) -> Layout:
     if view is None:
         shape = tuple(t.shape)
         return shape, contiguous_strides(shape)
-    base, _, kind, arg = view
+    base, _, kind, arg, _ = view
     layout = layout_of(base)
     for step_kind, step_arg in arg if kind == "chain" else ((kind, arg),):
         layout = _STEPS[step_kind](layout, step_arg)

@@ -48,7 +48,7 @@ class Tensor(ViewMethods, ShapeMethods, TorchMethods, TorchMath, TorchInPlace):
 
     # `_view` is set only on views (see `views.py`): (base, base's value then, kind, arg)
     # `_hooks`, `_post_hooks`: a leaf's gradient hooks (see register_hook), set when registered
-    __slots__ = ("_impl", "_grad", "_view", "_hooks", "_post_hooks", "__weakref__")
+    __slots__ = ("_impl", "_grad", "_view", "_layout", "_hooks", "_post_hooks", "__weakref__")
     __array_priority__ = 1000  # NumPy defers `ndarray + Tensor` to us
 
     def __init__(self, impl: TensorImpl) -> None:
@@ -240,7 +240,7 @@ class Tensor(ViewMethods, ShapeMethods, TorchMethods, TorchMath, TorchInPlace):
         """`copy.copy`: another facade on the same value (and gradient, view base, hooks)."""
         new = type(self).__new__(type(self))
         Tensor.__init__(new, self._impl)
-        for name in ("_grad", "_view", "_hooks", "_post_hooks"):
+        for name in ("_grad", "_view", "_layout", "_hooks", "_post_hooks"):
             if hasattr(self, name):
                 setattr(new, name, getattr(self, name))
         return new
@@ -271,6 +271,7 @@ class Tensor(ViewMethods, ShapeMethods, TorchMethods, TorchMath, TorchInPlace):
         (`y.data = y.data.round()`, the straight-through estimator)."""
         if not isinstance(value, Tensor):
             raise TypeError(f".data must be assigned a Tensor, got {type(value).__name__}")
+        self._swap_storage()
         if value._impl.is_realized and not value._impl.batch_dims:
             impl = value._impl.share()
         else:

@@ -32,7 +32,7 @@ class ViewMethods:
         through to base."""
         if self is base:  # the op changed nothing and handed back its input (`x[:]`, `x.reshape(x.shape)`)
             self = base._same_value()
-        self._view = (base, base._impl, kind, arg)
+        self._view = (base, base._impl, kind, arg, _layout(base))
         return self
 
     def _is_view(self) -> bool:
@@ -45,20 +45,28 @@ class ViewMethods:
         view = getattr(self, "_view", None)
         if view is None:
             return
-        base, seen, kind, arg = view
+        base, seen, kind, arg, marker = view
         base._sync_view()
-        if base._impl is not seen:
-            self._impl = _VIEW_OF[kind](base, arg)._impl
-            self._view = (base, base._impl, kind, arg)
+        later = _later_steps(base, marker)
+        if later is None:  # the base got new storage (`.data = ...`): this view keeps the old one
+            self._view = None
+        elif base._impl is not seen:
+            self._impl = _VIEW_OF[kind](_undo(base, later), arg)._impl
+            self._view = (base, base._impl, kind, arg, marker)
 
     def _write_through(self, what: str) -> None:
-        base, _, kind, arg = self._view
+        base, _, kind, arg, marker = self._view
+        later = _later_steps(base, marker)
+        if later is None:  # (see _sync_view)
+            self._view = None
+            return
         if kind == "alias":  # `.data` and `detach()` bypass autodiff, as in PyTorch
-            base._replace_impl(OPS.detach(self), what, autodiff=False)
+            base._replace_impl(_redo(OPS.detach(self), later), what, autodiff=False)
         else:
             autodiff = not (kind == "chain" and arg[0][0] == "alias")
-            base._replace_impl(_BASE_FROM[kind](base, self, arg), what, autodiff=autodiff)
-        self._view = (base, base._impl, kind, arg)
+            new = _BASE_FROM[kind](_undo(base, later), self, arg)
+            base._replace_impl(_redo(new, later), what, autodiff=autodiff)
+        self._view = (base, base._impl, kind, arg, marker)
 
     def _restride(self, what: str, kind: str, arg: Any) -> Tensor:
         """A shape-changing in-place op (`unsqueeze_`, `t_`, ...): self becomes the view `kind`
@@ -67,12 +75,21 @@ class ViewMethods:
         if self._impl.is_leaf and self._impl.requires_grad and is_grad_enabled():
             raise RuntimeError(f"{what}: a leaf tensor that requires grad is used in an in-place operation")
         self._sync_view()
+        shape = tuple(self.shape)
         self._take_value(_VIEW_OF[kind](self, arg))
+        # views taken of self before keep their layout (PyTorch changed only self's metadata)
+        swaps, steps = _layout(self)
+        self._layout = (swaps, (*steps, (kind, arg, shape)))
         view = getattr(self, "_view", None)
         if view is not None:  # the chain of views from the base: reads and writes compose
-            base, seen, kind0, arg0 = view
-            self._view = (base, seen, "chain", (arg0 if kind0 == "chain" else ((kind0, arg0),)) + ((kind, arg),))
+            base, seen, kind0, arg0, marker = view
+            chain = (arg0 if kind0 == "chain" else ((kind0, arg0),)) + ((kind, arg),)
+            self._view = (base, seen, "chain", chain, marker)
         return self
+
+    def _swap_storage(self) -> None:
+        """`.data = value` gives self new storage: views taken before keep the old one."""
+        self._layout = (_layout(self)[0] + 1, ())
 
     def _replace_impl(self, new: Tensor, what: str, autodiff: bool = True) -> Tensor:
         """In-place ops are functional updates: this facade now points at the new value (and
@@ -130,6 +147,35 @@ class ViewMethods:
         return self
 
 
+def _layout(t: Tensor) -> tuple[int, tuple]:
+    """(storage swaps, in-place restrides since the last swap) of t: a view records its base's,
+    and finds what happened to the base since (`_later_steps`)."""
+    return getattr(t, "_layout", None) or (0, ())
+
+
+def _later_steps(base: Tensor, marker: tuple[int, tuple]) -> tuple | None:
+    """The restrides of `base` since a view recorded `marker`; None if its storage changed."""
+    swaps, steps = _layout(base)
+    return None if swaps != marker[0] else steps[len(marker[1]) :]
+
+
+def _undo(base: Tensor, later: tuple) -> Tensor:
+    """base's value in the layout it had before the restrides `later`."""
+    for kind, arg, shape in reversed(later):
+        base = OPS.reshape(base, shape) if kind == "reshape" else OPS.permute(base, _inverse(arg))
+    return base
+
+
+def _redo(value: Tensor, later: tuple) -> Tensor:
+    for kind, arg, _ in later:
+        value = _VIEW_OF[kind](value, arg)
+    return value
+
+
+def _inverse(perm: tuple) -> tuple[int, ...]:
+    return tuple(int(i) for i in np.argsort(perm))
+
+
 def _scatter_back(base: Tensor, view: Tensor, positions: np.ndarray) -> Tensor:
     """The base with the view's values written at `positions` (the flat index in base of each
     view element): the write-through of views that are no slice or reshape."""
@@ -184,7 +230,7 @@ _VIEW_OF = {
 _BASE_FROM = {
     "index": lambda base, view, index: OPS.setitem(base, index, view),
     "reshape": lambda base, view, _: OPS.reshape(view, base.shape),
-    "permute": lambda base, view, perm: OPS.permute(view, tuple(int(i) for i in np.argsort(perm))),
+    "permute": lambda base, view, perm: OPS.permute(view, _inverse(perm)),
     "alias": lambda base, view, _: OPS.detach(view),
     "diagonal": lambda base, view, arg: _scatter_back(base, view, np.diagonal(_positions(base), *arg)),
     "unfold": _unfold_back,
