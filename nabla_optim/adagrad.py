@@ -75,9 +75,9 @@ class Adagrad(Optimizer):
         weight_decay: float = 0,
         initial_accumulator_value: float = 0,
         eps: float = 1e-10,
+        foreach: bool | None = None,  # (positional, as in torch)
         *,
         maximize: bool = False,
-        foreach: bool | None = None,
         differentiable: bool = False,
         fused: bool | None = None,
     ) -> None:

@@ -72,9 +72,9 @@ class Adamax(Optimizer):
         betas: tuple[float, float] = (0.9, 0.999),
         eps: float = 1e-8,
         weight_decay: float = 0,
+        foreach: bool | None = None,  # (positional, as in torch)
         *,
         maximize: bool = False,
-        foreach: bool | None = None,
         differentiable: bool = False,
         capturable: bool = False,
     ) -> None:

@@ -94,10 +94,9 @@ class RMSprop(Optimizer):
         weight_decay: float = 0,
         momentum: float = 0,
         centered: bool = False,
-        *,
-        maximize: bool = False,
-        capturable: bool = False,
+        capturable: bool = False,  # (the rest positional too, in torch's order)
         foreach: bool | None = None,
+        maximize: bool = False,
         differentiable: bool = False,
     ) -> None:
         check_implementation(differentiable)  # foreach, fused, capturable: one fused update anyway

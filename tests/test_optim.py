@@ -817,3 +817,10 @@ def test_empty_groups_old_checkpoints_and_ported_steps_work_as_in_torch():
         ported.step()
         scheduler.step()
     assert calls == ["pre", "step", "post"]
+
+
+def test_optimizer_arguments_torch_takes_positionally():
+    p = Parameter(nb.ones(2))
+    assert optim.RMSprop([p], 0.01, 0.99, 1e-8, 0, 0, False, False, None, True).defaults["maximize"] is True
+    assert optim.Adagrad([p], 0.01, 0, 0, 0, 1e-10, None).defaults["foreach"] is None
+    assert optim.Adamax([p], 2e-3, (0.9, 0.999), 1e-8, 0, None).defaults["foreach"] is None
