@@ -86,3 +86,17 @@ def test_an_array_handed_to_max_as_a_buffer_reads_back_as_that_array():
     assert t.numpy() is a
     t._impl.set_realized(np.zeros(6, np.int64))  # new storage (an optimizer's new learning rate)
     assert t.numpy() is not a and not t.numpy().any()
+
+
+def test_many_live_pending_tensors_are_swept_a_logarithmic_number_of_times(monkeypatch):
+    """A long RNN's backward holds many unevaluated tensors alive: sweeping the pending table
+    for dead entries on every op past the threshold made that quadratic."""
+    sweeps = []
+    original = nb.GRAPH.pending_impls
+    monkeypatch.setattr(nb.GRAPH, "_sweep_at", 100)
+    monkeypatch.setattr(nb.GRAPH, "sweep_min", 100)
+    monkeypatch.setattr(nb.GRAPH, "pending_impls", lambda: sweeps.append(1) or original())
+    x = nb.ones(2)
+    keep = [x + float(i) for i in range(1000)]
+    assert 3 <= len(sweeps) <= 5  # past 100, 200, 400, 800 live entries (it was one per op past 100)
+    assert len(keep) == 1000

@@ -103,6 +103,8 @@ class ComputeGraph:
         # dead and realized entries are pruned when pending tensors are collected. Keyed by id:
         # a WeakSet would compare facades with Tensor.__eq__, which is elementwise.
         self._pending: dict[int, weakref.ref] = {}
+        self.sweep_min = 50_000  # pending entries that trigger a sweep of the dead ones (at least)
+        self._sweep_at = self.sweep_min
         self._cache: OrderedDict = OrderedDict()  # (executor name, key) -> (program, prepared), LRU order
         self._recent: tuple | None = None  # (cache key, entry) of the most recently used model
         self._families: OrderedDict = OrderedDict()  # (executor name, family_key) -> _Family, LRU order
@@ -117,8 +119,11 @@ class ComputeGraph:
         if TRACE.state is None:  # not tracing (inlined: this runs for every op output)
             pending = self._pending
             pending[id(tensor)] = weakref.ref(tensor)
-            if len(pending) > 50_000:  # a long run of ops without evaluation: drop dead entries
+            if len(pending) > self._sweep_at:  # a long run of ops without evaluation: drop dead entries
                 self.pending_impls()
+                # next sweep when the table has doubled again: live entries stay (a long RNN's
+                # backward holds them all), and a sweep per op would cost O(n^2)
+                self._sweep_at = max(self.sweep_min, 2 * len(pending))
 
     def pending_impls(self) -> list:
         pending = self._pending
