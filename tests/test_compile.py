@@ -829,3 +829,15 @@ def test_recompile_reason_names_a_submodule_whose_training_flag_changed():
         model[1].eval()
         f(model, nb.ones((3, 2)))
     assert f.stats.recompile_reasons == ["argument structure: 1 (Dropout) training True -> False (train()/eval())"]
+
+
+def test_a_compiled_module_updating_a_parameter_under_no_grad_keeps_it_a_leaf():
+    """Embedding(max_norm) renormalizes its weight rows in place on every forward."""
+    emb = nn.Embedding.from_pretrained(nb.full((4, 2), 3.0), freeze=False, max_norm=1.0)
+    emb.compile()
+    (emb(nb.tensor([0, 1])).sum() + emb(nb.tensor([2, 3])).sum()).backward()
+    assert emb.weight.is_leaf
+    np.testing.assert_array_equal(emb.weight.grad.numpy(), np.ones((4, 2)))  # torch: every row (one was lost)
+    emb(nb.tensor([0, 1])).sum().backward()  # (raised: backward through the graph a second time)
+    np.testing.assert_array_equal(emb.weight.grad.numpy(), [[2, 2], [2, 2], [1, 1], [1, 1]])
+    np.testing.assert_allclose(np.linalg.norm(emb.weight.numpy(), axis=1), 1.0, rtol=1e-6)

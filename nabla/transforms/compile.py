@@ -52,6 +52,7 @@ from ..core.graph.tracing import tracing
 from ..core.tensor.impl import TensorImpl
 from ..core.tensor.tensor import Tensor
 from ..ops.call import call
+from ..ops.view import detach
 from .compile_trace import _Differentiable, _Entry, _retry_captured, _Source, _Tracing
 from .signature import _FastCall, _normalize_dynamic, _Signature, _structure
 
@@ -311,7 +312,11 @@ class CompiledFunction(_Tracing, _Signature):
         tensors = call(entry.prepared, args)
         for target, k in entry.mutations:  # running statistics and other in-place updates
             facade = _facade(target, values)
-            facade._install(tensors[k]._impl)
+            new = tensors[k]
+            if facade._impl.is_leaf and facade._impl.requires_grad:
+                # a parameter updated under no_grad (Embedding's max_norm) stays a leaf, as eager
+                new = detach(new)
+            facade._install(new._impl)
             _through_view(facade)
         return tree_unflatten(entry.out_def, _outputs(entry.out_slots, tensors, values))
 
