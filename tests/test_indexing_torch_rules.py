@@ -206,3 +206,10 @@ def test_known_out_of_range_indices_raise_for_put_and_index_updates():
         with pytest.raises(IndexError, match=message):
             case()
     assert nb.zeros(2, 3).put_(nb.tensor([-6, 5]), nb.tensor([1.0, 2.0])).tolist() == [[1, 0, 0], [0, 0, 2]]
+
+
+def test_a_range_indexes_as_a_list():
+    x = nb.arange(6.0).reshape(2, 3)
+    assert x[:, range(2)].tolist() == [[0.0, 1.0], [3.0, 4.0]] and x[range(1, 2)].tolist() == [[3.0, 4.0, 5.0]]
+    x[:, range(2)] = 0.0
+    assert x.tolist() == [[0.0, 0.0, 2.0], [0.0, 0.0, 5.0]]

@@ -112,7 +112,7 @@ def _parse(shape: tuple[int, ...], index: Any, op: str) -> _Parsed:
             conv.append(("int", int(item)))
         elif isinstance(item, slice):
             conv.append(("slice", _slice_bounds(item, op)))
-        elif isinstance(item, Tensor | np.ndarray | list | tuple):
+        elif isinstance(item, Tensor | np.ndarray | list | tuple | range):  # (torch takes a range as a list)
             arr = _as_index_array(item, op)
             if isinstance(arr, Tensor) and arr.dtype == _dt.bool_:
                 if arr._impl.batch_dims:  # as JAX: no per-element result shapes under vmap
