@@ -99,7 +99,7 @@ class Rprop(Optimizer):
         if not 0.0 < etaminus < 1.0 < etaplus:
             raise ValueError(f"Invalid eta values: {etas[0]}, {etas[1]}")
         low, high = _check_pair("step_sizes", step_sizes)
-        if not 0.0 <= low <= high:
+        if not (low >= 0.0 and high >= 0.0):  # (low > high is torch's too: the clamp gives high)
             raise ValueError(f"Invalid step_sizes values: {step_sizes[0]}, {step_sizes[1]}")
         defaults = {
             "lr": lr,

@@ -672,7 +672,7 @@ def test_constructor_errors() -> None:
         ("Rprop", {"etas": (1.5, 1.2)}, ValueError, "Invalid eta values: 1.5, 1.2"),
         ("Rprop", {"etas": (0.5, 1.0)}, ValueError, "Invalid eta values: 0.5, 1.0"),
         ("Rprop", {"etas": 0.5}, ValueError, "etas must be a pair of floats, got 0.5"),
-        ("Rprop", {"step_sizes": (1.0, 0.1)}, ValueError, "Invalid step_sizes values: 1.0, 0.1"),
+        ("Rprop", {"step_sizes": (-1.0, 0.1)}, ValueError, "Invalid step_sizes values: -1.0, 0.1"),
         ("Rprop", {"step_sizes": (1e-6, "50")}, TypeError, "step_sizes must be a pair of floats"),
         ("ASGD", {"lr": -0.1}, ValueError, "Invalid learning rate: -0.1"),
         ("ASGD", {"weight_decay": -0.1}, ValueError, "Invalid weight_decay value: -0.1"),
@@ -824,3 +824,12 @@ def test_optimizer_arguments_torch_takes_positionally():
     assert optim.RMSprop([p], 0.01, 0.99, 1e-8, 0, 0, False, False, None, True).defaults["maximize"] is True
     assert optim.Adagrad([p], 0.01, 0, 0, 0, 1e-10, None).defaults["foreach"] is None
     assert optim.Adamax([p], 2e-3, (0.9, 0.999), 1e-8, 0, None).defaults["foreach"] is None
+
+
+def test_rprop_takes_a_minimum_step_above_the_maximum_as_torch():
+    p = Parameter(nb.ones(3))
+    opt = optim.Rprop([p], lr=0.05, step_sizes=(0.1, 0.01))  # torch's clamp then gives the maximum
+    for g in ([1.0, -1.0, 2.0], [1.0, 1.0, -2.0], [1.0, 1.0, 1.0]):
+        p.grad = nb.tensor(g)
+        opt.step()
+    np.testing.assert_allclose(p.numpy(), [0.97, 1.0, 0.98], rtol=1e-6)  # torch 2.13
