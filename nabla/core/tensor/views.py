@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..common import dtypes as _dt
 from ..common.context import enable_grad, is_grad_enabled
 from ..graph.engine import GRAPH
 from ..graph.tracing import note_mutation
@@ -200,12 +201,9 @@ def _unfold_back(base: Tensor, view: Tensor, arg: tuple[int, int, int]) -> Tenso
 
     count = per_element(OPS.cast(changed, base.dtype))
     total = per_element(OPS.where(changed, view, OPS.zeros_like(view)))
-    mean = OPS.div(total, count, rounding_mode=None if _is_float(base) else "floor")
+    divisor = OPS.maximum(count, OPS.ones_like(count))  # (elements no window changed keep base's)
+    mean = OPS.div(total, divisor, rounding_mode=None if _dt.is_float(base.dtype) else "floor")
     return OPS.where(OPS.greater(count, 0), OPS.cast(mean, base.dtype), base)
-
-
-def _is_float(t: Tensor) -> bool:
-    return t.dtype.name.startswith(("float", "bfloat"))
 
 
 def _positions(base: Tensor) -> np.ndarray:
