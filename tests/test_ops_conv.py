@@ -327,7 +327,11 @@ def _x(*shape: int) -> nb.Tensor:
             r"conv2d: padding='same' is not supported for strided convolutions",
         ),
         (lambda: nb.conv2d(_x(1, 3, 5, 5), _x(4, 3, 3, 3), stride=0), ValueError, r"conv2d: stride must be positive"),
-        (lambda: nb.conv2d(_x(1, 3, 5, 5), _x(4, 3, 3, 3), stride=(1, 1, 1)), TypeError, r"conv2d: stride must be an int"),
+        (
+            lambda: nb.conv2d(_x(1, 3, 5, 5), _x(4, 3, 3, 3), stride=(1, 1, 1)),
+            TypeError,
+            r"conv2d: stride must be an int",
+        ),
         (lambda: nb.conv2d(_x(1, 3, 5, 5), _x(4, 3, 3, 3), padding=-1), ValueError, r"conv2d: padding must be non-neg"),
         (
             lambda: nb.conv2d(_x(1, 1, 3, 5, 5), _x(4, 3, 3, 3)),
