@@ -616,3 +616,12 @@ def test_ctc_ignores_any_padding_past_the_target_lengths():
     want = ctc_loss(log_probs, padded_with_blank, [5, 5], [2, 1], reduction="none").numpy()
     np.testing.assert_allclose(got, want)
     np.testing.assert_allclose(got, [3.3761237, 4.2234216], rtol=1e-6)  # torch 2.13
+
+
+def test_max_bags_give_a_tied_gradient_to_the_first_maximal_row_as_torch():
+    weight = nb.tensor(np.array([[1.0, 2.0], [2.0, 1.0], [2.0, 2.0]], np.float32), requires_grad=True)
+    out = embedding_bag(nb.tensor([[0, 1, 2], [2, 1, 0]]), weight, mode="max")
+    np.testing.assert_array_equal(out.numpy(), [[2, 2], [2, 2]])
+    out.sum().backward()
+    # bag 0: dim 0's max is first at row 1, dim 1's at row 0; bag 1: row 2 first for both (torch 2.13)
+    np.testing.assert_array_equal(weight.grad.numpy(), [[0, 1], [1, 0], [1, 1]])

@@ -228,8 +228,9 @@ def _lookup(weight: Tensor, flat: Tensor, max_norm: Any, norm_type: Any, by_freq
 def _reduce_bags(rows: Tensor, valid: Tensor, weights: Tensor | None, mode: str) -> Tensor:
     """(B, L, D) rows of which `valid` (B, L) are in their bag, reduced over L; empty bags give 0."""
     keep = nb.unsqueeze(valid, -1)
-    if mode == "max":
-        top = nb.max(nb.where(keep, rows, float("-inf")), axis=1)
+    if mode == "max":  # the first maximal row per dimension, so a tie's gradient goes to it alone, as torch's
+        first = nb.argmax(nb.where(keep, rows, float("-inf")), axis=1, keepdims=True)
+        top = nb.squeeze(nb.take_along_axis(rows, first, 1), 1)
         return nb.where(nb.any(keep, axis=1), top, 0.0)
     if weights is not None:
         rows = rows * nb.unsqueeze(weights, -1)
