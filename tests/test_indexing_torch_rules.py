@@ -196,8 +196,10 @@ def test_known_out_of_range_indices_raise_for_put_and_index_updates():
     """torch raises; a flat remainder (put) or a negative index (index_add/copy/fill) would
     otherwise land somewhere silently."""
     cases = {
-        "put: index 6 is out of range": lambda: nb.zeros(2, 3).put_(nb.tensor([6]), nb.tensor([1.0])),
-        "put: index -7 is out of range": lambda: nb.zeros(2, 3).put([-7], nb.tensor([1.0])),
+        "put: index 6 is out of bounds for dim 0 with size 6": lambda: nb.zeros(2, 3).put_(
+            nb.tensor([6]), nb.tensor([1.0])
+        ),
+        "put: index -7 is out of bounds for dim 0 with size 6": lambda: nb.zeros(2, 3).put([-7], nb.tensor([1.0])),
         "index_add: index -1 is out of bounds": lambda: nb.zeros(2, 3).index_add(1, nb.tensor([-1]), nb.ones(2, 1)),
         "index_copy: index 3 is out of bounds": lambda: nb.zeros(2, 3).index_copy(1, nb.tensor([3]), nb.ones(2, 1)),
         "index_fill: index -1 is out of bounds": lambda: nb.zeros(2, 3).index_fill(0, nb.tensor([-1]), 1.0),

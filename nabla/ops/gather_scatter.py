@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..core.common import dtypes as _dt
+from ..core.tensor.dispatch import register
 from ..core.tensor.tensor import Tensor
 from . import binary as _bin
 from . import control_flow as _cf
@@ -69,6 +70,16 @@ def _check_range(index: Tensor, n: int, op: str, dim: int, *, negative: bool) ->
         raise IndexError(f"{op}: index {int(bad.flat[0])} is out of bounds for dim {dim} with size {n}")
 
 
+@register("index_from_end")
+def from_end(index: Tensor, n: int, op: str, dim: int) -> Tensor:
+    """Integer indices in [-n, n) (checked when their values are known, as PyTorch raises)
+    with the negative ones counted from the end: NumPy's rule for take, take_along_axis and
+    Tensor.put."""
+    _check_range(index, n, op, dim, negative=True)
+    data = _cf.known_values(index)
+    return tensor(np.where(data < 0, data + n, data)) if data is not None else _wrap(index, n)
+
+
 @public()
 def take(x: Tensor, indices: Any, axis: int | None = None) -> Tensor:
     """Entries of `x` along `axis` at integer `indices` of any shape: the result has shape
@@ -85,11 +96,7 @@ def take(x: Tensor, indices: Any, axis: int | None = None) -> Tensor:
     _check_tensor(x, "take")
     idx = _index_tensor(indices, "take", "indices")
     if axis is None:
-        n = x.numel()
-        _check_range(idx, n, "take", 0, negative=True)
-        data = _cf.known_values(idx)
-        idx = tensor(np.where(data < 0, data + n, data)) if data is not None else _wrap(idx, n)
-        return _take(reshape(x, (-1,)), idx, 0)
+        return _take(reshape(x, (-1,)), from_end(idx, x.numel(), "take", 0), 0)
     if x.ndim == 0:
         raise ValueError("take: x must have at least 1 dimension, got a 0-d tensor")
     a = normalize_axis(axis, x.ndim, "take", "axis")
@@ -196,9 +203,7 @@ def take_along_axis(x: Tensor, indices: Any, axis: int | None = -1) -> Tensor:
         if idx.ndim != x.ndim:
             raise ValueError(f"take_along_axis: indices has {idx.ndim} dims but x has {x.ndim}; they must match")
     n = x.shape[a]
-    _check_range(idx, n, "take_along_axis", a, negative=True)
-    data = _cf.known_values(idx)
-    idx = tensor(np.where(data < 0, data + n, data)) if data is not None else _wrap(idx, n)
+    idx = from_end(idx, n, "take_along_axis", a)
     try:
         common = broadcast_shapes(
             tuple(1 if d == a else s for d, s in enumerate(x.shape)),

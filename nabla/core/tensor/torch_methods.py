@@ -476,9 +476,7 @@ class TorchMethods:
 
     def put(self, index: Any, source: Any, accumulate: bool = False) -> Tensor:
         """A copy of self with `source` written (added, with `accumulate`) at the flat `index`."""
-        n = builtins.max(self.numel(), 1)
-        _check_put_range(index, self.numel())
-        flat_index = OPS.remainder(OPS.reshape(_as_tensor(index), (-1,)), n)  # negatives from the end
+        flat_index = OPS.reshape(OPS.index_from_end(_as_tensor(index), self.numel(), "put", 0), (-1,))
         flat_source = OPS.reshape(OPS.cast(_as_tensor(source), self.dtype), (-1,))
         scatter = OPS.scatter_add if accumulate else OPS.scatter
         return OPS.reshape(scatter(OPS.reshape(self, (-1,)), 0, flat_index, flat_source), self.shape)
@@ -621,17 +619,3 @@ def _evenly_differentiated(flat: Any, value: Any) -> Any:
     ties = OPS.cast(OPS.equal(flat, OPS.detach(value)), flat.dtype)
     share = OPS.div(OPS.sum(OPS.mul(flat, ties)), OPS.sum(ties))
     return OPS.add(OPS.detach(value), OPS.sub(share, OPS.detach(share)))
-
-
-def _check_put_range(index: Any, n: int) -> None:
-    """`put`'s indices, when their values are known, lie in [-n, n) (PyTorch raises otherwise;
-    the flat remainder would wrap them silently)."""
-    impl = getattr(index, "_impl", None)  # a Tensor (tensor.py imports this module)
-    if impl is not None:
-        if not impl.is_realized or impl.batch_dims:
-            return
-        index = index.numpy()
-    data = np.asarray(index)
-    bad = data[(data < -n) | (data >= n)]
-    if bad.size:
-        raise IndexError(f"put: index {int(bad.flat[0])} is out of range for a tensor of {n} elements")
