@@ -474,7 +474,6 @@ class LBFGS(Optimizer):
             )
         if len(self.param_groups) != 1:
             raise ValueError(f"{_GROUP_ERROR}, got {len(self.param_groups)} groups")
-        self._opt_called = True  # schedulers warn when stepped before the optimizer
         with nb.no_grad():
             orig_loss = self._run(closure)
             pending = [p for p in self._params if not p.is_realized]

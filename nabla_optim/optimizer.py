@@ -404,7 +404,6 @@ class Optimizer:
         if closure is not None:
             with nb.enable_grad():
                 loss = closure()
-        self._opt_called = True  # schedulers warn when stepped before the optimizer
         with nb.no_grad():
             updated = self._record_updates()
         if updated and not tracing():
