@@ -150,7 +150,7 @@ class CrossEntropyOp(Operation):
             # a batch of cotangents (jacrev, a vmapped pullback): the fused kernel takes one
             # (N, C) problem, so the gradient is the composite form, which vmap batches
             sm, a, big_a, denom, valid = _grad_parts(x, t, w, kw)
-            dx = _valid_rows(valid, _row_scale(g, denom, kw["reduction"]) * (nb.unsqueeze(big_a, 1) * sm - a))
+            dx = _valid_rows(valid, _row_scale(g, denom, kw["reduction"]) * _dlogits(sm, a, big_a))
         else:
             dx = _cross_entropy_grad(x, t, g, *w, **kw)
         return [dx, None, *[None] * len(w)]
@@ -203,7 +203,7 @@ class CrossEntropyGradOp(Operation):
         sm, a, big_a, denom, valid = _grad_parts(x, t, w, kw)
         scale = _row_scale(g, denom, kw["reduction"])
         dx = _valid_rows(valid, scale * nb.unsqueeze(big_a, 1) * sm * (h - nb.sum(h * sm, axis=1, keepdims=True)))
-        per_row = nb.sum(h * (nb.unsqueeze(big_a, 1) * sm - a), axis=1)  # 0 on ignored rows
+        per_row = nb.sum(h * _dlogits(sm, a, big_a), axis=1)  # 0 on ignored rows
         dg = per_row if kw["reduction"] == "none" else nb.sum(nb.where(valid, per_row / denom, 0.0))
         return [dx, None, dg, *[None] * len(w)]
 
@@ -217,7 +217,7 @@ class CrossEntropyGradOp(Operation):
             _valid_rows(
                 valid,
                 _row_scale(g, denom, red) * nb.unsqueeze(big_a, 1) * d_sm
-                + _row_scale(tg, denom, red) * (nb.unsqueeze(big_a, 1) * sm - a),
+                + _row_scale(tg, denom, red) * _dlogits(sm, a, big_a),
             )
         ]
 
@@ -228,6 +228,11 @@ def _grad_parts(x: Tensor, t: Tensor, w: list, kw: _Kw) -> tuple:
     a, big_a, wt = _reference_targets(x, t, _weight_arg(w), kw["ignore_index"], kw["smoothing"])
     denom = nb.sum(wt) if kw["reduction"] == "mean" else 1.0
     return nb.softmax(x, axis=1), a, big_a, denom, nb.not_equal(t, kw["ignore_index"])
+
+
+def _dlogits(sm: Tensor, a: Tensor, big_a: Tensor) -> Tensor:
+    """A * softmax(x) - a: each row's loss derivative by its logits, before the row's scale."""
+    return nb.unsqueeze(big_a, 1) * sm - a
 
 
 def _row_scale(g: Tensor, denom: Any, reduction: str) -> Tensor:
