@@ -34,6 +34,17 @@ def test_slices_clamp_like_python_and_negative_steps():
         np.testing.assert_array_equal(x[index].numpy(), X[index])
 
 
+def test_a_second_ellipsis_stands_for_no_dims_as_in_pytorch():
+    # torch: x[..., 0, ...] is x[..., 0]; NumPy raises.
+    x = t(X)
+    np.testing.assert_array_equal(x[..., 0, ...].numpy(), X[..., 0])
+    assert x[..., None, ...].shape == (3, 4, 5, 1)
+    assert x[None, ..., 1, ...].shape == (1, 3, 4)
+    y = x.clone()
+    y[..., 0, ...] = 7.0
+    assert (y.numpy()[..., 0] == 7).all() and (y.numpy()[..., 1:] == X[..., 1:]).all()
+
+
 def test_zero_d_int_tensor_index_acts_like_an_int():
     np.testing.assert_array_equal(t(X)[t(2)].numpy(), X[2])
 
@@ -204,7 +215,6 @@ def test_masked_fill_in_place_method():
         ((0, 5), IndexError, "getitem: index 5 is out of bounds for dim 1 with size 4"),
         ((-4,), IndexError, "getitem: index -4 is out of bounds for dim 0 with size 3"),
         ((0, 0, 0, 0), IndexError, "getitem: too many indices for a tensor of rank 3: 4"),
-        ((Ellipsis, 0, Ellipsis), IndexError, "getitem: an index can only have a single ellipsis"),
         ((1.5,), TypeError, "getitem: index 1.5 of type float is not supported"),
         (("a",), TypeError, "getitem: index 'a' of type str is not supported"),
         ((slice(0, 2.0),), TypeError, "getitem: slice stop must be an int or None, got 2.0"),

@@ -104,8 +104,9 @@ def _parse(shape: tuple[int, ...], index: Any, op: str) -> _Parsed:
     for item in items:
         if item is None:
             conv.append(("new", None))
-        elif item is Ellipsis:
-            conv.append(("ellipsis", None))
+        elif item is Ellipsis:  # as PyTorch: a second `...` stands for no dimensions
+            if all(kind != "ellipsis" for kind, _ in conv):
+                conv.append(("ellipsis", None))
         elif isinstance(item, bool | np.bool_):
             conv.append(("bool", bool(item)))
         elif isinstance(item, int | np.integer):
@@ -132,8 +133,6 @@ def _parse(shape: tuple[int, ...], index: Any, op: str) -> _Parsed:
             raise TypeError(
                 f"{op}: index {item!r:.60} of type {type(item).__name__} is not supported; use {_INDEX_KINDS}"
             )
-    if sum(1 for kind, _ in conv if kind == "ellipsis") > 1:
-        raise IndexError(f"{op}: an index can only have a single ellipsis ('...')")
     used = sum(1 if kind in ("int", "slice", "array") else (v.ndim if kind == "mask" else 0) for kind, v in conv)
     if used > len(shape):
         raise IndexError(f"{op}: too many indices for a tensor of rank {len(shape)}: {used} dimensions were indexed")
