@@ -476,6 +476,28 @@ def test_functional_call_through_a_parametrization():
     close(original.numpy(), np.triu(W3))
 
 
+@pytest.mark.parametrize("cls", [nn.RNN, nn.GRU, nn.LSTM])
+def test_recurrent_layers_read_parametrized_weights_and_biases(cls):
+    # The recurrent layers read their weights by name: a parametrized bias was dropped silently
+    # and a parametrized weight crashed (both were taken from `_parameters`).
+    x = nb.tensor(RNG.normal(size=(4, 2, 3)).astype(np.float32))
+    m = cls(3, 4, bidirectional=True)
+    before = m(x)[0].numpy()
+    parametrize.register_parametrization(m, "bias_hh_l0", Double())
+    parametrize.register_parametrization(m, "weight_ih_l0_reverse", Double())
+    with parametrize.cached():
+        out = m(x)[0].numpy()
+    plain = cls(3, 4, bidirectional=True)
+    state = {k: v.numpy() for k, v in m.state_dict().items()}
+    plain.load_state_dict({k: nb.tensor(v) for k, v in state.items() if "parametrizations" not in k}, strict=False)
+    plain.bias_hh_l0.data = nb.tensor(state["parametrizations.bias_hh_l0.original"] * 2)
+    plain.weight_ih_l0_reverse.data = nb.tensor(state["parametrizations.weight_ih_l0_reverse.original"] * 2)
+    close(out, plain(x)[0].numpy())
+    assert np.abs(out - before).max() > 1e-3
+    parametrizations.weight_norm(m, "weight_hh_l0")
+    close(m(x)[0].numpy(), out)
+
+
 # -- fusion and skip_init ---------------------------------------------------------------------
 def _bn_with_stats(n: int, bn_cls=nn.BatchNorm2d):
     bn = bn_cls(n)

@@ -167,15 +167,11 @@ class RNNBase(Module):
             init.uniform_(p, -stdv, stdv)
 
     def _cell_parameters(self, layer: int, reverse: bool) -> tuple[Tensor, ...]:
+        # Attribute access, not `_parameters`: a parametrization or weight_norm replaces the
+        # parameter with a computed attribute of the same name.
         name = f"l{layer}{'_reverse' if reverse else ''}"
-        get = self._parameters.get
-        return (
-            get(f"weight_ih_{name}"),
-            get(f"weight_hh_{name}"),
-            get(f"bias_ih_{name}"),
-            get(f"bias_hh_{name}"),
-            get(f"weight_hr_{name}"),
-        )
+        kinds = ("weight_ih", "weight_hh", "bias_ih", "bias_hh", "weight_hr")
+        return tuple(getattr(self, f"{kind}_{name}", None) for kind in kinds)
 
     # -- input handling ------------------------------------------------------------------------
     def _check_input(self, input: Any) -> bool:
