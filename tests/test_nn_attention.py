@@ -155,6 +155,8 @@ def test_sdpa_errors():
         F.scaled_dot_product_attention(nb.ones(1, 3, 4, 8), nb.ones(1, 2, 4, 8), nb.ones(1, 2, 4, 8), enable_gqa=True)
     with pytest.raises(ValueError, match="dropout_p"):
         F.scaled_dot_product_attention(q, q, q, dropout_p=1.5)
+    with pytest.raises(TypeError, match="same dtype, got float32, float64 and float32"):  # as torch
+        F.scaled_dot_product_attention(q, q.double(), q)
 
 
 # -- MultiheadAttention against torch -------------------------------------------------------------------

@@ -130,6 +130,11 @@ def scaled_dot_product_attention(
     op = "scaled_dot_product_attention"
     for x, arg in ((query, "query"), (key, "key"), (value, "value")):
         _check_tensor(x, op, arg, min_rank=2)
+    if not query.dtype == key.dtype == value.dtype:
+        raise TypeError(
+            f"{op}: query, key and value must have the same dtype, got {query.dtype.name}, "
+            f"{key.dtype.name} and {value.dtype.name}"
+        )
     if query.shape[-1] != key.shape[-1]:
         raise ValueError(f"{op}: query's last dim {query.shape[-1]} must equal key's {key.shape[-1]}")
     if key.shape[-2] != value.shape[-2]:
@@ -152,7 +157,7 @@ def scaled_dot_product_attention(
                 f"{op}: attn_mask of shape {attn_mask.shape} does not broadcast to the scores' shape {scores}"
             ) from None
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
-    same = query.dtype == key.dtype == value.dtype and query.shape[:-2] == key.shape[:-2] == value.shape[:-2]
+    same = query.shape[:-2] == key.shape[:-2] == value.shape[:-2]
     if same and scores == (*query.shape[:-1], k_len):  # one op (with dropout: weights, dropout, matmul)
         return nb.dot_product_attention(
             query, key, value, attn_mask, scale=scale, is_causal=is_causal, dropout_p=dropout_p
