@@ -217,6 +217,9 @@ def test_errors():
         m(nb.ones(LEN, BATCH, IN), nb.ones(2, BATCH, HID))
     with pytest.raises(ValueError, match=r"expected hx of shape \(1, 5\)"):
         nn.GRU(IN, HID)(nb.ones(LEN, IN), nb.ones(1, BATCH, HID))  # unbatched input, batched hx
+    for layer, x in ((m, nb.ones(0, BATCH, IN)), (nn.GRU(IN, HID, batch_first=True), nb.ones(BATCH, 0, IN))):
+        with pytest.raises(ValueError, match="sequence length above 0"):  # as torch
+            layer(x)
 
 
 @needs_torch

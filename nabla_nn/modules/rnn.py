@@ -180,6 +180,8 @@ class RNNBase(Module):
         if input.ndim not in (2, 3) or input.shape[-1] != self.input_size:
             layout = "(N, L, {})" if self.batch_first else "(L, N, {})"
             raise self.input_error(input.shape, f"{layout.format(self.input_size)} or unbatched (L, {self.input_size})")
+        if input.shape[1 if self.batch_first and input.ndim == 3 else 0] == 0:
+            raise ValueError(f"{type(self).__name__}: expected a sequence length above 0, got input of shape {input.shape}")
         return input.ndim == 3
 
     def _state(self, hx: Any, batched: bool, batch: int, size: int, what: str, dtype: Any) -> Tensor:
