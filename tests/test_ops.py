@@ -672,10 +672,14 @@ def test_reduction_dtypes():
     assert i32.sum().dtype == nb.int64
     assert i32.sum().item() == 6
     assert i32.max().dtype == nb.int32
-    m = nb.tensor([[1, 2], [3, 4]]).mean(axis=1)
+    # As torch: mean of integers or bools needs dtype= (torch: "could not infer output dtype").
+    for x in (nb.tensor([[1, 2], [3, 4]]), nb.tensor([True, False])):
+        with pytest.raises(TypeError, match=f"mean: expected a floating-point tensor, got dtype {x.dtype.name}"):
+            x.mean()
+    m = nb.tensor([[1, 2], [3, 4]]).mean(axis=1, dtype=nb.float32)
     assert m.dtype == nb.float32
     np.testing.assert_array_equal(m.numpy(), [1.5, 3.5])
-    assert nb.tensor([True, False]).mean().item() == 0.5
+    assert nb.mean(nb.tensor([True, False]), dtype=nb.float64).item() == 0.5
     f16 = nb.ones(3, dtype=nb.float16)
     assert f16.sum().dtype == nb.float16
     assert f16.mean().dtype == nb.float16

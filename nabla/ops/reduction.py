@@ -362,14 +362,13 @@ def sum(x: Tensor, axis: Any = None, keepdims: bool = False, *, dtype: Any = Non
 
 @public()
 def mean(x: Tensor, axis: Any = None, keepdims: bool = False, *, dtype: Any = None) -> Tensor:
-    """Arithmetic mean over `axis`; integer inputs give float32."""
+    """Arithmetic mean over `axis`. As in PyTorch, an integer or bool input needs `dtype=`."""
     x = with_dtype(x, dtype)  # (torch's dtype=: cast before the op)
     _check(x, "mean")
+    _float_only(x, "mean")
     if x.dtype in _HALF:
         return _in_float32(mean, x, axis, keepdims)
     axes = _axes_arg(axis, x.ndim, "mean")
-    if not _dt.is_float(x.dtype):
-        x = cast(x, _dt.float32)
     count = int(math.prod([x.shape[a] for a in axes]))
     return _bin.div(sum(x, axes, keepdims), float(count) if count else float("nan"))
 
