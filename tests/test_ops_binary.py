@@ -35,6 +35,20 @@ def test_integer_floor_divide_remainder_fmod_match_python_and_c():
     np.testing.assert_array_equal(_np(7 % T([2, -2])), [1, -1])
 
 
+def test_integer_division_by_a_python_zero_raises_and_a_zero_element_gives_zero():
+    x = T(np.array([7, -7], np.int64))
+    for f in (lambda: x // 0, lambda: x % 0, lambda: nb.fmod(x, 0), lambda: nb.div(x, 0, rounding_mode="trunc")):
+        with pytest.raises(ZeroDivisionError, match="integer division by zero"):  # as torch
+            f()
+    x //= 1
+    np.testing.assert_array_equal(_np(T([7.0]) // 0), [np.inf])  # floats divide by zero
+    # A zero inside an integer divisor cannot raise in a graph: it gives 0 (NumPy's value), and
+    # on MAX it no longer ends the process (test_int_division_max).
+    y = T(np.array([0, -1], np.int64))
+    np.testing.assert_array_equal(_np(x // y), [0, 7])
+    np.testing.assert_array_equal(_np(x % y), [0, 0])
+
+
 def test_float_remainder_has_the_sign_of_the_divisor():
     x = T([5.5, -5.5, 5.5, -5.5, 0.0])
     y = T([2.0, 2.0, -2.0, -2.0, -2.0])
@@ -148,6 +162,23 @@ def test_maximum_minimum_split_the_gradient_on_ties(op):
     else:
         np.testing.assert_array_equal(_np(gx), [0.5, 0.0, 1.0])
         np.testing.assert_array_equal(_np(gy), [0.5, 1.0, 0.0])
+
+
+@pytest.mark.parametrize("op", [nb.maximum, nb.minimum])
+def test_maximum_minimum_derivatives_at_nan_are_pytorchs(op):
+    # Values from torch 2.13: where a NaN is compared, both sides get the whole cotangent
+    # (neither loses), while the forward derivative is y's tangent.
+    nan = float("nan")
+    x, y = T([nan, 2.0, 3.0, 1.0, nan]), T([1.0, nan, 3.0, 2.0, nan])
+    g = T([1.0, 2.0, 4.0, 8.0, 16.0])
+    _, pullback = nb.vjp(op, x, y)
+    gx, gy = pullback(g)
+    lost = [1.0, 2.0, 2.0, 0.0, 16.0]
+    won = [1.0, 2.0, 2.0, 8.0, 16.0]
+    np.testing.assert_array_equal(_np(gx), lost if op is nb.maximum else won)
+    np.testing.assert_array_equal(_np(gy), won if op is nb.maximum else lost)
+    _, tangent = nb.jvp(op, (x, y), (nb.ones(5), nb.full((5,), 10.0)))
+    np.testing.assert_array_equal(_np(tangent), [10.0, 10.0, 5.5, 10.0 if op is nb.maximum else 1.0, 10.0])
 
 
 # -- logical and bitwise -----------------------------------------------------------------------

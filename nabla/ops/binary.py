@@ -472,7 +472,7 @@ class MaximumOp(BinaryOperation):
         return np.maximum(x, y)
 
     def vjp_rule(self, primals: list, cotangents: list, outputs: list) -> list:
-        return _select_vjp(greater(primals[0], primals[1]), primals, cotangents[0])
+        return _select_vjp(less(primals[0], primals[1]), greater(primals[0], primals[1]), primals, cotangents[0])
 
     def jvp_rule(self, primals: list, tangents: list, outputs: list) -> list:
         return [_select_jvp(greater(primals[0], primals[1]), primals, tangents)]
@@ -488,33 +488,54 @@ class MinimumOp(BinaryOperation):
         return np.minimum(x, y)
 
     def vjp_rule(self, primals: list, cotangents: list, outputs: list) -> list:
-        return _select_vjp(less(primals[0], primals[1]), primals, cotangents[0])
+        return _select_vjp(greater(primals[0], primals[1]), less(primals[0], primals[1]), primals, cotangents[0])
 
     def jvp_rule(self, primals: list, tangents: list, outputs: list) -> list:
         return [_select_jvp(less(primals[0], primals[1]), primals, tangents)]
 
 
-def _select_vjp(x_wins: Tensor, primals: list, g: Tensor) -> list:
-    """Cotangent routing for maximum/minimum: ties split the gradient evenly (as PyTorch)."""
+def _select_vjp(x_loses: Tensor, y_loses: Tensor, primals: list, g: Tensor) -> list:
+    """Cotangent routing for maximum/minimum, as PyTorch: the losing side gets nothing, a tie
+    splits evenly, and where a NaN makes every comparison false both sides get all of it."""
     tie = equal(primals[0], primals[1])
     share = where_(tie, mul(g, 0.5), g)
     zero = full((), 0, g.dtype)
-    return [where_(logical_or(x_wins, tie), share, zero), where_(logical_or(x_wins, tie), where_(tie, share, zero), g)]
+    return [where_(x_loses, zero, share), where_(y_loses, zero, share)]
 
 
 def _select_jvp(x_wins: Tensor, primals: list, tangents: list) -> Tensor:
+    """As PyTorch's: the winner's tangent, the mean on a tie, y's tangent where a NaN is compared."""
     tie = equal(primals[0], primals[1])
     mean = mul(add(tangents[0], tangents[1]), 0.5)
     return where_(tie, mean, where_(x_wins, tangents[0], tangents[1]))
 
 
+def _trapping_divisor(y: Any) -> tuple[Any, Any]:
+    """(divisor, lanes) for MAX's integer division, which traps (SIGFPE ends the process) on a
+    zero divisor and on MIN // -1. Those lanes divide by 1 instead; callers give NumPy's results
+    there (0 for a zero divisor, the wrapped -x for -1). `lanes` is None for floats."""
+    if not y.dtype.is_integral():
+        return y, None
+    lanes = ops.equal(y, 0)
+    if y.dtype.is_signed_integral():
+        lanes = ops.logical_or(lanes, ops.equal(y, -1))
+    return ops.where(lanes, 1, y), lanes
+
+
 class FloorDivideOp(BinaryOperation):
-    """`x // y` rounded toward -inf; integers stay integers. Piecewise constant: zero derivative."""
+    """`x // y` rounded toward -inf; integers stay integers. Piecewise constant: zero derivative.
+    An integer divided by zero gives 0 (NumPy's value); a Python 0 divisor raises, as torch."""
 
     name = "floor_divide"
 
     def kernel(self, x: Any, y: Any) -> Any:
-        return ops.floor_div(x, y)
+        divisor, lanes = _trapping_divisor(y)
+        q = ops.floor_div(x, divisor)
+        if lanes is None:
+            return q
+        if y.dtype.is_signed_integral():
+            q = ops.where(ops.equal(y, -1), ops.negate(x), q)
+        return ops.where(ops.equal(y, 0), 0, q)
 
     def numpy_kernel(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -532,8 +553,8 @@ class RemainderOp(BinaryOperation):
 
     name = "remainder"
 
-    def kernel(self, x: Any, y: Any) -> Any:
-        return _mod_with_sign_of(_MaxLib, x, y, sign_of_divisor=True)
+    def kernel(self, x: Any, y: Any) -> Any:  # (x % 0 and x % -1 are 0, as x % 1)
+        return _mod_with_sign_of(_MaxLib, x, _trapping_divisor(y)[0], sign_of_divisor=True)
 
     def numpy_kernel(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -563,7 +584,7 @@ class FmodOp(BinaryOperation):
     name = "fmod"
 
     def kernel(self, x: Any, y: Any) -> Any:
-        return _mod_with_sign_of(_MaxLib, x, y, sign_of_divisor=False)
+        return _mod_with_sign_of(_MaxLib, x, _trapping_divisor(y)[0], sign_of_divisor=False)
 
     def numpy_kernel(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -718,9 +739,7 @@ def div(x: Operand, y: Operand, *, rounding_mode: str | None = None) -> Tensor:
     if rounding_mode == "floor":
         return floor_divide(x, y)
     if rounding_mode == "trunc":
-        x, y = binary_operands("div", x, y)
-        _no_bool("div", x, " with rounding_mode='trunc'")
-        return _trunc_divide(x, y)
+        return _trunc_divide(*_integer_division_operands("div", x, y, " with rounding_mode='trunc'"))
     raise ValueError(f"div: rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
 
 
@@ -756,6 +775,17 @@ def minimum(x: Operand, y: Operand) -> Tensor:
     return _minimum(*binary_operands("minimum", x, y))
 
 
+def _integer_division_operands(op: str, x: Operand, y: Operand, context: str = "") -> tuple[Tensor, Tensor]:
+    """Promoted operands of an integer-valued division. As torch, a Python 0 divisor of an
+    integer tensor raises ZeroDivisionError (a zero inside a tensor divisor gives 0)."""
+    divisor = y
+    x, y = binary_operands(op, x, y)
+    _no_bool(op, x, context)
+    if isinstance(divisor, int | np.integer) and divisor == 0 and not _dt.is_float(x.dtype):
+        raise ZeroDivisionError(f"{op}: integer division by zero")
+    return x, y
+
+
 @public()
 def floor_divide(x: Operand, y: Operand) -> Tensor:
     """Elementwise `x // y`, rounded toward -inf (Python, PyTorch); integers stay integers.
@@ -766,8 +796,7 @@ def floor_divide(x: Operand, y: Operand) -> Tensor:
         >>> nabla.floor_divide(nabla.tensor([7, -7]), 2).tolist()
         [3, -4]
     """
-    x, y = binary_operands("floor_divide", x, y)
-    _no_bool("floor_divide", x)
+    x, y = _integer_division_operands("floor_divide", x, y)
     return _floor_divide(x, y)
 
 
@@ -781,8 +810,7 @@ def remainder(x: Operand, y: Operand) -> Tensor:
         >>> nabla.remainder(nabla.tensor([5, -5]), -3).tolist()
         [-1, -2]
     """
-    x, y = binary_operands("remainder", x, y)
-    _no_bool("remainder", x)
+    x, y = _integer_division_operands("remainder", x, y)
     return _remainder(x, y)
 
 
@@ -796,8 +824,7 @@ def fmod(x: Operand, y: Operand) -> Tensor:
         >>> nabla.fmod(nabla.tensor([5, -5]), -3).tolist()
         [2, -2]
     """
-    x, y = binary_operands("fmod", x, y)
-    _no_bool("fmod", x)
+    x, y = _integer_division_operands("fmod", x, y)
     return _fmod(x, y)
 
 
