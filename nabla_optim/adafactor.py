@@ -58,7 +58,7 @@ def adafactor_rule(
     step = xp.cast(step_t, xp.float64)
     one_minus_beta2 = xp.cast(xp.pow(step, xp.full_like(step, beta2_decay)), p)
     rho = xp.minimum(lr, 1 / xp.sqrt(step))
-    alpha = xp.maximum(xp.cast(norm(xp, p), xp.float64) / math.sqrt(_numel(p)), eps2) * rho
+    alpha = _python_max(xp, eps2, xp.cast(norm(xp, p), xp.float64) / math.sqrt(_numel(p))) * rho
     if weight_decay != 0:
         p = p * xp.cast(1 - lr * weight_decay, p)
     if len(state) == 3:  # factored: row_var (..., m, 1), col_var (..., 1, n)
@@ -74,8 +74,14 @@ def adafactor_rule(
         var_estimate = xp.lerp(state[1], g * g, one_minus_beta2)
         new_state = (step_t, var_estimate)
     update = 1 / xp.sqrt(xp.maximum(var_estimate, eps1 * eps1)) * g
-    denom = xp.maximum(xp.cast(norm(xp, update), xp.float64) / (math.sqrt(_numel(update)) * d), 1.0)
+    denom = _python_max(xp, 1.0, xp.cast(norm(xp, update), xp.float64) / (math.sqrt(_numel(update)) * d))
     return p + update * xp.cast(-alpha / denom, p), new_state
+
+
+def _python_max(xp: Any, floor: float, x: Any) -> Any:
+    """PyTorch's Python `max(floor, x)` on a 0-d value: `floor` unless x is above it, so a nan
+    norm (one inf gradient element) gives `floor` and only that element goes nan."""
+    return xp.where(x > floor, x, xp.full_like(x, floor))
 
 
 def _finfo_eps(dtype: Any) -> float:

@@ -63,8 +63,12 @@ class _NumpyMath:
 
     sqrt = staticmethod(np.sqrt)
     abs = staticmethod(np.abs)
-    sign = staticmethod(np.sign)
     maximum = staticmethod(np.maximum)
+
+    @staticmethod
+    def sign(x: Any) -> Any:
+        """torch.sign: 0 at nan (np.sign gives nan), as `_MaxMath.sign`."""
+        return (x > 0).astype(x.dtype) - (x < 0).astype(x.dtype)
     minimum = staticmethod(np.minimum)
     where = staticmethod(np.where)
     exp = staticmethod(np.exp)

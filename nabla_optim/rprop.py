@@ -34,7 +34,7 @@ def rprop_rule(
         g = -g
     sign = xp.sign(g * prev)
     flipped = -sign > 0  # not `sign < 0`: MAX computes it as not(>=), true for NaN
-    # etaplus where the sign held, etaminus where it flipped, 1 where g * prev is 0 (NaN stays NaN)
+    # etaplus where the sign held, etaminus where it flipped, 1 where g * prev is 0 or nan (sign 0, as torch)
     factor = xp.where(sign > 0, etaplus, xp.where(flipped, etaminus, sign * 0 + 1))
     step_size = xp.minimum(xp.maximum(step_size * factor, step_size_min), step_size_max)
     g = xp.where(flipped, 0, g)  # after a sign flip: no step, and no flip seen at the next step

@@ -833,3 +833,19 @@ def test_rprop_takes_a_minimum_step_above_the_maximum_as_torch():
         p.grad = nb.tensor(g)
         opt.step()
     np.testing.assert_allclose(p.numpy(), [0.97, 1.0, 0.98], rtol=1e-6)  # torch 2.13
+
+
+@pytest.mark.parametrize("name", ["Rprop", "Lion"])
+def test_a_nan_gradient_element_has_sign_zero_as_torch(name: str) -> None:
+    # torch.sign(nan) is 0: Rprop keeps that element's step size and does not move it; NumPy's
+    # sign gave nan, and the element stayed nan for good. Rprop's values are torch 2.13's.
+    p = Parameter(nb.ones(2))
+    opt = getattr(optim, name)([p], lr=0.1)
+    for g in ([np.nan, 1.0], [1.0, 1.0], [1.0, 1.0]):
+        p.grad = nb.tensor(np.array(g, np.float32))
+        opt.step()
+    if name == "Rprop":
+        np.testing.assert_allclose(p.numpy(), [0.78, 0.636], rtol=1e-6)
+        np.testing.assert_allclose(opt.state[p]["step_size"].numpy(), [0.12, 0.144], rtol=1e-6)
+    else:
+        assert np.isfinite(p.numpy()).all() and p.numpy()[0] > p.numpy()[1]

@@ -94,6 +94,19 @@ def test_adafactor_maximize_steps_along_the_gradient() -> None:
         np.testing.assert_array_equal(a.numpy(), b.numpy())
 
 
+@pytest.mark.parametrize("bad", [np.inf, np.nan])
+def test_adafactor_one_nonfinite_gradient_element_spoils_only_that_element(bad: float) -> None:
+    # torch's Python max(eps2, rms) and max(1, ...) give the floor for a nan norm; np.maximum
+    # gave nan, and every element of a 1-d parameter went nan. Values from torch 2.13.
+    p = Parameter(nb.tensor(np.arange(1, 6, dtype=np.float32)))
+    opt = optim.Adafactor([p], lr=0.01)
+    p.grad = nb.tensor(np.array([bad, 1, 1, 1, 1], np.float32))
+    opt.step()
+    out = p.numpy()
+    assert np.isnan(out[0])
+    np.testing.assert_allclose(out[1:], [1.9668337, 2.9668338, 3.9668338, 4.9668336], rtol=1e-6)
+
+
 def test_adafactor_weight_decay_is_decoupled_and_scaled_by_lr() -> None:
     inits, _ = make_data(0, shapes=((4, 3), (3,)))
     zero = [[np.zeros_like(a) for a in inits]]
