@@ -407,3 +407,11 @@ def test_numpy_path_gives_inf_and_nan_without_warnings():
         ratio = (big * 0.0 / 0.0).numpy()
     assert np.isposinf(scaled[0]) and np.isneginf(scaled[1]) and scaled[2] == 0
     assert np.isnan(ratio).all()
+
+
+def test_forward_derivative_by_a_constant_at_inf_is_finite():
+    # d(x * c) = c dx and d(x / c) = dx / c; the constant's zero tangent times inf gave nan.
+    x = T([float("inf"), 1.0])
+    np.testing.assert_array_equal(_np(nb.jvp(lambda a: a * 2.0, (x,), (nb.ones(2),))[1]), [2.0, 2.0])
+    np.testing.assert_array_equal(_np(nb.jvp(lambda a: a / 4.0, (x,), (nb.ones(2),))[1]), [0.25, 0.25])
+    np.testing.assert_array_equal(_np(nb.jvp(lambda a: 3.0 * a, (x,), (nb.ones(2),))[1]), [3.0, 3.0])

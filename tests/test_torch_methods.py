@@ -207,3 +207,37 @@ def test_full_median_shares_its_gradient_among_ties_as_torch():
             ref = torch.tensor(values, requires_grad=True)
             ref.median().backward()
             np.testing.assert_allclose(x.grad.numpy(), ref.grad.numpy(), rtol=1e-6)
+
+
+NAN, INF = float("nan"), float("inf")
+# (values, the full median's gradient, nanmedian's), from torch 2.13: tied values share the
+# gradient, as do the nans of a nan median and the infs of an infinite one.
+MEDIAN_GRADIENTS = [
+    ([NAN, 1.0, NAN, 3.0], [0.5, 0, 0.5, 0], [0, 1, 0, 0]),
+    ([INF, 2.0, INF], [0.5, 0, 0.5], [0.5, 0, 0.5]),
+    ([-INF, 2.0, 1.0], [0, 0, 1], [0, 0, 1]),
+    ([0.1, 0.1, 0.1, 5.0, -1.0], [1 / 3, 1 / 3, 1 / 3, 0, 0], [1 / 3, 1 / 3, 1 / 3, 0, 0]),
+    ([NAN, 2.0, 1.0, 2.0, NAN], [0.5, 0, 0, 0, 0.5], [0, 0.5, 0, 0.5, 0]),
+]
+
+
+@pytest.mark.parametrize("values, median_grad, nanmedian_grad", MEDIAN_GRADIENTS)
+def test_full_median_derivatives_in_both_modes(values, median_grad, nanmedian_grad):
+    for name, want in (("median", median_grad), ("nanmedian", nanmedian_grad)):
+        x = nb.tensor(np.array(values, np.float32), requires_grad=True)
+        getattr(x, name)().backward()
+        np.testing.assert_allclose(x.grad.numpy(), want, rtol=1e-6, err_msg=name)
+        # forward mode shares the same way (it gave the whole tangent to one element)
+        forward = nb.jacfwd(lambda a, _n=name: getattr(a, _n)())(nb.tensor(np.array(values, np.float32)))
+        if not (name == "median" and np.isnan(values).any()):  # (torch's jacfwd: all nan there)
+            np.testing.assert_allclose(forward.numpy(), want, rtol=1e-6, err_msg=name)
+
+
+def test_median_along_a_dim_sends_the_gradient_to_the_first_nan():
+    data = np.array([[NAN, 1.0, NAN, 3.0], [1.0, 2.0, 3.0, 4.0]], np.float32)
+    for keepdim in (False, True):
+        x = nb.tensor(data, requires_grad=True)
+        values, indices = x.median(1, keepdim)
+        values.sum().backward()
+        assert indices.reshape(-1).tolist() == [0, 1]
+        np.testing.assert_array_equal(x.grad.numpy(), [[1, 0, 0, 0], [0, 1, 0, 0]])  # torch's

@@ -377,7 +377,12 @@ class MulOp(BinaryOperation):
         return [mul(g, y), mul(g, x)]
 
     def jvp_rule(self, primals: list, tangents: list, outputs: list) -> list:
+        # A constant operand's term is left out, not multiplied by 0: x * 0 is nan at x = inf.
         x, y = primals
+        if is_zero_tangent(tangents[1]):
+            return [mul(tangents[0], y)]
+        if is_zero_tangent(tangents[0]):
+            return [mul(x, tangents[1])]
         return [add(mul(tangents[0], y), mul(x, tangents[1]))]
 
 
@@ -405,6 +410,8 @@ class DivOp(BinaryOperation):
 
     def jvp_rule(self, primals: list, tangents: list, outputs: list) -> list:
         _, y = primals
+        if is_zero_tangent(tangents[1]):  # (as mul's: inf / c has the tangent t / c, not nan)
+            return [div(tangents[0], y)]
         return [div(sub(tangents[0], mul(outputs[0], tangents[1])), y)]
 
 

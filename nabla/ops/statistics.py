@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..core.common import dtypes as _dt
+from ..core.tensor.dispatch import register
 from ..core.tensor.tensor import Tensor
 from . import binary as _bin
 from . import reduction as _red
@@ -27,7 +28,7 @@ from .linalg import matmul
 from .rearrange import moveaxis
 from .sorting import sort
 from .triangular import diagonal
-from .view import broadcast_to, normalize_axis, reshape, squeeze, transpose, unsqueeze
+from .view import broadcast_to, detach, normalize_axis, reshape, squeeze, transpose, unsqueeze
 
 __all__ = ["bincount", "corrcoef", "cov", "histc", "mode", "nanmedian", "nanquantile", "quantile"]
 
@@ -138,6 +139,18 @@ def nanquantile(
     return _quantile(x, q, axis, keepdims, interpolation, ignore_nan=True)
 
 
+@register("evenly_differentiated")
+def evenly_differentiated(flat: Tensor, value: Tensor, ties: Tensor) -> Tensor:
+    """`value` (0-d, an element of 1-d `flat`) with its derivative shared evenly by the elements
+    where `ties` holds, as PyTorch's full-tensor median: value + (s - s), s the mean of those
+    elements (exactly 0 for a finite s; an infinite or nan s is itself the value)."""
+    count = detach(_red.sum(cast(ties, flat.dtype)))  # (no tangent: inf * 0 in div's JVP)
+    share = _bin.div(_red.sum(_bin.where_(ties, flat, 0.0)), count)  # (where: no inf * 0)
+    value = detach(value)
+    exact = _bin.add(value, _bin.sub(share, detach(share)))
+    return _bin.where_(_un.isfinite(value), exact, share)
+
+
 @public()
 def nanmedian(x: Tensor, axis: Any = None, keepdims: bool = False) -> Any:
     """The lower median of the values that are not nan (nan where there are none): of every
@@ -154,6 +167,8 @@ def nanmedian(x: Tensor, axis: Any = None, keepdims: bool = False) -> Any:
         pos = full(moved.shape[:-1] + (1,), (moved.shape[-1] - 1) // 2, _dt.int64)
     value = squeeze(take_along_axis(values, pos, -1), -1)
     if axis is None:
+        flat = reshape(x, (-1,))
+        value = evenly_differentiated(flat, reshape(value, ()), _bin.equal(flat, detach(value)))
         return _restore(value, x, None, keepdims)
     index = squeeze(take_along_axis(indices, pos, -1), -1)
     if x.ndim == 0:

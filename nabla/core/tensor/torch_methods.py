@@ -221,15 +221,21 @@ class TorchMethods:
             median = flat.kthvalue((flat.shape[0] + 1) // 2)[0]
             if not _dt.is_float(self.dtype):
                 return median
-            return OPS.where(OPS.isnan(flat).any(), math.nan, _evenly_differentiated(flat, median))
+            nan = OPS.isnan(flat)
+            has_nan = nan.any()  # the derivative is shared by the tied elements, or by the nans
+            ties = OPS.where(has_nan, nan, OPS.equal(flat, OPS.detach(median)))
+            return OPS.evenly_differentiated(flat, OPS.where(has_nan, math.nan, median), ties)
         n = self.shape[dim] if self.ndim else 1
         values, indices = self.kthvalue((n + 1) // 2, dim, keepdim)
         if not _dt.is_float(self.dtype):
             return ValuesIndices(values, indices)
         nan = OPS.isnan(self)
         has_nan = nan.any(dim, keepdim)
-        first_nan = OPS.argmax(OPS.cast(nan, _dt.int32), dim, keepdim)
-        return ValuesIndices(OPS.where(has_nan, math.nan, values), OPS.where(has_nan, first_nan, indices))
+        first_nan = OPS.argmax(OPS.cast(nan, _dt.int32), dim, True)
+        at_nan = OPS.take_along_dim(self, first_nan, dim)  # (the nan, with its derivative)
+        if not keepdim:
+            at_nan, first_nan = at_nan.squeeze(dim), first_nan.squeeze(dim)
+        return ValuesIndices(OPS.where(has_nan, at_nan, values), OPS.where(has_nan, first_nan, indices))
 
     def diff(self, n: int = 1, dim: int = -1) -> Any:
         """Differences of neighbours along `dim`, n times (torch.diff without prepend/append)."""
@@ -609,13 +615,3 @@ def _src_or_value(src: Any, value: Any, what: str) -> Any:
     if (src is None) == (value is None):
         raise TypeError(f"{what}: pass exactly one of src and value")
     return value if src is None else src
-
-
-def _evenly_differentiated(flat: Any, value: Any) -> Any:
-    """`value` (an element of `flat`), with its gradient shared evenly by the elements equal to
-    it, as PyTorch's full median: value + (s - s), s the mean of those elements (exactly 0)."""
-    if not (flat.requires_grad or value.requires_grad):
-        return value
-    ties = OPS.cast(OPS.equal(flat, OPS.detach(value)), flat.dtype)
-    share = OPS.div(OPS.sum(OPS.mul(flat, ties)), OPS.sum(ties))
-    return OPS.add(OPS.detach(value), OPS.sub(share, OPS.detach(share)))
