@@ -26,6 +26,11 @@ CASES = [
     ("y = x * 2; y[:] = 3.0; loss = (y * x).sum()", "x"),
     ("y = x * 2\nwith T.no_grad():\n    y.add_(1)\nloss = (y * y).sum()", "x"),
     ("y = x * 2; y[0] = 7.0; loss = (y * y).sum()", "x"),
+    # overwritten by a value with history of its own: x gets zeros (it got None), w its gradient
+    ("w = T.ones(2, requires_grad=True); y = x * 2; y.copy_(w * x); loss = (y * w).sum()", "x"),
+    ("w = T.ones(2, requires_grad=True); y = x * 2; y.copy_(w); loss = (y * w).sum()", "x"),
+    ("w = T.ones(2, requires_grad=True); y = x * 2; y[:] = w * 3; loss = y.sum()", "x"),
+    ("w = T.ones(2, requires_grad=True); y = x * 2; y[...] = w; loss = (y * y).sum()", "x"),
 ]
 
 

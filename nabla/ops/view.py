@@ -390,10 +390,10 @@ class RebindOp(Operation):
         return value
 
     def vjp_rule(self, primals: list, cotangents: list, outputs: list, *, passes: bool) -> list:
-        return [cotangents[0] if passes else OPS.zeros_like(cotangents[0]), None]
+        return [cotangents[0] if passes else OPS.zeros_like(cotangents[0]), cotangents[0]]
 
     def jvp_rule(self, primals: list, tangents: list, outputs: list, *, passes: bool) -> list:
-        return [tangents[0] if passes else None]
+        return [tangents[0] if passes else tangents[1]]
 
 
 identity = register("identity")(IdentityOp())

@@ -115,19 +115,20 @@ class ViewMethods:
         - a leaf that requires grad (a parameter updated under no_grad) stays one;
         - a value that is another tensor's leaf (`buf.copy_(w)`) is reached through an op, so
           the gradient still goes to that leaf;
-        - a non-leaf overwritten by a value without history keeps its history (`rebind`):
-          zero gradient for an op that replaced it (`y.zero_()`), the gradient passed through
-          for a write outside autodiff (`y.data.round_()`, or under no_grad)."""
+        - an overwritten non-leaf keeps its history (`rebind`): zero gradient for an op that
+          replaced it (`y.zero_()`, `y.copy_(v)`: its leaves get zeros, not None, as torch), the
+          gradient passed through for a write outside autodiff (`y.data.round_()`, or under
+          no_grad); a value with history gets the gradient as well."""
         old, value = self._impl, new._impl
         if old.requires_grad and old.is_leaf:
             new = OPS.detach(new)
             new._impl.requires_grad = True
-        elif value.requires_grad and value.is_leaf:
-            new = OPS.identity(new)
-        elif old.requires_grad and not value.requires_grad and new.shape == self.shape and new.dtype == self.dtype:
+        elif old.requires_grad and new.shape == self.shape and new.dtype == self.dtype and not _reads(value, old):
             passes = outside_autodiff or not is_grad_enabled()
             with enable_grad():
                 new = OPS.rebind(type(self)(old), new, passes)
+        elif value.requires_grad and value.is_leaf:
+            new = OPS.identity(new)
         note_mutation(self)
         self._impl = new._impl
         if not new._impl.is_realized:
@@ -254,3 +255,10 @@ def _chain_base(base: Tensor, view: Tensor, steps: tuple) -> Tensor:
 
 _VIEW_OF["chain"] = _chain_view
 _BASE_FROM["chain"] = _chain_base
+
+
+def _reads(value: Any, old: Any) -> bool:
+    """Whether the differentiable op that made `value` took `old` as an argument (`y.add_(v)`),
+    so the gradient already reaches it; a value computed without it (`y.copy_(v)`) needs `rebind`."""
+    node = value.output_refs
+    return value.requires_grad and node is not None and any(a is old for a in node.args)
