@@ -116,3 +116,22 @@ def test_safetensors_keep_small_int_dtypes(tmp_path):
     nn.save(state, tmp_path / "ints.safetensors")
     loaded = nn.load(tmp_path / "ints.safetensors")
     assert {k: (v.dtype, v.tolist()) for k, v in loaded.items()} == {k: (getattr(nb, k), [1, 2, 3]) for k in SMALL}
+
+
+def test_storing_a_python_int_follows_torchs_range_check():
+    # uint8 takes a negative down to -255 and wraps it (torch's two's complement rule); any other
+    # out-of-range value raises, as torch ("cannot be converted ... without overflow").
+    x = nb.tensor([1, 2], dtype=nb.uint8)
+    x[0] = -1
+    assert x.tolist() == [255, 2]
+    assert nb.full((2,), -255, dtype=nb.uint8).tolist() == [1, 1]
+    assert x.masked_fill(nb.tensor([False, True]), -2).tolist() == [255, 254]
+    assert nb.tensor([0], dtype=nb.int16).fill_(-32768).tolist() == [-32768]
+    for make in (
+        lambda: nb.full((2,), 256, dtype=nb.uint8),
+        lambda: nb.full((2,), -256, dtype=nb.uint8),
+        lambda: nb.tensor([1], dtype=nb.int8).fill_(128),
+        lambda: nb.tensor([1], dtype=nb.int32).__setitem__(0, 2**31),
+    ):
+        with pytest.raises(RuntimeError, match="cannot be converted to .* without overflow"):
+            make()

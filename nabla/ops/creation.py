@@ -219,7 +219,7 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, *, requires_grad: bool 
     elif dt == _dt.bool_:
         fill_value = bool(fill_value)
     else:
-        fill_value = int(fill_value)
+        fill_value = _dt.checked_int(int(fill_value), dt, "full")
     out = _full(
         shape=_shape_arg((shape,) if isinstance(shape, int) else tuple(shape), "full"), value=fill_value, dtype=dt
     )

@@ -221,6 +221,16 @@ def wrapped_int(value: int, dtype: DType, op: str) -> int:
     return (value + 2 ** (bits - 1)) % 2**bits - 2 ** (bits - 1)
 
 
+def checked_int(value: int, dtype: DType, op: str) -> int:
+    """A Python int stored into an integer dtype (full, fill_, setitem), with torch's check: in
+    range, or for an unsigned dtype a negative down to -max, which wraps (uint8: -1 is 255)."""
+    info = np.iinfo(to_numpy_dtype(dtype))
+    low = -int(info.max) if info.min == 0 else int(info.min)
+    if not low <= value <= info.max:
+        raise RuntimeError(f"{op}: value {value} cannot be converted to {dtype.name} without overflow")
+    return value % (int(info.max) + 1) if value < 0 and info.min == 0 else value
+
+
 def python_scalar_dtype(value: object) -> DType:
     if isinstance(value, bool):
         return bool_
