@@ -415,3 +415,10 @@ def test_forward_derivative_by_a_constant_at_inf_is_finite():
     np.testing.assert_array_equal(_np(nb.jvp(lambda a: a * 2.0, (x,), (nb.ones(2),))[1]), [2.0, 2.0])
     np.testing.assert_array_equal(_np(nb.jvp(lambda a: a / 4.0, (x,), (nb.ones(2),))[1]), [0.25, 0.25])
     np.testing.assert_array_equal(_np(nb.jvp(lambda a: 3.0 * a, (x,), (nb.ones(2),))[1]), [3.0, 3.0])
+
+
+def test_bool_to_a_bool_power_is_logical_as_torch():
+    a = T([True, False, True, False])
+    assert (a**True).tolist() == [True, False, True, False] and (a**True).dtype == nb.bool_
+    assert (a**False).tolist() == [True, True, True, True]  # 0 ** 0 is 1
+    assert (a**2).tolist() == [1, 0, 1, 0] and (a**2).dtype == nb.int64

@@ -767,7 +767,10 @@ def pow(x: Operand, y: Operand) -> Tensor:  # noqa: A001  (the op's name)
             return _SCALAR_POWERS[y](x)
         if not _dt.is_float(x.dtype) and isinstance(y, int | np.integer) and not isinstance(y, bool) and y < 0:
             raise RuntimeError(f"pow: integers to negative integer powers are not allowed (exponent {y})")
-    return _pow(*binary_operands("pow", x, y))
+    x, y = binary_operands("pow", x, y)
+    if x.dtype == _dt.bool_:  # (bools: 0 ** 0 is 1, so x ** y is x or not y)
+        return logical_or(x, _un.logical_not(y))
+    return _pow(x, y)
 
 
 @public()
