@@ -58,6 +58,7 @@ __all__ = [
     "hann_window",
     "histogram",
     "hstack",
+    "index_put",
     "index_reduce",
     "inverse",
     "is_floating_point",
@@ -615,6 +616,12 @@ def histogram(input: Any, bins: Any = 100, *, range: Any = None, weight: Any = N
     if density:
         hist = ops.div(hist, ops.mul(ops.sum(hist), edges.diff()))
     return HistogramResult(hist.detach(), edges.detach())
+
+
+def index_put(input: Any, indices: Any, values: Any, accumulate: bool = False) -> Tensor:
+    """torch.index_put: a copy of input with `input[indices] = values` (added, with `accumulate`:
+    repeated indices then sum)."""
+    return _tensor(input, "index_put").index_put(indices, values, accumulate)
 
 
 @register()

@@ -274,9 +274,12 @@ def _scatter(x: Tensor, axis: int, index: Any, src: Any, mode: str, op: str) -> 
 
 
 @public()
-def scatter(x: Tensor, axis: int, index: Any, src: Any, reduce: str | None = None) -> Tensor:
+def scatter(
+    x: Tensor, axis: int, index: Any, src: Any = None, reduce: str | None = None, *, value: Any = None
+) -> Tensor:
     """torch.scatter, functionally: x with `x[index[i][j]][j] = src[i][j]` (axis 0). `src` is a
-    Tensor (only its leading index.shape part is used) or a Python scalar. `reduce="add"` or
+    Tensor (only its leading index.shape part is used) or a Python scalar, which torch's
+    `value=` also gives. `reduce="add"` or
     `"multiply"` combine instead of overwriting. Repeated indices without `reduce`: one of the
     values wins (unspecified which, as in PyTorch).
 
@@ -284,6 +287,9 @@ def scatter(x: Tensor, axis: int, index: Any, src: Any, reduce: str | None = Non
         >>> nabla.scatter(nabla.zeros(4), 0, nabla.tensor([3, 1]), nabla.tensor([5.0, 6.0])).tolist()
         [0.0, 6.0, 0.0, 5.0]
     """
+    if (src is None) == (value is None):
+        raise TypeError("scatter: pass exactly one of src and value")
+    src = value if src is None else src
     modes = {None: "set", "add": "add", "multiply": "mul"}
     if reduce not in modes:
         raise ValueError(f"scatter: reduce must be None, 'add' or 'multiply', got {reduce!r}")
