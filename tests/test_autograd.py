@@ -787,6 +787,10 @@ def test_grad_with_respect_to_int_raises():
 def test_grad_bad_argnums_raises():
     with pytest.raises(ValueError, match="argnums"):
         nb.grad(lambda a: a.sum(), argnums=3)(nb.tensor([1.0]))
+    f = lambda a, b: (a * a * b).sum()  # noqa: E731
+    for transform in (nb.grad, nb.value_and_grad, nb.jacrev, nb.jacfwd, nb.hessian):
+        with pytest.raises(ValueError, match=r"argnums \(0, -2\) must name each argument once"):
+            transform(f, argnums=(0, -2))(nb.tensor([1.0]), nb.tensor([2.0]))  # (gave zeros)
 
 
 def test_grad_is_taken_at_the_value_passed_in_and_in_place_updates_reach_the_caller():
@@ -800,6 +804,15 @@ def test_grad_is_taken_at_the_value_passed_in_and_in_place_updates_reach_the_cal
     np.testing.assert_allclose(nb.grad(lambda t: (t.add_(1.0) * t).sum())(v).numpy(), [4.0, 6.0])
     np.testing.assert_allclose(v.numpy(), [2.0, 3.0])
     assert not v.requires_grad  # the new value comes without the trace's autodiff history
+
+
+def test_jvp_writes_in_place_updates_back_to_its_primals():
+    # As torch.func.jvp (and nabla's vjp/grad/vmap): buf holds the new value, without tangent.
+    buf = nb.tensor([3.0, 5.0])
+    out, tangent = nb.jvp(lambda x, b: x * b.add_(1.0), (nb.tensor([1.0, 2.0]), buf), (nb.ones(2), nb.ones(2)))
+    assert out.tolist() == [4.0, 12.0] and tangent.tolist() == [5.0, 8.0]
+    assert buf.tolist() == [4.0, 6.0] and not buf._impl.tangent
+    assert nb.jvp(lambda b: b * buf, (nb.ones(2),), (nb.ones(2),))[1].tolist() == [4.0, 6.0]
 
 
 # =============================================================================================

@@ -54,7 +54,10 @@ def argnums_tuple(argnums: int | Sequence[int], nargs: int, where: str) -> tuple
     for n in nums:
         if not -nargs <= n < nargs:
             raise ValueError(f"{where}: argnums {argnums} is out of range for {nargs} positional arguments")
-    return tuple(n % nargs for n in nums)
+    positions = tuple(n % nargs for n in nums)
+    if len(set(positions)) != len(positions):  # (a repeat's gradient came out as zeros)
+        raise ValueError(f"{where}: argnums {argnums} must name each argument once (as torch.func and JAX)")
+    return positions
 
 
 def vjp(fn: Callable, *primals: Any, has_aux: bool = False) -> tuple:
@@ -260,6 +263,7 @@ def jvp(fn: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux: 
         x = identity(p)  # carries p's tangents of outer jvps, if any
         x._impl.tangent = {**(x._impl.tangent or {}), level: t._impl}
         inputs.append(x)
+    before = [x._impl for x in inputs]
     out = fn(*tree_unflatten(p_def, inputs))
     aux = None
     if has_aux:
@@ -278,6 +282,7 @@ def jvp(fn: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux: 
     roots = [x._impl for x in [*inputs, *o_leaves, *tree_flatten(aux)[0]] if isinstance(x, Tensor)]
     if inputs:
         _clear_tangents(roots, min(x._impl.seq for x in inputs), level)
+    _write_back_in_place_updates(p_leaves, inputs, before)  # (after: without this jvp's tangents)
     tangent_out = tree_unflatten(o_def, tans)
     return (out, tangent_out, aux) if has_aux else (out, tangent_out)
 
