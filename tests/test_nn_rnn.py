@@ -236,3 +236,14 @@ def test_errors():
 def test_rnn_reprs_match_torch(src):
     # torch's RNNBase.extra_repr never prints nonlinearity: RNN(4, 8, nonlinearity='relu') is "RNN(4, 8)".
     assert repr(eval(f"nn.{src}")) == repr(eval(f"torch.nn.{src}"))
+
+
+@needs_torch
+@pytest.mark.parametrize(
+    "src", ["LSTM(3, 4, 2, bidirectional=True, proj_size=2)", "GRU(3, 4, bias=False)", "RNN(3, 4, 3)"]
+)
+def test_flat_weights_names_and_order_are_torchs(src: str):
+    m, ref = eval(f"nn.{src}"), eval(f"torch.nn.{src}")
+    assert m._flat_weights_names == ref._flat_weights_names
+    assert [tuple(w.shape) for w in m._flat_weights] == [tuple(w.shape) for w in ref._flat_weights]
+    assert m._flat_weights[0] is m.weight_ih_l0

@@ -303,6 +303,23 @@ class RNNBase(Module):
         """A no-op kept for PyTorch compatibility (cuDNN's weight packing does not apply)."""
 
     @property
+    def _flat_weights_names(self) -> list[str]:
+        """torch's names of every weight, layer by layer and direction by direction."""
+        kinds = ("weight_ih", "weight_hh") + (("bias_ih", "bias_hh") if self.bias else ())
+        kinds += ("weight_hr",) if self.proj_size > 0 else ()
+        return [
+            f"{kind}_l{layer}{'_reverse' if d else ''}"
+            for layer in range(self.num_layers)
+            for d in range(self._num_directions)
+            for kind in kinds
+        ]
+
+    @property
+    def _flat_weights(self) -> list[Tensor]:
+        """The weights named by `_flat_weights_names` (parametrized ones as computed)."""
+        return [getattr(self, name) for name in self._flat_weights_names]
+
+    @property
     def all_weights(self) -> list[list[Tensor]]:
         """The parameters of each layer and direction, in torch's order."""
         return [
