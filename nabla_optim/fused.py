@@ -69,6 +69,7 @@ class _NumpyMath:
     def sign(x: Any) -> Any:
         """torch.sign: 0 at nan (np.sign gives nan), as `_MaxMath.sign`."""
         return (x > 0).astype(x.dtype) - (x < 0).astype(x.dtype)
+
     minimum = staticmethod(np.minimum)
     where = staticmethod(np.where)
     exp = staticmethod(np.exp)

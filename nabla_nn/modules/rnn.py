@@ -181,7 +181,9 @@ class RNNBase(Module):
             layout = "(N, L, {})" if self.batch_first else "(L, N, {})"
             raise self.input_error(input.shape, f"{layout.format(self.input_size)} or unbatched (L, {self.input_size})")
         if input.shape[1 if self.batch_first and input.ndim == 3 else 0] == 0:
-            raise ValueError(f"{type(self).__name__}: expected a sequence length above 0, got input of shape {input.shape}")
+            raise ValueError(
+                f"{type(self).__name__}: expected a sequence length above 0, got input of shape {input.shape}"
+            )
         return input.ndim == 3
 
     def _state(self, hx: Any, batched: bool, batch: int, size: int, what: str, dtype: Any) -> Tensor:
