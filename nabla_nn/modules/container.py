@@ -28,6 +28,13 @@ def _index(idx: Any, size: int, what: str) -> int:
     return idx % size
 
 
+def _renumber(container: Module, modules: list[Module]) -> None:
+    """Children "0", "1", ... in order, rebuilt in the module's own store: a change there is
+    seen (a compiled forward retraces); a new dict would hide this and every later change."""
+    container._modules.clear()
+    container._modules.update((str(i), m) for i, m in enumerate(modules))
+
+
 def _check_module(module: Any, where: str) -> Module:
     if not isinstance(module, Module):
         raise TypeError(f"{where}: {type(module).__name__} is not a Module subclass")
@@ -80,8 +87,7 @@ class Sequential(Module):
         keys = list(self._modules)
         for key in keys[idx] if isinstance(idx, slice) else [keys[_index(idx, len(self), "Sequential")]]:
             del self._modules[key]
-        # renumber the remaining children, as PyTorch does
-        object.__setattr__(self, "_modules", OrderedDict((str(i), m) for i, m in enumerate(self._modules.values())))
+        _renumber(self, list(self._modules.values()))  # as PyTorch does
 
     def __len__(self) -> int:
         return len(self._modules)
@@ -128,7 +134,7 @@ class Sequential(Module):
         index = index + n if index < 0 else index
         modules = list(self._modules.values())
         modules.insert(index, module)
-        object.__setattr__(self, "_modules", OrderedDict((str(i), m) for i, m in enumerate(modules)))
+        _renumber(self, modules)
         return self
 
     def extend(self, sequential: Iterable[Module]) -> Sequential:
@@ -180,7 +186,7 @@ class ModuleList(Module):
                 del self._modules[str(k)]
         else:
             del self._modules[str(_index(idx, len(self), "ModuleList"))]
-        object.__setattr__(self, "_modules", OrderedDict((str(i), m) for i, m in enumerate(self._modules.values())))
+        _renumber(self, list(self._modules.values()))
 
     def __len__(self) -> int:
         return len(self._modules)
@@ -202,7 +208,7 @@ class ModuleList(Module):
         _check_module(module, "ModuleList.insert")
         modules = list(self._modules.values())
         modules.insert(index, module)
-        object.__setattr__(self, "_modules", OrderedDict((str(i), m) for i, m in enumerate(modules)))
+        _renumber(self, modules)
 
     def append(self, module: Module) -> ModuleList:
         """Add `module` at the end; returns self."""
