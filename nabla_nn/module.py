@@ -37,9 +37,6 @@ from .parameter import Buffer, Parameter
 
 __all__ = ["Module", "RemovableHandle", "IncompatibleKeys"]
 
-# Attributes a module tree's flatten reads besides the stores' contents (see `_Tree`).
-_TREE_ATTRIBUTES = frozenset({"training", "_parameters", "_buffers", "_modules"})
-
 _STATE_DICT_HOOK_STORES = (
     "_state_dict_pre_hooks",
     "_state_dict_hooks",
@@ -304,9 +301,8 @@ class Module(_Modes, _StateDict):
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' (Tensor or None expected)")
             self._buffers[name] = value
-        else:
-            if name in _TREE_ATTRIBUTES:
-                _Tree.version += 1  # (the stores themselves count their changes)
+        else:  # (a plain attribute is part of a compiled call's structure too: `_attributes`)
+            _Tree.version += 1
             object.__setattr__(self, name, value)
 
     def _forget(self, name: str, keep: dict | None = None) -> None:
@@ -331,6 +327,7 @@ class Module(_Modes, _StateDict):
                 del store[name]
                 self._non_persistent_buffers.discard(name)
                 return
+        _Tree.version += 1  # (see __setattr__)
         object.__delattr__(self, name)
 
     def __dir__(self) -> list[str]:

@@ -16,7 +16,7 @@ from nabla.core.common import dtypes as _dt
 from nabla.core.common.devices import names_device
 
 from .module_hooks import GLOBAL_BACKWARD_HOOKS, GLOBAL_FORWARD_HOOKS, GLOBAL_FORWARD_PRE_HOOKS
-from .module_pytree import _Tree
+from .module_pytree import _TensorId, _Tree
 
 if TYPE_CHECKING:  # type hints only: module.py imports this file
     from .module import Module
@@ -128,8 +128,8 @@ class _Modes:
     def _tree(self) -> tuple[list[tuple[str, Tensor]], tuple]:
         """One walk for a compiled call's flatten: `[*named_parameters(), *named_buffers()]`
         and what else a trace through the tree depends on: the hooks on every module, then each
-        module (by identity: a swapped layer traces again), its training flag and its hooks, in
-        `modules()` order, without nested generators."""
+        module (by identity: a swapped layer traces again), its training flag, its hooks and its
+        plain attributes (`_attributes`), in `modules()` order, without nested generators."""
         params: list[tuple[str, Tensor]] = []
         buffers: list[tuple[str, Tensor]] = []
         modes: list = [_hook_ids(GLOBAL_FORWARD_PRE_HOOKS, GLOBAL_FORWARD_HOOKS, GLOBAL_BACKWARD_HOOKS)]
@@ -147,6 +147,7 @@ class _Modes:
                     module,
                     module.training,
                     _hook_ids(module._forward_pre_hooks, module._forward_hooks, module._backward_hooks),
+                    _attributes(module),
                 )
             )
             dot = f"{prefix}." if prefix else ""
@@ -160,6 +161,27 @@ class _Modes:
                         out.append((dot + name, value))
             stack += [(dot + name, m) for name, m in reversed(module._modules.items()) if m is not None]
         return params + buffers, tuple(modes)
+
+
+_PLAIN = (int, float, bool, str, type(None))
+_INTERNAL = frozenset({"training", "_trace_clone"})  # (training: a mode of its own)
+
+
+def _attributes(module: Module) -> tuple:
+    """The plain attributes a trace may have read as constants (Dropout's `p`, a user's
+    `self.scale` or `self.mode`): numbers, strings, None and tuples of them by value, tensors
+    that are not parameters or buffers by identity. A change traces again, as torch.compile's
+    guards on module attributes."""
+    out = []
+    for name, value in module.__dict__.items():
+        if name in _INTERNAL:
+            continue
+        kind = type(value)
+        if kind in _PLAIN or (kind is tuple and all(type(v) in _PLAIN for v in value)):
+            out.append((name, value))
+        elif isinstance(value, Tensor):
+            out.append((name, _TensorId(id(value))))
+    return tuple(out)
 
 
 def _hook_ids(pre: dict, forward: dict, backward: dict) -> tuple | None:

@@ -44,7 +44,7 @@ def _forward_of(module: Module) -> Callable[..., Any]:
 class _ModuleDef:
     """The hashable structure of a flattened module: the original module (by identity), the
     names of its leaves, and `_tree`'s modes: every submodule (by identity), its training flag
-    (train/eval changes the trace) and hooks, and the hooks on every module."""
+    (train/eval changes the trace), hooks and plain attributes, and the hooks on every module."""
 
     __slots__ = ("_hash", "module", "modes", "names")
 
@@ -82,7 +82,7 @@ class _ModuleDef:
         if other.modes[0] != self.modes[0]:
             return "the global module hooks changed"
         names = {id(m): f"{n} ({type(m).__name__})" if n else kind for n, m in self.module.named_modules()}
-        for (module, training, hooks), (module2, training2, hooks2) in zip(
+        for (module, training, hooks, attrs), (module2, training2, hooks2, attrs2) in zip(
             other.modes[1:], self.modes[1:], strict=False
         ):
             where = names.get(id(module2), type(module2).__name__)
@@ -92,7 +92,19 @@ class _ModuleDef:
                 return f"{where} training {training} -> {training2} (train()/eval())"
             if hooks != hooks2:
                 return f"{where} hooks changed"
+            if attrs != attrs2:
+                before, after = dict(attrs), dict(attrs2)
+                name = next(n for n in {**before, **after} if before.get(n, attrs) != after.get(n, attrs))
+                if name not in before or name not in after:
+                    return f"{where} attribute {name!r} was set or removed"
+                if isinstance(before[name], _TensorId):
+                    return f"{where}.{name} is another tensor"
+                return f"{where}.{name} {before[name]!r} -> {after[name]!r}"
         return f"{kind}'s submodules changed"
+
+
+class _TensorId(int):
+    """A tensor attribute's identity in `_attributes` (told apart from an int attribute)."""
 
 
 class _Tree:

@@ -831,6 +831,59 @@ def test_recompile_reason_names_a_submodule_whose_training_flag_changed():
     assert f.stats.recompile_reasons == ["argument structure: 1 (Dropout) training True -> False (train()/eval())"]
 
 
+class _Scaled(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear, self.scale, self.mode, self.mask = nn.Linear(2, 2), 2.0, "relu", nb.ones(2)
+
+    def forward(self, x):
+        y = self.linear(x) * self.scale * self.mask
+        return nb.relu(y) if self.mode == "relu" else nb.tanh(y)
+
+
+def test_a_compiled_module_traces_again_when_a_plain_attribute_changes():
+    # As torch.compile's guards: a number, string or unregistered tensor attribute a trace read
+    # as a constant; the compiled module kept the old value.
+    m, x = _Scaled(), nb.tensor([[1.0, -2.0]])
+    f = nb.compile(lambda mod, a: mod(a))
+    with nb.no_grad():
+        for change in (None, ("scale", 10.0), ("mode", "tanh"), ("mask", nb.full((2,), 7.0))):
+            if change is not None:
+                setattr(m, *change)
+            np.testing.assert_allclose(f(m, x).numpy(), m.forward(x).numpy(), rtol=1e-6)
+            np.testing.assert_allclose(f(m, x).numpy(), m.forward(x).numpy(), rtol=1e-6)  # (a hit)
+    assert f.stats.misses == 4 and f.stats.hits == 4
+    reasons = f.stats.recompile_reasons  # (each against the first structure cached)
+    assert reasons[0] == "argument structure: _Scaled.scale 2.0 -> 10.0" and len(reasons) == 3
+    g = nb.compile(lambda mod, a: mod(a))
+    with nb.no_grad():
+        g(m, x)
+        m.mask = nb.ones(2)
+        g(m, x)
+    assert g.stats.recompile_reasons == ["argument structure: _Scaled.mask is another tensor"]
+    dropout = nn.Dropout(0.5)
+    dropout.compile()
+    assert (dropout(nb.ones(64)).numpy() == 0).any()
+    dropout.p = 0.0
+    assert (dropout(nb.ones(64)).numpy() == 1).all()
+
+
+def test_a_compiled_sequential_sees_insert_and_del():
+    seq, extra = nn.Sequential(nn.Linear(3, 3), nn.Linear(3, 1)), nn.Linear(3, 3)
+    seq.compile()
+    x = nb.ones(1, 3)
+    with nb.no_grad():
+        seq(x)
+        seq.insert(0, extra)  # (the compiled model kept the old layers)
+        np.testing.assert_allclose(seq(x).numpy(), seq.forward(x).numpy(), rtol=1e-6)
+        del seq[0]
+        seq[0] = extra
+        np.testing.assert_allclose(seq(x).numpy(), seq.forward(x).numpy(), rtol=1e-6)
+    layers = nn.ModuleList([nn.Linear(3, 3)])
+    layers.insert(0, nn.Identity())
+    assert isinstance(layers[0], nn.Identity) and len(layers) == 2
+
+
 def test_a_compiled_module_updating_a_parameter_under_no_grad_keeps_it_a_leaf():
     """Embedding(max_norm) renormalizes its weight rows in place on every forward."""
     emb = nn.Embedding.from_pretrained(nb.full((4, 2), 3.0), freeze=False, max_norm=1.0)

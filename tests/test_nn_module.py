@@ -107,9 +107,9 @@ def test_compile_flatten_walk_matches_the_traversals_with_shared_and_missing_mem
     named, modes = net._tree()
     assert named == [*net.named_parameters(), *net.named_buffers()]
     assert modes[0] is None  # no hooks on every module
-    assert [(m, training) for m, training, _ in modes[1:]] == [(m, m.training) for m in net.modules()]
-    assert [training for _, training, _ in modes[1:]] == [True, True, True, True, False, True]
-    assert all(hooks is None for _, _, hooks in modes[1:])
+    assert [(m, training) for m, training, _, _ in modes[1:]] == [(m, m.training) for m in net.modules()]
+    assert [training for _, training, _, _ in modes[1:]] == [True, True, True, True, False, True]
+    assert all(hooks is None for _, _, hooks, _ in modes[1:])
     assert [n for n, _ in named][-3:] == ["extra.weight", "count.steps", "count.scratch"]
 
 
