@@ -118,7 +118,8 @@ def cholesky_ex(A: Any, *, upper: bool = False, check_errors: bool = False) -> C
         2
     """
     factor = cholesky(A, upper)
-    info = _first_bad(_ops.isnan(_diagonal(factor, 0, -2, -1)))
+    # the first pivot that is not positive: 0 (a singular minor, sqrt(0)) or nan (a negative one)
+    info = _first_bad(_ops.logical_not(_ops.greater(_diagonal(factor, 0, -2, -1), 0)))
     _checked(info, "cholesky_ex", "the input is not positive-definite", check_errors)
     return CholeskyExResult(factor, info)
 

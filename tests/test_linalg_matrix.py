@@ -72,6 +72,15 @@ def test_matrix_exp_accuracy_bound_of_max_squarings():
     close(nb.matrix_exp(nb.tensor(a / 1000.0), max_squarings=0).numpy(), _rot(0.1), rtol=0, atol=1e-15)
 
 
+def test_matrix_exp_of_a_known_matrix_squares_as_often_as_its_norm_needs():
+    # 1-norm 2e6, past 1.09 * 2^16: sixteen squarings left the Taylor polynomial's argument too
+    # big (nan); torch's value is a rotation by 1e6 radians.
+    a = nb.tensor(np.array([[0.0, 1e6], [-1e6, 0.0]]))
+    close(nb.matrix_exp(a).numpy(), _rot(1e6), rtol=0, atol=1e-9)
+    assert np.isnan(nb.matrix_exp(a, max_squarings=16).numpy()).all()  # an explicit cap holds
+    assert np.isnan(nb.matrix_exp(a * 1.0).numpy()).all()  # (a pending input: 16, as documented)
+
+
 def _rot(t: float) -> np.ndarray:
     return np.array([[np.cos(t), np.sin(t)], [-np.sin(t), np.cos(t)]])
 
@@ -397,6 +406,12 @@ def test_cholesky_factors_and_solves():
     garbage = a.copy()
     garbage[:, 0, 4] = 1e3  # the upper triangle is never read
     close(nb.cholesky(nb.tensor(garbage)).numpy(), np.linalg.cholesky(a), rtol=1e-12, atol=1e-14)
+    upper_only = np.triu(a)  # with upper=True only the upper one is (it read the lower), as torch
+    close(
+        nb.cholesky(nb.tensor(upper_only), upper=True).numpy(), np.swapaxes(np.linalg.cholesky(a), -1, -2), rtol=1e-12
+    )
+    for m, info in (([[1.0, 1.0], [1.0, 1.0]], 2), ([[0.0, 0.0], [0.0, 1.0]], 1), ([[4.0, 2.0], [2.0, 5.0]], 0)):
+        assert nb.linalg.cholesky_ex(nb.tensor(m)).info.item() == info  # torch's (a 0 pivot: was 0 / 2)
     assert np.isnan(nb.cholesky(nb.tensor(np.array([[1.0, 2.0], [2.0, 1.0]]))).numpy()).any()  # not PD: nan
     b = RNG.standard_normal((3, 5, 2))
     close(nb.cholesky_solve(nb.tensor(b), lower).numpy(), np.linalg.solve(a, b), rtol=1e-10, atol=1e-12)

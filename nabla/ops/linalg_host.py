@@ -302,9 +302,12 @@ def _default_rtol(a: Tensor) -> float:
 
 def _cutoff(s: Tensor, atol: Any, rtol: Any, a: Tensor) -> Tensor:
     """max(atol, rtol * largest singular value), torch's rule (rtol's default eps * max(m, n)
-    when atol is not given, else 0)."""
+    unless atol > 0, then 0; per matrix for a tensor atol)."""
     if rtol is None:
-        rtol = _default_rtol(a) if atol is None else 0.0
+        if isinstance(atol, Tensor):
+            rtol = _cf.where(_bin.greater(atol, 0), 0.0, _default_rtol(a))
+        else:
+            rtol = _default_rtol(a) if atol is None or atol <= 0 else 0.0
     largest = _red.max(s, -1, True) if s.shape[-1] else zeros_like(s[..., :1])
     # (a tensor tolerance has one entry per matrix of the batch: it lines up with s's batch dims)
     rtol, atol = (unsqueeze(t, -1) if isinstance(t, Tensor) else t for t in (rtol, atol))

@@ -29,6 +29,7 @@ The lazy graph has a static structure, so nothing here branches on values:
 
 from __future__ import annotations
 
+import builtins
 import math
 from collections import namedtuple
 from typing import Any
@@ -136,18 +137,21 @@ def _taylor_exp(b: Tensor, degree: int) -> Tensor:
 
 
 @public()
-def matrix_exp(x: Any, *, max_squarings: int = 16) -> Tensor:
+def matrix_exp(x: Any, *, max_squarings: int | None = None) -> Tensor:
     """The matrix exponential `sum_k x^k / k!` of square matrices (torch.linalg.matrix_exp).
 
     Scaling and squaring with the degree-18 Taylor polynomial (see the module notes): the
     graph's structure is fixed, so it always holds `max_squarings` masked squarings; the result
     is accurate to the dtype's precision for 1-norms up to theta * 2^max_squarings (theta = 1.09
-    in float64, 3.01 in float32; ~71e3 and ~197e3 by default) and loses accuracy above. The
-    derivative is that of the computed approximation (as accurate).
+    in float64, 3.01 in float32; ~71e3 and ~197e3 by default) and loses accuracy above (to nan).
+    By default, an x whose values are known when the op is recorded (not the output of pending
+    ops) gets as many squarings as its norm needs. The derivative is that of the computed
+    approximation.
 
     Args:
         x: (..., n, n), floating.
-        max_squarings: the most squarings (a nabla extension; each costs a matmul).
+        max_squarings: the most squarings (a nabla extension; each costs a matmul). None: 16,
+            or more for a known x of a larger norm.
 
     Example:
         >>> a = nabla.tensor([[0.0, 1.0], [-1.0, 0.0]])
@@ -158,6 +162,8 @@ def matrix_exp(x: Any, *, max_squarings: int = 16) -> Tensor:
     x = _float_tensor(x, "matrix_exp", "x", 2)
     if x.shape[-1] != x.shape[-2]:
         raise ValueError(f"matrix_exp: x must be a batch of square matrices (..., n, n), got shape {x.shape}")
+    known = _cf.known_values(x) if max_squarings is None else None
+    max_squarings = 16 if max_squarings is None else max_squarings
     if isinstance(max_squarings, bool) or not isinstance(max_squarings, int) or max_squarings < 0:
         raise ValueError(f"matrix_exp: max_squarings must be an int >= 0, got {max_squarings!r}")
     if math.prod(x.shape) == 0:
@@ -166,6 +172,10 @@ def matrix_exp(x: Any, *, max_squarings: int = 16) -> Tensor:
     if max_squarings == 0:
         return cast(_taylor_exp(a, _EXP_DEGREE), dtype)
     theta = _EXP_THETA.get(a.dtype, _EXP_THETA_DEFAULT)
+    if known is not None:  # (its norm is known now: as many squarings as it needs, as torch)
+        largest = float(np.abs(known.astype(np.float64)).sum(axis=-2).max())
+        if math.isfinite(largest) and largest > theta:
+            max_squarings = builtins.max(max_squarings, math.ceil(math.log2(largest / theta)))
     # The scaling is piecewise constant in x: computed off the tape.
     norm = _red.max(_red.sum(_un.abs(detach(a)), axis=-2), axis=-1, keepdims=True)  # (..., 1)
     over = _bin.gt(norm, cast(_const(theta * 2.0 ** np.arange(max_squarings)), a.dtype))  # (..., S): s = count
@@ -499,8 +509,8 @@ def _cholesky_lower(a: Tensor, n: int) -> Tensor:
 @public()
 def cholesky(a: Any, upper: bool = False) -> Tensor:
     """The Cholesky factor of symmetric positive-definite matrices (torch.linalg.cholesky): lower
-    L with A = L L^T, or upper U = L^T with A = U^T U. Only A's lower triangle is read; the
-    gradient is symmetric, as torch's. Unrolled
+    L with A = L L^T, or upper U = L^T with A = U^T U. As torch, only A's lower triangle is
+    read (its upper one for upper=True); the gradient is symmetric, as torch's. Unrolled
     over the n columns (n matrix-vector products); a matrix that is not positive definite gives
     nan instead of raising (its values are not known when the graph is built). Differentiable.
 
@@ -520,7 +530,7 @@ def cholesky(a: Any, upper: bool = False) -> Tensor:
     # The value reads the lower triangle; the gradient is that of the symmetric part, split
     # evenly between A[i, j] and A[j, i] (torch's convention: A is taken to be symmetric).
     sym = _bin.mul(_bin.add(a, _mT(a)), 0.5)
-    read = _bin.add(tril(a), _mT(tril(a, -1)))
+    read = _bin.add(triu(a), _mT(triu(a, 1))) if upper else _bin.add(tril(a), _mT(tril(a, -1)))
     lower = _cholesky_lower(_bin.add(sym, detach(_bin.sub(read, sym))), n) if n else a
     return cast(_mT(lower) if upper else lower, dtype)
 
