@@ -484,6 +484,8 @@ def _checked_value(key: str, target: Tensor, value: Any, assign: bool, problems:
     if not isinstance(value, Tensor):
         kind = f"{type(value).__module__}.{type(value).__qualname__}"
         problems.append(f"{key}: expected a nabla Tensor or a NumPy array, got {kind}")
+    elif target.ndim == 0 and tuple(value.shape) == (1,):  # torch loads an old 1-element save
+        return nb.reshape(value, ())
     elif tuple(value.shape) != tuple(target.shape):
         problems.append(f"{key}: shape {tuple(value.shape)} in the state_dict, the module has {target.shape}")
     else:  # (another dtype is cast to the module's, as PyTorch's copy_; assign keeps it)

@@ -118,7 +118,7 @@ def test_softmax_implicit_dim_warns_and_matches_torch() -> None:
 
 
 @needs_torch
-@pytest.mark.parametrize(("shape", "n"), [((4, 3), 3), ((4, 3, 5), 3), ((2, 3, 4, 4), 1), ((6,), 1)])
+@pytest.mark.parametrize(("shape", "n"), [((4, 3), 3), ((4, 3, 5), 3), ((2, 3, 4, 4), 1), ((6,), 1), ((), 1)])
 def test_prelu_matches_torch(shape: tuple, n: int) -> None:
     x, w, c = _randn(*shape, scale=2.0), np.linspace(0.1, 0.5, n, dtype=np.float32), _randn(*shape)
     _close(F.prelu(nb.tensor(x), nb.tensor(w)), TF.prelu(torch.tensor(x), torch.tensor(w)))

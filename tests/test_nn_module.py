@@ -775,3 +775,12 @@ def test_backward_hook_grad_output_has_the_top_level_outputs_as_torch():
     assert grad == 18.0 and grad2 == 10.0
     if torch is not None:
         assert _nested_outputs_hooks(torch, torch.nn.Module) == (seen, grad, grad2)
+
+
+def test_a_0d_parameter_loads_a_1_element_value_as_torch():
+    m = nn.Module()
+    m.p = nn.Parameter(nb.tensor(1.0))
+    assert m.load_state_dict({"p": nb.tensor([3.0])}) == ([], [])  # (older checkpoints' layout)
+    assert m.p.shape == () and m.p.item() == 3.0
+    with pytest.raises(RuntimeError, match=r"p: shape \(2,\) in the state_dict"):
+        m.load_state_dict({"p": nb.tensor([3.0, 4.0])})

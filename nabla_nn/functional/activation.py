@@ -457,8 +457,6 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
     """
     _check_float(input, "prelu")
     _check_float(weight, "prelu", "weight")
-    if input.ndim == 0:
-        raise ValueError("prelu: zero-dim input tensor is not allowed")
     if weight.ndim > 1:
         raise ValueError(f"prelu: weight must be a 0-d or 1-d tensor, got shape {weight.shape}")
     channels = input.shape[1] if input.ndim >= 2 else 1  # PyTorch: a 1-D input has one channel
