@@ -475,6 +475,15 @@ def test_linalg_namespace_has_torch_linalg_defaults():
 
 
 # -- LU --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("shape", [(0, 0), (2, 0, 0), (3, 0), (0, 3)])
+def test_lu_of_empty_matrices_has_torchs_shapes(shape):  # (it crashed stacking no pivots)
+    p, lower, upper = nb.linalg.lu(nb.zeros(*shape))
+    m, n = shape[-2:]
+    assert (p.shape, lower.shape, upper.shape) == (shape[:-2] + (m, m), shape[:-2] + (m, 0), shape[:-2] + (0, n))
+    pivots = nb.linalg.lu_factor(nb.zeros(*shape)).pivots
+    assert pivots.shape == shape[:-2] + (0,) and pivots.dtype == nb.int32
+
+
 def test_lu_reconstructs_and_solves():
     for shape in ((4, 4), (2, 5, 5), (5, 3), (3, 5)):
         a = RNG.standard_normal(shape)

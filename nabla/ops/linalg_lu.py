@@ -26,7 +26,7 @@ from . import reduction as _red
 from . import unary as _un
 from .base import public
 from .cast import cast
-from .creation import eye
+from .creation import eye, zeros
 from .indexing import getitem
 from .linalg import matmul
 from .linalg_matrix import _const, _float_tensor, _mT, _square, _swap_in_pivot, _working, solve_triangular
@@ -65,6 +65,8 @@ def _eliminate(a: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         update = _bin.mul(unsqueeze(factors, -1), row_p)
         a = _bin.sub(a, _cf.where(_bin.greater(cols_t, j), update, 0.0))  # the trailing columns
         a = _cf.where(_bin.logical_and(unsqueeze(below, -1), _bin.eq(cols_t, j)), unsqueeze(factors, -1), a)
+    if not pivots:  # (an empty matrix: no steps)
+        return a, zeros(*a.shape[:-2], 0, dtype=_dt.int64), sign, singular
     return a, stack(pivots, axis=-1), sign, singular
 
 
