@@ -278,10 +278,9 @@ def scatter(
     x: Tensor, axis: int, index: Any, src: Any = None, reduce: str | None = None, *, value: Any = None
 ) -> Tensor:
     """torch.scatter, functionally: x with `x[index[i][j]][j] = src[i][j]` (axis 0). `src` is a
-    Tensor (only its leading index.shape part is used) or a Python scalar, which torch's
-    `value=` also gives. `reduce="add"` or
-    `"multiply"` combine instead of overwriting. Repeated indices without `reduce`: one of the
-    values wins (unspecified which, as in PyTorch).
+    Tensor (only its leading index.shape part is used) or a Python scalar (also torch's
+    `value=`). `reduce="add"` or `"multiply"` combine instead of overwriting. Repeated indices
+    without `reduce`: one of the values wins (unspecified which, as in PyTorch).
 
     Example:
         >>> nabla.scatter(nabla.zeros(4), 0, nabla.tensor([3, 1]), nabla.tensor([5.0, 6.0])).tolist()
