@@ -444,8 +444,9 @@ class Optimizer:
                 if len(fresh) > 1:  # (initial values are equal within a group; one value per fused op)
                     share_scalars([[states[p].get(k) for p in params if id(p) in fresh] for k in self.shared_state])
                 updated += self._fused_step(group, params, keys)
-        if traced:  # (after the updates: the sharing the next call's inputs will have)
+        if traced:  # (after the updates: the sharing and state the next call's inputs will have)
             note_guard(self._sharing, f"which parameters of {type(self).__name__} share one step count")
+            note_guard(self._state_objects, f"{type(self).__name__}'s state tensors (cleared or replaced)")
         return updated
 
     def _sharing(self) -> tuple:
@@ -500,6 +501,12 @@ class Optimizer:
             for g in self.param_groups
         )
         return groups, self._state_epoch
+
+    def _state_objects(self) -> tuple:
+        """Which tensor each parameter's state holds, after a step: a traced step reads and
+        updates those objects, so `state.clear()` or a replaced buffer must trace again."""
+        state = self.state
+        return tuple(_state_ids(state[p]) if p in state else None for g in self.param_groups for p in g["params"])
 
     def _state_tensor(self, p: Parameter, key: str) -> Tensor:
         value = self.state[p].get(key)
@@ -715,3 +722,9 @@ class Optimizer:
             self.state[p] = merged
         if state_layout(self.state) != before:
             self._state_epoch += 1
+
+
+def _state_ids(entries: dict) -> tuple:
+    """A parameter's state by identity: tensors by id (updated in place, they stay the same
+    objects), other values (LBFGS's counters, a step number) by value."""
+    return tuple((k, id(v) if isinstance(v, Tensor) else v) for k, v in entries.items())

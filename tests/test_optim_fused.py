@@ -462,3 +462,32 @@ def test_a_compiled_step_traces_again_when_shared_step_counts_part():
     assert [opt.state[p]["step"].item() for p in params] == [4.0, 4.0, 3.0]
     for p, q in zip(params, ref, strict=True):
         np.testing.assert_array_equal(p.numpy(), q.numpy())
+
+
+@pytest.mark.parametrize("change", ["clear", "replace"])
+def test_a_compiled_step_sees_optimizer_state_cleared_or_replaced(change: str) -> None:
+    # The step read the old state tensors: clear() kept the old momentum, a replaced buffer was
+    # never read. Now the state's tensors are a guard: the step traces again, as eager runs.
+    results = []
+    for compiled in (False, True):
+        w = Parameter(nb.tensor([1.0, 2.0]))
+        opt = optim.SGD([w], lr=0.1, momentum=0.9)
+
+        def step(w=w, opt=opt):
+            opt.zero_grad()
+            (w * w).sum().backward()
+            opt.step()
+
+        f = nb.compile(step) if compiled else step
+        f()
+        f()
+        if change == "clear":
+            opt.state.clear()
+        else:
+            opt.state[w]["momentum_buffer"] = nb.zeros(2)
+        f()
+        f()
+        results.append((w.numpy(), opt.state[w]["momentum_buffer"].numpy()))
+    for eager, compiled in zip(*results, strict=True):
+        np.testing.assert_allclose(compiled, eager, rtol=1e-6)
+    assert f.stats.recompile_reasons == ["SGD's state tensors (cleared or replaced) changed"]
