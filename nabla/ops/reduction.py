@@ -603,17 +603,12 @@ def norm(x: Tensor, p: Any = "fro", axis: Any = None, keepdims: bool = False) ->
         return (max if p > 0 else min)(_abs(x), axes, keepdims)
     if p == 0.0:
         return sum(cast(_bin.not_equal(x, 0), x.dtype), axes, keepdims)
-    if p < 0:  # a zero entry makes the norm 0 (1/inf); its derivative 0, not inf * 0 = nan
-        a = _abs(x)
-        root = _safe_root(sum(_safe_power(a, p), axes, keepdims), p)
-        has_zero = _bin.greater(sum(cast(_bin.equal(a, 0), x.dtype), axes, keepdims), 0.5)
-        return _bin.where_(has_zero, 0.0, root)
     powers = _safe_power(_abs(x), p) if 0 < p < 1 else _bin.pow(_abs(x), p)
     return _safe_root(sum(powers, axes, keepdims), p)
 
 
 def _safe_power(a: Tensor, p: float) -> Tensor:
-    """a ** p for a >= 0 and p < 1, with 0 and a zero (not inf * 0 = nan) derivative at a == 0,
+    """a ** p for a >= 0 and 0 < p < 1, with a zero (not inf * 0 = nan) derivative at a == 0,
     as torch's: the power is taken of a + 1 there and multiplied by 0 (arithmetic masks, as in
     `_safe_root`)."""
     zero = cast(_bin.equal(a, 0), a.dtype)
