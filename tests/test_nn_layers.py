@@ -733,3 +733,27 @@ def test_norms_keep_a_half_input_half_with_float_parameters(make):
             want = ref(torch.tensor(x))
             assert want.dtype == torch.float16
             np.testing.assert_allclose(out.numpy(), want.detach().numpy(), atol=2e-2)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda m: m.LayerNorm(64),
+        lambda m: m.RMSNorm(64),
+        lambda m: m.GroupNorm(4, 64),
+        lambda m: m.BatchNorm1d(64),
+        lambda m: m.InstanceNorm1d(64),
+    ],
+    ids=["LayerNorm", "RMSNorm", "GroupNorm", "BatchNorm1d", "InstanceNorm1d"],
+)
+def test_half_precision_norms_compute_in_float32(make):
+    # One deviation of 300: its square (9e4) is inf in float16, and every output was 0.
+    x = np.random.default_rng(0).standard_normal((2, 64, 3)).astype(np.float32)
+    x[:, 5] = 300.0
+    if "LayerNorm" in repr(make(nn)) or "RMSNorm" in repr(make(nn)):
+        x = x.transpose(0, 2, 1).copy()
+    layer = make(nn).half()
+    out = layer(nb.tensor(x).half())
+    assert out.dtype == nb.float16 and np.isfinite(out.numpy()).all() and np.abs(out.numpy()).max() > 1.0
+    want = make(nn)(nb.tensor(x)).numpy()  # the float32 result, rounded
+    np.testing.assert_allclose(out.numpy().astype(np.float32), want, rtol=2e-3, atol=2e-3)

@@ -27,6 +27,7 @@ __all__ = ["batch_norm", "group_norm", "instance_norm", "layer_norm", "local_res
 
 # torch.finfo(dtype).eps, rms_norm's default eps (NumPy has no bfloat16).
 _FINFO_EPS = {"float16": 2.0**-10, "bfloat16": 2.0**-7, "float32": 2.0**-23, "float64": 2.0**-52}
+_HALF = (nb.float16, nb.bfloat16)
 
 
 def _check_param(t: Any, shape: tuple, op: str, arg: str) -> None:
@@ -55,6 +56,12 @@ def _in_dtype_of(y: Tensor, input: Tensor) -> Tensor:
     parameters or statistics (mixed precision's norms kept in float32) stays float16, as in
     PyTorch."""
     return y if y.dtype == input.dtype else y.to(input.dtype)
+
+
+def _float32(*tensors: Tensor | None) -> list[Tensor | None]:
+    """float16/bfloat16 tensors in float32: normalization computes in float32, as PyTorch's
+    kernels (in half precision a deviation of 256 squared is inf and the output all zeros)."""
+    return [t.float() if t is not None and t.dtype in _HALF else t for t in tensors]
 
 
 def _update_running(running: Tensor, stat: Tensor, momentum: float | Tensor, op: str, arg: str) -> None:
@@ -109,17 +116,18 @@ def batch_norm(
     eps = _number(eps, op, "eps")
     momentum = momentum if isinstance(momentum, Tensor) else _number(momentum, op, "momentum")
     nd = input.ndim
+    x, weight, bias = _float32(input, weight, bias)
     if not training:
         if running_mean is None or running_var is None:
             raise ValueError(f"{op}: running_mean and running_var must be given when training=False")
-        mean, var = _channel_view(running_mean, nd), _channel_view(running_var, nd)
-        return _in_dtype_of(_affine((input - mean) * nb.rsqrt(var + eps), weight, bias, nd), input)
+        mean, var = (_channel_view(t, nd) for t in _float32(running_mean, running_var))
+        return _in_dtype_of(_affine((x - mean) * nb.rsqrt(var + eps), weight, bias, nd), input)
     axes = (0, *range(2, nd))
     n = math.prod(input.shape[a] for a in axes)
     if n <= 1:
         raise ValueError(f"{op}: expected more than 1 value per channel when training, got input size {input.shape}")
-    mean = nb.mean(input, axis=axes, keepdims=True)
-    centered = input - mean
+    mean = nb.mean(x, axis=axes, keepdims=True)
+    centered = x - mean
     var = nb.mean(centered * centered, axis=axes, keepdims=True)
     if running_mean is not None:
         _update_running(running_mean, nb.reshape(mean, (c,)), momentum, op, "running_mean")
@@ -173,8 +181,9 @@ def instance_norm(
     n = math.prod(input.shape[2:])
     if n <= 1:
         raise ValueError(f"{op}: expected more than 1 spatial element when training, got input size {input.shape}")
-    mean = nb.mean(input, axis=axes, keepdims=True)
-    centered = input - mean
+    x, weight, bias = _float32(input, weight, bias)
+    mean = nb.mean(x, axis=axes, keepdims=True)
+    centered = x - mean
     var = nb.mean(centered * centered, axis=axes, keepdims=True)
     if running_mean is not None:
         _update_running(running_mean, nb.mean(nb.reshape(mean, input.shape[:2]), axis=0), momentum, op, "running_mean")
@@ -226,7 +235,8 @@ def layer_norm(
     _trailing_axes(input, shape, op)
     _check_param(weight, shape, op, "weight")
     _check_param(bias, shape, op, "bias")
-    return _in_dtype_of(nb.layer_norm(input, shape, weight, bias, _number(eps, op, "eps")), input)
+    x, weight, bias = _float32(input, weight, bias)
+    return _in_dtype_of(nb.layer_norm(x, shape, weight, bias, _number(eps, op, "eps")), input)
 
 
 def rms_norm(input: Tensor, normalized_shape: Any, weight: Tensor | None = None, eps: float | None = None) -> Tensor:
@@ -249,8 +259,9 @@ def rms_norm(input: Tensor, normalized_shape: Any, weight: Tensor | None = None,
     axes = _trailing_axes(input, shape, op)
     _check_param(weight, shape, op, "weight")
     e = _FINFO_EPS[input.dtype.name] if eps is None else _number(eps, op, "eps")
-    y = input * nb.rsqrt(nb.mean(input * input, axis=axes, keepdims=True) + e)
-    return y if weight is None else _in_dtype_of(y * weight, input)
+    x, weight = _float32(input, weight)
+    y = x * nb.rsqrt(nb.mean(x * x, axis=axes, keepdims=True) + e)
+    return _in_dtype_of(y if weight is None else y * weight, input)
 
 
 def group_norm(
@@ -285,7 +296,8 @@ def group_norm(
     _check_param(weight, (c,), op, "weight")
     _check_param(bias, (c,), op, "bias")
     g = int(num_groups)
-    x = nb.reshape(input, (n, g, math.prod(input.shape[1:]) // g))
+    x, weight, bias = _float32(input, weight, bias)
+    x = nb.reshape(x, (n, g, math.prod(input.shape[1:]) // g))
     mean = nb.mean(x, axis=-1, keepdims=True)
     centered = x - mean
     var = nb.mean(centered * centered, axis=-1, keepdims=True)
