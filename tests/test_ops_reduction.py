@@ -316,3 +316,17 @@ def test_norm_below_one_has_zero_gradient_at_zero_entries():
     g = x.grad.numpy()
     assert g[0, 0] == 0.0 and np.isfinite(g).all()  # torch: 0 (it was nan: inf * 0)
     np.testing.assert_allclose(g[0, 1:], [6.5047593, -4.004149], rtol=1e-5)  # torch 2.13
+
+
+def test_half_precision_softmax_computes_in_float32():
+    # As torch: over 70000 entries the float16 sum of exp was inf and every probability 0.
+    out = nb.softmax(nb.zeros(2, 70000, dtype=nb.float16), 1)
+    assert out.dtype == nb.float16
+    np.testing.assert_allclose(out[:, :3].numpy().astype(np.float32), np.float16(1 / 70000), rtol=1e-3)
+    x = np.random.default_rng(0).standard_normal((8, 16)).astype(np.float32)
+    want = nb.softmax(nb.tensor(x), 1).numpy().astype(np.float16)  # float32, rounded once
+    np.testing.assert_array_equal(
+        nb.softmax(nb.tensor(x).half(), 1).numpy(),
+        nb.softmax(nb.tensor(x.astype(np.float16).astype(np.float32)), 1).numpy().astype(np.float16),
+    )
+    assert np.abs(want.astype(np.float32) - nb.softmax(nb.tensor(x).half(), 1).numpy()).max() < 2e-3

@@ -259,6 +259,8 @@ def softmax(x: Tensor, axis: int = -1, *, safe: bool = False, dtype: Any = None)
     x = with_dtype(x, dtype)  # (torch's dtype=: cast before the op)
     _check(x, "softmax")
     _float_only(x, "softmax")
+    if x.dtype in (_dt.float16, _dt.bfloat16):  # as torch, in float32: a sum over 65504 ones is inf
+        return cast(softmax(cast(x, _dt.float32), axis, safe=safe), x.dtype)
     if (a := _sharded_axis(x, axis, "softmax")) is not None:
         return _over_pieces("softmax", x, a, safe=safe)
     return _along_axis(_safe_softmax if safe else _softmax, x, axis, "softmax")
