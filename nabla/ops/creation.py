@@ -18,7 +18,7 @@ from max.graph import Dim, TensorType, ops
 from ..core.common import dtypes as _dt
 from ..core.common.context import vmap_randomness, vmap_sizes
 from ..core.common.devices import CPU_DEVICE, Device
-from ..core.graph.executors import available_device, graph_device, storage_on
+from ..core.graph.executors import available_device, graph_device, round_to_bfloat16, storage_on
 from ..core.tensor.dispatch import OPS, register
 from ..core.tensor.tensor import Tensor, needs_python_value
 from . import binary as _bin
@@ -546,7 +546,7 @@ class RandomOp(Operation):
     ) -> np.ndarray:
         rng = np.random.default_rng(int(seed[0]))
         if distribution == "uniform":
-            return rng.uniform(a, b, size=shape)
+            return _below_high(rng.uniform(a, b, size=shape), a, b, dtype)
         if distribution == "normal":
             return rng.normal(a, b, size=shape)
         if distribution == "bernoulli":
@@ -565,6 +565,23 @@ class RandomOp(Operation):
 
 
 _random = RandomOp()
+
+
+def _below_high(u: np.ndarray, low: float, high: float, dtype: Any) -> np.ndarray:
+    """float64 draws in [low, high) rounded to `dtype` as the executor stores them, with any
+    that round up to `high` (1.0 in 0.02% of float16 draws: exponential_ then gives inf) set to
+    the largest value of the dtype below it, as torch's draws never reach `high`."""
+    if not _dt.is_float(dtype) or dtype == _dt.float64 or not high > low:
+        return u
+    if dtype == _dt.bfloat16:  # (held as float32 rounded to bfloat16's precision)
+        v = round_to_bfloat16(u.astype(np.float32))
+        top = np.asarray(round_to_bfloat16(np.array([high], np.float32)))
+        step = -0x10000 if top[0] > 0 else 0x10000
+        below = (top.view(np.int32) + step).view(np.float32)[0] if top[0] != 0 else -np.float32(2.0**-133)
+    else:
+        v = u.astype(_dt.to_numpy_dtype(dtype))
+        below = np.nextafter(v.dtype.type(high), v.dtype.type(-np.inf))
+    return np.where(v >= high, below, v)
 
 
 def _draw(distribution: str, shape: tuple, dtype: Any, a: Any = 0.0, b: Any = 0.0, generator: Any = None) -> Tensor:
