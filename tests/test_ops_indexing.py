@@ -328,3 +328,12 @@ def test_gather_scatter_errors(call, exc, message):
     with pytest.raises(exc) as info:
         call()
     assert message in str(info.value)
+
+
+def test_float16_scatter_add_accumulates_in_float32():
+    # As torch: in float16 a running sum of ones stops at 2048 (2048 + 1 rounds back).
+    index = nb.tensor(np.zeros(5000, np.int64))
+    ones = nb.ones(5000).half()
+    assert nb.zeros(1).half().scatter_add(0, index, ones).tolist() == [5000.0]
+    mean = nb.zeros(1).half().scatter_reduce(0, index, ones * 1.5, "mean", include_self=False)
+    assert mean.tolist() == [1.5] and mean.dtype == nb.float16

@@ -518,6 +518,10 @@ class TakeScatterOp(mojo_kernels.UsesKernels, Operation):
             key = (slice(None),) * (axis - batch_dims) + (index,)
             if mode == "set":
                 out[key] = updates
+            elif out.dtype == np.float16 and mode in ("add", "mul"):  # accumulate in float32, as
+                wide = out.astype(np.float32)  # torch (in float16 a sum of ones stops at 2048)
+                _NUMPY_AT[mode](wide, key, updates.astype(np.float32))
+                out = wide.astype(np.float16)
             else:
                 _NUMPY_AT[mode](out, key, updates)
             return out
