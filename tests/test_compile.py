@@ -894,3 +894,20 @@ def test_a_compiled_module_updating_a_parameter_under_no_grad_keeps_it_a_leaf():
     emb(nb.tensor([0, 1])).sum().backward()  # (raised: backward through the graph a second time)
     np.testing.assert_array_equal(emb.weight.grad.numpy(), [[2, 2], [2, 2], [1, 1], [1, 1]])
     np.testing.assert_allclose(np.linalg.norm(emb.weight.numpy(), axis=1), 1.0, rtol=1e-6)
+
+
+def test_a_compiled_backward_traces_again_when_a_gradient_hook_is_added_or_removed():
+    w = nb.tensor([1.0, 2.0], requires_grad=True)
+
+    def step(x):
+        w.grad = None
+        (w * x).sum().backward()
+        return w.grad
+
+    f, x = nb.compile(step), nb.ones(2)
+    assert f(x).tolist() == [1.0, 1.0]
+    handle = w.register_hook(lambda g: g * 10)  # (the compiled step kept running without it)
+    assert f(x).tolist() == [10.0, 10.0] and f(x).tolist() == [10.0, 10.0]
+    handle.remove()
+    assert f(x).tolist() == [1.0, 1.0]
+    assert f.stats.recompile_reasons == ["the tensors' gradient hooks changed"] * 2 and f.stats.hits == 1

@@ -23,7 +23,7 @@ import numpy as np
 from max.dtype import DType
 
 from ..common.context import set_grad_enabled
-from ..graph.tracing import TRACE, note_grad
+from ..graph.tracing import TRACE, note_grad, note_guard
 from ..tensor.dispatch import OPS
 from ..tensor.impl import GRAD_HOOKS, RETAINED, TensorImpl
 from ..tensor.tensor import Tensor
@@ -353,6 +353,8 @@ def tensor_backward(
     wrt = None if chosen is None else [t._impl for t in chosen.values()]
     grads = backward_on_trace([impl], [gradient], wrt, retain_graph=retain_graph, create_graph=create_graph, cut=False)
     traced = TRACE.state is not None  # (one check: a training step accumulates every parameter's)
+    if traced:  # the hooks it ran (or found none of) are baked in: one added or removed retraces
+        note_guard(_hooks_version, "the tensors' gradient hooks")
     for leaf, g in grads.values():
         if chosen is not None:
             facade = chosen.get(id(leaf))
@@ -377,3 +379,7 @@ def tensor_backward(
             post = getattr(facade, "_post_hooks", None)
             for hook in tuple(post.values()) if post else ():
                 hook(facade)
+
+
+def _hooks_version() -> int:
+    return GRAD_HOOKS.version

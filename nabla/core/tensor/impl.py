@@ -30,11 +30,22 @@ class _Hooks:
         self.on_impl: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         # post-accumulate hooks registered (on Tensors' `_post_hooks`): looked for while > 0
         self.post_count = 0
+        # bumped by every registration and removal: a compiled backward traces again after one
+        self.version = 0
+
+    def added(self, post: bool = False) -> None:
+        self.version += 1
+        if post:
+            self.post_count += 1
+        else:
+            self.count += 1
 
     def removed(self) -> None:
+        self.version += 1
         self.count -= 1
 
     def post_removed(self) -> None:
+        self.version += 1
         self.post_count -= 1
 
     def of(self, impl: TensorImpl) -> dict | None:

@@ -73,7 +73,7 @@ class TorchMethods:
             hooks = _slot(self, "_hooks")
         else:
             hooks = GRAD_HOOKS.on_impl.setdefault(self._impl, {})
-        GRAD_HOOKS.count += 1
+        GRAD_HOOKS.added()
         return add_hook(hooks, hook, on_remove=GRAD_HOOKS.removed)
 
     def register_post_accumulate_grad_hook(self, hook: Callable[[Any], None]) -> RemovableHandle:
@@ -86,7 +86,7 @@ class TorchMethods:
         if not self.requires_grad or not self.is_leaf:
             raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
         self._impl.facade = weakref.ref(self)
-        GRAD_HOOKS.post_count += 1
+        GRAD_HOOKS.added(post=True)
         return add_hook(_slot(self, "_post_hooks"), hook, on_remove=GRAD_HOOKS.post_removed)
 
     # -- arithmetic with PyTorch's keyword conventions -----------------------------------------
