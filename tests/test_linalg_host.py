@@ -158,7 +158,9 @@ def test_pinv_and_matrix_rank_keep_the_default_rtol_unless_atol_is_positive():
     assert nb.linalg.matrix_rank(
         nb.tensor(np.stack([z, z])), atol=nb.tensor([0.0, 1.0], dtype=nb.float64)
     ).tolist() == [2, 2]
-    np.testing.assert_allclose(nb.linalg.pinv(nb.tensor(z), atol=0.0).numpy(), np.linalg.pinv(z), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(
+        nb.linalg.pinv(nb.tensor(z), atol=0.0).numpy(), np.linalg.pinv(z), rtol=1e-10, atol=1e-12
+    )
     assert nb.linalg.matrix_rank(nb.tensor(z), atol=20.0).item() == 0  # (rtol 0: the cutoff is atol)
 
 
