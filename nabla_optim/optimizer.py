@@ -725,6 +725,6 @@ class Optimizer:
 
 
 def _state_ids(entries: dict) -> tuple:
-    """A parameter's state by identity: tensors by id (updated in place, they stay the same
-    objects), other values (LBFGS's counters, a step number) by value."""
-    return tuple((k, id(v) if isinstance(v, Tensor) else v) for k, v in entries.items())
+    """A parameter's state entries, tensors by id (updated in place, they stay the same objects;
+    another value's change, such as a counter's, is not structure)."""
+    return tuple((k, id(v) if isinstance(v, Tensor) else None) for k, v in entries.items())
