@@ -341,11 +341,11 @@ def _check(x: Any, op: str) -> None:
 _HALF = (_dt.float16, _dt.bfloat16)
 
 
-def _in_float32(fn: Any, x: Tensor, *args: Any) -> Tensor:
-    """fn(x, *args) computed in float32 and cast back to x's half dtype: PyTorch's accumulate
-    type. In float16 a sum of 5000 ones is 2048, a sum of squares of values near 100 overflows,
-    and an element count above 65504 (mean's, var's divisor) is inf."""
-    return cast(fn(cast(x, _dt.float32), *args), x.dtype)
+def _in_float32(fn: Any, x: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """fn(x, *args, **kwargs) computed in float32 and cast back to x's half dtype: PyTorch's
+    accumulate type. In float16 a sum of 5000 ones is 2048, a sum of squares of values near 100
+    overflows, and an element count above 65504 (mean's, var's divisor) is inf."""
+    return cast(fn(cast(x, _dt.float32), *args, **kwargs), x.dtype)
 
 
 @public()

@@ -24,12 +24,14 @@ from .base import AVal, public, shape_of, with_dtype
 from .cast import cast
 from .communication import reshard
 from .reduction import (
+    _HALF,
     ReduceOperation,
     _along_axis,
     _axes_arg,
     _AxisOperation,
     _check,
     _float_only,
+    _in_float32,
     _mx_any,
     _mx_reduce,
     _reduced_shape,
@@ -259,8 +261,8 @@ def softmax(x: Tensor, axis: int = -1, *, safe: bool = False, dtype: Any = None)
     x = with_dtype(x, dtype)  # (torch's dtype=: cast before the op)
     _check(x, "softmax")
     _float_only(x, "softmax")
-    if x.dtype in (_dt.float16, _dt.bfloat16):  # as torch, in float32: a sum over 65504 ones is inf
-        return cast(softmax(cast(x, _dt.float32), axis, safe=safe), x.dtype)
+    if x.dtype in _HALF:  # as torch, in float32: a sum over 65504 ones is inf
+        return _in_float32(softmax, x, axis, safe=safe)
     if (a := _sharded_axis(x, axis, "softmax")) is not None:
         return _over_pieces("softmax", x, a, safe=safe)
     return _along_axis(_safe_softmax if safe else _softmax, x, axis, "softmax")
