@@ -517,16 +517,16 @@ def _select_jvp(x_wins: Tensor, primals: list, tangents: list) -> Tensor:
     return where_(tie, mean, where_(x_wins, tangents[0], tangents[1]))
 
 
-def _trapping_divisor(y: Any) -> tuple[Any, Any]:
-    """(divisor, lanes) for MAX's integer division, which traps (SIGFPE ends the process) on a
-    zero divisor and on MIN // -1. Those lanes divide by 1 instead; callers give NumPy's results
-    there (0 for a zero divisor, the wrapped -x for -1). `lanes` is None for floats."""
+def _trapping_divisor(y: Any) -> Any:
+    """The divisor for MAX's integer division, which traps (SIGFPE ends the process) on a zero
+    divisor and on MIN // -1: 1 in those lanes. Callers give NumPy's results there (0 for a zero
+    divisor, the wrapped -x for -1); x % 1 is already 0. Floats divide as they are."""
     if not y.dtype.is_integral():
-        return y, None
+        return y
     lanes = ops.equal(y, 0)
     if y.dtype.is_signed_integral():
         lanes = ops.logical_or(lanes, ops.equal(y, -1))
-    return ops.where(lanes, 1, y), lanes
+    return ops.where(lanes, 1, y)
 
 
 class FloorDivideOp(BinaryOperation):
@@ -536,9 +536,8 @@ class FloorDivideOp(BinaryOperation):
     name = "floor_divide"
 
     def kernel(self, x: Any, y: Any) -> Any:
-        divisor, lanes = _trapping_divisor(y)
-        q = ops.floor_div(x, divisor)
-        if lanes is None:
+        q = ops.floor_div(x, _trapping_divisor(y))
+        if not y.dtype.is_integral():
             return q
         if y.dtype.is_signed_integral():
             q = ops.where(ops.equal(y, -1), ops.negate(x), q)
@@ -561,7 +560,7 @@ class RemainderOp(BinaryOperation):
     name = "remainder"
 
     def kernel(self, x: Any, y: Any) -> Any:  # (x % 0 and x % -1 are 0, as x % 1)
-        return _mod_with_sign_of(_MaxLib, x, _trapping_divisor(y)[0], sign_of_divisor=True)
+        return _mod_with_sign_of(_MaxLib, x, _trapping_divisor(y), sign_of_divisor=True)
 
     def numpy_kernel(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -591,7 +590,7 @@ class FmodOp(BinaryOperation):
     name = "fmod"
 
     def kernel(self, x: Any, y: Any) -> Any:
-        return _mod_with_sign_of(_MaxLib, x, _trapping_divisor(y)[0], sign_of_divisor=False)
+        return _mod_with_sign_of(_MaxLib, x, _trapping_divisor(y), sign_of_divisor=False)
 
     def numpy_kernel(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         with np.errstate(divide="ignore", invalid="ignore"):
