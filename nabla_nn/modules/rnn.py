@@ -29,6 +29,7 @@ from .linear import empty_parameter
 __all__ = ["GRU", "LSTM", "RNN", "RNNBase"]
 
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
+_WEIGHT_KINDS = ("weight_ih", "weight_hh", "bias_ih", "bias_hh", "weight_hr")  # torch's order in a cell
 
 
 def _positive_int(value: Any, name: str, cls: str, minimum: int = 1) -> int:
@@ -170,8 +171,7 @@ class RNNBase(Module):
         # Attribute access, not `_parameters`: a parametrization or weight_norm replaces the
         # parameter with a computed attribute of the same name.
         name = f"l{layer}{'_reverse' if reverse else ''}"
-        kinds = ("weight_ih", "weight_hh", "bias_ih", "bias_hh", "weight_hr")
-        return tuple(getattr(self, f"{kind}_{name}", None) for kind in kinds)
+        return tuple(getattr(self, f"{kind}_{name}", None) for kind in _WEIGHT_KINDS)
 
     # -- input handling ------------------------------------------------------------------------
     def _check_input(self, input: Any) -> bool:
@@ -307,8 +307,7 @@ class RNNBase(Module):
     @property
     def _flat_weights_names(self) -> list[str]:
         """torch's names of every weight, layer by layer and direction by direction."""
-        kinds = ("weight_ih", "weight_hh") + (("bias_ih", "bias_hh") if self.bias else ())
-        kinds += ("weight_hr",) if self.proj_size > 0 else ()
+        kinds = [k for k in _WEIGHT_KINDS if (self.bias or "bias" not in k) and (self.proj_size or k != "weight_hr")]
         return [
             f"{kind}_l{layer}{'_reverse' if d else ''}"
             for layer in range(self.num_layers)
