@@ -352,6 +352,23 @@ def test_matrix_power_by_squaring():
         close(nb.matrix_power(nb.tensor(a), n).numpy(), np.linalg.matrix_power(a, n), rtol=1e-9, atol=1e-12)
 
 
+def test_inputs_a_result_ignores_get_zero_gradients_not_none():
+    """As torch: addmm(beta=0) and matrix_power(A, 0) keep their input in the graph, so an
+    optimizer still updates it (weight decay, momentum); nan in the input stays out."""
+    inp = nb.tensor(np.array([1.0, np.nan, 3.0]), requires_grad=True)
+    m1 = nb.tensor(RNG.standard_normal((2, 4)), requires_grad=True)
+    nb.addmm(inp, m1, nb.ones(4, 3), beta=0).sum().backward()
+    np.testing.assert_array_equal(inp.grad.numpy(), np.zeros(3))
+    np.testing.assert_allclose(m1.grad.numpy(), np.full((2, 4), 3.0))
+    a = nb.tensor(RNG.standard_normal((2, 2)), requires_grad=True)
+    out = nb.matrix_power(a, 0)
+    np.testing.assert_array_equal(out.numpy(), np.eye(2))
+    out.sum().backward()
+    np.testing.assert_array_equal(a.grad.numpy(), np.zeros((2, 2)))
+    g = nb.grad(lambda i: nb.baddbmm(i, nb.ones(1, 2, 3), nb.ones(1, 3, 2), beta=0).sum())(nb.ones(2, 2))
+    np.testing.assert_array_equal(g.numpy(), np.zeros((2, 2)))
+
+
 def test_scaled_products_and_their_errors():
     i, m1, m2 = RNG.standard_normal(5), RNG.standard_normal((3, 4)), RNG.standard_normal((4, 5))
     close(nb.addmm(nb.tensor(i), nb.tensor(m1), nb.tensor(m2), beta=0.5, alpha=-2).numpy(), 0.5 * i - 2 * m1 @ m2)

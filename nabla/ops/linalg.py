@@ -378,7 +378,7 @@ def _scaled_sum(op: str, input: Any, product: Tensor, beta: Any, alpha: Any) -> 
         )
     scaled = product if alpha == 1 else _bin.mul(product, alpha)
     if beta == 0:
-        return scaled
+        return _red.keep_in_graph(scaled, input)
     return _bin.add(input if beta == 1 else _bin.mul(input, beta), scaled)
 
 

@@ -478,7 +478,7 @@ def matrix_power(a: Any, n: int) -> Tensor:
     if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
         raise ValueError(f"matrix_power: A must be a batch of square matrices (..., n, n), got shape {x.shape}")
     if n == 0:
-        return broadcast_to(eye(x.shape[-1], dtype=x.dtype), x.shape)
+        return _red.keep_in_graph(broadcast_to(eye(x.shape[-1], dtype=x.dtype), x.shape), x)
     base = inv(x) if n < 0 else x
     out, k = None, abs(int(n))
     while k:

@@ -20,6 +20,7 @@ from max.graph import ops
 from max.graph.ops import reduction as _max_red
 
 from ..core.common import dtypes as _dt
+from ..core.common.context import is_grad_enabled
 from ..core.sharding import OpShardingRule
 from ..core.sharding import rules as _rules
 from ..core.tensor.dispatch import register
@@ -540,6 +541,17 @@ def std(x: Tensor, axis: Any = None, correction: Any = 1, keepdims: bool = False
     if isinstance(x, Tensor) and x.dtype in _HALF:
         return _in_float32(std, x, axis, correction, keepdims)
     return _safe_root(_var(x, axis, correction, keepdims, "std"), 2.0)
+
+
+def keep_in_graph(result: Tensor, source: Tensor) -> Tensor:
+    """`result`, with `source` kept in the autodiff graph at a zero gradient: for values that do
+    not depend on `source` (`addmm(beta=0)`, `matrix_power(A, 0)`) where torch
+    still gives `source` a zero gradient rather than None, so optimizers update it (weight
+    decay, momentum). A `where` that never selects `source`, so its nan and inf stay out."""
+    if not (source.requires_grad and is_grad_enabled()):
+        return result
+    unused = sum(_bin.where_(full((), False, dtype=_dt.bool_), source, 0.0))
+    return _bin.add(result, cast(unused, result.dtype))
 
 
 def _safe_root(s: Tensor, p: float) -> Tensor:
