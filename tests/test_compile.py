@@ -205,6 +205,22 @@ def test_captured_tensor_changing_shape_retraces():
     assert f.stats.misses == 2
 
 
+def test_a_captured_tensor_read_into_python_retraces_when_it_is_updated():
+    """`w.item()` inside the trace bakes w's value into the model, so an in-place update of w
+    traces again (torch.compile re-runs the read; JAX's arrays cannot change)."""
+    w = nb.tensor(2.0)
+    f = nb.compile(lambda x: x * w.item())
+    np.testing.assert_array_equal(f(nb.ones(2)).numpy(), [2.0, 2.0])
+    np.testing.assert_array_equal(f(nb.ones(2)).numpy(), [2.0, 2.0])
+    assert (f.stats.misses, f.stats.hits) == (1, 1)
+    w.fill_(3.0)
+    np.testing.assert_array_equal(f(nb.ones(2)).numpy(), [3.0, 3.0])
+    w.add_(1.0)  # pending at the next call: computed, then read again
+    np.testing.assert_array_equal(f(nb.ones(2)).numpy(), [4.0, 4.0])
+    assert f.stats.misses == 3
+    assert "captured tensor () read with .item()/.numpy() changed" in f.stats.recompile_reasons[-1]
+
+
 def test_pytorch_style_step_with_backward_and_inplace_update():
     w = nb.tensor(RNG.standard_normal((4, 3)).astype(np.float32), requires_grad=True)
     w_ref = nb.tensor(w.numpy(), requires_grad=True)

@@ -21,7 +21,7 @@ from ..common.context import is_grad_enabled
 from ..common.devices import CPU_DEVICE
 from ..graph.engine import GRAPH
 from ..graph.executors import available_device, host_array, storage_item, storage_on, storage_to_numpy
-from ..graph.tracing import TRACE, ConcretizationError, note_grad, note_grad_read, note_mutation
+from ..graph.tracing import TRACE, ConcretizationError, note_grad, note_grad_read, note_guard, note_mutation
 from .dispatch import OPS
 from .impl import RETAINED, Device, TensorImpl
 from .tensor_shape_methods import ShapeMethods, _axis_arg
@@ -345,6 +345,9 @@ class Tensor(ViewMethods, ShapeMethods, TorchMethods, TorchMath, TorchInPlace):
                 "cannot read the value of a batched tensor inside vmap (it has a different value per batch "
                 "element); return it from the vmapped function instead"
             )
+        state = TRACE.state
+        if state is not None and impl.seq < state.start_seq:
+            _guard_value(self, impl)
         if impl.data is None:
             GRAPH.evaluate([impl])
         GRAPH.host_reads += 1
@@ -890,3 +893,16 @@ class GradFn:
 
     def __repr__(self) -> str:
         return f"<{self.name()} object>"
+
+
+def _guard_value(facade: Tensor, impl: TensorImpl) -> None:
+    """nabla.compile: the trace reads the value of a tensor it captured (`w.item()`, `float(w)`),
+    so that value is baked into the model; a later in-place update of `w` (which gives it a new
+    impl) makes the compiled function trace again instead of running with the old value."""
+    ref, held = weakref.ref(facade), weakref.ref(impl)
+
+    def current() -> Any:
+        f = ref()
+        return held if f is not None and f._impl is held() else None
+
+    note_guard(current, f"the value of a captured tensor {tuple(facade.shape)} read with .item()/.numpy()")
