@@ -221,6 +221,53 @@ def test_a_captured_tensor_read_into_python_retraces_when_it_is_updated():
     assert "captured tensor () read with .item()/.numpy() changed" in f.stats.recompile_reasons[-1]
 
 
+SCALE = 2.0
+NAN = float("nan")
+
+
+def test_captured_python_values_the_code_reads_are_guarded():
+    """Python values read by name are baked into the trace; a change traces again (as
+    torch.compile guards them), and the reason names the value."""
+    global SCALE
+    bank, cfg = [nb.ones(1)], {"s": 2.0}
+    f = nb.compile(lambda x: x * SCALE * cfg["s"] + sum(t for t in bank))
+    assert f(nb.ones(1)).item() == 5.0
+    SCALE = 3.0
+    try:
+        assert f(nb.ones(1)).item() == 7.0
+        assert f.stats.recompile_reasons[-1] == "global 'SCALE' changed"
+    finally:
+        SCALE = 2.0
+    cfg["s"] = 5.0
+    assert f(nb.ones(1)).item() == 11.0
+    bank.append(nb.full((1,), 4.0))
+    assert f(nb.ones(1)).item() == 15.0
+    assert f(nb.ones(1)).item() == 15.0
+    assert (f.stats.misses, f.stats.hits) == (4, 1)
+
+
+def test_value_guards_cover_read_attributes_only_and_settle():
+    class Holder:
+        pass
+
+    h = Holder()
+    h.scale, h.calls, h.w = 2.0, 0, nb.ones(1)
+    history = []
+
+    def step(x):
+        history.append(1)  # written during the trace: keyed after it, so no retrace per call
+        return x * h.scale + h.w * float(NAN != NAN)  # a NaN global: keyed so that it equals itself
+
+    f = nb.compile(step)
+    for i in range(3):
+        h.calls = i  # an attribute the code never names: no retrace
+        assert f(nb.ones(1)).item() == 3.0
+    assert (f.stats.misses, f.stats.hits) == (1, 2)
+    h.scale = 4.0
+    assert f(nb.ones(1)).item() == 5.0
+    assert f.stats.misses == 2
+
+
 def test_pytorch_style_step_with_backward_and_inplace_update():
     w = nb.tensor(RNG.standard_normal((4, 3)).astype(np.float32), requires_grad=True)
     w_ref = nb.tensor(w.numpy(), requires_grad=True)

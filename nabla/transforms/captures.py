@@ -1,14 +1,20 @@
 """What a compiled function captures: tensors it reaches by name (globals, closure cells,
 tensors inside dicts, lists and tuples held there, and attributes of user objects held there
 or passed as arguments: `self.w`), each with a getter that reads the name again on every call,
-and promises made before the trace that it reaches otherwise."""
+and promises made before the trace that it reaches otherwise.
+
+The Python values it reads there (a global `scale = 2.0`, `cfg["eps"]`, `self.mode`, a list's
+length) are baked into the trace, so each gets a value guard, as torch.compile guards them: the
+function traces again when one changes. Only names its code reads are guarded (a global it
+loads, an attribute name it mentions), so a counter it never reads does not retrace it."""
 
 from __future__ import annotations
 
+import dis
 import functools
 import types
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.common.pytree import leaf_paths, tree_flatten
@@ -20,28 +26,52 @@ class Scan:
     by_impl: dict  # id(impl) -> (label, getter returning the Tensor now held there)
     checks: list  # (getter, id(Tensor) at trace time, label): names whose rebinding forces a retrace
     tensors: list  # the Tensors found
+    values: list = field(default_factory=list)  # (getter of a value's key, label): see `value_key`
+    mentioned: frozenset = frozenset()  # attribute and global names the code mentions
 
 
 def scan_captures(fn: Callable) -> Scan:
     """Find tensors `fn` can reach by name: globals it names, closure cells, defaults; and
     tensors inside dicts/lists/tuples held there. Each gets a getter that reads the name again."""
-    scan = Scan({}, [], [])
     code = getattr(fn, "__code__", None)
     if code is None:
-        return scan
-    names = set()
+        return Scan({}, [], [])
+    names, loaded = set(), set()
     stack = [code]
     while stack:
         c = stack.pop()
         names.update(c.co_names)
+        loaded.update(i.argval for i in dis.get_instructions(c) if i.opname in ("LOAD_GLOBAL", "LOAD_NAME"))
         stack.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+    scan = Scan({}, [], [], mentioned=frozenset(names))
     glb = getattr(fn, "__globals__", {})
     for name in sorted(names):
         if name in glb:
-            _add_capture(scan, f"global {name!r}", lambda g=glb, n=name: g.get(n))
+            label = f"global {name!r}"
+            _add_capture(scan, label, lambda g=glb, n=name: g.get(n), guard=name in loaded)
     for name, cell in zip(code.co_freevars, getattr(fn, "__closure__", None) or (), strict=False):
-        _add_capture(scan, f"closure variable {name!r}", lambda c=cell: _cell_value(c))
+        _add_capture(scan, f"closure variable {name!r}", lambda c=cell: _cell_value(c), guard=True)
     return scan
+
+
+def value_key(value: Any) -> Any:
+    """What a trace baked in of a captured Python value, comparable with ==: numbers, strings
+    and the structure of containers (tensors stand for themselves: their identity is checked
+    apart); any other object by identity. NaN equals NaN here, so it does not retrace."""
+    if isinstance(value, Tensor):
+        return _TENSOR
+    if isinstance(value, float):
+        return ("float", "nan" if value != value else value)
+    if value is None or isinstance(value, bool | int | str | bytes):
+        return (type(value).__name__, value)
+    if isinstance(value, list | tuple):
+        return (type(value).__name__, tuple(value_key(v) for v in value))
+    if isinstance(value, dict):
+        return ("dict", tuple((value_key(k), value_key(v)) for k, v in value.items()))
+    return ("object", id(value))
+
+
+_TENSOR = ("tensor",)
 
 
 def scan_argument_objects(scan: Scan, objects: list[tuple[str, Any]]) -> None:
@@ -76,8 +106,10 @@ def _cell_value(cell: Any) -> Any:
         return None
 
 
-def _add_capture(scan: Scan, label: str, getter: Callable[[], Any]) -> None:
+def _add_capture(scan: Scan, label: str, getter: Callable[[], Any], guard: bool = False) -> None:
     value = getter()
+    if guard and not _user_object(value) and (_plain(value) or isinstance(value, dict | list | tuple)):
+        scan.values.append((lambda g=getter: value_key(g()), label))
     if isinstance(value, Tensor):
         scan.by_impl.setdefault(id(value._impl), (label, lambda g=getter: g()))
         scan.checks.append((getter, id(value), label))
@@ -118,11 +150,16 @@ def _user_object(value: Any) -> bool:
 _OURS = ("nabla", "nabla_nn", "nabla_optim", "builtins")
 
 
+def _plain(value: Any) -> bool:
+    return value is None or isinstance(value, bool | int | float | str | bytes)
+
+
 def _add_attributes(scan: Scan, label: str, getter: Callable[[], Any]) -> None:
     """One level of the object's attributes: tensors, and containers of tensors."""
     for attr, value in list(vars(getter()).items())[:256]:
-        if isinstance(value, Tensor | dict | list | tuple):
-            _add_capture(scan, f"{label}.{attr}", functools.partial(_attr_of, getter, attr))
+        if isinstance(value, Tensor | dict | list | tuple) or _plain(value):
+            guard = attr in scan.mentioned
+            _add_capture(scan, f"{label}.{attr}", functools.partial(_attr_of, getter, attr), guard=guard)
 
 
 def _attr_of(getter: Callable[[], Any], attr: str) -> Any:

@@ -325,7 +325,9 @@ class _Tracing:
             grad_reads=[(t, label) for _, t, label in _grad_reads(traced, placeholders)],
             plan=plan,
             name_checks=traced.scan.checks,
-            guards=traced.state.guards,
+            # (captured values keyed after the trace, so what the function itself wrote into a
+            # captured dict or list during the trace does not retrace every call)
+            guards=traced.state.guards + [(g, g(), label) for g, label in traced.scan.values],
             out_layouts=[
                 (t.sharding, t.physical_shape, t.device, traced.collected.device) for t in traced.collected.targets
             ],
