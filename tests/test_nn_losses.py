@@ -662,3 +662,40 @@ def test_soft_margin_losses_broadcast_the_target_like_torch(target_shape):
 def test_gaussian_nll_rejects_a_negative_variance_tensor():
     with pytest.raises(ValueError, match="gaussian_nll_loss: var has negative entry/entries"):
         F.gaussian_nll_loss(nb.tensor([0.0, 0.0]), nb.tensor([1.0, 1.0]), nb.tensor([1.0, -1.0]))
+
+
+_PROMOTING = {  # torch promotes a wider float target in these losses (not in huber, hinge, soft margin)
+    "mse_loss": lambda f, x, t: f.mse_loss(x, t),
+    "l1_loss": lambda f, x, t: f.l1_loss(x, t, reduction="none"),
+    "smooth_l1_loss": lambda f, x, t: f.smooth_l1_loss(x, t, beta=0.5),
+    "binary_cross_entropy_with_logits": lambda f, x, t: f.binary_cross_entropy_with_logits(x, t),
+    "kl_div": lambda f, x, t: f.kl_div(x, t, reduction="batchmean"),
+    "poisson_nll_loss": lambda f, x, t: f.poisson_nll_loss(x, t),
+    "gaussian_nll_loss": lambda f, x, t: f.gaussian_nll_loss(x, t, 0.5),
+    "cross_entropy_probabilities": lambda f, x, t: f.cross_entropy(x, t),
+    "multilabel_soft_margin_loss": lambda f, x, t: f.multilabel_soft_margin_loss(x, t),
+    "margin_ranking_loss": lambda f, x, t: f.margin_ranking_loss(x[:, 0], x[:, 1], t[:, 0] * 2 - 1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_PROMOTING))
+def test_a_wider_float_target_promotes_the_loss_as_torch(name):
+    x, t = RNG.random((4, 3)).astype(np.float32), RNG.random((4, 3))
+    xn = nb.tensor(x, requires_grad=True)
+    out = _PROMOTING[name](F, xn, nb.tensor(t))
+    assert out.dtype == nb.float64
+    out.sum().backward()
+    assert xn.grad.dtype == nb.float32
+    if torch is not None:
+        xt = torch.tensor(x, requires_grad=True)
+        ref = _PROMOTING[name](TF, xt, torch.tensor(t))
+        ref.sum().backward()
+        np.testing.assert_allclose(out.numpy(), ref.detach().numpy(), rtol=1e-6)  # (parts in float32)
+        np.testing.assert_allclose(xn.grad.numpy(), xt.grad.numpy(), rtol=1e-5, atol=1e-7)
+
+
+def test_huber_and_hinge_losses_keep_the_input_dtype_as_torch():
+    x, t = nb.tensor(RNG.random((4, 3)).astype(np.float32)), nb.tensor(RNG.random((4, 3)))
+    assert F.huber_loss(x, t).dtype == nb.float32
+    assert F.hinge_embedding_loss(x, t).dtype == nb.float32
+    assert F.soft_margin_loss(x, t).dtype == nb.float32

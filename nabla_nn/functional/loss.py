@@ -87,6 +87,16 @@ def _like(x: Tensor, ref: Tensor) -> Tensor:
     return x if x.dtype == ref.dtype else nb.cast(x, ref.dtype)
 
 
+def _promoted(input: Tensor, target: Tensor) -> tuple[Tensor, Tensor]:
+    """input and target in one dtype, as PyTorch's promoting losses (mse, l1, kl_div, ...) take
+    them: a float target of a wider dtype widens both (float32 input, float64 target: a float64
+    loss); any other target takes the input's dtype."""
+    if _dt.is_float(target.dtype) and target.dtype != input.dtype:
+        wide = _dt.promote_types(input.dtype, target.dtype)
+        input = input if input.dtype == wide else nb.cast(input, wide)
+    return input, _like(target, input)
+
+
 def _same_shape(input: Tensor, target: Tensor, op: str) -> None:
     if tuple(input.shape) != tuple(target.shape):
         raise ValueError(f"{op}: target shape {target.shape} must equal input shape {input.shape}")
@@ -178,7 +188,7 @@ def mse_loss(
     """
     op = "mse_loss"
     red = _reduction(reduction, op, size_average, reduce)
-    x, t = _broadcast_pair(_float(input, op, "input"), _like(_tensor(target, op, "target"), input), op)
+    x, t = _broadcast_pair(*_promoted(_float(input, op, "input"), _tensor(target, op, "target")), op)
     d = x - t
     return _weighted(d * d, weight, red, op)
 
@@ -205,7 +215,7 @@ def l1_loss(
     """
     op = "l1_loss"
     red = _reduction(reduction, op, size_average, reduce)
-    x, t = _broadcast_pair(_float(input, op, "input"), _like(_tensor(target, op, "target"), input), op)
+    x, t = _broadcast_pair(*_promoted(_float(input, op, "input"), _tensor(target, op, "target")), op)
     return _weighted(nb.abs(x - t), weight, red, op)
 
 
@@ -240,7 +250,7 @@ def smooth_l1_loss(
     b = _number(beta, op, "beta")
     if b < 0:
         raise ValueError(f"{op}: beta must be non-negative, got {beta}")
-    x, t = _broadcast_pair(_float(input, op, "input"), _like(_tensor(target, op, "target"), input), op)
+    x, t = _broadcast_pair(*_promoted(_float(input, op, "input"), _tensor(target, op, "target")), op)
     return _reduce(_smooth_l1(x - t, b), red)
 
 
@@ -367,7 +377,7 @@ def _soft_cross_entropy(
 ) -> Tensor:
     """Cross entropy with class probabilities as targets: -sum_c w[c] * target[c] * logp[c]."""
     c = logp.shape[class_dim]
-    t = _like(target, logp)
+    logp, t = _promoted(logp, target)
     if smoothing > 0.0:
         t = t * (1.0 - smoothing) + smoothing / c
     prod = logp * t
@@ -548,7 +558,7 @@ def binary_cross_entropy_with_logits(
     red = _reduction(reduction, op, size_average, reduce)
     _float(input, op, "input")
     _same_shape(input, _tensor(target, op, "target"), op)
-    t = _like(target, input)
+    input, t = _promoted(input, target)
     log_sig = nb.logsigmoid(input)
     if pos_weight is not None:
         lw = (_like(_float(pos_weight, op, "pos_weight"), input) - 1.0) * t + 1.0
@@ -602,7 +612,7 @@ def kl_div(
                 stacklevel=2,
             )
     _float(input, op, "input")
-    t = _like(_float(target, op, "target"), input)
+    input, t = _promoted(input, _float(target, op, "target"))
     loss = nb.exp(t) * (t - input) if log_target else _xlogx(t) - t * input
     if red == "batchmean":
         return nb.sum(loss) / float(input.shape[0]) if input.ndim else nb.sum(loss)
@@ -732,7 +742,7 @@ def margin_ranking_loss(
     _float(input1, op, "input1")
     _float(input2, op, "input2")
     _broadcastable(op, input1=input1, input2=input2, target=_tensor(target, op, "target"))
-    t = _sign_target(target, input1, op)
+    input1, t = _promoted(input1, _tensor(target, op, "target"))  # (torch promotes here, not in hinge)
     return _reduce(nb.clamp(-t * (input1 - input2) + _number(margin, op, "margin"), min=0.0), red)
 
 
@@ -813,7 +823,7 @@ def multilabel_soft_margin_loss(
     op = "multilabel_soft_margin_loss"
     red = _reduction(reduction, op, size_average, reduce)
     _float(input, op, "input")
-    t = _like(_broadcast_target(input, _tensor(target, op, "target"), op), input)
+    input, t = _promoted(input, _broadcast_target(input, _tensor(target, op, "target"), op))
     loss = -(t * nb.logsigmoid(input) + (1.0 - t) * nb.logsigmoid(-input))
     if weight is not None:
         loss = loss * _like(_float(weight, op, "weight"), input)
@@ -895,7 +905,7 @@ def poisson_nll_loss(
     op = "poisson_nll_loss"
     red = _reduction(reduction, op, size_average, reduce)
     _float(input, op, "input")
-    t = _like(_tensor(target, op, "target"), input)
+    input, t = _promoted(input, _tensor(target, op, "target"))
     if log_input:
         loss = nb.exp(input) - t * input
     else:
@@ -936,7 +946,7 @@ def gaussian_nll_loss(
     op = "gaussian_nll_loss"
     red = _reduction(reduction, op)
     _float(input, op, "input")
-    t = _like(_tensor(target, op, "target"), input)
+    input, t = _promoted(input, _tensor(target, op, "target"))
     if isinstance(var, int | float | np.integer | np.floating) and not isinstance(var, bool):
         if var < 0:
             raise ValueError(f"{op}: var has negative entry/entries, got {var}")
