@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .core.autograd import tensor_backward, tensor_grad
-from .core.autograd.engine import as_tensor_list
+from .core.autograd import tensor_grad
+from .core.autograd.engine import as_tensor_list, tensors_backward
 
 __all__ = ["backward", "grad"]
 
@@ -30,10 +30,8 @@ def backward(
     create_graph: bool = False,
     inputs: Any = None,
 ) -> None:
-    """`Tensor.backward` of each tensor in `tensors` with its `grad_tensors` entry."""
+    """torch.autograd.backward: one backward from every tensor in `tensors`, each seeded with
+    its `grad_tensors` entry (ones for a scalar); hooks see the summed gradients."""
     outs = as_tensor_list(tensors)
     cots = [None] * len(outs) if grad_tensors is None else as_tensor_list(grad_tensors)
-    for i, (out, cot) in enumerate(zip(outs, cots, strict=True)):
-        last = i == len(outs) - 1
-        keep = retain_graph if retain_graph is not None else create_graph
-        tensor_backward(out, cot, retain_graph=keep or not last, create_graph=create_graph, inputs=inputs)
+    tensors_backward(outs, cots, retain_graph=retain_graph, create_graph=create_graph, inputs=inputs)

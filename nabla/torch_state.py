@@ -7,12 +7,13 @@ checks them beside torch_functions.py's.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import numpy as np
 
 from .core.common import dtypes as _dt
-from .core.common.context import is_grad_enabled, no_grad
+from .core.common.context import no_grad
 from .core.tensor import Tensor
 from .ops.linalg import _as_tensor
 from .ops.random_state import default_generator
@@ -163,23 +164,49 @@ def set_rng_state(new_state: Any) -> None:
     default_generator.set_state(new_state)
 
 
+class _Inference(threading.local):
+    def __init__(self) -> None:
+        self.enabled = False
+
+
+_INFERENCE = _Inference()
+
+
 class inference_mode(no_grad):  # noqa: N801 (torch's name)
-    """torch.inference_mode: nabla's `no_grad` (a context manager and decorator); `mode=False`
-    leaves gradient recording as it is."""
+    """torch.inference_mode: nabla's `no_grad` (a context manager, or a decorator with or
+    without parentheses); `mode=False` turns gradient recording back on inside, as torch's.
+
+    Example:
+        >>> with nabla.inference_mode():
+        ...     nabla.is_inference_mode_enabled()
+        True
+    """
+
+    def __new__(cls, mode: Any = True) -> Any:
+        if callable(mode):  # `@inference_mode` without parentheses
+            return cls()(mode)
+        return object.__new__(cls)
 
     def __init__(self, mode: bool = True) -> None:
         super().__init__()
-        self._keep = not mode
+        self._inference = bool(mode)
+        self._mode = not self._inference
+        self._outer: list[bool] = []
 
     def __enter__(self) -> None:
-        if self._keep:
-            self._mode = is_grad_enabled()
+        self._outer.append(_INFERENCE.enabled)
+        _INFERENCE.enabled = self._inference
         super().__enter__()
 
-    def __call__(self, fn: Any) -> Any:
-        return fn if self._keep else super().__call__(fn)
+    def __exit__(self, *exc: object) -> None:
+        super().__exit__(*exc)
+        _INFERENCE.enabled = self._outer.pop()
+
+    def _fresh(self) -> inference_mode:
+        return inference_mode(self._inference)
 
 
 def is_inference_mode_enabled() -> bool:
-    """torch.is_inference_mode_enabled: whether gradient recording is off."""
-    return not is_grad_enabled()
+    """torch.is_inference_mode_enabled: whether an `inference_mode()` block is active (not a
+    plain `no_grad`)."""
+    return _INFERENCE.enabled

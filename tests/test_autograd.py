@@ -477,6 +477,75 @@ def test_no_grad():
         assert (a + 1).requires_grad is False
 
 
+def test_grad_modes_decorate_generators_and_work_without_parentheses():
+    """As torch: each step of a decorated generator runs in the mode (not only the call that
+    creates it), and `@no_grad` / `@enable_grad` / `@inference_mode` need no parentheses."""
+    a = nb.tensor([1.0, 2.0], requires_grad=True)
+
+    @nb.no_grad()
+    def steps(t):
+        yield t * 2
+        yield t * 3
+
+    @nb.set_grad_enabled(False)
+    def more(t):
+        yield (t * 2).requires_grad
+
+    assert [s.requires_grad for s in steps(a)] == [False, False] and nb.is_grad_enabled()
+    assert list(more(a)) == [False] and nb.is_grad_enabled()
+
+    @nb.no_grad
+    def off(t):
+        return t * 2
+
+    @nb.enable_grad
+    def on(t):
+        return t * 2
+
+    @nb.inference_mode
+    def infer(t):
+        return t * 2, nb.is_inference_mode_enabled()
+
+    assert off(a).requires_grad is False
+    with nb.no_grad():
+        assert on(a).requires_grad is True
+    out, inside = infer(a)
+    assert out.requires_grad is False and inside is True and not nb.is_inference_mode_enabled()
+
+
+def test_inference_mode_false_turns_recording_back_on():
+    a = nb.tensor([1.0], requires_grad=True)
+    for outer in (nb.no_grad, nb.inference_mode):
+        with outer():
+            assert nb.is_inference_mode_enabled() is (outer is nb.inference_mode)  # (no_grad is not it)
+            with nb.inference_mode(False):
+                assert (a * 2).requires_grad and not nb.is_inference_mode_enabled()
+            assert not (a * 2).requires_grad
+
+
+def test_autograd_backward_of_several_tensors_is_one_backward():
+    """Hooks see the summed gradient once (torch), not one partial gradient per tensor."""
+    x = nb.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 2
+    seen = []
+    y.register_hook(lambda g: seen.append(g.numpy().copy()) or g.clamp(max=5))
+    nb.autograd.backward([(y * y).sum(), (y * 3).sum()])
+    np.testing.assert_array_equal(x.grad.numpy(), [10.0, 10.0])
+    assert len(seen) == 1
+    np.testing.assert_array_equal(seen[0], [7.0, 11.0])
+    z = nb.tensor([1.0, 2.0], requires_grad=True)
+    nb.autograd.backward([z * 2, z * 3], [nb.ones(2), nb.full((2,), 2.0)])
+    np.testing.assert_array_equal(z.grad.numpy(), [8.0, 8.0])
+    with pytest.raises(RuntimeError, match="element 1 of tensors does not require grad"):
+        nb.autograd.backward([(z * 2).sum(), nb.ones(())])
+
+
+def test_assigning_a_grad_of_another_dtype_raises():
+    x = nb.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="assign a gradient with dtype float64 to a tensor with dtype float32"):
+        x.grad = nb.ones(2, dtype=nb.float64)
+
+
 def test_detach():
     a = nb.tensor([1.0, 2.0], requires_grad=True)
     d = a.detach()

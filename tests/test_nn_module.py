@@ -467,9 +467,10 @@ def test_to_converts_existing_grads_and_zero_grad_keeps_the_grads_dtype():
     layer(_x()).sum().backward()
     layer.to(nb.float64)  # PyTorch's _apply converts each .grad with its parameter
     assert all(p.dtype == p.grad.dtype == nb.float64 and p.grad.is_realized for p in layer.parameters())
-    layer.weight.grad = nb.zeros((2, 4), dtype=nb.float32)
+    with pytest.raises(RuntimeError, match="assign a gradient with dtype float32 to a tensor with dtype float64"):
+        layer.weight.grad = nb.zeros((2, 4), dtype=nb.float32)  # (as torch)
     layer.zero_grad(set_to_none=False)
-    assert layer.weight.grad.dtype == nb.float32 and layer.bias.grad.dtype == nb.float64
+    assert layer.weight.grad.dtype == layer.bias.grad.dtype == nb.float64
     assert np.all(layer.weight.grad.numpy() == 0)
 
 

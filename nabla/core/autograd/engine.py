@@ -343,15 +343,33 @@ def tensor_backward(
 ) -> None:
     """`Tensor.backward`: accumulate gradients into `.grad` of the leaves that require grad (of
     `inputs` only, when given). `retain_graph` defaults to `create_graph`, as in PyTorch."""
+    tensors_backward([tensor], [gradient], retain_graph=retain_graph, create_graph=create_graph, inputs=inputs)
+
+
+def tensors_backward(
+    tensors: list[Tensor],
+    gradients: list[Tensor | None],
+    *,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    inputs: Any = None,
+) -> None:
+    """`torch.autograd.backward`: one backward from several tensors at once, so each gradient
+    hook and `.grad` sees the sum of their contributions (not one call per tensor)."""
     if retain_graph is None:
         retain_graph = create_graph
-    impl = tensor._impl
-    if not impl.requires_grad:
-        raise RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
-    gradient = _cotangent(tensor, gradient, "backward", "this tensor", "gradient")
+    if len(gradients) != len(tensors):
+        raise RuntimeError(f"backward: grad_tensors has {len(gradients)} entries, tensors has {len(tensors)}")
+    seeds = []
+    for i, (tensor, gradient) in enumerate(zip(tensors, gradients, strict=True)):
+        if not isinstance(tensor, Tensor) or not tensor._impl.requires_grad:
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
+        name, arg = ("this tensor", "gradient") if len(tensors) == 1 else (f"tensors[{i}]", f"grad_tensors[{i}]")
+        seeds.append(_cotangent(tensor, gradient, "backward", name, arg))
     chosen = None if inputs is None else {id(t._impl): t for t in _differentiated(inputs, "backward")}
     wrt = None if chosen is None else [t._impl for t in chosen.values()]
-    grads = backward_on_trace([impl], [gradient], wrt, retain_graph=retain_graph, create_graph=create_graph, cut=False)
+    outs = [t._impl for t in tensors]
+    grads = backward_on_trace(outs, seeds, wrt, retain_graph=retain_graph, create_graph=create_graph, cut=False)
     traced = TRACE.state is not None  # (one check: a training step accumulates every parameter's)
     if traced:  # the hooks it ran (or found none of) are baked in: one added or removed retraces
         note_guard(_hooks_version, "the tensors' gradient hooks")

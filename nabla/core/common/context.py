@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import inspect
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -23,7 +24,8 @@ def is_grad_enabled() -> bool:
 class set_grad_enabled:
     """Turns gradient recording on or off, as in PyTorch: at once when called
     (`nabla.set_grad_enabled(False)` at the top of an inference script), and back to the
-    previous mode at the end of a `with` block or of a decorated function."""
+    previous mode at the end of a `with` block or of a decorated function (each step of a
+    decorated generator runs in the mode, as torch's)."""
 
     def __init__(self, mode: bool) -> None:
         self._mode = bool(mode)
@@ -43,20 +45,65 @@ class set_grad_enabled:
     def __exit__(self, *exc: object) -> None:
         _STATE.grad_enabled = self._prev.pop()
 
+    def _fresh(self) -> Any:
+        """A new context of this mode, for one call (or generator step) of a decorated function."""
+        return set_grad_enabled(self._mode)
+
     def __call__(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         if self._undo is not None:  # `@set_grad_enabled(m)` applies to the function only
             _STATE.grad_enabled, self._undo = self._undo, None
+        if inspect.isgeneratorfunction(fn):
+            return _generator_in(self._fresh, fn)
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with set_grad_enabled(self._mode):
+            with self._fresh():
                 return fn(*args, **kwargs)
 
         return wrapper
 
 
-class no_grad(set_grad_enabled):
-    """Disable gradient recording, like `torch.no_grad()`.
+def _generator_in(context: Callable[[], Any], fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn`, a generator function, with each of its steps (start, send, throw, close) run
+    inside a fresh `context()`: the caller's code between steps keeps its own mode."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        gen = fn(*args, **kwargs)
+        try:
+            with context():
+                response = gen.send(None)
+            while True:
+                try:
+                    request = yield response
+                except GeneratorExit:
+                    with context():
+                        gen.close()
+                    raise
+                except BaseException as exc:  # noqa: BLE001 (passed into the generator, as torch)
+                    with context():
+                        response = gen.throw(exc)
+                else:
+                    with context():
+                        response = gen.send(request)
+        except StopIteration as stop:
+            return stop.value
+
+    return wrapper
+
+
+class _NoParamDecorator:
+    """`@no_grad` without parentheses decorates the function, as torch's."""
+
+    def __new__(cls, orig_func: Callable[..., Any] | None = None) -> Any:
+        if orig_func is None:
+            return super().__new__(cls)
+        return cls()(orig_func)
+
+
+class no_grad(_NoParamDecorator, set_grad_enabled):
+    """Disable gradient recording, like `torch.no_grad()` (a context manager, or a decorator
+    with or without parentheses).
 
     Example:
         >>> with nabla.no_grad():
@@ -67,7 +114,7 @@ class no_grad(set_grad_enabled):
         super().__init__(False)
 
 
-class enable_grad(set_grad_enabled):
+class enable_grad(_NoParamDecorator, set_grad_enabled):
     """Re-enable gradient recording inside a `no_grad` block."""
 
     def __init__(self) -> None:

@@ -212,6 +212,11 @@ class Tensor(ViewMethods, ShapeMethods, TorchMethods, TorchMath, TorchInPlace):
     def grad(self, value: Tensor | None) -> None:
         if value is not None and tuple(value.shape) != tuple(self.shape):
             raise RuntimeError(f"assigned grad has shape {value.shape}, tensor has shape {self.shape}")
+        if value is not None and value.dtype != self.dtype:  # (as torch: a later step would mix dtypes)
+            raise RuntimeError(
+                f"attempting to assign a gradient with dtype {value.dtype.name} to a tensor with dtype "
+                f"{self.dtype.name}; cast it first (grad.to(tensor.dtype))"
+            )
         note_grad(self)
         self._grad = value
 
