@@ -523,6 +523,19 @@ def test_collectives_values_and_gradients(name):
     np.testing.assert_allclose(grad, numeric, rtol=1e-3, atol=1e-3)
 
 
+@pytest.mark.parametrize("op", ["max", "min"])
+def test_all_reduce_extremum_gradient_is_shared_among_tied_devices(op):
+    """Devices holding the same extremum share its cotangent, as amax's ties (it was given in
+    full to each: a replicated input's gradient came out 4 times too large)."""
+    same = nb.shard_map(lambda a: nb.all_reduce(a, "x", op), MESH4, in_specs=(P(),), out_specs=P())
+    np.testing.assert_allclose(nb.grad(lambda t: same(t).sum())(nb.tensor([1.0, 2.0])).numpy(), [1.0, 1.0])
+    split = nb.shard_map(lambda a: nb.all_reduce(a, "x", op), MESH4, in_specs=(P("x"),), out_specs=P())
+    x = nb.tensor([5.0, 5.0, 1.0, 5.0] if op == "max" else [1.0, 5.0, 1.0, 1.0])
+    want = nb.grad(lambda t: t.amax() if op == "max" else t.amin())(x).numpy()
+    np.testing.assert_allclose(nb.grad(lambda t: split(t).sum())(x).numpy(), want, rtol=1e-6)
+    assert abs(want.sum() - 1.0) < 1e-6
+
+
 def test_all_to_all_moves_a_sharded_dimension():
     value = np.arange(32.0, dtype=np.float32).reshape(8, 4)
     f = nb.shard_map(lambda x: nb.all_to_all(x, "x", split_dim=1, concat_dim=0), MESH4, P("x"), P(None, "x"))

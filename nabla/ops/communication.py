@@ -257,8 +257,10 @@ class AllReduceOp(CollectiveOp):
     def transpose(self, ct: Tensor, x: Tensor, y: Tensor, *, out: Any, src: Any, axes: tuple, op: str) -> Tensor:
         if op in ("sum", "mean"):
             return _all_reduce(ct, out=out, src=out, axes=axes, op=op)
-        hit = cast(x == y, ct.dtype)  # max/min: the devices holding the extremum
-        return _all_reduce(ct, out=out, src=out, axes=axes, op="sum") * hit
+        # max/min: the devices holding the extremum share its cotangent (as amax's ties do)
+        hit = cast(x == y, ct.dtype)
+        ties = _all_reduce(hit, out=out, src=out, axes=axes, op="sum")
+        return _all_reduce(ct, out=out, src=out, axes=axes, op="sum") * hit / ties
 
 
 class AllGatherOp(CollectiveOp):
