@@ -503,6 +503,10 @@ def multinomial(input: Any, num_samples: int, replacement: bool = False, *, gene
     known = known_values(w)  # (checked when the host has the weights)
     if known is not None and not (np.isfinite(known) & (known >= 0)).all():
         raise ValueError("multinomial: the weights contain inf, nan or a negative value")
+    if known is not None and known.size and not (known.reshape(-1, w.shape[-1]).sum(-1) > 0).all():
+        row = int(np.argmin(known.reshape(-1, w.shape[-1]).sum(-1) > 0))
+        where = f" in row {row}" if w.ndim == 2 else ""
+        raise ValueError(f"multinomial: invalid multinomial distribution (sum of probabilities <= 0){where}")
     n = w.shape[-1]
     if not replacement and num_samples > n:
         raise ValueError(f"multinomial: cannot draw {num_samples} samples without replacement from {n} categories")

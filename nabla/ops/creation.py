@@ -18,7 +18,7 @@ from max.graph import Dim, TensorType, ops
 from ..core.common import dtypes as _dt
 from ..core.common.context import vmap_randomness, vmap_sizes
 from ..core.common.devices import CPU_DEVICE, Device
-from ..core.graph.executors import available_device, graph_device, round_to_bfloat16, storage_on
+from ..core.graph.executors import available_device, graph_device, host_values, round_to_bfloat16, storage_on
 from ..core.tensor.dispatch import OPS, register
 from ..core.tensor.tensor import Tensor, needs_python_value
 from . import binary as _bin
@@ -622,15 +622,32 @@ def _random_tensor(
     return out.requires_grad_() if requires_grad else out
 
 
+def _shape_or_size(shape: tuple, size: Any, op: str) -> tuple:
+    """The `*shape` of rand/randn, or torch's `size=` spelling of it (not both)."""
+    if size is None:
+        return shape
+    if shape:
+        raise TypeError(
+            f"{op}: pass the shape once, positionally or as size=, not both (got {shape!r} and size={size!r})"
+        )
+    return (size,)
+
+
 @public()
-def rand(*shape: Any, generator: Any = None, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    """Uniform samples in [0, 1): `rand(2, 3)` or `rand((2, 3))`; `generator=` a `nabla.Generator`."""
+def rand(
+    *shape: Any, size: Any = None, generator: Any = None, dtype: Any = None, requires_grad: bool = False
+) -> Tensor:
+    """Uniform samples in [0, 1): `rand(2, 3)`, `rand((2, 3))` or `rand(size=(2, 3))`; `generator=` a `nabla.Generator`."""
+    shape = _shape_or_size(shape, size, "rand")
     return _random_tensor("uniform", shape, 0.0, 1.0, dtype, requires_grad, "rand", generator)
 
 
 @public()
-def randn(*shape: Any, generator: Any = None, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    """Standard normal samples: `randn(2, 3)` or `randn((2, 3))`; `generator=` a `nabla.Generator`."""
+def randn(
+    *shape: Any, size: Any = None, generator: Any = None, dtype: Any = None, requires_grad: bool = False
+) -> Tensor:
+    """Standard normal samples: `randn(2, 3)`, `randn((2, 3))` or `randn(size=(2, 3))`; `generator=` a `nabla.Generator`."""
+    shape = _shape_or_size(shape, size, "randn")
     return _random_tensor("normal", shape, 0.0, 1.0, dtype, requires_grad, "randn", generator)
 
 
@@ -651,11 +668,11 @@ _UNSET: Any = object()
 
 @public()
 def normal(
-    shape: Any = (),
+    *args: Any,
     mean: Any = _UNSET,
     std: Any = _UNSET,
-    *,
     size: Any = None,
+    shape: Any = _UNSET,
     dtype: Any = None,
     generator: Any = None,
 ) -> Tensor:
@@ -664,27 +681,40 @@ def normal(
     - `normal(shape, mean=0.0, std=1.0)` (NumPy's and JAX's order): a shape first;
     - PyTorch's `normal(mean, std=1.0, size=None)`: a tensor mean and/or std give one sample
       per element of their broadcast shape, with that element's mean and std; numbers give
-      `size` samples. A tensor or float first argument, `size=`, or a sequence third means this.
+      `size` samples. A tensor or float first argument, `size=`, a tensor `mean=` or `std=`,
+      or a sequence third means this. `mean=` and `std=` keywords mean the same in both.
 
     Example:
-        >>> nabla.normal((2, 3), 0.0, 0.1).shape, nabla.normal(nabla.zeros(3), 0.1).shape
+        >>> nabla.normal((2, 3), 0.0, 0.1).shape, nabla.normal(nabla.zeros(3), std=0.1).shape
         ((2, 3), (3,))
+        >>> nabla.normal(2.0, std=3.0, size=(4,)).shape
+        (4,)
     """
-    torch_form = (
+    if len(args) > 3:
+        raise TypeError(f"normal: takes at most 3 positional arguments, got {len(args)}")
+    torch_form = shape is _UNSET and (
         size is not None
-        or isinstance(shape, Tensor | float)
+        or (args and isinstance(args[0], Tensor | float))
         or isinstance(mean, Tensor)
-        or isinstance(std, tuple | list)
+        or isinstance(std, Tensor)
+        or (len(args) == 3 and isinstance(args[2], tuple | list))
     )
-    if torch_form:  # (shape, mean, std) hold torch's (mean, std, size)
-        return _normal_torch(
-            shape, 1.0 if mean is _UNSET else mean, size if size is not None else std, dtype, generator
-        )
+    names = ("mean", "std", "size") if torch_form else ("shape", "mean", "std")
+    given = {"mean": mean, "std": std, "size": _UNSET if size is None else size, "shape": shape}
+    for name, value in zip(names, args, strict=False):
+        if given[name] is not _UNSET:
+            raise TypeError(f"normal: got multiple values for argument {name!r} (positionally and as {name}=)")
+        given[name] = value
+    mean, std = given["mean"], 1.0 if given["std"] is _UNSET else given["std"]
+    if torch_form:  # PyTorch's normal(mean, std=1.0, size=None)
+        if mean is _UNSET:
+            raise TypeError("normal: mean is required in PyTorch's form normal(mean, std=1.0, size=None)")
+        return _normal_torch(mean, std, None if given["size"] is _UNSET else given["size"], dtype, generator)
+    shape = () if given["shape"] is _UNSET else given["shape"]
     mean = 0.0 if mean is _UNSET else mean
-    std = 1.0 if std is _UNSET else std
     for name, v in (("mean", mean), ("std", std)):
         _number_arg(v, "normal", name)
-    if std < 0:
+    if not std >= 0:  # (nan too)
         raise ValueError(f"normal: std must be non-negative, got {std}")
     return _random_tensor(
         "normal", (shape,) if isinstance(shape, int) else tuple(shape), mean, std, dtype, False, "normal", generator
@@ -698,16 +728,21 @@ def _normal_torch(mean: Any, std: Any, size: Any, dtype: Any, generator: Any) ->
     for name, v in (("mean", mean), ("std", std)):
         if not isinstance(v, Tensor):
             _number_arg(v, "normal", name)
-    if not isinstance(std, Tensor) and std < 0:
+    if not isinstance(std, Tensor) and not std >= 0:  # (nan too)
         raise ValueError(f"normal: std must be non-negative, got {std}")
+    if isinstance(std, Tensor):
+        known = _known_values(std)
+        if known is not None and known.size and not (known >= 0).all():
+            bad = known[~(known >= 0)].reshape(-1)[0]
+            raise ValueError(f"normal: all elements of std must be non-negative, got {bad}")
     if not tensors:
-        if size is None or size is _UNSET:
+        if size is None:
             raise TypeError("normal: with a number mean and std, pass size= (the shape of the samples)")
         return _random_tensor(
             "normal", (size,) if isinstance(size, int) else tuple(size), mean, std, dtype, False, "normal", generator
         )
-    if size is not None and size is not _UNSET:
-        raise TypeError("normal: size= is for a number mean and std; a tensor mean or std gives the shape")
+    if size is not None:
+        raise TypeError(f"normal: size={size!r} is for a number mean and std; a tensor mean or std gives the shape")
     shape = np.broadcast_shapes(*(tuple(t.shape) for t in tensors))
     float_dtype = dtype or next((t.dtype for t in tensors if _dt.is_float(t.dtype)), None)
     eps = _random_tensor("normal", shape, 0.0, 1.0, float_dtype, False, "normal", generator)
@@ -726,6 +761,24 @@ def randn_like(x: Tensor, dtype: Any = None, *, generator: Any = None) -> Tensor
     """Standard normal samples with the shape (and dtype, unless given) of `x`."""
     _check_tensor(x, "randn_like")
     return randn(x.shape, dtype=dtype or x.dtype, generator=generator)
+
+
+def _known_values(x: Tensor) -> np.ndarray | None:
+    """`control_flow.known_values` (that module builds on this one) for an unsharded tensor: its
+    values when the host has them, else None; an argument check never evaluates anything."""
+    impl = x._impl
+    if impl.data is None or impl.batch_dims or impl.sharding is not None:
+        return None
+    return host_values(impl)
+
+
+@register("_check_probabilities")  # (also for Tensor.bernoulli_)
+def _check_probabilities(p: Tensor, op: str) -> None:
+    """torch's [0, 1] check of a tensor of probabilities, when the host has its values."""
+    known = _known_values(p)
+    if known is not None and known.size and not ((known >= 0) & (known <= 1)).all():
+        bad = known[~((known >= 0) & (known <= 1))].reshape(-1)[0]
+        raise ValueError(f"{op}: p must hold probabilities in [0, 1], got {bad}")
 
 
 def _probability(p: Any, op: str) -> float:
@@ -752,6 +805,7 @@ def bernoulli(p: Any, shape: Any = None, *, generator: Any = None) -> Tensor:
             raise TypeError("bernoulli: shape must be omitted when p is a Tensor (the result has p's shape)")
         if not _dt.is_float(p.dtype):
             raise TypeError(f"bernoulli: p must be a floating tensor of probabilities, got dtype {p.dtype.name}")
+        _check_probabilities(p, "bernoulli")
         u = _draw("uniform", p.shape, p.dtype, 0.0, 1.0, generator_arg(generator, "bernoulli"))
         return cast(_bin.less(u, p), p.dtype)
     p = _probability(p, "bernoulli")
@@ -761,18 +815,54 @@ def bernoulli(p: Any, shape: Any = None, *, generator: Any = None) -> Tensor:
     return _draw("bernoulli", shape, _dt.float32, p, generator=generator_arg(generator, "bernoulli"))
 
 
+@register("_randint_bounds")  # (also for Tensor.random_)
+def _randint_bounds(low: int, high: int, dt: Any, op: str, names: tuple[str, str] = ("low", "high")) -> None:
+    """PyTorch's range check for integer draws into `dt`: low and high - 1 must be values of
+    the dtype (an integer dtype's range; a float dtype's finite range), or the draws would wrap."""
+    if _dt.is_integer(dt):
+        info = np.iinfo(_dt.to_numpy_dtype(dt))
+        lowest, highest = int(info.min), int(info.max)
+    else:
+        highest = 3.3895313892515355e38 if dt == _dt.bfloat16 else float(np.finfo(_dt.to_numpy_dtype(dt)).max)
+        lowest = -highest
+    if not lowest <= low <= highest:
+        raise ValueError(f"{op}: {names[0]}={low} is out of bounds for {dt.name}: it must lie in [{lowest}, {highest}]")
+    if not lowest <= high - 1 <= highest:
+        raise ValueError(
+            f"{op}: {names[1]} - 1 = {high - 1} is out of bounds for {dt.name}: it must lie in [{lowest}, {highest}]"
+        )
+
+
 @public()
-def randint(low: int, high: Any = None, shape: Any = None, dtype: Any = None, *, generator: Any = None) -> Tensor:
+def randint(
+    low: Any = None,
+    high: Any = None,
+    shape: Any = None,
+    dtype: Any = None,
+    *,
+    size: Any = None,
+    generator: Any = None,
+) -> Tensor:
     """Uniform random integers in [low, high) (`torch.randint`); `randint(high, shape)` uses low=0.
+    The shape may be given as torch's `size=`: `randint(0, 10, size=(2, 3))`, `randint(10, size=(3,))`,
+    `randint(high=10, size=(3,))`. [low, high) must fit in `dtype`, as torch checks.
 
     Example:
         >>> nabla.randint(0, 10, (2, 3)).dtype
         int64
     """
+    if size is not None:
+        if shape is not None or isinstance(high, tuple | list):
+            raise TypeError(f"randint: pass the shape once, positionally or as size=, not both (size={size!r})")
+        shape = size
+        if high is None:  # randint(high, size=...)
+            low, high = 0, low
     if shape is None and isinstance(high, tuple | list):  # randint(high, shape)
         low, high, shape = 0, low, high
+    if low is None:  # randint(high=10, size=...)
+        low = 0
     if shape is None:
-        raise TypeError("randint: shape is required, e.g. randint(0, 10, (2, 3))")
+        raise TypeError("randint: shape is required, e.g. randint(0, 10, (2, 3)) or randint(0, 10, size=(2, 3))")
     for name, v in (("low", low), ("high", high)):
         if isinstance(v, bool) or not isinstance(v, int | np.integer):
             raise TypeError(f"randint: {name} must be an int, got {v!r}")
@@ -782,6 +872,7 @@ def randint(low: int, high: Any = None, shape: Any = None, dtype: Any = None, *,
     dt = _dt.as_dtype(dtype) if dtype is not None else _dt.int64
     if dt == _dt.bool_:
         raise TypeError("randint: dtype must be an integer or floating dtype, got bool")
+    _randint_bounds(low, high, dt, "randint")
     shape = _shape_arg((shape,) if isinstance(shape, int) else tuple(shape), "randint")
     return _draw("randint", shape, dt, low, high, generator_arg(generator, "randint"))
 

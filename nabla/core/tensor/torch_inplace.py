@@ -416,6 +416,8 @@ class TorchInPlace:
     # random fills (outside autodiff: a leaf that requires grad keeps doing so, under no_grad)
     # (each takes torch's `generator=`: a nabla.Generator, or None for the global one)
     def uniform_(self, a: float = 0.0, b: float = 1.0, *, generator: Any = None) -> Tensor:
+        if _is_number(a) and _is_number(b) and a > b:
+            raise ValueError(f"uniform_: expects a range [a, b) with a <= b, got a={a} > b={b}")
         return self._replace_impl(OPS.uniform(self.shape, a, b, dtype=self.dtype, generator=generator), "uniform_")
 
     def normal_(self, mean: float = 0.0, std: float = 1.0, *, generator: Any = None) -> Tensor:
@@ -425,26 +427,37 @@ class TorchInPlace:
     def bernoulli_(self, p: Any = 0.5, *, generator: Any = None) -> Tensor:
         """0/1 draws, 1 with probability `p` (a number, or a tensor broadcast to self's shape)."""
         if hasattr(p, "_impl"):
+            OPS._check_probabilities(p, "bernoulli_")
             draw = OPS.bernoulli(OPS.broadcast_to(OPS.cast(p, _dt.float32), self.shape), generator=generator)
         else:
+            if _is_number(p) and not 0.0 <= p <= 1.0:
+                raise ValueError(f"bernoulli_: p must be a probability in [0, 1], got p={p}")
             draw = OPS.bernoulli(float(p), self.shape, generator=generator)
         return self._replace_impl(OPS.cast(draw, self.dtype), "bernoulli_")
 
     def exponential_(self, lambd: float = 1.0, *, generator: Any = None) -> Tensor:
+        if _is_number(lambd) and not lambd > 0:  # (nan too; inf gives zeros, as torch)
+            raise ValueError(f"exponential_: lambd must be positive, got lambd={lambd}")
         u = OPS.uniform(self.shape, 0.0, 1.0, dtype=self.dtype, generator=generator)
         return self._replace_impl(OPS.div(OPS.neg(OPS.log1p(OPS.neg(u))), lambd), "exponential_")
 
     def geometric_(self, p: float, *, generator: Any = None) -> Tensor:
         """The number of Bernoulli(p) trials up to the first success (1, 2, ...)."""
+        if not _is_number(p) or not 0 < p < 1:
+            raise ValueError(f"geometric_: p must be a probability in (0, 1), got p={p!r}")
         u = OPS.uniform(self.shape, 0.0, 1.0, dtype=_dt.float64, generator=generator)
         k = OPS.ceil(OPS.div(OPS.log1p(OPS.neg(u)), math.log1p(-p)))
         return self._replace_impl(OPS.cast(OPS.maximum(k, 1.0), self.dtype), "geometric_")
 
     def log_normal_(self, mean: float = 1.0, std: float = 2.0, *, generator: Any = None) -> Tensor:
+        if _is_number(std) and not std > 0:
+            raise ValueError(f"log_normal_: std must be positive, got std={std}")
         draw = OPS.normal(self.shape, mean, std, dtype=self.dtype, generator=generator)
         return self._replace_impl(OPS.exp(draw), "log_normal_")
 
     def cauchy_(self, median: float = 0.0, sigma: float = 1.0, *, generator: Any = None) -> Tensor:
+        if _is_number(sigma) and not sigma > 0:
+            raise ValueError(f"cauchy_: sigma must be positive, got sigma={sigma}")
         u = OPS.uniform(self.shape, 0.0, 1.0, dtype=self.dtype, generator=generator)
         return self._replace_impl(
             OPS.add(OPS.mul(OPS.tan(OPS.mul(OPS.sub(u, 0.5), math.pi)), sigma), median), "cauchy_"
@@ -452,11 +465,22 @@ class TorchInPlace:
 
     def random_(self, from_: int = 0, to: int | None = None, *, generator: Any = None) -> Tensor:
         """Uniform integers in [from_, to) (`random_(to)`: [0, to); no bound: [0, the dtype's
-        largest exactly representable integer])."""
+        largest exactly representable integer]). [from_, to) must fit in the dtype, as torch checks."""
         low, high = (0, from_) if to is None and from_ != 0 else (from_, to)
         if high is None:
-            high = {_dt.float16: 2**11, _dt.bfloat16: 2**8, _dt.float32: 2**24, _dt.float64: 2**53}.get(
-                self.dtype, 2**31 - 1 if self.dtype == _dt.int32 else 2**53
-            ) + 1
-        draw = OPS.randint(int(low), int(high), self.shape, dtype=self.dtype, generator=generator)
+            if _dt.is_integer(self.dtype):  # (at most 2**53: draws are made through float64)
+                high = builtins.min(int(np.iinfo(_dt.to_numpy_dtype(self.dtype)).max), 2**53) + 1
+            else:
+                high = {_dt.float16: 2**11, _dt.bfloat16: 2**8, _dt.float32: 2**24}.get(self.dtype, 2**53) + 1
+        low, high = int(low), int(high)
+        if high <= low:
+            raise ValueError(f"random_: expects from to be less than to, got from={low} >= to={high}")
+        if self.dtype != _dt.bool_:
+            OPS._randint_bounds(low, high, self.dtype, "random_", ("from_", "to"))
+        draw = OPS.randint(low, high, self.shape, dtype=self.dtype, generator=generator)
         return self._replace_impl(draw, "random_")
+
+
+def _is_number(value: Any) -> bool:
+    """A Python or NumPy real number (not a bool), whose value a fill method checks at once."""
+    return isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool)
