@@ -159,10 +159,14 @@ def test_drop_last():
     assert len(DataLoader(TensorDataset(x), batch_size=11)) == 1
 
 
-def test_unshuffled_batches_share_memory_with_the_dataset():
+def test_unshuffled_batches_are_copies_not_views_of_the_users_array():
+    # torch's batches are stacked copies: a later write to the array must not change a batch
     x, _ = _xy(8)
     (xb,) = next(iter(DataLoader(TensorDataset(x), batch_size=4)))
-    assert np.shares_memory(xb.numpy(), x)  # a slice of rows, wrapped without a copy
+    before = xb.numpy().copy()
+    assert not np.shares_memory(xb.numpy(), x)
+    x[:4] = -1.0
+    assert np.array_equal(xb.numpy(), before)
 
 
 def test_shuffle_covers_every_sample_and_changes_per_epoch():
@@ -208,7 +212,7 @@ def test_subset_of_tensor_dataset_uses_its_indices():
     assert batches == [[50, 90], [70]]
     train, val = random_split(TensorDataset(x, y), [0.7, 0.3], seed=1)
     got = sorted(np.concatenate([yb.numpy() for _, yb in DataLoader(train, batch_size=4, shuffle=True, seed=0)]))
-    assert got == sorted((train.indices * 10).tolist())
+    assert got == sorted((np.asarray(train.indices) * 10).tolist())
 
 
 # -- DataLoader: generic path and collation ---------------------------------------------------------
@@ -569,3 +573,111 @@ def test_generator_arguments_and_mapping_types():
         assert list(first[0].indices) == list(again[0].indices)
     batch = default_collate([OrderedDict(x=1.0, y=2), OrderedDict(x=3.0, y=4)])
     assert type(batch) is OrderedDict and list(batch) == ["x", "y"]
+
+
+# -- subclasses, sampler indices, Subset.indices: torch's semantics ---------------------------------
+class _Scaled(TensorDataset):
+    def __getitem__(self, i):
+        x, y = super().__getitem__(i)
+        return x * 100, y
+
+
+class _Shifted(Subset):
+    def __getitem__(self, i):
+        x, y = super().__getitem__(i)
+        return x + 1000, y
+
+
+def test_a_subclass_getitem_is_called_by_the_dataloader():
+    x, y = np.arange(6, dtype=np.float32), np.arange(6)
+    got = [xb.numpy().tolist() for xb, _ in DataLoader(_Scaled(x, y), batch_size=3)]
+    assert got == [[0.0, 100.0, 200.0], [300.0, 400.0, 500.0]]
+    got = [xb.numpy().tolist() for xb, _ in DataLoader(_Shifted(TensorDataset(x, y), [0, 1, 2]), batch_size=3)]
+    assert got == [[1000.0, 1001.0, 1002.0]]
+    # a plain Subset over a subclass, and a subclass anywhere in a Subset chain
+    got = sorted(v for xb, _ in DataLoader(Subset(_Scaled(x, y), [1, 5]), batch_size=2) for v in xb.numpy().tolist())
+    assert got == [100.0, 500.0]
+    chain = Subset(_Shifted(TensorDataset(x, y), [5, 4, 3]), [2, 0])
+    assert [xb.numpy().tolist() for xb, _ in DataLoader(chain, batch_size=2)] == [[1003.0, 1005.0]]
+    # shuffled and with a sampler too
+    got = sorted(v for xb, _ in DataLoader(_Scaled(x, y), batch_size=4, shuffle=True, seed=0) for v in xb.numpy())
+    assert got == [0.0, 100.0, 200.0, 300.0, 400.0, 500.0]
+    got = [xb.numpy().tolist() for xb, _ in DataLoader(_Scaled(x, y), batch_size=2, sampler=[5, 0])]
+    assert got == [[500.0, 0.0]]
+
+
+@needs_torch
+def test_a_subclass_getitem_is_called_by_torchs_dataloader_too():
+    class TScaled(tud.TensorDataset):
+        def __getitem__(self, i):
+            x, y = super().__getitem__(i)
+            return x * 100, y
+
+    t = torch.arange(6, dtype=torch.float32)
+    assert [b[0].tolist() for b in tud.DataLoader(TScaled(t, t), batch_size=3)][0] == [0.0, 100.0, 200.0]
+
+
+class _Keyed(Dataset):
+    """Samples by string key, or a batch of them by a list of keys."""
+
+    def __getitem__(self, key):
+        if isinstance(key, list):
+            return [self[k] for k in key]
+        return {"a": 1.0, "b": 2.0}[key]
+
+
+def test_sampler_indices_reach_the_dataset_unchanged():
+    assert [b.tolist() for b in DataLoader(_Keyed(), batch_size=2, sampler=["b", "a"])] == [[2.0, 1.0]]
+    assert list(DataLoader(_Keyed(), batch_size=None, sampler=["a"])) == [1.0]
+    # a BatchSampler as the sampler with batch_size=None: each list of indices reaches __getitem__ as it is
+    x, y = _xy(6)
+    batches = list(DataLoader(TensorDataset(x, y), batch_size=None, sampler=data.BatchSampler(range(6), 4, False)))
+    assert [b[1].numpy().tolist() for b in batches] == [[0, 10, 20, 30], [40, 50]]
+    # a batch_sampler's lists too, through a generic dataset
+    assert [b.tolist() for b in DataLoader(_Keyed(), batch_sampler=[["a", "b"], ["b"]])] == [[1.0, 2.0], [2.0]]
+
+
+def test_float_sampler_indices_are_not_truncated():
+    x, y = _xy(6)
+    with pytest.raises(IndexError):
+        list(DataLoader(TensorDataset(x, y), batch_size=2, sampler=[0.0, 1.7]))
+    with pytest.raises(TypeError, match="list indices must be integers"):  # Subset.indices is a list, as torch's
+        list(DataLoader(Subset(TensorDataset(x, y), [0, 1, 2]), batch_size=None, sampler=[1.5]))
+
+
+@needs_torch
+def test_torch_passes_sampler_indices_unchanged():
+    batches = list(tud.DataLoader(torch.arange(6), batch_size=None, sampler=tud.BatchSampler(range(6), 4, False)))
+    assert [b.tolist() for b in batches] == [[0, 1, 2, 3], [4, 5]]
+    with pytest.raises(IndexError):
+        list(tud.DataLoader(tud.TensorDataset(torch.arange(6)), batch_size=2, sampler=[0.0, 1.7]))
+
+
+def test_subset_and_random_split_indices_are_lists():
+    x, y = _xy(10)
+    s = Subset(TensorDataset(x, y), np.array([3, 1]))
+    assert s.indices == [3, 1] and type(s.indices[0]) is int
+    assert Subset(TensorDataset(x, y), (4, 2)).indices == [4, 2]
+    parts = random_split(TensorDataset(x, y), [6, 4], seed=0)
+    assert all(type(p.indices) is list for p in parts)
+    assert sorted(parts[0].indices + parts[1].indices) == list(range(10))
+    with pytest.raises(TypeError, match="Subset: indices must be ints"):
+        Subset(TensorDataset(x, y), [1.5])
+
+
+def test_random_sampler_of_an_empty_dataset_and_truthy_shuffle():
+    with pytest.raises(
+        ValueError, match="RandomSampler: num_samples should be a positive integer value, but got num_samples=0"
+    ):
+        data.RandomSampler([])
+    x, y = _xy(6)
+    got = sorted(v for _, yb in DataLoader(TensorDataset(x, y), batch_size=4, shuffle=1, seed=0) for v in yb.numpy())
+    assert got == [0, 10, 20, 30, 40, 50]
+    assert DataLoader(TensorDataset(x, y), shuffle=1).shuffle is True
+
+
+@needs_torch
+def test_torch_random_sampler_of_an_empty_dataset():
+    with pytest.raises(ValueError, match="num_samples should be a positive integer value, but got num_samples=0"):
+        tud.RandomSampler([])
+    assert len(list(tud.DataLoader(torch.arange(6), batch_size=4, shuffle=1))) == 2

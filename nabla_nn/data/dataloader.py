@@ -106,6 +106,13 @@ def _convert(sample: Any) -> Any:
     return sample
 
 
+def _plain(dataset: Dataset, base: type) -> bool:
+    """Whether `dataset` reads samples as `base` does: no subclass overrides `__getitem__` or
+    defines `__getitems__` (the DataLoader's array-indexing fast path would skip them)."""
+    cls = type(dataset)
+    return cls.__getitem__ is base.__getitem__ and getattr(cls, "__getitems__", None) is None
+
+
 class DataLoader:
     """Iterate over a dataset in batches (PyTorch's `torch.utils.data.DataLoader`, single process).
 
@@ -132,8 +139,9 @@ class DataLoader:
             loaded in this process (as torch does with num_workers=0).
 
     A `TensorDataset` (or a `Subset` of one) with the default `collate_fn` is batched by
-    indexing its arrays with each batch's index array; other datasets are read sample by
-    sample and collated.
+    indexing its arrays with each batch's index array (a batch is a copy, never a view of the
+    arrays); other datasets, a subclass that overrides `__getitem__`, and indices that are not
+    ints are read sample by sample (`dataset[i]` with the sampler's index as it is) and collated.
 
     Example:
         >>> from tqdm import tqdm
@@ -185,8 +193,9 @@ class DataLoader:
             )
         if batch_size is None and drop_last:
             raise ValueError("DataLoader: batch_size=None disables batching and is mutually exclusive with drop_last")
-        if not isinstance(shuffle, bool):
+        if not isinstance(shuffle, bool | int | np.integer | np.bool_):  # (torch takes any truthy value, 1 too)
             raise TypeError(f"DataLoader: shuffle must be a bool, got {shuffle!r}")
+        shuffle = bool(shuffle)
         if isinstance(dataset, IterableDataset) and (shuffle or sampler is not None or batch_sampler is not None):
             raise ValueError(
                 "DataLoader with IterableDataset: the stream decides the order; shuffle, sampler and batch_sampler "
@@ -223,7 +232,7 @@ class DataLoader:
         fast = self._fast_source()
         if self.batch_sampler is not None:
             for indices in self.batch_sampler:
-                yield self._batch(np.asarray(list(indices), dtype=np.int64), fast)
+                yield self._batch(list(indices), fast)
             return
         if self.sampler is not None:
             yield from self._sampled(fast)
@@ -239,8 +248,10 @@ class DataLoader:
             yield self._batch(slice(start, stop) if order is None else order[start:stop], fast)
 
     def _sampled(self, fast: Callable[[Any], list[Tensor]] | None) -> Iterator[Any]:
-        """Batches in the sampler's order, read from it lazily (it may be a generator, or endless)."""
-        indices = (int(i) for i in self.sampler)
+        """Batches in the sampler's order, read from it lazily (it may be a generator, or endless).
+        Its indices reach `dataset[...]` as they are (a list from a BatchSampler, a string key),
+        as in PyTorch."""
+        indices = iter(self.sampler)
         if self.batch_size is None:
             for i in indices:
                 yield self._single(i)
@@ -248,7 +259,7 @@ class DataLoader:
         while chunk := list(itertools.islice(indices, self.batch_size)):
             if len(chunk) < self.batch_size and self.drop_last:
                 return
-            yield self._batch(np.asarray(chunk, dtype=np.int64), fast)
+            yield self._batch(chunk, fast)
 
     def _single(self, index: int) -> Any:
         item = self.dataset[index]
@@ -266,24 +277,41 @@ class DataLoader:
                 return
             yield (self.collate_fn or default_collate)(batch)
 
-    def _batch(self, index: slice | np.ndarray, fast: Callable[[Any], list[Tensor]] | None) -> Any:
+    def _batch(self, index: slice | np.ndarray | list, fast: Callable[[Any], list[Tensor]] | None) -> Any:
+        """One batch: `index` is a slice or an index array of our own order, or the list of
+        indices a sampler gave (passed to `dataset[...]` unchanged unless they are all ints)."""
         if fast is not None:
-            return fast(index)
-        indices = range(*index.indices(len(self.dataset))) if isinstance(index, slice) else index
-        return (self.collate_fn or default_collate)([self.dataset[int(i)] for i in indices])
+            if isinstance(index, list):
+                rows = np.asarray(index) if index else np.zeros(0, np.int64)
+                if rows.ndim == 1 and rows.dtype.kind in "iu":
+                    return fast(rows)
+            else:
+                return fast(index)
+        if isinstance(index, slice):
+            index = range(*index.indices(len(self.dataset)))
+        elif isinstance(index, np.ndarray):
+            index = index.tolist()  # (our own order: Python ints, as torch's samplers give)
+        return (self.collate_fn or default_collate)([self.dataset[i] for i in index])
 
     def _fast_source(self) -> Callable[[Any], list[Tensor]] | None:
-        """Batching by array indexing, for a TensorDataset or a Subset (chain) of one."""
+        """Batching by array indexing, for a TensorDataset or a Subset (chain) of one, when no
+        subclass overrides the `__getitem__` it bypasses (nor adds torch's `__getitems__`)."""
         if self.collate_fn is not None:
             return None
         dataset, index_map = self.dataset, None
         while isinstance(dataset, Subset):
-            index_map = dataset.indices if index_map is None else dataset.indices[index_map]
+            if not _plain(dataset, Subset):
+                return None
+            indices = np.asarray(dataset.indices)
+            if indices.ndim != 1 or (indices.size and indices.dtype.kind not in "iu"):
+                return None
+            indices = indices.astype(np.int64, copy=False)
+            index_map = indices if index_map is None else indices[index_map]
             dataset = dataset.dataset
-        if not isinstance(dataset, TensorDataset):
+        if not isinstance(dataset, TensorDataset) or not _plain(dataset, TensorDataset):
             return None
-        if index_map is None:
-            return dataset._batch  # a slice of rows is a view: no copy at all
+        if index_map is None:  # (a slice of rows is copied once: the batch is not a view of the arrays)
+            return functools.partial(dataset._batch, copy=True)
         return lambda index: dataset._batch(index_map[index])
 
     def __repr__(self) -> str:

@@ -176,8 +176,11 @@ class TensorDataset(Dataset):
     def _wrap(self, i: int, array: np.ndarray) -> Tensor:
         return Tensor.from_numpy(np.asarray(array), dtype=self._dtypes[i])
 
-    def _batch(self, index: Any) -> list[Tensor]:
-        """Rows `index` (an index array or a slice) of every tensor, one indexing op each."""
+    def _batch(self, index: Any, copy: bool = False) -> list[Tensor]:
+        """Rows `index` (an index array or a slice) of every tensor, one indexing op each; `copy`:
+        a slice's rows are copied, not a view of the arrays (a DataLoader's batch is its own)."""
+        if copy and isinstance(index, slice):
+            return [self._wrap(i, a[index].copy()) for i, a in enumerate(self._arrays)]
         return [self._wrap(i, a[index]) for i, a in enumerate(self._arrays)]
 
     def __getitem__(self, index: int) -> tuple[Tensor, ...]:
@@ -202,15 +205,19 @@ class Subset(Dataset):
 
     def __init__(self, dataset: Dataset, indices: Sequence[int] | np.ndarray) -> None:
         self.dataset = dataset
-        self.indices = np.asarray(indices, dtype=np.int64).reshape(-1)
+        # a list of Python ints, as torch's random_split gives (an array's values become ints)
+        self.indices = np.asarray(indices).reshape(-1).tolist() if isinstance(indices, np.ndarray) else list(indices)
+        positions = np.asarray(self.indices)
+        if positions.size and positions.dtype.kind not in "iu":
+            raise TypeError(f"Subset: indices must be ints, got {positions.dtype} values such as {self.indices[0]!r}")
         n = len(dataset)
-        if self.indices.size and (self.indices.min() < -n or self.indices.max() >= n):
+        if positions.size and (positions.min() < -n or positions.max() >= n):
             raise IndexError(f"Subset: indices must lie in [-{n}, {n}) for a dataset of {n} samples")
 
     def __getitem__(self, index: int | list[int]) -> Any:
         if isinstance(index, list):  # a batch of positions, passed on as one list (as PyTorch's)
-            return self.dataset[[int(self.indices[i]) for i in index]]
-        return self.dataset[int(self.indices[index])]
+            return self.dataset[[self.indices[i] for i in index]]
+        return self.dataset[self.indices[index]]
 
     def __len__(self) -> int:
         return len(self.indices)
@@ -250,4 +257,4 @@ def random_split(
         raise ValueError(f"random_split: lengths sum to {sum(lengths)}, the dataset has {n} samples")
     order = epoch_rng(numpy_rng(generator, seed, "random_split")).permutation(n)
     bounds = np.cumsum([0, *lengths])
-    return [Subset(dataset, order[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+    return [Subset(dataset, order[a:b].tolist()) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]

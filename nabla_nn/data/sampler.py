@@ -116,6 +116,7 @@ class RandomSampler(Sampler):
         self._num_samples = None if num_samples is None else _positive_int(num_samples, "RandomSampler", "num_samples")
         self.generator = generator
         self._rng = numpy_rng(generator, None, "RandomSampler")
+        _positive_int(self.num_samples, "RandomSampler", "num_samples")  # (an empty data_source too, as torch)
 
     @property
     def num_samples(self) -> int:
