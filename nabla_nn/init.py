@@ -21,6 +21,8 @@ import numpy as np
 from nabla import Tensor, no_grad
 from nabla.core.common import dtypes as _dt
 from nabla.ops.random_state import generator_arg
+from nabla.ops.special import _on_numpy
+from nabla.ops.special_erf import _ndtri_formula
 
 __all__ = [
     "calculate_gain",
@@ -124,17 +126,34 @@ def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator: Any 
 def trunc_normal_(
     tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0, generator: Any = None
 ) -> Tensor:
-    """Fill with N(mean, std^2) samples redrawn until they fall in [a, b]."""
+    """Fill with N(mean, std^2) samples truncated to [a, b], by torch's inverse-CDF method: p
+    uniform in [Phi(a'), Phi(b')] (a', b' standardized), mapped back through the normal
+    quantile and clamped to [a, b]. An interval far in a tail takes no longer than any other:
+    the upper tail is mirrored into the lower one, where Phi and its inverse keep precision."""
     _check_float(tensor, "trunc_normal_")
     if not a < b:
         raise ValueError(f"trunc_normal_: a={a} must be less than b={b}")
+    if not std >= 0:
+        raise ValueError(f"trunc_normal_: std must be non-negative, got std={std}")
     rng = _rng(generator)
-    values = rng.normal(mean, std, size=tensor.shape)
-    bad = (values < a) | (values > b)
-    while bad.any():
-        values[bad] = rng.normal(mean, std, size=int(bad.sum()))
-        bad = (values < a) | (values > b)
-    return _assign(tensor, values)
+    if std == 0:
+        return _assign(tensor, np.clip(np.full(tensor.shape, float(mean)), a, b))
+    lo, hi = (a - mean) / std, (b - mean) / std
+    flip = lo > 0  # (upper tail: draw -z from [-hi, -lo])
+    if flip:
+        lo, hi = -hi, -lo
+    if _normal_cdf(hi) > 0:
+        p = rng.uniform(_normal_cdf(lo), _normal_cdf(hi), size=tensor.shape)
+        z = _on_numpy(_ndtri_formula, np.asarray(p, dtype=np.float64))
+    else:  # beyond float64's Phi (hi < -37): the density there is ~ exp(hi * (hi - z)), an exponential
+        z = np.maximum(hi - rng.exponential(-1.0 / hi, size=tensor.shape), lo)
+    values = mean + std * (-z if flip else z)
+    return _assign(tensor, np.clip(values, a, b))
+
+
+def _normal_cdf(x: float) -> float:
+    """Phi(x), accurate in the lower tail (erfc keeps relative precision there)."""
+    return 0.5 * math.erfc(-x / math.sqrt(2.0))
 
 
 def constant_(tensor: Tensor, val: float) -> Tensor:
@@ -190,6 +209,9 @@ def kaiming_uniform_(
 ) -> Tensor:
     """He uniform: U(-b, b) with b = gain * sqrt(3 / fan). `nn.Linear` and `nn.Conv*` use
     `a=sqrt(5)`, which gives U(-1/sqrt(fan_in), 1/sqrt(fan_in))."""
+    if isinstance(tensor, Tensor) and 0 in tensor.shape:  # (before the fans, as torch: even a 1-d one)
+        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
+        return tensor
     fan = _fan(tensor, mode)
     if fan == 0:
         return tensor
@@ -201,6 +223,9 @@ def kaiming_normal_(
     tensor: Tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu", generator: Any = None
 ) -> Tensor:
     """He normal: N(0, std^2) with std = gain / sqrt(fan)."""
+    if isinstance(tensor, Tensor) and 0 in tensor.shape:  # (before the fans, as torch: even a 1-d one)
+        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
+        return tensor
     fan = _fan(tensor, mode)
     if fan == 0:
         return tensor

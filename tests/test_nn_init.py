@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import threading
 
 import numpy as np
 import pytest
@@ -128,3 +129,68 @@ def test_deprecated_names_warn_and_initialise():
     with pytest.warns(FutureWarning, match="nn.init.constant_"):
         assert np.all(init.constant(_p(3), 2.0).numpy() == 2.0)
     assert init.kaiming_uniform.__name__ == "kaiming_uniform"
+
+
+def _within_seconds(seconds, fn):
+    """fn() run in a daemon thread: a test failure, not a hang, when it does not return in time."""
+    out = []
+    worker = threading.Thread(target=lambda: out.append(fn()), daemon=True)
+    worker.start()
+    worker.join(seconds)
+    assert out, f"did not finish within {seconds} s"
+    return out[0]
+
+
+def _truncated_normal_moments(mean, std, a, b):
+    """The mean and standard deviation of N(mean, std^2) truncated to [a, b] (closed forms)."""
+    lo, hi = (a - mean) / std, (b - mean) / std
+    pdf = lambda z: math.exp(-z * z / 2) / math.sqrt(2 * math.pi)  # noqa: E731
+    if hi < 0:  # (each tail from its own side, where erfc keeps precision)
+        mass = 0.5 * (math.erfc(-hi / math.sqrt(2)) - math.erfc(-lo / math.sqrt(2)))
+    else:
+        mass = 0.5 * (math.erfc(lo / math.sqrt(2)) - math.erfc(hi / math.sqrt(2)))
+    d = (pdf(lo) - pdf(hi)) / mass
+    var = 1 + (lo * pdf(lo) - hi * pdf(hi)) / mass - d * d
+    return mean + std * d, std * math.sqrt(var)
+
+
+@pytest.mark.parametrize(
+    "mean, std, a, b",
+    [(0.0, 1.0, -2.0, 2.0), (1.0, 2.0, -1.0, 2.0), (0.0, 1.0, 8.0, 9.0), (0.0, 1.0, -9.0, -8.0), (3.0, 1.0, -1.0, 0.0)],
+)
+def test_trunc_normal_in_any_interval_is_fast_and_has_the_truncated_moments(mean, std, a, b):
+    # [8, 9] is far in the tail: redrawing until a sample lands there never ended
+    nb.manual_seed(0)
+    w = _within_seconds(60, lambda: init.trunc_normal_(_p(40000), mean=mean, std=std, a=a, b=b).numpy())
+    w = w.astype(np.float64)
+    assert w.min() >= a and w.max() <= b
+    m, s = _truncated_normal_moments(mean, std, a, b)
+    assert abs(w.mean() - m) < 0.02 * std and abs(w.std() - s) < 0.02 * std
+
+
+def test_trunc_normal_beyond_float64_cdf_and_argument_errors():
+    w = _within_seconds(60, lambda: init.trunc_normal_(_p(20000), a=39.0, b=40.0).numpy()).astype(np.float64)
+    assert w.min() >= 39.0 and w.max() <= 40.0 and abs(w.mean() - 39.0256) < 0.003  # not all at one bound
+    assert np.all(init.trunc_normal_(_p(3), mean=5.0, std=0.0, a=-1.0, b=1.0).numpy() == 1.0)
+    with pytest.raises(ValueError, match="trunc_normal_: std must be non-negative, got std=-1.0"):
+        init.trunc_normal_(_p(3), std=-1.0)
+
+
+def test_kaiming_on_a_zero_element_tensor_is_a_no_op_with_a_warning():
+    for fn in (init.kaiming_uniform_, init.kaiming_normal_):
+        for shape in ((0,), (0, 3), (3, 0)):
+            t = nb.empty(*shape)
+            with pytest.warns(UserWarning, match="Initializing zero-element tensors is a no-op"):
+                assert fn(t) is t
+    with pytest.raises(ValueError, match="Fan in and fan out can not be computed"):
+        init.kaiming_uniform_(_p(3))
+
+
+def test_torch_agrees_on_zero_element_kaiming_and_tail_trunc_normal():
+    if torch is None:
+        pytest.skip("PyTorch is not installed")
+    with pytest.warns(UserWarning, match="Initializing zero-element tensors is a no-op"):
+        torch.nn.init.kaiming_uniform_(torch.empty(0))
+    with pytest.warns(UserWarning):
+        t = torch.nn.init.trunc_normal_(torch.empty(100), a=8.0, b=9.0)
+    assert float(t.min()) >= 8.0 and float(t.max()) <= 9.0
