@@ -665,3 +665,29 @@ def test_vmap_spmd_axis_name_errors_name_the_problem():
         nb.vmap(lambda v: v, spmd_axis_name="zz")(nb.shard(x, MESH22, P()))
     with pytest.raises(TypeError, match="spmd_axis_name must be a mesh axis name or a tuple of them, got 3"):
         nb.vmap(lambda v: v, spmd_axis_name=3)
+
+
+def test_jacobians_through_collectives_keep_the_batch_dims_replicated():
+    """jacrev's cotangents and jacfwd's tangents carry a vmap batch dim in front of the
+    primal's layout (the collectives' rules moved them to a layout of the primal's rank)."""
+    mesh = DeviceMesh("m2", (2,), ("x",))
+    w = nb.tensor(RNG.standard_normal((4, 2)).astype(np.float32))
+    a = RNG.standard_normal((3, 4)).astype(np.float32)
+    for jac in (nb.jacrev, nb.jacfwd):
+        sharded = jac(lambda t: (t @ w).sin())(nb.shard(nb.tensor(a), mesh, P(None, "x")))
+        np.testing.assert_allclose(sharded.numpy(), jac(lambda t: (t @ w).sin())(nb.tensor(a)).numpy(), rtol=1e-5)
+    b = nb.shard(nb.tensor(a[:, :2]), mesh, P("x"))
+    np.testing.assert_allclose(
+        nb.jacfwd(lambda t: t * t.sum(0))(b).numpy(), nb.jacfwd(lambda t: t * t.sum(0))(nb.tensor(a[:, :2])).numpy()
+    )
+
+
+def test_reshard_under_vmap_and_vmap_of_shard_map():
+    mesh = DeviceMesh("m2", (2,), ("x",))
+    value = np.arange(24.0, dtype=np.float32).reshape(2, 3, 4)
+    y = nb.vmap(lambda r: nb.reshard(r, P("x", None)))(nb.shard(nb.tensor(value), mesh, P(None, None, "x")))
+    assert y.sharding.dim_axes == ((), ("x",), ())
+    np.testing.assert_array_equal(y.numpy(), value)
+    f = nb.shard_map(lambda t: t * 2, MESH4, in_specs=(P("x"),), out_specs=P("x"))
+    with pytest.raises(NotImplementedError, match="shard_map argument 0 is batched by vmap"):
+        nb.vmap(f)(nb.ones((2, 8)))

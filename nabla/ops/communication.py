@@ -500,8 +500,18 @@ def _conform_tensor(x: Tensor, dst: ShardingSpec | None) -> Tensor:
 
 
 def _to_layout(x: Tensor, spec: ShardingSpec | None) -> Tensor:
-    """A cotangent or tangent moved to a primal's layout (partial sums are not re-created)."""
-    return _conform_tensor(x, None if spec is None else spec.without_partial())
+    """A cotangent or tangent moved to a primal's layout (partial sums are not re-created).
+    One that vmap batched (jacrev's cotangents, jacfwd's tangents) keeps its batch dims
+    replicated in front of that layout."""
+    if spec is None:
+        return _conform_tensor(x, None)
+    spec = spec.without_partial()
+    extra = len(x._impl.physical_shape) - spec.rank
+    if extra > 0:
+        spec = ShardingSpec(
+            spec.mesh, [DimSpec()] * extra + list(spec.dims), replicated=spec.replicated, manual=spec.manual
+        )
+    return _conform_tensor(x, spec)
 
 
 def _as_manual(x: Tensor, mesh: DeviceMesh) -> Tensor:
@@ -573,6 +583,10 @@ def reshard(x: Tensor, spec: Any) -> Tensor:
         raise ValueError("reshard: the target spec must not be manual")
     if current is not None and current.manual:
         raise ValueError("reshard: x is a shard_map-local value; use the collectives inside shard_map")
+    bd = x._impl.batch_dims
+    if bd and dst.rank == x.ndim:  # under vmap: the batch dims keep their layout
+        front = list(current.dims[:bd]) if current is not None and current.rank > x.ndim else [DimSpec()] * bd
+        dst = ShardingSpec(dst.mesh, front + list(dst.dims), replicated=dst.replicated)
     return _conform_tensor(x, dst)
 
 

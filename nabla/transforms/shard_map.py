@@ -90,6 +90,11 @@ def shard_map(fn: Callable, mesh: DeviceMesh, in_specs: Any, out_specs: Any) -> 
 def _enter(x: Any, spec: Any, mesh: DeviceMesh, what: str) -> Any:
     if not isinstance(x, Tensor):
         return x
+    if x._impl.batch_dims:
+        raise NotImplementedError(
+            f"{what} is batched by vmap: vmap of a shard_map is not supported; vmap inside the shard_map's function "
+            "instead (or use vmap's spmd_axis_name)"
+        )
     target = _spec_for(spec, mesh, x, what)
     x = _conform_tensor(x, target)
     return _relabel(x, out=ShardingSpec.replicated_on(mesh, x.ndim, manual=True), src=target)
