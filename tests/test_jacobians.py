@@ -495,3 +495,17 @@ def test_top_level_transform_results_are_plain_values_and_jvp_needs_float_primal
     assert value.requires_grad and g.requires_grad  # (an outer backward differentiates through)
     with pytest.raises(TypeError, match="jvp: primals\\[0\\] has dtype int64"):
         nb.jvp(lambda i: i.float() * 2, (nb.tensor([1, 2]),), (nb.tensor([1, 1]),))
+
+
+def test_forward_mode_through_a_conv_inside_another_vmap_level():
+    """Per-sample jacfwd of a conv with a fixed weight, and jacfwd over a weight through a
+    vmapped conv: the tangent is batched over more levels than the image (it crashed)."""
+    x = nb.tensor(np.random.default_rng(0).standard_normal((3, 1, 5, 5)).astype(np.float32))
+    w = nb.tensor(np.random.default_rng(1).standard_normal((2, 1, 3, 3)).astype(np.float32))
+    fwd = nb.vmap(nb.jacfwd(lambda a: F.conv2d(a, w)))(x)
+    rev = nb.vmap(nb.jacrev(lambda a: F.conv2d(a, w)))(x)
+    assert fwd.shape == (3, 2, 3, 3, 1, 5, 5)
+    np.testing.assert_allclose(fwd.numpy(), rev.numpy(), rtol=1e-5, atol=1e-6)
+    jw = nb.jacfwd(lambda ww: nb.vmap(lambda a: F.conv2d(a, ww))(x))(w)
+    jw_rev = nb.jacrev(lambda ww: nb.vmap(lambda a: F.conv2d(a, ww))(x))(w)
+    np.testing.assert_allclose(jw.numpy(), jw_rev.numpy(), rtol=1e-5, atol=1e-6)

@@ -118,10 +118,13 @@ def _mx_fold(x: Any, w: Any, groups: int, spatial: int) -> tuple:
 def _apply(op: Operation, x: Tensor, w: Tensor, **kw: Any) -> Tensor:
     """Call a conv primitive. An unbatched weight that needs no gradient is not broadcast over
     x's extra vmap levels: they become leading (image) dims of x instead. (With a gradient, the
-    broadcast must stay: it is where per-example weight gradients come from.)"""
+    broadcast must stay: it is where per-example weight gradients come from. So it must for an
+    input that records a gradient, or carries a forward-mode tangent: jacrev's cotangents and
+    jacfwd's tangents may be batched over more levels than x, and a batch dim cannot move out
+    from under them.)"""
     levels = x._impl.batch_dims
     keep = w._impl.batch_dims
-    if levels <= keep or grad_enabled_for([w._impl]):
+    if levels <= keep or grad_enabled_for([x._impl, w._impl]) or x._impl.tangent or w._impl.tangent:
         return op(x, w, **kw)
     prefix = x._impl.physical_shape[:levels]
     for level in range(levels, keep, -1):
