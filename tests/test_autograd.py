@@ -1014,3 +1014,18 @@ def test_gradient_hook_errors():
             (x * x).sum().backward()
     (x * x).sum().backward()  # the `with` block removed the hook
     np.testing.assert_allclose(x.grad.numpy(), [2.0, 2.0])
+
+
+def test_retained_gradients_are_kept_by_autograd_grad_and_backward_inputs():
+    """As torch: retain_grad() keeps a non-leaf's gradient whatever the backward asks for."""
+    x = nb.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 2
+    y.retain_grad()
+    (gx,) = nb.autograd.grad((y * y).sum(), x)
+    np.testing.assert_array_equal(gx.numpy(), [8.0, 16.0])
+    np.testing.assert_array_equal(y.grad.numpy(), [4.0, 8.0])
+    z = x * 3
+    z.retain_grad()
+    (z * z).sum().backward(inputs=[x])
+    np.testing.assert_array_equal(z.grad.numpy(), [6.0, 12.0])
+    np.testing.assert_array_equal(x.grad.numpy(), [18.0, 36.0])

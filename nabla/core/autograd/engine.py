@@ -164,10 +164,13 @@ def _run_rules(
 
         # Deterministic order (wrt order, else first-reached order): it decides the creation
         # order of the ops that consume these gradients, and so the cache key.
+        # The non-leaves whose .grad is kept (retain_grad) get theirs with any `wrt`, as torch's.
+        retained = [k for k, i in holders.items() if RETAINED and not i.is_leaf and i in RETAINED]
         if wrt is not None:
             result_ids = [id(w) for w in wrt]
-        else:  # the leaves, and the non-leaves whose .grad is kept (retain_grad)
-            result_ids = [k for k, i in holders.items() if i.is_leaf or (RETAINED and i in RETAINED)]
+            result_ids += [k for k in retained if k not in set(result_ids)]
+        else:  # the leaves, and the retained non-leaves
+            result_ids = [k for k, i in holders.items() if i.is_leaf or k in retained]
         return {k: (holders[k], _total(grads, k, holders)) for k in result_ids if k in grads}, visited
 
 
@@ -298,6 +301,12 @@ def tensor_grad(
         create_graph=create_graph,
         cut=False,
     )
+    wanted = {id(t._impl) for t in ins}
+    for key, (impl, g) in found.items():  # retained non-leaves (retain_grad) keep theirs, as torch
+        facade = None if key in wanted or impl.facade is None else impl.facade()
+        if facade is not None:
+            g = g if create_graph or not g._impl.requires_grad else OPS.detach_trace(g)
+            facade._grad = g if facade._grad is None else OPS.add(facade._grad, g)
     result = []
     for i, t in enumerate(ins):
         entry = found.get(id(t._impl))
@@ -374,10 +383,12 @@ def tensors_backward(
     if traced:  # the hooks it ran (or found none of) are baked in: one added or removed retraces
         note_guard(_hooks_version, "the tensors' gradient hooks")
     for leaf, g in grads.values():
-        if chosen is not None:
-            facade = chosen.get(id(leaf))
-        else:
+        if chosen is not None and id(leaf) in chosen:
+            facade = chosen[id(leaf)]
+        elif chosen is None or (not leaf.is_leaf and leaf in RETAINED):
             facade = leaf.facade() if leaf.facade is not None else None
+        else:
+            facade = None
         if facade is None:
             continue
         if not create_graph and g._impl.requires_grad:
