@@ -16,7 +16,7 @@ from nabla.core.common import dtypes as _dt
 from nabla.core.common.devices import names_device
 
 from .module_hooks import GLOBAL_BACKWARD_HOOKS, GLOBAL_FORWARD_HOOKS, GLOBAL_FORWARD_PRE_HOOKS
-from .module_pytree import _TensorId, _Tree
+from .module_pytree import _TensorId, _Tree, container_attribute
 
 if TYPE_CHECKING:  # type hints only: module.py imports this file
     from .module import Module
@@ -170,7 +170,8 @@ _INTERNAL = frozenset({"training", "_trace_clone"})  # (training: a mode of its 
 def _attributes(module: Module) -> tuple:
     """The plain attributes a trace may have read as constants (Dropout's `p`, a user's
     `self.scale` or `self.mode`): numbers, strings, None and tuples of them by value, tensors
-    that are not parameters or buffers by identity. A change traces again, as torch.compile's
+    that are not parameters or buffers by identity, public lists, dicts and other tuples by
+    content (`_ContainerKey`). A change traces again, as torch.compile's
     guards on module attributes."""
     out = []
     for name, value in module.__dict__.items():
@@ -181,6 +182,8 @@ def _attributes(module: Module) -> tuple:
             out.append((name, value))
         elif isinstance(value, Tensor):
             out.append((name, _TensorId(id(value))))
+        elif kind in (list, dict, tuple) and not name.startswith("_"):  # (not the module's own stores)
+            out.append((name, container_attribute(value)))
     return tuple(out)
 
 

@@ -16,6 +16,8 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from nabla import Tensor
+
 if TYPE_CHECKING:  # type hints only: module.py imports this file to register Module
     from .module import Module
 
@@ -107,6 +109,36 @@ class _TensorId(int):
     """A tensor attribute's identity in `_attributes` (told apart from an int attribute)."""
 
 
+class _ContainerKey(tuple):
+    """A list or dict attribute in `_attributes`, by content: plain values by value, tensors
+    and other objects by identity. An in-place change (`self.scales.append(2.0)`) does not
+    bump `_Tree.version`, so `_flatten_module` compares these keys on every call."""
+
+    shown = ""  # the value's repr when keyed (shortened), for recompile reasons
+
+    def __repr__(self) -> str:
+        return self.shown or tuple.__repr__(self)
+
+
+def container_attribute(value: Any) -> _ContainerKey:
+    key = _ContainerKey(container_key(value))
+    text = repr(value)
+    key.shown = text if len(text) <= 80 else text[:77] + "..."
+    return key
+
+
+def container_key(value: Any) -> Any:
+    if isinstance(value, Tensor):
+        return ("tensor", id(value))
+    if value is None or isinstance(value, bool | int | float | str):
+        return ("nan",) if isinstance(value, float) and value != value else value
+    if isinstance(value, list | tuple):
+        return (type(value).__name__, *(container_key(v) for v in value))
+    if isinstance(value, dict):
+        return ("dict", *((container_key(k), container_key(v)) for k, v in value.items()))
+    return ("object", id(value))
+
+
 class _Tree:
     """The version of every module tree in the process: any change to one (a parameter, buffer
     or submodule set or removed, a training flag) bumps it, so a module flattened at this
@@ -161,22 +193,37 @@ class _Store(OrderedDict):
 def _flatten_module(module: Module) -> tuple[list, _ModuleDef]:
     # A compiled forward flattens its module every call: unless a module tree changed since,
     # the last walk's leaves and _ModuleDef are this one's (the key then compares by identity).
-    flat = module.__dict__.get("_flat")
-    if flat is not None and flat[0] == _Tree.version:
+    flat = _current_flat(module)
+    if flat is not None:
         return flat[1], flat[2]
+    flat = module.__dict__.get("_flat")
     named, modes = module._tree()
     names = tuple(n for n, _ in named)
     last = None if flat is None else flat[2]  # (the same structure keeps its _ModuleDef object)
     if last is None or last.names != names or last.modes != modes or last.module is not module:
         last = _ModuleDef(module, names, modes)
     leaves = [t for _, t in named]
-    object.__setattr__(module, "_flat", (_Tree.version, leaves, last))
+    watched = [(m, n, v) for m, *_, attrs in modes[1:] for n, v in attrs if isinstance(v, _ContainerKey)]
+    object.__setattr__(module, "_flat", (_Tree.version, leaves, last, watched))
     return leaves, last
+
+
+def _current_flat(module: Module) -> tuple | None:
+    """The module's last flatten, if no module tree changed since; a list/dict attribute
+    changed in place (which __setattr__ does not see) counts as a change of every tree."""
+    flat = module.__dict__.get("_flat")
+    if flat is None or flat[0] != _Tree.version:
+        return None
+    if flat[3] and not all(container_key(m.__dict__.get(n)) == key for m, n, key in flat[3]):
+        _Tree.version += 1
+        return None
+    return flat
 
 
 def _module_token(module: Module) -> tuple:
     """Equal for two flattens of `module` with the same leaves and structure (see
     `register_pytree_node`'s `token`): the module and the version of the module trees."""
+    _current_flat(module)  # (bumps the version if a watched list/dict changed)
     return module, _Tree.version
 
 

@@ -931,6 +931,33 @@ def test_a_compiled_module_traces_again_when_a_plain_attribute_changes():
     assert (dropout(nb.ones(64)).numpy() == 1).all()
 
 
+def test_a_compiled_module_sees_its_lists_and_dicts_changed_in_place():
+    """A public list/dict attribute is guarded by content on every call (an in-place change
+    does not go through __setattr__), as torch.compile's guards."""
+
+    class Scales(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear, self.scales, self.cfg = nn.Linear(2, 2), [1.0, 2.0], {"shift": 0.0}
+
+        def forward(self, x):
+            y = self.linear(x)
+            for s in self.scales:
+                y = y * s
+            return y + self.cfg["shift"]
+
+    m, x = Scales(), nb.ones(1, 2)
+    m.compile()
+    with nb.no_grad():
+        for change in (lambda: None, lambda: m.scales.append(10.0), lambda: m.cfg.update(shift=1.0)):
+            change()
+            np.testing.assert_allclose(m(x).numpy(), m.forward(x).numpy(), rtol=1e-6)
+            np.testing.assert_allclose(m(x).numpy(), m.forward(x).numpy(), rtol=1e-6)  # (a hit)
+    stats = m.compile_stats
+    assert stats.misses == 3 and stats.hits == 3
+    assert stats.recompile_reasons[0] == "argument structure: Scales.scales [1.0, 2.0] -> [1.0, 2.0, 10.0]"
+
+
 def test_a_compiled_sequential_sees_insert_and_del():
     seq, extra = nn.Sequential(nn.Linear(3, 3), nn.Linear(3, 1)), nn.Linear(3, 3)
     seq.compile()
