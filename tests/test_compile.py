@@ -1001,3 +1001,13 @@ def test_a_compiled_backward_traces_again_when_a_gradient_hook_is_added_or_remov
     handle.remove()
     assert f(x).tolist() == [1.0, 1.0]
     assert f.stats.recompile_reasons == ["the tensors' gradient hooks changed"] * 2 and f.stats.hits == 1
+
+
+def test_a_python_float_argument_keeps_float64_precision_with_float64_tensors():
+    f = nb.compile(lambda x, c: x * c)
+    x = nb.ones(2, dtype=nb.float64)
+    assert f(x, 0.1).numpy()[0] == 0.1  # (fed as float32 it was 0.10000000149011612)
+    assert f(x, 1e300).numpy()[0] == 1e300  # (float32: inf)
+    assert f.stats.misses == 1
+    out = f(nb.ones(2), 0.1)  # float32 tensors: a float32 input, as before
+    assert out.dtype == nb.float32 and out.numpy()[0] == np.float32(0.1)

@@ -182,6 +182,11 @@ class _Tracing:
             raise _ArgumentCaptured
 
     def _make_placeholders(self, values, leaves, specialize, sizes: dict | None) -> list:
+        # A Python float argument is a weakly typed input: float32, or float64 when a tensor
+        # argument is float64, so a float64 computation keeps its precision (0.1, 1e300). The
+        # argument dtypes are part of the key, so each choice is its own cache entry.
+        f64 = any(lf.kind == "tensor" and v._impl.dtype == _dt.float64 for v, lf in zip(values, leaves, strict=True))
+        wide = _dt.float64 if f64 else _SCALAR_DTYPES[float]
         out = []
         for v, lf in zip(values, leaves, strict=True):
             if lf.kind == "tensor":
@@ -206,7 +211,7 @@ class _Tracing:
             elif lf.kind == "alias":
                 out.append(out[lf.key])
             elif lf.kind == "scalar" and not specialize:
-                impl = TensorImpl((), _SCALAR_DTYPES[lf.key[0]])
+                impl = TensorImpl((), wide if lf.key[0] is float else _SCALAR_DTYPES[lf.key[0]])
                 impl.weak_type = True
                 out.append(Tensor(impl))
             else:
