@@ -666,3 +666,14 @@ def test_in_place_ops_on_mapped_arguments_write_through_to_the_caller():
         t = torch.tensor(b)
         tf.vmap(_sets_first)(t)
         np.testing.assert_array_equal(t.numpy(), expected)
+
+
+def test_a_draw_is_not_batched_over_same_levels_inside_the_last_different_one():
+    """vmap(jacfwd(f, has_aux=True)) with a random aux: jacfwd's own level is "same", so the
+    draw differs per outer element only and can leave jacfwd's level unbatched."""
+    x = nb.ones((3, 4))
+    jac, aux = nb.vmap(nb.jacfwd(lambda t: (nb.sin(t), nb.randn(3)), has_aux=True))(x)
+    assert jac.shape == (3, 4, 4) and aux.shape == (3, 3)
+    assert len({tuple(row) for row in aux.numpy().tolist()}) == 3  # one draw per outer element
+    inner = nb.vmap(lambda t: nb.vmap(lambda u: nb.randn(3), randomness="same", out_axes=None)(t))(x)
+    assert inner.shape == (3, 3) and len({tuple(row) for row in inner.numpy().tolist()}) == 3

@@ -596,8 +596,11 @@ def _draw(distribution: str, shape: tuple, dtype: Any, a: Any = 0.0, b: Any = 0.
     if distribution == "permutation":
         raise NotImplementedError("randperm inside vmap(randomness='different') is not supported; draw it outside")
     # One draw with a leading dim per vmap level ("same" levels get size 1, then broadcast),
-    # each made a batch dim: every batch element gets its own numbers.
-    sizes = vmap_sizes()
+    # each made a batch dim: every batch element gets its own numbers. The "same" levels inside
+    # the last "different" one are left out: the draw is not batched over them (so it can leave
+    # them with out_axes=None, as jacfwd's aux does).
+    last = max(i for i, m in enumerate(modes) if m == "different")
+    sizes, modes = vmap_sizes()[: last + 1], modes[: last + 1]
     lead = tuple(n if m == "different" else 1 for n, m in zip(sizes, modes, strict=True))
     x = _random(seed_tensor(generator), distribution=distribution, shape=lead + shape, dtype=dtype, a=a, b=b)
     if lead != sizes:
