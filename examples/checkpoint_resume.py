@@ -1,12 +1,12 @@
-"""Save, reload and resume: model weights in safetensors (PyTorch names and layouts),
-optimizer and scheduler state alongside; the resumed run continues bit-identically.
+"""Save, reload and resume: model weights in safetensors (PyTorch names and layouts), and a
+training checkpoint as `torch.save` users write one (a dict of state_dicts and numbers), also in
+safetensors (no pickle); the resumed run continues bit-identically.
 
     python examples/checkpoint_resume.py
 """
 
 from __future__ import annotations
 
-import json
 import tempfile
 from pathlib import Path
 
@@ -29,26 +29,6 @@ def train(model: nn.Module, opt: optim.Optimizer, sched, batches: list) -> float
     return loss.item()
 
 
-def save_train_state(opt: optim.Optimizer, sched, path: Path) -> None:
-    """Optimizer tensors as safetensors entries, the rest (hyperparameters, scheduler) as JSON
-    metadata: nothing that loading would have to execute (no pickle)."""
-    sd = opt.state_dict()
-    tensors = {f"{i}.{k}": v for i, s in sd["state"].items() for k, v in s.items()}
-    meta = {"param_groups": json.dumps(sd["param_groups"]), "scheduler": json.dumps(sched.state_dict())}
-    nn.save(tensors, path, metadata=meta)
-
-
-def load_train_state(opt: optim.Optimizer, sched, path: Path) -> None:
-    tensors = nn.load(path)
-    meta = nn.serialization.load_metadata(path)
-    state: dict = {}
-    for key, value in tensors.items():
-        index, name = key.split(".", 1)
-        state.setdefault(int(index), {})[name] = value
-    opt.load_state_dict({"state": state, "param_groups": json.loads(meta["param_groups"])})
-    sched.load_state_dict(json.loads(meta["scheduler"]))
-
-
 def main() -> None:
     nb.manual_seed(0)
     x, y = make_data(4096)
@@ -60,14 +40,17 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         ckpt = Path(tmp)
         model.save_weights(ckpt / "model.safetensors")  # atomic: a crash never loses the old file
-        save_train_state(opt, sched, ckpt / "train_state.safetensors")
+        state = {"optimizer": opt.state_dict(), "scheduler": sched.state_dict(), "step": 16}
+        nn.save(state, ckpt / "train_state.safetensors")  # tensors stored, the rest as JSON
         final = train(model, opt, sched, batches[16:])
 
         resumed = MLP()
         resumed.load_weights(ckpt / "model.safetensors")
         opt2 = optim.AdamW(resumed.parameters(), lr=1e-3)
         sched2 = optim.lr_scheduler.CosineAnnealingLR(opt2, T_max=len(batches))
-        load_train_state(opt2, sched2, ckpt / "train_state.safetensors")
+        state = nn.load(ckpt / "train_state.safetensors")  # the same nesting back
+        opt2.load_state_dict(state["optimizer"])
+        sched2.load_state_dict(state["scheduler"])
         final2 = train(resumed, opt2, sched2, batches[16:])
     same = all(
         np.array_equal(a.numpy(), b.numpy())

@@ -45,6 +45,7 @@ from nabla.core.tensor.impl import TensorImpl
 
 __all__ = [
     "ALIASES_KEY",
+    "TREE_KEY",
     "bf16_bits_to_float32",
     "float32_to_bf16_bits",
     "load",
@@ -54,6 +55,7 @@ __all__ = [
 ]
 
 ALIASES_KEY = "nabla.aliases"  # metadata key: JSON {dropped alias: name written in the file}
+TREE_KEY = "nabla.tree"  # metadata key: JSON of a nested checkpoint's structure (see `_encode_tree`)
 _MAX_HEADER_BYTES = 100 * 1024 * 1024  # safetensors' own limit; guards against a bogus length
 
 # safetensors dtype -> little-endian NumPy dtype of the stored bytes (BF16 is read as bits).
@@ -152,21 +154,36 @@ def save(obj: Any, path: str | os.PathLike, metadata: Mapping[str, str] | None =
     renamed over `path`, so a crash mid-save leaves any previous checkpoint intact.
 
     Args:
-        obj: a `Module` (anything with `.state_dict()`) or a mapping of str -> Tensor/ndarray.
+        obj: a `Module` (anything with `.state_dict()`), a mapping of str -> Tensor/ndarray,
+            or a nested checkpoint as `torch.save` takes one: dicts (str or int keys), lists
+            and tuples of tensors, arrays and Python numbers, strings, bools and None
+            (`{"model": model.state_dict(), "optimizer": opt.state_dict(), "epoch": 3}`). Its
+            tensors are stored under their dotted paths ("optimizer.state.0.exp_avg"), its
+            structure and other values as JSON in the metadata (`"nabla.tree"`): `load`
+            gives the same nesting back. Nothing in it is ever executed on loading.
         path: the file to write (replaced if it exists; its directory must exist).
         metadata: extra str -> str entries for the header's `__metadata__`; `{"format": "pt"}`
-            is added unless given, and the key `"nabla.aliases"` is reserved.
+            is added unless given, and the keys `"nabla.aliases"` and `"nabla.tree"` are reserved.
 
     Example:
         >>> nabla_nn.save({"w": nb.ones(2, 3), "step": np.array(10)}, "ckpt.safetensors",
         ...               metadata={"epoch": "3"})
     """
-    entries = _named_values(_state_of(obj))
+    state = _state_of(obj)
+    tree = None
+    if not _flat(state):  # a checkpoint dict: {"model": sd, "optimizer": opt.state_dict(), "epoch": 3}
+        named: dict[str, Any] = {}
+        tree = json.dumps(_encode_tree(state, "", named), separators=(",", ":"), allow_nan=True)
+        state = named
+    entries = _named_values(state)
     pending = [v for _, v in entries if isinstance(v, Tensor) and not v.is_realized]
     if pending:
         nb.evaluate(*pending)
     written, aliases = _dedupe(entries)
-    header = _header(written, _metadata(metadata, aliases))
+    meta = _metadata(metadata, aliases)
+    if tree is not None:
+        meta[TREE_KEY] = tree
+    header = _header(written, meta)
     _atomic_write(path, [header, *(_as_bytes(array) for _, _, array in _data_order(written))])
 
 
@@ -182,6 +199,60 @@ def _state_of(obj: Any) -> Mapping:
         return state_dict(keep_vars=True)
     except TypeError:  # a state_dict() without PyTorch's keep_vars
         return state_dict()
+
+
+def _is_array(value: Any) -> bool:
+    return isinstance(value, Tensor | np.ndarray | np.generic) or (
+        not isinstance(value, Mapping | list | tuple | str | bytes) and hasattr(value, "__array__")
+    )
+
+
+def _flat(state: Mapping) -> bool:
+    """A plain state_dict (str -> array), saved as it is; anything else is a nested checkpoint."""
+    return all(isinstance(k, str) and _is_array(v) for k, v in state.items())
+
+
+def _encode_tree(value: Any, path: str, named: dict[str, Any]) -> Any:
+    """JSON for a nested checkpoint: tensors become {"tensor": name} (stored under `name`, the
+    dotted path), dicts {"dict": [[key, value], ...]} (int keys and order kept), tuples
+    {"tuple": [...]}, lists JSON lists, numbers, strings, bools and None themselves."""
+    if _is_array(value):
+        if path in named:
+            raise ValueError(f"save: two entries of the checkpoint are both named {path!r}; rename one")
+        named[path] = value
+        return {"tensor": path}
+    if isinstance(value, Mapping):
+        items = []
+        for k, v in value.items():
+            if isinstance(k, bool) or not isinstance(k, str | int):
+                raise TypeError(f"save: dict keys must be str or int, got {k!r} at {path or 'the top level'}")
+            items.append([k, _encode_tree(v, f"{path}.{k}" if path else str(k), named)])
+        return {"dict": items}
+    if isinstance(value, list | tuple):
+        encoded = [_encode_tree(v, f"{path}.{i}" if path else str(i), named) for i, v in enumerate(value)]
+        return encoded if isinstance(value, list) else {"tuple": encoded}
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    kind = f"{type(value).__module__}.{type(value).__qualname__}"
+    raise TypeError(
+        f"save: {path or 'the checkpoint'!r} is a {kind}; a checkpoint holds tensors, arrays, dicts, lists, "
+        "tuples, numbers, strings, bools and None (nothing that loading would have to execute)"
+    )
+
+
+def _decode_tree(node: Any, tensors: Mapping[str, Tensor], path: str) -> Any:
+    if isinstance(node, list):
+        return [_decode_tree(v, tensors, path) for v in node]
+    if not isinstance(node, dict):
+        return node
+    if "tensor" in node and isinstance(node["tensor"], str) and node["tensor"] in tensors:
+        return tensors[node["tensor"]]
+    if isinstance(node.get("tuple"), list):
+        return tuple(_decode_tree(v, tensors, path) for v in node["tuple"])
+    items = node.get("dict")
+    if isinstance(items, list) and all(isinstance(i, list) and len(i) == 2 for i in items):
+        return {k: _decode_tree(v, tensors, path) for k, v in items}
+    raise ValueError(f"{path}: corrupt metadata: {TREE_KEY} holds {node!r}, which names no stored tensor")
 
 
 def foreign_array(value: Any) -> Any:
@@ -280,8 +351,8 @@ def _metadata(metadata: Mapping[str, str] | None, aliases: dict[str, str]) -> di
     for key, value in (metadata or {}).items():
         if not isinstance(key, str) or not isinstance(value, str):
             raise TypeError(f"save: metadata must map str -> str, got {key!r}: {value!r}")
-        if key == ALIASES_KEY:
-            raise ValueError(f"save: the metadata key {ALIASES_KEY!r} is reserved for tied-weight aliases")
+        if key in (ALIASES_KEY, TREE_KEY):
+            raise ValueError(f"save: the metadata key {key!r} is reserved (tied-weight aliases, nested checkpoints)")
         out[key] = value
     if aliases:
         out[ALIASES_KEY] = json.dumps(aliases, separators=(",", ":"))
@@ -353,8 +424,9 @@ def _fsync_directory(directory: str) -> None:
 
 
 # -- load -------------------------------------------------------------------------------------------
-def load(path: str | os.PathLike) -> OrderedDict[str, Tensor]:
-    """Read a safetensors file into realized tensors, in the file's key order.
+def load(path: str | os.PathLike) -> Any:
+    """Read a safetensors file into realized tensors, in the file's key order (a nested
+    checkpoint `save` wrote comes back with its nesting: dicts, lists, numbers and all).
 
     The whole file is validated before any tensor is made: a missing file raises
     FileNotFoundError; anything that is not a well-formed safetensors file (bad length prefix,
@@ -378,6 +450,13 @@ def load(path: str | os.PathLike) -> OrderedDict[str, Tensor]:
         out[name] = _to_tensor(raw.reshape(shape), dtype, shape, path, name)
     for alias, kept in _aliases(metadata, out, path).items():
         out[alias] = out[kept]
+    tree = metadata.get(TREE_KEY)
+    if tree is not None:  # a nested checkpoint: its structure back, around these tensors
+        try:
+            encoded = json.loads(tree)
+        except ValueError:
+            raise ValueError(f"{path}: corrupt metadata: {TREE_KEY} is not JSON") from None
+        return _decode_tree(encoded, out, path)
     return out
 
 
