@@ -7,6 +7,7 @@ method of the same name), so derivatives, vmap and the MAX lowering come from th
 
 from __future__ import annotations
 
+import builtins
 import itertools
 import math
 from collections import namedtuple
@@ -70,7 +71,9 @@ __all__ = [
     "kthvalue",
     "lerp",
     "masked_select",
+    "max",
     "median",
+    "min",
     "mm",
     "multinomial",
     "narrow",
@@ -137,6 +140,18 @@ def lerp(input: Any, end: Any, weight: Any) -> Tensor:
 def median(input: Any, dim: int | None = None, keepdim: bool = False) -> Any:
     """torch.median: the lower median of all elements, or `(values, indices)` over `dim`."""
     return _tensor(input, "median").median(dim, keepdim)
+
+
+def max(input: Any, dim: Any = None, keepdim: bool = False, *, axis: Any = None, keepdims: Any = None) -> Any:  # noqa: A001
+    """torch.max: the maximum of all elements; over an int `dim` (positional or `dim=`),
+    `(values, indices)` as torch; with a tensor second argument the elementwise maximum. The
+    NumPy/JAX spelling `max(x, axis=..., keepdims=...)` gives the values only."""
+    return _tensor(input, "max").max(dim, keepdim, axis=axis, keepdims=keepdims)
+
+
+def min(input: Any, dim: Any = None, keepdim: bool = False, *, axis: Any = None, keepdims: Any = None) -> Any:  # noqa: A001
+    """torch.min: as `max` (`(values, indices)` over an int `dim`; values with `axis=`)."""
+    return _tensor(input, "min").min(dim, keepdim, axis=axis, keepdims=keepdims)
 
 
 def kthvalue(input: Any, k: int, dim: int = -1, keepdim: bool = False) -> Any:
@@ -638,7 +653,7 @@ def index_reduce(input: Any, dim: int, index: Any, source: Any, reduce: str, *, 
     idx = _tensor(index, "index_reduce", "index")
     if reduce not in ("prod", "mean", "amax", "amin"):
         raise ValueError(f"index_reduce: reduce must be 'prod', 'mean', 'amax' or 'amin', got {reduce!r}")
-    d = normalize_axis(dim, max(x.ndim, 1), "index_reduce", "dim")
+    d = normalize_axis(dim, builtins.max(x.ndim, 1), "index_reduce", "dim")
     if idx.ndim != 1 or src.ndim != x.ndim or (src.ndim and src.shape[d] != idx.shape[0]):
         raise ValueError(
             f"index_reduce: index must be 1-D with one entry per slice of source along dim {d}, "
@@ -773,7 +788,7 @@ def unravel_index(indices: Any, shape: Any) -> tuple[Tensor, ...]:
     out = []
     stride = math.prod(dims)
     for d in dims:
-        stride //= max(d, 1)
+        stride //= builtins.max(d, 1)
         out.append(ops.remainder(ops.floor_divide(idx, stride), d) if d else ops.mul(idx, 0))
     return tuple(out)
 

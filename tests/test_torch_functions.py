@@ -392,3 +392,19 @@ def test_spectral_gradients_at_repeated_values_are_finite(name: str) -> None:
         assert np.isfinite(x.grad.numpy()).all()
         expected = {"eigvalsh": np.eye(3), "svdvals": 2 * matrix, "nuc": np.eye(3)}[name]
         np.testing.assert_allclose(x.grad.numpy(), expected, atol=1e-12)
+
+
+def test_max_and_min_over_a_dim_return_values_and_indices_as_torch():
+    """`nabla.max(q, 1)[0]` (a DQN target) took row 0 of the values: now (values, indices)."""
+    q = nb.tensor([[1.0, 5.0], [7.0, 2.0], [0.0, 3.0]])
+    np.testing.assert_array_equal(nb.max(q, 1)[0].numpy(), [5.0, 7.0, 3.0])
+    np.testing.assert_array_equal(nb.max(q, dim=1).indices.numpy(), [1, 0, 1])
+    values, indices = nb.min(q, 0, True)
+    np.testing.assert_array_equal(values.numpy(), [[0.0, 2.0]])
+    np.testing.assert_array_equal(indices.numpy(), [[2, 1]])
+    np.testing.assert_array_equal(nb.max(q, axis=1).numpy(), [5.0, 7.0, 3.0])  # NumPy/JAX: values
+    assert nb.max(q).item() == 7.0 and nb.min(q, axis=(0, 1), keepdims=True).shape == (1, 1)
+    np.testing.assert_array_equal(nb.max(q, q * 2).numpy(), (q * 2).numpy())
+    if torch is not None:
+        t = torch.tensor(q.numpy())
+        np.testing.assert_array_equal(nb.max(q, 1)[1].numpy(), torch.max(t, 1)[1].numpy())
