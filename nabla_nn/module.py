@@ -64,6 +64,7 @@ class Module(_Modes, _StateDict):
 
     training: bool
     _version: int = 1  # PyTorch's: saved in the state_dict's `_metadata`, read back by `_state_dict_defaults`
+    _compiles_in_place = True  # `nabla.compile(model)` calls `model.compile()` and returns the model
 
     def __init__(self) -> None:
         object.__setattr__(self, "training", True)

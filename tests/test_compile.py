@@ -1011,3 +1011,15 @@ def test_a_python_float_argument_keeps_float64_precision_with_float64_tensors():
     assert f.stats.misses == 1
     out = f(nb.ones(2), 0.1)  # float32 tensors: a float32 input, as before
     assert out.dtype == nb.float32 and out.numpy()[0] == np.float32(0.1)
+
+
+def test_compiling_a_module_returns_the_module_compiled_in_place():
+    """`model = nabla.compile(model)` as with torch.compile: the result keeps the Module API."""
+    model = nn.Sequential(nn.Linear(3, 8), nn.Dropout(0.5), nn.Linear(8, 2))
+    compiled = nb.compile(model, dynamic_dims={0: 0})
+    assert compiled is model and list(compiled.state_dict())[:2] == ["0.weight", "0.bias"]
+    compiled.eval()
+    with nb.no_grad():
+        np.testing.assert_allclose(compiled(nb.ones(2, 3)).numpy(), model.forward(nb.ones(2, 3)).numpy(), rtol=1e-6)
+        compiled(nb.ones(5, 3))  # (dynamic batch: the same model)
+    assert compiled.compile_stats.misses == 1 and compiled.compile_stats.hits == 1

@@ -423,6 +423,9 @@ def compile(  # noqa: A001
     Returns:
         a `CompiledFunction`; `.stats` has hits, misses, compiles and recompile reasons. Set
         `NABLA_LOG_RECOMPILES=1` (or `nabla.set_log_recompiles(True)`) to print each reason.
+        For a `nabla_nn.Module` (`model = nabla.compile(model)`, as with torch.compile), the
+        module itself after `model.compile(...)`: its forward is compiled, and it keeps
+        `train()`/`eval()`, `parameters()` and its `state_dict()` keys.
 
     Example:
         >>> @nabla.compile
@@ -433,7 +436,12 @@ def compile(  # noqa: A001
         ...     w = step(w, x, y, 0.1)   # one trace and compile, then hits
     """
     if fn is None:
-        return lambda f: CompiledFunction(f, dynamic_dims, static_argnums, max_cache_size)
+        return lambda f: compile(
+            f, dynamic_dims=dynamic_dims, static_argnums=static_argnums, max_cache_size=max_cache_size
+        )
+    if getattr(type(fn), "_compiles_in_place", False):  # a nabla_nn Module: `model = nabla.compile(model)`
+        fn.compile(dynamic_dims=dynamic_dims, static_argnums=static_argnums, max_cache_size=max_cache_size)
+        return fn  # (still the Module: train()/eval(), parameters(), state_dict() as before)
     return CompiledFunction(fn, dynamic_dims, static_argnums, max_cache_size)
 
 
