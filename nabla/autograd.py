@@ -16,11 +16,37 @@ from typing import Any
 
 from .core.autograd import tensor_grad
 from .core.autograd.engine import as_tensor_list, tensors_backward
+from .transforms.vmap import vmap
 
 __all__ = ["backward", "grad"]
 
 
-grad = tensor_grad  # (its docstring has the arguments)
+def grad(
+    outputs: Any,
+    inputs: Any,
+    grad_outputs: Any = None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    only_inputs: bool = True,
+    allow_unused: bool | None = None,
+    is_grads_batched: bool = False,
+    materialize_grads: bool = False,
+) -> tuple:
+    """torch.autograd.grad (see `tensor_grad` for the arguments). With `is_grads_batched=True`
+    each `grad_outputs` entry has a leading batch dim and the backward is vmapped over it, as
+    torch's: one vector-Jacobian product per row (a Jacobian, with identity rows)."""
+    kwargs = {"create_graph": create_graph, "allow_unused": allow_unused, "materialize_grads": materialize_grads}
+    if not is_grads_batched:
+        return tensor_grad(outputs, inputs, grad_outputs, retain_graph, **kwargs)
+    if grad_outputs is None:
+        raise RuntimeError("grad: is_grads_batched=True needs grad_outputs (each with a leading batch dim)")
+    cotangents = as_tensor_list(grad_outputs)
+    single = not isinstance(outputs, list | tuple)
+
+    def one(*rows: Any) -> tuple:
+        return tensor_grad(outputs, inputs, rows[0] if single else list(rows), True, **kwargs)
+
+    return vmap(one)(*cotangents)  # (each row's backward keeps the trace: the graph is retained)
 
 
 def backward(

@@ -145,12 +145,16 @@ def median(input: Any, dim: int | None = None, keepdim: bool = False) -> Any:
 def max(input: Any, dim: Any = None, keepdim: bool = False, *, axis: Any = None, keepdims: Any = None) -> Any:  # noqa: A001
     """torch.max: the maximum of all elements; over an int `dim` (positional or `dim=`),
     `(values, indices)` as torch; with a tensor second argument the elementwise maximum. The
-    NumPy/JAX spelling `max(x, axis=..., keepdims=...)` gives the values only."""
+    NumPy/JAX spelling `max(x, axis=..., keepdims=...)` (or a tuple of dims) gives the values only."""
+    if isinstance(dim, tuple | list):  # (torch has no tuple form: NumPy's, values only)
+        dim, axis = None, dim
     return _tensor(input, "max").max(dim, keepdim, axis=axis, keepdims=keepdims)
 
 
 def min(input: Any, dim: Any = None, keepdim: bool = False, *, axis: Any = None, keepdims: Any = None) -> Any:  # noqa: A001
     """torch.min: as `max` (`(values, indices)` over an int `dim`; values with `axis=`)."""
+    if isinstance(dim, tuple | list):
+        dim, axis = None, dim
     return _tensor(input, "min").min(dim, keepdim, axis=axis, keepdims=keepdims)
 
 

@@ -207,7 +207,7 @@ REDUCE_AXES = [None, 0, -1, (0, 2), (1,)]
 @pytest.mark.parametrize("keepdims", [False, True])
 def test_reduction_grad(name, axis, keepdims):
     fn = getattr(nb, name)
-    check_grads(lambda a: _wsum(fn(a, axis, keepdims)), [_r(2, 3, 4)])
+    check_grads(lambda a: _wsum(fn(a, axis=axis, keepdims=keepdims)), [_r(2, 3, 4)])
 
 
 def test_max_grad_ties_split_evenly():
@@ -1029,3 +1029,15 @@ def test_retained_gradients_are_kept_by_autograd_grad_and_backward_inputs():
     (z * z).sum().backward(inputs=[x])
     np.testing.assert_array_equal(z.grad.numpy(), [6.0, 12.0])
     np.testing.assert_array_equal(x.grad.numpy(), [18.0, 36.0])
+
+
+def test_autograd_grad_takes_torchs_only_inputs_and_is_grads_batched():
+    """The WGAN-GP penalty's `only_inputs=True` (ignored, as torch), and batched cotangents:
+    one vector-Jacobian product per row."""
+    x = nb.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    (g,) = nb.autograd.grad((x * x).sum(), x, nb.ones(()), True, True, only_inputs=True)
+    np.testing.assert_array_equal(g.numpy(), [2.0, 4.0, 6.0])
+    (jac,) = nb.autograd.grad(x**2, x, nb.eye(3), is_grads_batched=True)
+    np.testing.assert_array_equal(jac.numpy(), np.diag([2.0, 4.0, 6.0]))
+    with pytest.raises(RuntimeError, match="is_grads_batched=True needs grad_outputs"):
+        nb.autograd.grad(x**2, x, is_grads_batched=True)
