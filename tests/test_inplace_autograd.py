@@ -110,3 +110,18 @@ def test_transform_errors_name_the_problem() -> None:
         nb.jvp(lambda a: 3.0, (nb.ones(2),), (nb.ones(2),))
     with pytest.raises(ValueError, match=r"static_argnums=\(3,\) names argument 3, but .* takes 1 positional"):
         nb.compile(lambda a: a, static_argnums=3)
+
+
+def test_data_and_detach_of_a_parameters_index_view_write_into_it():
+    """`m.weight[0].data.fill_(1)`, `emb.weight[pad].data.zero_()`: the common init idioms
+    write into the parameter outside autodiff, as torch (they raised)."""
+    w = nb.zeros((3, 2)).requires_grad_()  # (a leaf, as a Parameter)
+    w[1].data.fill_(1.0)
+    w[2:].data.fill_(2.0)
+    w[0].detach().fill_(5.0)
+    np.testing.assert_array_equal(w.numpy(), [[5.0, 5.0], [1.0, 1.0], [2.0, 2.0]])
+    assert w.is_leaf and w.requires_grad
+    (w * 3.0).sum().backward()
+    np.testing.assert_array_equal(w.grad.numpy(), np.full((3, 2), 3.0))
+    with pytest.raises(RuntimeError, match="leaf tensor that requires grad"):
+        w[1].fill_(0.0)  # (without .data: torch raises too)

@@ -55,7 +55,10 @@ class ViewMethods:
             self._impl = _VIEW_OF[kind](_undo(base, later), arg)._impl
             self._view = (base, base._impl, kind, arg, marker)
 
-    def _write_through(self, what: str) -> None:
+    def _write_through(self, what: str, autodiff: bool = True) -> None:
+        """Write self's new value into its base. `autodiff=False`: the write bypasses autodiff
+        (it came through `.data` or `detach()` somewhere along the chain: `w[1].data.fill_(1)`
+        writes into the parameter `w`, as in PyTorch)."""
         base, _, kind, arg, marker = self._view
         later = _later_steps(base, marker)
         if later is None:  # (see _sync_view)
@@ -64,7 +67,7 @@ class ViewMethods:
         if kind == "alias":  # `.data` and `detach()` bypass autodiff, as in PyTorch
             base._replace_impl(_redo(OPS.detach(self), later), what, autodiff=False)
         else:
-            autodiff = not (kind == "chain" and arg[0][0] == "alias")
+            autodiff = autodiff and not (kind == "chain" and arg[0][0] == "alias")
             new = _BASE_FROM[kind](_undo(base, later), self, arg)
             base._replace_impl(_redo(new, later), what, autodiff=autodiff)
         self._view = (base, base._impl, kind, arg, marker)
@@ -106,7 +109,7 @@ class ViewMethods:
             )
         self._take_value(new if new.dtype == self.dtype else OPS.cast(new, self.dtype), not autodiff)
         if getattr(self, "_view", None) is not None:
-            self._write_through(what)
+            self._write_through(what, autodiff)
         return self
 
     def _take_value(self, new: Tensor, outside_autodiff: bool = False) -> None:
