@@ -427,16 +427,36 @@ def cartesian_prod(*tensors: Any) -> Tensor:
 
 
 # -- distances, searching, statistics ------------------------------------------------------
-def cdist(x1: Any, x2: Any, p: float = 2.0) -> Tensor:
+_CDIST_MODES = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist", "donot_use_mm_for_euclid_dist")
+
+
+def cdist(x1: Any, x2: Any, p: float = 2.0, compute_mode: str = "use_mm_for_euclid_dist_if_necessary") -> Tensor:
     """torch.cdist: the p-norm distances between the rows of x1 (..., P, M) and x2 (..., R, M),
-    (..., P, R); batch dims broadcast. The gradient at a zero distance is 0, as torch's."""
+    (..., P, R); batch dims broadcast. The gradient at a zero distance is 0, as torch's.
+
+    For p = 2 with more than 25 rows on either side (torch's `compute_mode` default), the
+    squared distances come from one matmul, |a|^2 + |b|^2 - 2 a b^T, as torch's: memory
+    O(P R), not O(P R M) (with torch's rounding for nearly equal rows)."""
     a, b = _tensor(x1, "cdist", "x1"), _tensor(x2, "cdist", "x2")
     if a.ndim < 2 or b.ndim < 2 or a.shape[-1] != b.shape[-1]:
         raise ValueError(f"cdist: x1 {a.shape} and x2 {b.shape} must be (..., P, M) and (..., R, M)")
     if p < 0:
         raise ValueError(f"cdist: p must be non-negative, got {p}")
+    if compute_mode not in _CDIST_MODES:
+        raise ValueError(f"cdist: compute_mode must be one of {_CDIST_MODES}, got {compute_mode!r}")
+    large = a.shape[-2] > 25 or b.shape[-2] > 25
+    if p == 2 and (compute_mode == _CDIST_MODES[1] or (compute_mode == _CDIST_MODES[0] and large)):
+        return _euclidean_by_matmul(a, b)
     d = ops.sub(ops.unsqueeze(a, -2), ops.unsqueeze(b, -3))  # (..., P, R, M)
     return ops.norm(d, float(p), -1)
+
+
+def _euclidean_by_matmul(a: Tensor, b: Tensor) -> Tensor:
+    aa = ops.sum(ops.mul(a, a), axis=-1, keepdims=True)  # (..., P, 1)
+    bb = ops.unsqueeze(ops.sum(ops.mul(b, b), axis=-1), -2)  # (..., 1, R)
+    d2 = ops.maximum(ops.sub(ops.add(aa, bb), ops.mul(ops.matmul(a, ops.swapaxes(b, -1, -2)), 2.0)), 0.0)
+    zero = ops.cast(ops.equal(d2, 0.0), d2.dtype)  # (a zero distance: sqrt of 1, times 0: gradient 0)
+    return ops.mul(ops.sqrt(ops.add(d2, zero)), ops.sub(1.0, zero))
 
 
 def searchsorted(

@@ -408,3 +408,23 @@ def test_max_and_min_over_a_dim_return_values_and_indices_as_torch():
     if torch is not None:
         t = torch.tensor(q.numpy())
         np.testing.assert_array_equal(nb.max(q, 1)[1].numpy(), torch.max(t, 1)[1].numpy())
+
+
+def test_cdist_uses_one_matmul_for_many_rows_as_torch():
+    """p=2 with more than 25 rows: |a|^2 + |b|^2 - 2 a b^T (memory P*R, not P*R*M), as torch's
+    default compute_mode; the naive form otherwise or when asked."""
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((40, 8)).astype(np.float32), rng.standard_normal((30, 8)).astype(np.float32)
+    want = np.sqrt(((a[:, None] - b[None]) ** 2).sum(-1))
+    for mode in ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist", "donot_use_mm_for_euclid_dist"):
+        np.testing.assert_allclose(nb.cdist(nb.tensor(a), nb.tensor(b), compute_mode=mode).numpy(), want, atol=2e-5)
+    x = nb.tensor(a, requires_grad=True)
+    nb.cdist(x, x).sum().backward()  # zero distances on the diagonal: finite gradients
+    assert np.isfinite(x.grad.numpy()).all()
+    with pytest.raises(ValueError, match="compute_mode must be one of"):
+        nb.cdist(nb.tensor(a), nb.tensor(b), compute_mode="fast")
+    if torch is not None:
+        xt, xn = torch.tensor(a, requires_grad=True), nb.tensor(a, requires_grad=True)
+        torch.cdist(xt, torch.tensor(b)).pow(2).sum().backward()
+        nb.cdist(xn, nb.tensor(b)).pow(2).sum().backward()
+        np.testing.assert_allclose(xn.grad.numpy(), xt.grad.numpy(), rtol=1e-4, atol=1e-4)
