@@ -15,7 +15,7 @@ from max.driver import accelerator_count
 from .core.common import dtypes as _dt
 from .core.common.devices import Device, as_device
 
-__all__ = ["bool", "cuda", "device", "double", "float", "half", "int", "long", "short"]
+__all__ = ["backends", "bool", "cuda", "device", "double", "float", "half", "int", "long", "short"]
 
 long, int, short, float, double, half = _dt.int64, _dt.int32, _dt.int16, _dt.float32, _dt.float64, _dt.float16  # noqa: A001
 bool = _dt.bool_  # noqa: A001
@@ -32,3 +32,11 @@ def _is_available() -> bool:
 
 
 cuda = types.SimpleNamespace(is_available=_is_available, device_count=accelerator_count)
+
+# torch.backends' switches, which training scripts set first thing (`cudnn.benchmark = True`,
+# `cuda.matmul.allow_tf32 = True`): kept so those lines run; MAX chooses its kernels itself.
+backends = types.SimpleNamespace(
+    cudnn=types.SimpleNamespace(benchmark=False, deterministic=False, enabled=True, allow_tf32=True),
+    cuda=types.SimpleNamespace(matmul=types.SimpleNamespace(allow_tf32=False)),
+    mps=types.SimpleNamespace(is_available=lambda: False),
+)

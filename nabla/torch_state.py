@@ -23,6 +23,7 @@ __all__ = [
     "conj",
     "finfo",
     "get_default_dtype",
+    "get_float32_matmul_precision",
     "get_rng_state",
     "iinfo",
     "inference_mode",
@@ -34,6 +35,7 @@ __all__ = [
     "resolve_conj",
     "resolve_neg",
     "seed",
+    "set_float32_matmul_precision",
     "set_rng_state",
 ]
 
@@ -162,6 +164,22 @@ def get_rng_state() -> Tensor:
 def set_rng_state(new_state: Any) -> None:
     """torch.set_rng_state: restore a state from `get_rng_state`."""
     default_generator.set_state(new_state)
+
+
+_MATMUL_PRECISIONS = ("highest", "high", "medium")
+_matmul_precision = ["highest"]
+
+
+def set_float32_matmul_precision(precision: str) -> None:
+    """torch.set_float32_matmul_precision: recorded ("highest", "high" or "medium") so scripts
+    that set it run; MAX's float32 matmuls are float32 whatever it says."""
+    if precision not in _MATMUL_PRECISIONS:
+        raise ValueError(f"set_float32_matmul_precision: expected one of {_MATMUL_PRECISIONS}, got {precision!r}")
+    _matmul_precision[0] = precision
+
+
+def get_float32_matmul_precision() -> str:
+    return _matmul_precision[0]
 
 
 class _Inference(threading.local):

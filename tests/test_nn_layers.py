@@ -757,3 +757,13 @@ def test_half_precision_norms_compute_in_float32(make):
     assert out.dtype == nb.float16 and np.isfinite(out.numpy()).all() and np.abs(out.numpy()).max() > 1.0
     want = make(nn)(nb.tensor(x)).numpy()  # the float32 result, rounded
     np.testing.assert_allclose(out.numpy().astype(np.float32), want, rtol=2e-3, atol=2e-3)
+
+
+def test_torch_module_paths_and_sibling_activations_for_isinstance_dispatch():
+    """Init loops written for torch: `nn.modules.batchnorm._BatchNorm`, and CELU is not an ELU."""
+    assert isinstance(nn.BatchNorm2d(3), nn.modules.batchnorm._BatchNorm)
+    assert isinstance(nn.LazyBatchNorm1d(), nn.modules.batchnorm._NormBase)
+    assert isinstance(nn.InstanceNorm1d(3), nn.modules.instancenorm._InstanceNorm)
+    assert isinstance(nn.ConvTranspose2d(2, 2, 3), nn.modules.conv._ConvTransposeNd)
+    assert not isinstance(nn.CELU(), nn.ELU) and not isinstance(nn.Softshrink(), nn.Hardshrink)
+    assert repr(nn.CELU(2.0)) == "CELU(alpha=2.0)" and repr(nn.Softshrink(0.3)) == "Softshrink(0.3)"

@@ -428,3 +428,19 @@ def test_cdist_uses_one_matmul_for_many_rows_as_torch():
         torch.cdist(xt, torch.tensor(b)).pow(2).sum().backward()
         nb.cdist(xn, nb.tensor(b)).pow(2).sum().backward()
         np.testing.assert_allclose(xn.grad.numpy(), xt.grad.numpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_torch_script_switches_and_legacy_tensor_methods():
+    """The first lines of many training scripts, and legacy `x.new(...)` / `pin_memory()`."""
+    nb.backends.cudnn.benchmark = True
+    nb.backends.cuda.matmul.allow_tf32 = True
+    nb.set_float32_matmul_precision("high")
+    assert nb.get_float32_matmul_precision() == "high"
+    nb.set_float32_matmul_precision("highest")
+    with pytest.raises(ValueError, match="expected one of"):
+        nb.set_float32_matmul_precision("low")
+    x = nb.ones((2, 3), dtype=nb.float64)
+    fresh = x.new(x.size()).normal_()  # (an old VAE's reparameterization)
+    assert fresh.shape == (2, 3) and fresh.dtype == nb.float64
+    assert x.new(4, 2).shape == (4, 2) and x.new([1, 2]).numpy().tolist() == [1.0, 2.0] and x.new().shape == (0,)
+    assert x.pin_memory() is x and not x.is_pinned()

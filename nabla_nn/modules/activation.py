@@ -259,7 +259,19 @@ class RReLU(Module):
         return f"lower={self.lower}, upper={self.upper}{_inplace_str(self.inplace)}"
 
 
-class ELU(Module):
+class _AlphaActivation(Module):
+    """ELU's and CELU's arguments (siblings, as in torch: a CELU is not an ELU)."""
+
+    def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
+        super().__init__()
+        self.alpha = alpha
+        self.inplace = inplace
+
+    def extra_repr(self) -> str:
+        return f"alpha={self.alpha}{_inplace_str(self.inplace)}"
+
+
+class ELU(_AlphaActivation):
     """x for x > 0, alpha * (exp(x) - 1) otherwise.
 
     Args:
@@ -271,19 +283,11 @@ class ELU(Module):
         (2,)
     """
 
-    def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
-        super().__init__()
-        self.alpha = alpha
-        self.inplace = inplace
-
     def forward(self, input: Tensor) -> Tensor:
         return F.elu(input, self.alpha, self.inplace)
 
-    def extra_repr(self) -> str:
-        return f"alpha={self.alpha}{_inplace_str(self.inplace)}"
 
-
-class CELU(ELU):
+class CELU(_AlphaActivation):
     """max(0, x) + min(0, alpha * (exp(x / alpha) - 1)).
 
     Args:
@@ -414,7 +418,18 @@ class Softplus(Module):
         return f"beta={self.beta}, threshold={self.threshold}"
 
 
-class Hardshrink(Module):
+class _Shrink(Module):
+    """Hardshrink's and Softshrink's threshold (siblings, as in torch)."""
+
+    def __init__(self, lambd: float = 0.5) -> None:
+        super().__init__()
+        self.lambd = lambd
+
+    def extra_repr(self) -> str:
+        return f"{self.lambd}"
+
+
+class Hardshrink(_Shrink):
     """x where |x| > lambd, else 0.
 
     Args:
@@ -425,18 +440,11 @@ class Hardshrink(Module):
         [0.0, -1.0]
     """
 
-    def __init__(self, lambd: float = 0.5) -> None:
-        super().__init__()
-        self.lambd = lambd
-
     def forward(self, input: Tensor) -> Tensor:
         return F.hardshrink(input, self.lambd)
 
-    def extra_repr(self) -> str:
-        return f"{self.lambd}"
 
-
-class Softshrink(Hardshrink):
+class Softshrink(_Shrink):
     """x - lambd where x > lambd, x + lambd where x < -lambd, else 0.
 
     Args:

@@ -348,6 +348,9 @@ class _ConvTranspose(_ConvNd):
         )
 
 
+_ConvTransposeNd = _ConvTranspose  # (torch's name: `isinstance(m, nn.modules.conv._ConvTransposeNd)`)
+
+
 class ConvTranspose1d(_ConvTranspose):
     """1-D transposed convolution ("deconvolution") over (N, C_in, L) or (C_in, L) input.
 

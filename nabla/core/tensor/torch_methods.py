@@ -351,6 +351,23 @@ class TorchMethods:
         out = OPS.tensor(data, dtype or self.dtype)
         return out.requires_grad_(True) if requires_grad else out
 
+    def new(self, *args: Any) -> Any:
+        """torch's legacy `x.new(*sizes)` (an uninitialized tensor of x's dtype: zeros here),
+        `x.new(sequence)` (data in x's dtype) or `x.new()` (empty)."""
+        if not args:
+            return self.new_zeros(0)
+        if len(args) == 1 and not isinstance(args[0], int) and not _is_size(args[0]):
+            return self.new_tensor(args[0])
+        return self.new_zeros(*args)
+
+    def pin_memory(self) -> Any:
+        """torch's page-locked copy for faster host-to-GPU transfers: this tensor (MAX copies
+        host buffers to the device itself)."""
+        return self
+
+    def is_pinned(self) -> bool:
+        return False
+
     # -- metadata ---------------------------------------------------------------------------
     def is_floating_point(self) -> bool:
         return _dt.is_float(self.dtype)
@@ -615,3 +632,9 @@ def _src_or_value(src: Any, value: Any, what: str) -> Any:
     if (src is None) == (value is None):
         raise TypeError(f"{what}: pass exactly one of src and value")
     return value if src is None else src
+
+
+def _is_size(value: Any) -> bool:
+    """A shape given as one argument (`x.new(x.size())`: nabla's `size()` is a tuple, so a
+    tuple of ints is a size here, where torch reads a plain tuple as data), not data."""
+    return isinstance(value, tuple) and all(isinstance(v, int) for v in value)
