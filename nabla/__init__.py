@@ -13,7 +13,8 @@ Example:
     (2, 2)
 """
 
-from . import autograd, core, linalg, ops, special, transforms
+from . import amp, autograd, core, linalg, ops, special, transforms
+from .amp import autocast
 from .core.common import (
     PyTreeDef,
     enable_grad,
@@ -118,6 +119,8 @@ __all__ = [
     "PyTreeDef",
     "RecompileError",
     "Tensor",
+    "amp",
+    "autocast",
     "bfloat16",
     "bool_",
     "cache_info",

@@ -12,6 +12,7 @@ from typing import Any
 
 from max.driver import accelerator_count
 
+from . import amp
 from .core.common import dtypes as _dt
 from .core.common.devices import Device, as_device
 
@@ -31,7 +32,7 @@ def _is_available() -> bool:
     return accelerator_count() > 0
 
 
-cuda = types.SimpleNamespace(is_available=_is_available, device_count=accelerator_count)
+cuda = types.SimpleNamespace(is_available=_is_available, device_count=accelerator_count, amp=amp)
 
 # torch.backends' switches, which training scripts set first thing (`cudnn.benchmark = True`,
 # `cuda.matmul.allow_tf32 = True`): kept so those lines run; MAX chooses its kernels itself.

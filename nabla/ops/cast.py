@@ -8,6 +8,7 @@ import numpy as np
 from max.graph import ops
 
 from ..core.common import dtypes as _dt
+from ..core.common.context import autocast_dtype
 from ..core.tensor.dispatch import register
 from ..core.tensor.tensor import Tensor
 from .base import AVal, Operation
@@ -52,3 +53,21 @@ def cast(x: Tensor, dtype: Any) -> Tensor:
 
 
 astype = cast
+
+
+def autocast_operands(*xs: Any) -> list[Any]:
+    """Inside `nabla.autocast`: the float32 / half operands of a matmul or convolution cast to
+    its dtype (float64, integers and None are left alone, as torch's autocast leaves them)."""
+    dtype = autocast_dtype()
+    if dtype is None:
+        return list(xs)
+    eligible = (_dt.float32, _dt.float16, _dt.bfloat16)
+    return [cast(x, dtype) if isinstance(x, Tensor) and x.dtype in eligible and x.dtype != dtype else x for x in xs]
+
+
+def autocast_to_float32(x: Any) -> Any:
+    """Inside `nabla.autocast`: a half operand of an op torch's autocast runs in float32
+    (softmax, log_softmax and so cross_entropy) cast to float32."""
+    if autocast_dtype() is not None and isinstance(x, Tensor) and x.dtype in (_dt.float16, _dt.bfloat16):
+        return cast(x, _dt.float32)
+    return x

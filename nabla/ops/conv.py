@@ -46,6 +46,7 @@ from . import batching as _batching
 from . import binary as _bin
 from . import view as _view
 from .base import AVal, Operation, public
+from .cast import autocast_operands
 from .conv_grad import _conv2d_weight_grad, _conv3d_weight_grad, _weight_grad
 from .windows import (
     Pads,
@@ -429,6 +430,7 @@ def _conv(
 ) -> Tensor:
     """conv1d / conv2d / conv3d: checks in the terms the user wrote, then the 2-D (1-D too) or
     3-D primitive."""
+    x, weight, bias = autocast_operands(x, weight, bias)  # (inside nabla.autocast only)
     x, unbatched = _batched(x, spatial, op)
     _check_tensor(weight, op, "weight")
     if weight.ndim != spatial + 2:
@@ -565,6 +567,7 @@ def _conv_transpose(
     spatial: int,
 ) -> Tensor:
     """conv_transpose2d / conv_transpose3d: PyTorch's checks, then the primitive of `spatial` dims."""
+    x, weight, bias = autocast_operands(x, weight, bias)  # (inside nabla.autocast only)
     x, unbatched = _batched(x, spatial, op)
     _check_tensor(weight, op, "weight")
     if weight.ndim != spatial + 2:

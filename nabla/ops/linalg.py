@@ -18,6 +18,7 @@ import numpy as np
 from max.graph import ops
 
 from ..core.common import dtypes as _dt
+from ..core.common.context import autocast_dtype
 from ..core.sharding import OpShardingRule
 from ..core.tensor.dispatch import OPS
 from ..core.tensor.tensor import Tensor
@@ -25,7 +26,7 @@ from . import binary as _bin
 from . import reduction as _red
 from . import unary as _un
 from .base import AVal, Operation, public, shape_of, with_dtype
-from .cast import cast
+from .cast import autocast_operands, cast
 from .creation import tensor
 from .rearrange import moveaxis, roll
 from .view import broadcast_shapes, broadcast_to, normalize_axis, permute, reshape, squeeze, transpose, unsqueeze
@@ -126,7 +127,7 @@ def matmul(x: Any, y: Any) -> Tensor:
     y = _as_tensor(y, "matmul", "y")
     if x.ndim == 0 or y.ndim == 0:
         raise ValueError(f"matmul: operands must have rank >= 1, got shapes {x.shape} and {y.shape}")
-    x, y = _promoted("matmul", x, y)
+    x, y = autocast_operands(*_promoted("matmul", x, y))
     if x.dtype == _dt.bool_:
         raise TypeError("matmul: bool operands are not supported")
     x_vec, y_vec = x.ndim == 1, y.ndim == 1
@@ -265,6 +266,8 @@ def linear(x: Any, weight: Any, bias: Any = None) -> Tensor:
     if not (isinstance(x, Tensor) and isinstance(weight, Tensor) and (bias is None or isinstance(bias, Tensor))):
         x, weight = _as_tensor(x, "linear", "x"), _as_tensor(weight, "linear", "weight")
         bias = None if bias is None else _as_tensor(bias, "linear", "bias")
+    if autocast_dtype() is not None:  # inside nabla.autocast: in its lower precision
+        x, weight, bias = autocast_operands(x, weight, bias)
     xi, wi = x._impl, weight._impl
     x_shape, w_shape = xi.logical_shape, wi.logical_shape
     if len(w_shape) not in (1, 2) or not x_shape or x_shape[-1] != w_shape[-1]:

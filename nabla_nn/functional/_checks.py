@@ -8,6 +8,7 @@ import numpy as np
 
 from nabla import Tensor
 from nabla.core.common import dtypes as _dt
+from nabla.core.common.context import autocast_dtype
 
 
 def check_float(x: Any, op: str, arg: str = "input") -> Tensor:
@@ -21,7 +22,10 @@ def check_float(x: Any, op: str, arg: str = "input") -> Tensor:
 
 def check_same_dtype(op: str, **tensors: Tensor | None) -> None:
     """A TypeError unless the given tensors (None skipped) share one dtype, as PyTorch's layers
-    require (nabla's core ops would promote, silently changing the layer's precision)."""
+    require (nabla's core ops would promote, silently changing the layer's precision). Inside
+    `nabla.autocast` the op casts its operands itself, as torch's autocast does."""
+    if autocast_dtype() is not None:
+        return
     present = {k: v for k, v in tensors.items() if v is not None}
     dtypes = {v._impl.dtype for v in present.values()}
     if len(dtypes) > 1:

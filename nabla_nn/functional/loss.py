@@ -27,6 +27,7 @@ import numpy as np
 import nabla as nb
 from nabla import Tensor
 from nabla.core.common import dtypes as _dt
+from nabla.ops.cast import autocast_to_float32 as _autocast_fp32
 from nabla.ops.control_flow import known_values
 
 from ._checks import check_float as _float
@@ -187,6 +188,7 @@ def mse_loss(
         2.0
     """
     op = "mse_loss"
+    input = _autocast_fp32(input)  # (torch's autocast runs losses in float32)
     red = _reduction(reduction, op, size_average, reduce)
     x, t = _broadcast_pair(*_promoted(_float(input, op, "input"), _tensor(target, op, "target")), op)
     d = x - t
@@ -214,6 +216,7 @@ def l1_loss(
         1.0
     """
     op = "l1_loss"
+    input = _autocast_fp32(input)  # (torch's autocast runs losses in float32)
     red = _reduction(reduction, op, size_average, reduce)
     x, t = _broadcast_pair(*_promoted(_float(input, op, "input"), _tensor(target, op, "target")), op)
     return _weighted(nb.abs(x - t), weight, red, op)
@@ -246,6 +249,7 @@ def smooth_l1_loss(
         1.3125
     """
     op = "smooth_l1_loss"
+    input = _autocast_fp32(input)  # (torch's autocast runs losses in float32)
     red = _reduction(reduction, op, size_average, reduce)
     b = _number(beta, op, "beta")
     if b < 0:
@@ -271,6 +275,7 @@ def huber_loss(
         1.3125
     """
     op = "huber_loss"
+    input = _autocast_fp32(input)  # (torch's autocast runs losses in float32)
     red = _reduction(reduction, op)
     dl = _number(delta, op, "delta")
     if dl <= 0:
@@ -418,6 +423,7 @@ def cross_entropy(
         >>> F.cross_entropy(logits, nb.tensor([0])).item()  # 0.2413...
     """
     op = "cross_entropy"
+    input = _autocast_fp32(input)  # (torch's autocast runs losses in float32)
     red = _reduction(reduction, op, size_average, reduce)
     _float(input, op, "input")
     _tensor(target, op, "target")
@@ -471,6 +477,7 @@ def nll_loss(
         1.0
     """
     op = "nll_loss"
+    input = _autocast_fp32(input)  # (torch's autocast runs losses in float32)
     red = _reduction(reduction, op, size_average, reduce)
     _float(input, op, "input")
     _tensor(target, op, "target")
@@ -508,6 +515,7 @@ def binary_cross_entropy(
         >>> F.binary_cross_entropy(nb.tensor([0.5]), nb.tensor([1.0])).item()  # 0.6931...
     """
     op = "binary_cross_entropy"
+    input = _autocast_fp32(input)  # (torch's autocast runs losses in float32)
     red = _reduction(reduction, op, size_average, reduce)
     _float(input, op, "input")
     _same_shape(input, _tensor(target, op, "target"), op)
@@ -555,6 +563,7 @@ def binary_cross_entropy_with_logits(
         >>> F.binary_cross_entropy_with_logits(nb.tensor([0.0]), nb.tensor([1.0])).item()  # 0.6931...
     """
     op = "binary_cross_entropy_with_logits"
+    input = _autocast_fp32(input)  # (torch's autocast runs losses in float32)
     red = _reduction(reduction, op, size_average, reduce)
     _float(input, op, "input")
     _same_shape(input, _tensor(target, op, "target"), op)
@@ -601,6 +610,7 @@ def kl_div(
         0.0
     """
     op = "kl_div"
+    input = _autocast_fp32(input)  # (torch's autocast runs losses in float32)
     if size_average is not None or reduce is not None:
         red = _reduction(reduction, op, size_average, reduce)
     else:

@@ -121,6 +121,26 @@ class enable_grad(_NoParamDecorator, set_grad_enabled):
         super().__init__(True)
 
 
+class _AutocastState(threading.local):
+    def __init__(self) -> None:
+        self.dtype: Any = None  # the lower-precision dtype while `nabla.autocast` is active
+
+
+_AUTOCAST = _AutocastState()
+
+
+def autocast_dtype() -> Any:
+    """The dtype an active `nabla.autocast` region runs matmuls and convolutions in (None
+    outside one): the ops that read it cast their floating inputs (see `nabla/amp.py`)."""
+    return _AUTOCAST.dtype
+
+
+def set_autocast_dtype(dtype: Any) -> Any:
+    """Set the autocast dtype (None: off); returns the previous one, for the region's exit."""
+    previous, _AUTOCAST.dtype = _AUTOCAST.dtype, dtype
+    return previous
+
+
 class _VmapState(threading.local):
     def __init__(self) -> None:
         self.sizes: list[int] = []

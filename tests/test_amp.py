@@ -1,0 +1,119 @@
+"""nabla.autocast and nabla.amp.GradScaler (torch.amp's mixed precision), on the NumPy path;
+against torch's autocast where torch is installed."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from _oracle import needs_torch, torch
+
+import nabla as nb
+import nabla_nn as nn
+import nabla_nn.functional as F
+import nabla_optim as optim
+
+
+def _model() -> nn.Module:
+    nb.manual_seed(0)
+    return nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3))
+
+
+def test_autocast_runs_matmuls_and_convs_low_and_losses_in_float32():
+    model, x, y = _model(), nb.randn(5, 4), nb.tensor([0, 1, 2, 0, 1])
+    with nb.autocast("cpu", dtype=nb.bfloat16):
+        hidden = model[0](x)
+        logits = model(x)
+        loss = F.cross_entropy(logits, y)
+        probs = nb.softmax(logits, -1)
+        conv = F.conv2d(nb.randn(1, 2, 5, 5), nb.randn(3, 2, 3, 3))
+        product = nb.matmul(nb.randn(2, 3), nb.randn(3, 2))
+        wide = nb.matmul(nb.randn(2, 3, dtype=nb.float64), nb.randn(3, 2, dtype=nb.float64))
+        with nb.autocast("cpu", enabled=False):
+            plain = model(x)
+    assert hidden.dtype == logits.dtype == conv.dtype == product.dtype == nb.bfloat16
+    assert loss.dtype == probs.dtype == nb.float32
+    assert wide.dtype == nb.float64 and plain.dtype == nb.float32  # (float64 is left alone, as torch)
+    assert model(x).dtype == nb.float32  # (outside the region)
+    loss.backward()
+    assert all(p.grad.dtype == nb.float32 for p in model.parameters())  # gradients of float32 parameters
+    with pytest.raises(ValueError, match="dtype must be bfloat16 or float16"):
+        nb.autocast("cpu", dtype=nb.float32)
+
+
+def test_autocast_as_a_decorator_and_on_generators():
+    @nb.autocast("cpu")
+    def forward(a):
+        return nb.matmul(a, a)
+
+    @nb.autocast("cpu")
+    def steps(a):
+        yield nb.matmul(a, a)
+
+    a = nb.ones(2, 2)
+    assert forward(a).dtype == nb.bfloat16 and next(steps(a)).dtype == nb.bfloat16
+    assert nb.matmul(a, a).dtype == nb.float32
+
+
+@needs_torch
+def test_autocast_loss_matches_torchs():
+    model, x, y = _model(), nb.randn(5, 4), nb.tensor([0, 1, 2, 0, 1])
+    ref = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 3))
+    with torch.no_grad():
+        for theirs, ours in zip(ref.parameters(), model.parameters(), strict=True):
+            theirs.copy_(torch.tensor(ours.numpy()))
+    with nb.autocast("cpu", dtype=nb.bfloat16):
+        loss = F.cross_entropy(model(x), y)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        want = torch.nn.functional.cross_entropy(ref(torch.tensor(x.numpy())), torch.tensor(y.numpy()))
+    assert want.dtype == torch.float32
+    np.testing.assert_allclose(loss.item(), want.item(), rtol=1e-6)
+
+
+def test_grad_scaler_scales_unscales_skips_and_adapts():
+    model = _model()
+    opt = optim.SGD(model.parameters(), lr=0.1)
+    scaler = nb.amp.GradScaler(init_scale=1024.0, growth_interval=2)
+    x, y = nb.randn(5, 4), nb.tensor([0, 1, 2, 0, 1])
+    opt.zero_grad()
+    scaled = scaler.scale(F.cross_entropy(model(x), y))
+    scaled.backward()
+    reference = [p.grad.numpy() / 1024.0 for p in model.parameters()]
+    scaler.unscale_(opt)
+    for p, want in zip(model.parameters(), reference, strict=True):
+        np.testing.assert_allclose(p.grad.numpy(), want, rtol=1e-6)
+    with pytest.raises(RuntimeError, match="unscale_\\(\\) has already been called"):
+        scaler.unscale_(opt)
+    before = model[0].weight.numpy().copy()
+    scaler.step(opt)
+    scaler.update()
+    assert not np.array_equal(model[0].weight.numpy(), before) and scaler.get_scale() == 1024.0
+    model[0].weight.grad = nb.full(model[0].weight.shape, float("inf"))
+    before = model[0].weight.numpy().copy()
+    assert scaler.step(opt) is None  # skipped: an inf gradient
+    scaler.update()
+    np.testing.assert_array_equal(model[0].weight.numpy(), before)
+    assert scaler.get_scale() == 512.0
+    for _ in range(2):  # growth_interval clean steps in a row: the scale grows
+        opt.zero_grad()
+        scaler.scale(F.cross_entropy(model(x), y)).backward()
+        scaler.step(opt)
+        scaler.update()
+    assert scaler.get_scale() == 1024.0
+    state = scaler.state_dict()
+    other = nb.amp.GradScaler()
+    other.load_state_dict(state)
+    assert other.get_scale() == 1024.0 and other.state_dict() == state
+
+
+def test_a_disabled_grad_scaler_passes_through():
+    model = _model()
+    opt = optim.SGD(model.parameters(), lr=0.1)
+    scaler = nb.cuda.amp.GradScaler(enabled=False)  # (nanoGPT builds one even in float32)
+    loss = F.cross_entropy(model(nb.randn(5, 4)), nb.tensor([0, 1, 2, 0, 1]))
+    assert scaler.scale(loss) is loss and scaler.get_scale() == 1.0 and scaler.state_dict() == {}
+    loss.backward()
+    before = model[0].weight.numpy().copy()
+    scaler.unscale_(opt)
+    scaler.step(opt)
+    scaler.update()
+    assert not np.array_equal(model[0].weight.numpy(), before)
