@@ -16,9 +16,13 @@ from typing import Any
 
 from .core.autograd import tensor_grad
 from .core.autograd.engine import as_tensor_list, tensors_backward
+from .core.common import dtypes as _dt
+from .core.common.context import is_grad_enabled, no_grad
+from .core.tensor import Tensor
+from .ops import grad_hook, zeros_like
 from .transforms.vmap import vmap
 
-__all__ = ["backward", "grad"]
+__all__ = ["Function", "FunctionCtx", "backward", "grad", "once_differentiable"]
 
 
 def grad(
@@ -61,3 +65,129 @@ def backward(
     outs = as_tensor_list(tensors)
     cots = [None] * len(outs) if grad_tensors is None else as_tensor_list(grad_tensors)
     tensors_backward(outs, cots, retain_graph=retain_graph, create_graph=create_graph, inputs=inputs)
+
+
+class FunctionCtx:
+    """The `ctx` of an `autograd.Function`: what `forward` leaves for `backward`."""
+
+    def __init__(self, needs_input_grad: tuple[bool, ...]) -> None:
+        self.needs_input_grad = needs_input_grad
+        self.saved_tensors: tuple = ()
+        self._materialize_grads = True
+        self._non_differentiable: set[int] = set()
+
+    def save_for_backward(self, *tensors: Any) -> None:
+        self.saved_tensors = tensors
+
+    def mark_non_differentiable(self, *tensors: Tensor) -> None:
+        self._non_differentiable.update(id(t) for t in tensors)
+
+    def set_materialize_grads(self, value: bool) -> None:
+        """False: an output without a gradient reaches `backward` as None, not zeros."""
+        self._materialize_grads = bool(value)
+
+    def mark_dirty(self, *tensors: Tensor) -> None:
+        """Accepted for torch's API (nabla's in-place ops record themselves)."""
+
+
+class Function:
+    """torch.autograd.Function: a differentiable operation written as two static methods,
+    `forward(ctx, *args)` (run without recording) and `backward(ctx, *grad_outputs)` (one
+    gradient, or None, per forward argument); call it with `MyFn.apply(*args)`. torch's newer
+    style, `forward(*args)` plus `setup_context(ctx, inputs, output)`, works too.
+
+    Example:
+        >>> class StraightThroughRound(nabla.autograd.Function):
+        ...     @staticmethod
+        ...     def forward(ctx, x):
+        ...         return x.round()
+        ...     @staticmethod
+        ...     def backward(ctx, g):
+        ...         return g
+        >>> x = nabla.tensor([0.3, 1.7], requires_grad=True)
+        >>> StraightThroughRound.apply(x).sum().backward()
+        >>> x.grad.tolist()
+        [1.0, 1.0]
+    """
+
+    @staticmethod
+    def forward(ctx: Any, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError("autograd.Function: define a static forward(ctx, *args)")
+
+    @staticmethod
+    def backward(ctx: Any, *grad_outputs: Any) -> Any:
+        raise NotImplementedError("autograd.Function: define a static backward(ctx, *grad_outputs)")
+
+    @staticmethod
+    def setup_context(ctx: Any, inputs: tuple, output: Any) -> Any:
+        return _NO_SETUP
+
+    @classmethod
+    def apply(cls, *args: Any, **kwargs: Any) -> Any:
+        if any(isinstance(a, Tensor) and a._impl.tangent for a in args):
+            raise NotImplementedError(f"{cls.__name__}: forward mode (jvp) through an autograd.Function")
+        ctx = FunctionCtx(tuple(isinstance(a, Tensor) and a.requires_grad for a in args))
+        separate = cls.setup_context is not Function.setup_context  # torch's newer style
+        with no_grad():
+            out = cls.forward(*args, **kwargs) if separate else cls.forward(ctx, *args, **kwargs)
+            if separate:
+                cls.setup_context(ctx, args, out)
+        inputs = [a for a in args if isinstance(a, Tensor) and a.requires_grad]
+        if not inputs or not is_grad_enabled():
+            return out
+        outs = list(out) if isinstance(out, tuple) else [out]
+        slots = [
+            i
+            for i, o in enumerate(outs)
+            if isinstance(o, Tensor) and _dt.is_float(o.dtype) and id(o) not in ctx._non_differentiable
+        ]
+        if not slots:
+            return out
+        hooked = grad_hook([*inputs, *(outs[i] for i in slots)], _backward_of(cls, ctx, args, outs, slots))
+        for i, h in zip(slots, hooked[len(inputs) :], strict=True):
+            outs[i] = h
+        return tuple(outs) if isinstance(out, tuple) else outs[0]
+
+
+_NO_SETUP = object()
+
+
+def _backward_of(cls: type, ctx: FunctionCtx, args: tuple, outs: list, slots: list[int]) -> Any:
+    """The grad_hook function: the outputs' cotangents to `cls.backward`, its gradients checked
+    and handed to the inputs that require grad."""
+    n_in = sum(ctx.needs_input_grad)
+
+    def run(cotangents: list) -> list:
+        grads_out: list = [None] * len(outs)
+        for i, c in zip(slots, cotangents[n_in:], strict=True):
+            grads_out[i] = c
+        if ctx._materialize_grads:
+            grads_out = [
+                zeros_like(o) if g is None and isinstance(o, Tensor) else g
+                for o, g in zip(outs, grads_out, strict=True)
+            ]
+        grads = cls.backward(ctx, *grads_out)
+        grads = grads if isinstance(grads, tuple | list) else (grads,)
+        if len(grads) < len(args) or any(g is not None for g in grads[len(args) :]):
+            raise RuntimeError(
+                f"function {cls.__name__}Backward returned an incorrect number of gradients "
+                f"(expected {len(args)}, got {len(grads)})"
+            )
+        result = []
+        for i, (a, g) in enumerate(zip(args, grads, strict=False)):
+            if not ctx.needs_input_grad[i]:
+                continue
+            if g is not None and tuple(g.shape) != tuple(a.shape):
+                raise RuntimeError(
+                    f"function {cls.__name__}Backward returned an invalid gradient at index {i}: got shape "
+                    f"{tuple(g.shape)}, expected {tuple(a.shape)}"
+                )
+            result.append(g)
+        return result + [None] * len(slots)
+
+    return run
+
+
+def once_differentiable(fn: Any) -> Any:
+    """torch's decorator for a backward that is not itself differentiable: accepted as is."""
+    return fn

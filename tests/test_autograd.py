@@ -1041,3 +1041,87 @@ def test_autograd_grad_takes_torchs_only_inputs_and_is_grads_batched():
     np.testing.assert_array_equal(jac.numpy(), np.diag([2.0, 4.0, 6.0]))
     with pytest.raises(RuntimeError, match="is_grads_batched=True needs grad_outputs"):
         nb.autograd.grad(x**2, x, is_grads_batched=True)
+
+
+class _ScaledExp(nb.autograd.Function):
+    @staticmethod
+    def forward(ctx, a, b, scale):
+        ctx.save_for_backward(a, b)
+        ctx.scale = scale
+        return a.exp() * b * scale, a * 2.0
+
+    @staticmethod
+    def backward(ctx, gy, g2):
+        a, b = ctx.saved_tensors
+        return gy * a.exp() * b * ctx.scale + g2 * 2.0, gy * a.exp() * ctx.scale, None
+
+
+class _Square(nb.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return 2.0 * x * g
+
+
+class _Reverse(nb.autograd.Function):  # torch's newer style: forward(*args) + setup_context
+    @staticmethod
+    def forward(x, lam):
+        return x * 1.0
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.lam = inputs[1]
+
+    @staticmethod
+    def backward(ctx, g):
+        return -ctx.lam * g, None
+
+
+def test_autograd_function_forward_backward_as_torch():
+    a = nb.tensor([0.5, 1.0], requires_grad=True)
+    b = nb.tensor([2.0, 3.0], requires_grad=True)
+    y, z = _ScaledExp.apply(a, b, 1.5)
+    (y.sum() + z.sum()).backward()
+    np.testing.assert_allclose(a.grad.numpy(), np.exp([0.5, 1.0]) * [2.0, 3.0] * 1.5 + 2.0, rtol=1e-6)
+    np.testing.assert_allclose(b.grad.numpy(), np.exp([0.5, 1.0]) * 1.5, rtol=1e-6)
+    x = nb.tensor([3.0], requires_grad=True)
+    (g,) = nb.autograd.grad(_Square.apply(x).sum(), x, create_graph=True)  # backward is differentiable
+    g.sum().backward()
+    assert g.item() == 6.0 and x.grad.item() == 2.0
+    np.testing.assert_array_equal(nb.grad(lambda t: _Square.apply(t).sum())(nb.tensor([2.0, 5.0])).numpy(), [4, 10])
+    r = nb.tensor([1.0, 2.0], requires_grad=True)
+    (_Reverse.apply(r, 0.5) * 3.0).sum().backward()
+    np.testing.assert_array_equal(r.grad.numpy(), [-1.5, -1.5])
+    with nb.no_grad():
+        assert not _Square.apply(x).requires_grad
+
+
+def test_autograd_function_errors_name_the_function():
+    class TooFew(nb.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            return a * b
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    class WrongShape(nb.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a.sum()
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    a = nb.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"TooFewBackward returned an incorrect number of gradients \(expected 2"):
+        TooFew.apply(a, nb.ones(2)).sum().backward()
+    with pytest.raises(RuntimeError, match=r"WrongShapeBackward returned an invalid gradient at index 0"):
+        WrongShape.apply(a).backward()
