@@ -218,7 +218,13 @@ class FusedUpdate(Operation):
         out: list = []
         for base in range(len(names), len(values), per):
             p, g, *state = values[base : base + per]
-            new_p, new_state = rule(xp, p, g, tuple(state), scalars, **dict(consts))
+            if xp.is_half(p):  # float16/bfloat16: the math in float32, each result rounded once
+                wide = [xp.cast(v, xp.float32) if xp.is_half(v) else v for v in (p, g, *state)]
+                new_p, new_state = rule(xp, wide[0], wide[1], tuple(wide[2:]), scalars, **dict(consts))
+                new_p = xp.cast(new_p, p)
+                new_state = tuple(xp.cast(n, s) if xp.is_half(s) else n for n, s in zip(new_state, state, strict=False))
+            else:
+                new_p, new_state = rule(xp, p, g, tuple(state), scalars, **dict(consts))
             if len(new_state) != n_state:
                 raise RuntimeError(f"optimizer rule {rule}: returned {len(new_state)} state values, expected {n_state}")
             out += [new_p, *new_state]

@@ -849,3 +849,21 @@ def test_a_nan_gradient_element_has_sign_zero_as_torch(name: str) -> None:
         np.testing.assert_allclose(opt.state[p]["step_size"].numpy(), [0.12, 0.144], rtol=1e-6)
     else:
         assert np.isfinite(p.numpy()).all() and p.numpy()[0] > p.numpy()[1]
+
+
+def test_half_precision_parameters_are_updated_in_float32():
+    """Each rule runs in float32 for float16/bfloat16 parameters, results rounded once: a
+    gradient of 300 squared (9e4) overflowed float16's second moment to inf, and the params."""
+    g = np.array([1e-4, 3e-3, -2e-5, 0.5, 300.0], np.float32)
+    for dtype in (nb.float16, nb.bfloat16):
+        p = Parameter(nb.tensor(np.array([1.0, 1.0, 1.0, 1.0, 100.0], np.float32)).to(dtype))
+        opt = optim.AdamW([p], lr=1e-2, weight_decay=0.01, eps=1e-6)
+        for _ in range(3):
+            p.grad = nb.tensor(g).to(dtype)
+            opt.step()
+        v = opt.state[p]["exp_avg_sq"].to(nb.float32).numpy()
+        assert p.dtype == dtype and opt.state[p]["exp_avg_sq"].dtype == dtype
+        assert np.isfinite(v).all() and abs(v[4] - 270.0) < 1.0  # (0.1 * 300^2 * (1 - 0.999^3))
+        assert np.isfinite(p.to(nb.float32).numpy()).all() and (np.abs(p.to(nb.float32).numpy()[:4] - 1) < 0.05).all()
+        if dtype == nb.bfloat16:  # (torch's own values; its float16 moments underflow: a 88x step)
+            np.testing.assert_allclose(p.to(nb.float32).numpy()[:4], [0.9648, 0.9648, 1.0234, 0.9648], atol=1e-3)
