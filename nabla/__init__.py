@@ -13,7 +13,7 @@ Example:
     (2, 2)
 """
 
-from . import amp, autograd, core, linalg, ops, special, transforms
+from . import amp, autograd, core, func, linalg, ops, special, transforms
 from .amp import autocast
 from .core.common import (
     PyTreeDef,
@@ -62,7 +62,7 @@ from .core.graph import (
     set_model_store,
     wait_for_compiles,
 )
-from .core.tensor import Device, Tensor
+from .core.tensor import Device, Size, Tensor
 from .ops import *  # noqa: F403
 from .ops import __all__ as _ops_all
 from .torch_calculus import *  # noqa: F403
@@ -118,6 +118,7 @@ __all__ = [
     "Device",
     "PyTreeDef",
     "RecompileError",
+    "Size",
     "Tensor",
     "amp",
     "autocast",
@@ -130,6 +131,7 @@ __all__ = [
     "compile",
     "core",
     "enable_grad",
+    "func",
     "evaluate",
     "float16",
     "float32",

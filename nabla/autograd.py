@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import autograd_functional as functional
 from .core.autograd import tensor_grad
 from .core.autograd.engine import as_tensor_list, tensors_backward
 from .core.common import dtypes as _dt
@@ -22,7 +23,7 @@ from .core.tensor import Tensor
 from .ops import grad_hook, zeros_like
 from .transforms.vmap import vmap
 
-__all__ = ["Function", "FunctionCtx", "backward", "grad", "once_differentiable"]
+__all__ = ["Function", "FunctionCtx", "backward", "functional", "grad", "once_differentiable"]
 
 
 def grad(

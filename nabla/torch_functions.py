@@ -26,6 +26,16 @@ from .ops.linalg import vander as _linalg_vander
 from .ops.view import normalize_axis
 
 __all__ = [
+    "BFloat16Tensor",
+    "BoolTensor",
+    "ByteTensor",
+    "CharTensor",
+    "DoubleTensor",
+    "FloatTensor",
+    "HalfTensor",
+    "IntTensor",
+    "LongTensor",
+    "ShortTensor",
     "adjoint",
     "allclose",
     "argwhere",
@@ -156,6 +166,33 @@ def min(input: Any, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
     if isinstance(dim, tuple | list):
         dim, axis = None, dim
     return _tensor(input, "min").min(dim, keepdim, axis=axis, keepdims=keepdims)
+
+
+def _legacy_constructor(dtype: Any, name: str) -> Any:
+    def make(*args: Any) -> Tensor:
+        if len(args) == 1 and not isinstance(args[0], int):  # FloatTensor(data)
+            return ops.tensor(args[0], dtype)
+        if not args:  # FloatTensor(): empty
+            return ops.zeros((0,), dtype=dtype)
+        if not all(isinstance(a, int) and not isinstance(a, bool) for a in args):
+            raise TypeError(f"{name}: expected data or sizes (ints), got {args!r}")
+        return ops.zeros(args, dtype=dtype)  # FloatTensor(2, 3): torch's is uninitialized
+
+    make.__name__ = make.__qualname__ = name
+    make.__doc__ = f"torch's legacy `{name}(data)` / `{name}(*sizes)`: a {dtype.name} tensor."
+    return make
+
+
+FloatTensor = _legacy_constructor(_dt.float32, "FloatTensor")
+DoubleTensor = _legacy_constructor(_dt.float64, "DoubleTensor")
+HalfTensor = _legacy_constructor(_dt.float16, "HalfTensor")
+BFloat16Tensor = _legacy_constructor(_dt.bfloat16, "BFloat16Tensor")
+LongTensor = _legacy_constructor(_dt.int64, "LongTensor")
+IntTensor = _legacy_constructor(_dt.int32, "IntTensor")
+ShortTensor = _legacy_constructor(_dt.int16, "ShortTensor")
+CharTensor = _legacy_constructor(_dt.int8, "CharTensor")
+ByteTensor = _legacy_constructor(_dt.uint8, "ByteTensor")
+BoolTensor = _legacy_constructor(_dt.bool_, "BoolTensor")
 
 
 def kthvalue(input: Any, k: int, dim: int = -1, keepdim: bool = False) -> Any:

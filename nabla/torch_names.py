@@ -15,6 +15,7 @@ from max.driver import accelerator_count
 from . import amp
 from .core.common import dtypes as _dt
 from .core.common.devices import Device, as_device
+from .ops.random_state import default_generator
 
 __all__ = ["backends", "bool", "cuda", "device", "double", "float", "half", "int", "long", "short"]
 
@@ -32,7 +33,19 @@ def _is_available() -> bool:
     return accelerator_count() > 0
 
 
-cuda = types.SimpleNamespace(is_available=_is_available, device_count=accelerator_count, amp=amp)
+def _manual_seed(seed: int) -> None:
+    """torch.cuda.manual_seed(_all): nabla has one generator for every device."""
+    default_generator.manual_seed(seed)
+
+
+cuda = types.SimpleNamespace(
+    is_available=_is_available,
+    device_count=accelerator_count,
+    amp=amp,
+    manual_seed=_manual_seed,
+    manual_seed_all=_manual_seed,
+)
+
 
 # torch.backends' switches, which training scripts set first thing (`cudnn.benchmark = True`,
 # `cuda.matmul.allow_tf32 = True`): kept so those lines run; MAX chooses its kernels itself.

@@ -19,6 +19,7 @@ from .ops.linalg import _as_tensor
 from .ops.random_state import default_generator
 
 __all__ = [
+    "are_deterministic_algorithms_enabled",
     "can_cast",
     "conj",
     "finfo",
@@ -35,8 +36,10 @@ __all__ = [
     "resolve_conj",
     "resolve_neg",
     "seed",
+    "set_default_dtype",
     "set_float32_matmul_precision",
     "set_rng_state",
+    "use_deterministic_algorithms",
 ]
 
 
@@ -120,8 +123,21 @@ def is_complex(input: Any) -> bool:
 
 
 def get_default_dtype() -> Any:
-    """torch.get_default_dtype: the dtype of Python floats made tensors, float32."""
+    """torch.get_default_dtype: the dtype of Python floats made tensors (float32 unless
+    `set_default_dtype` changed it)."""
     return _dt.DEFAULT_FLOAT
+
+
+def set_default_dtype(d: Any) -> None:
+    """torch.set_default_dtype: the floating dtype of factories (`zeros`, `rand`, `arange` of
+    floats, `tensor` of Python floats...) and of new layers' parameters when none is given.
+
+    Example:
+        >>> nabla.set_default_dtype(nabla.float64)   # float64 scientific code, as in torch
+        >>> nabla.zeros(2).dtype
+        float64
+    """
+    _dt.set_default_float(_dt.as_dtype(d))
 
 
 def conj(input: Any) -> Tensor:
@@ -164,6 +180,19 @@ def get_rng_state() -> Tensor:
 def set_rng_state(new_state: Any) -> None:
     """torch.set_rng_state: restore a state from `get_rng_state`."""
     default_generator.set_state(new_state)
+
+
+_deterministic = [False]
+
+
+def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None:
+    """torch.use_deterministic_algorithms: recorded; nabla's draws and kernels already give the
+    same results run after run under one executor."""
+    _deterministic[0] = bool(mode)
+
+
+def are_deterministic_algorithms_enabled() -> bool:
+    return _deterministic[0]
 
 
 _MATMUL_PRECISIONS = ("highest", "high", "medium")

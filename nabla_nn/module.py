@@ -66,6 +66,11 @@ class Module(_Modes, _StateDict):
     _version: int = 1  # PyTorch's: saved in the state_dict's `_metadata`, read back by `_state_dict_defaults`
     _compiles_in_place = True  # `nabla.compile(model)` calls `model.compile()` and returns the model
 
+    @property
+    def _non_persistent_buffers_set(self) -> set[str]:
+        """torch's private name for the non-persistent buffers' names (read by HF loaders)."""
+        return self._non_persistent_buffers
+
     def __init__(self) -> None:
         object.__setattr__(self, "training", True)
         object.__setattr__(self, "_parameters", _Store())

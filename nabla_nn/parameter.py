@@ -148,7 +148,7 @@ class _UninitializedTensor:
 
 def _placeholder(dtype: Any, device: Any) -> Tensor:
     """The empty float tensor an uninitialized parameter or buffer holds until materialized."""
-    dt = nb.float32 if dtype is None else nb.core.common.dtypes.as_dtype(dtype, arg="dtype")
+    dt = nb.core.common.dtypes.DEFAULT_FLOAT if dtype is None else nb.core.common.dtypes.as_dtype(dtype, arg="dtype")
     if not nb.core.common.dtypes.is_float(dt):
         raise TypeError(f"dtype must be a floating dtype for a lazy parameter or buffer, got {dt.name}")
     return placed(Tensor.from_numpy(np.zeros(0, dtype=np.float32), dtype=dt), device)

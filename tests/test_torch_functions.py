@@ -444,3 +444,51 @@ def test_torch_script_switches_and_legacy_tensor_methods():
     assert fresh.shape == (2, 3) and fresh.dtype == nb.float64
     assert x.new(4, 2).shape == (4, 2) and x.new([1, 2]).numpy().tolist() == [1.0, 2.0] and x.new().shape == (0,)
     assert x.pin_memory() is x and not x.is_pinned()
+
+
+def test_set_default_dtype_reaches_factories_python_floats_and_layers():
+    import nabla_nn as nn  # noqa: PLC0415 (the layer above nabla: only this test needs it)
+
+    nb.set_default_dtype(nb.float64)
+    try:
+        made = [nb.zeros(2), nb.tensor([1.0, 2.0]), nb.tensor(1.5), nb.rand(2), nb.randn(2), nb.arange(0.0, 1.0, 0.5)]
+        made += [nb.linspace(0, 1, 3), nb.eye(2), nb.full((2,), 1.5), nn.Linear(2, 3).weight, nn.LayerNorm(3).weight]
+        assert all(t.dtype == nb.float64 for t in made) and nb.get_default_dtype() == nb.float64
+        assert nb.arange(3).dtype == nb.int64
+    finally:
+        nb.set_default_dtype(nb.float32)
+    assert nb.zeros(2).dtype == nb.float32
+    with pytest.raises(TypeError, match="expected a floating dtype"):
+        nb.set_default_dtype(nb.int32)
+
+
+def test_legacy_constructors_size_and_seeding_spellings():
+    assert nb.FloatTensor([1, 2]).dtype == nb.float32 and nb.LongTensor([1, 2]).dtype == nb.int64
+    assert nb.FloatTensor(2, 3).shape == (2, 3) and nb.FloatTensor().shape == (0,)
+    size = nb.ones(2, 3).size()
+    assert isinstance(size, nb.Size) and size.numel() == 6 and size == (2, 3) and size[:-1] + (4,) == (2, 4)
+    with pytest.raises(TypeError, match=r"use nabla.tensor\(data\)"):
+        nb.Tensor([1.0, 2.0])
+    nb.cuda.manual_seed_all(5)
+    first = nb.rand(3).numpy()
+    nb.cuda.manual_seed(5)
+    np.testing.assert_array_equal(nb.rand(3).numpy(), first)
+    nb.use_deterministic_algorithms(True)
+    assert nb.are_deterministic_algorithms_enabled()
+    nb.use_deterministic_algorithms(False)
+
+
+def test_torch_func_and_autograd_functional_names():
+    f = lambda x: (x**3).sum()  # noqa: E731
+    x = nb.tensor([1.0, 2.0])
+    grad, value = nb.func.grad_and_value(f)(x)
+    assert value.item() == 9.0 and grad.tolist() == [3.0, 12.0]
+    A = nb.autograd.functional
+    assert A.jacobian(lambda t: t * t, x).tolist() == [[2.0, 0.0], [0.0, 4.0]]
+    assert A.hessian(f, x).tolist() == [[6.0, 0.0], [0.0, 12.0]]
+    out, g = A.vjp(f, x)
+    assert out.item() == 9.0 and g.tolist() == [3.0, 12.0]
+    assert A.jvp(lambda t: t * t, x, nb.ones(2))[1].tolist() == [2.0, 4.0]
+    assert A.hvp(f, x, nb.ones(2))[1].tolist() == [6.0, 12.0]
+    ja, jb = A.jacobian(lambda a, b: (a * b).sum(), (x, x * 2))
+    assert ja.tolist() == [2.0, 4.0] and jb.tolist() == [1.0, 2.0]

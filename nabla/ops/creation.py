@@ -135,7 +135,7 @@ def tensor(data: Any, dtype: Any = None, *, requires_grad: bool = False, device:
         raise TypeError(f"tensor: cannot build a tensor from ragged nested sequences: {data!r:.80}") from None
     if dtype is None:
         if array.dtype == np.float64 and not isinstance(data, np.ndarray | np.generic):
-            dtype = _dt.float32  # Python floats: PyTorch's default dtype
+            dtype = _dt.DEFAULT_FLOAT  # Python floats: PyTorch's default dtype
         elif array.dtype.kind in "iu" and not isinstance(data, np.ndarray | np.generic):
             dtype = _dt.int64
     if array.dtype == object:
@@ -231,21 +231,21 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, *, requires_grad: bool 
 def zeros(*shape: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
     """A tensor of zeros: `zeros(2, 3)` or `zeros((2, 3))`. float32 unless `dtype` says otherwise."""
     dev = _check_device(device, "zeros")
-    return full(_shape_arg(shape, "zeros"), 0, dtype or _dt.float32, requires_grad=requires_grad, device=dev)
+    return full(_shape_arg(shape, "zeros"), 0, dtype or _dt.DEFAULT_FLOAT, requires_grad=requires_grad, device=dev)
 
 
 @public()
 def ones(*shape: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
     """A tensor of ones: `ones(2, 3)` or `ones((2, 3))`. float32 unless `dtype` says otherwise."""
     dev = _check_device(device, "ones")
-    return full(_shape_arg(shape, "ones"), 1, dtype or _dt.float32, requires_grad=requires_grad, device=dev)
+    return full(_shape_arg(shape, "ones"), 1, dtype or _dt.DEFAULT_FLOAT, requires_grad=requires_grad, device=dev)
 
 
 @public()
 def empty(*shape: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
     """An uninitialized tensor in PyTorch; here (deterministically) zeros of `shape`."""
     dev = _check_device(device, "empty")
-    return full(_shape_arg(shape, "empty"), 0, dtype or _dt.float32, requires_grad=requires_grad, device=dev)
+    return full(_shape_arg(shape, "empty"), 0, dtype or _dt.DEFAULT_FLOAT, requires_grad=requires_grad, device=dev)
 
 
 @public()
@@ -326,7 +326,7 @@ def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, dev
         raise ValueError("arange: step must be nonzero")
     length = max(0, math.ceil((end - start) / step))
     all_int = all(isinstance(v, int) for v in (start, end, step))
-    dt = _dt.as_dtype(dtype) if dtype is not None else (_dt.int64 if all_int else _dt.float32)
+    dt = _dt.as_dtype(dtype) if dtype is not None else (_dt.int64 if all_int else _dt.DEFAULT_FLOAT)
     cast_num = float if _dt.is_float(dt) else int
     return _placed(_arange(start=cast_num(start), step=cast_num(step), length=length, dtype=dt), dev)
 
@@ -383,7 +383,7 @@ def _space(op: str, start: Any, end: Any, steps: Any, base: Any, dtype: Any) -> 
     steps = _size_arg(steps, op, "steps")
     if steps == 1:
         end = start  # PyTorch: a single step is `start`
-    dt = _dt.as_dtype(dtype) if dtype is not None else _dt.float32
+    dt = _dt.as_dtype(dtype) if dtype is not None else _dt.DEFAULT_FLOAT
     return _linspace(start=start, end=end, steps=steps, base=base, dtype=dt)
 
 
@@ -481,7 +481,7 @@ def eye(n: int, m: int | None = None, dtype: Any = None) -> Tensor:
     """
     n = _size_arg(n, "eye", "n")
     m = n if m is None else _size_arg(m, "eye", "m")
-    return _eye(n=n, m=m, k=0, dtype=_dt.as_dtype(dtype) if dtype is not None else _dt.float32)
+    return _eye(n=n, m=m, k=0, dtype=_dt.as_dtype(dtype) if dtype is not None else _dt.DEFAULT_FLOAT)
 
 
 @public()
@@ -498,7 +498,7 @@ def tri(n: int, m: int | None = None, k: int = 0, dtype: Any = None) -> Tensor:
     m = n if m is None else _size_arg(m, "tri", "m")
     if isinstance(k, bool) or not isinstance(k, int | np.integer):
         raise TypeError(f"tri: k must be an int, got {k!r}")
-    return _tri(n=n, m=m, k=int(k), dtype=_dt.as_dtype(dtype) if dtype is not None else _dt.float32)
+    return _tri(n=n, m=m, k=int(k), dtype=_dt.as_dtype(dtype) if dtype is not None else _dt.DEFAULT_FLOAT)
 
 
 # -- random ------------------------------------------------------------------------------------
@@ -611,7 +611,7 @@ def _draw(distribution: str, shape: tuple, dtype: Any, a: Any = 0.0, b: Any = 0.
 
 
 def _float_dtype(dtype: Any, op: str) -> Any:
-    dt = _dt.as_dtype(dtype) if dtype is not None else _dt.float32
+    dt = _dt.as_dtype(dtype) if dtype is not None else _dt.DEFAULT_FLOAT
     if not _dt.is_float(dt):
         raise TypeError(f"{op}: dtype must be a floating dtype, got {dt.name}")
     return dt
@@ -815,7 +815,7 @@ def bernoulli(p: Any, shape: Any = None, *, generator: Any = None) -> Tensor:
     if shape is None:
         raise TypeError("bernoulli: shape is required when p is a Python float")
     shape = _shape_arg((shape,) if isinstance(shape, int) else tuple(shape), "bernoulli")
-    return _draw("bernoulli", shape, _dt.float32, p, generator=generator_arg(generator, "bernoulli"))
+    return _draw("bernoulli", shape, _dt.DEFAULT_FLOAT, p, generator=generator_arg(generator, "bernoulli"))
 
 
 @register("_randint_bounds")  # (also for Tensor.random_)

@@ -21,7 +21,7 @@ __all__ = ["Bilinear", "Identity", "Linear", "NonDynamicallyQuantizableLinear"]
 
 def _float_dtype(dtype: Any, arg: str = "dtype") -> Any:
     """The parameter dtype (float32 unless given); integer dtypes cannot be trained."""
-    dt = _dt.float32 if dtype is None else _dt.as_dtype(dtype, arg=arg)
+    dt = _dt.DEFAULT_FLOAT if dtype is None else _dt.as_dtype(dtype, arg=arg)
     if not _dt.is_float(dt):
         raise TypeError(f"{arg} must be a floating dtype for parameters, got {dt.name}")
     return dt

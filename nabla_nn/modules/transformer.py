@@ -43,7 +43,7 @@ def _generate_square_subsequent_mask(sz: int, device: Any = None, dtype: Any = N
         raise ValueError(f"generate_square_subsequent_mask: sz must be a non-negative int, got {sz!r}")
     if device is not None and str(device) not in ("cpu", "cpu:0"):
         raise ValueError(f"generate_square_subsequent_mask: device must be 'cpu' (or None), got {device!r}")
-    dt = _dt.float32 if dtype is None else _dt.as_dtype(dtype)
+    dt = _dt.DEFAULT_FLOAT if dtype is None else _dt.as_dtype(dtype)
     mask = np.triu(np.full((sz, sz), -np.inf, dtype=np.float32), k=1)
     return Tensor.from_numpy(mask, dtype=dt)
 

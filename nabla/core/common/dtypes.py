@@ -74,8 +74,18 @@ _NAMES = {
     "double": float64,
 }
 
-DEFAULT_FLOAT = float32
+DEFAULT_FLOAT = float32  # Python floats' and float factories' dtype: `set_default_float` changes it
 DEFAULT_INT = int64
+
+
+def set_default_float(dtype: DType) -> None:
+    """torch.set_default_dtype's state: read as `dtypes.DEFAULT_FLOAT` at each call (never
+    imported by value), so factories, Python floats and layers follow it."""
+    global DEFAULT_FLOAT
+    if dtype not in (float16, bfloat16, float32, float64):
+        raise TypeError(f"set_default_dtype: expected a floating dtype, got {dtype}")
+    DEFAULT_FLOAT = dtype
+
 
 # PyTorch's legacy tensor-type names (`x.type()` -> "torch.FloatTensor"), for Tensor.type.
 _TENSOR_TYPES = {

@@ -3,6 +3,6 @@
 from ..common.devices import CPU_DEVICE, Device, as_device
 from .dispatch import OPS, register
 from .impl import TensorImpl
-from .tensor import Tensor, grad_enabled_for
+from .tensor import Size, Tensor, grad_enabled_for
 
-__all__ = ["CPU_DEVICE", "OPS", "Device", "as_device", "Tensor", "TensorImpl", "grad_enabled_for", "register"]
+__all__ = ["CPU_DEVICE", "OPS", "Device", "Size", "Tensor", "TensorImpl", "as_device", "grad_enabled_for", "register"]

@@ -54,7 +54,14 @@ class Tensor(ViewMethods, ShapeMethods, TorchMethods, TorchMath, TorchInPlace):
     def __init__(self, impl: TensorImpl) -> None:
         self._impl = impl
         self._grad: Tensor | None = None
-        if impl.data is None:
+        try:
+            pending = impl.data is None
+        except AttributeError:  # `nabla.Tensor([1.0, 2.0])`, torch's legacy constructor
+            raise TypeError(
+                f"Tensor(...) wraps nabla's internal TensorImpl; to make a tensor from {type(impl).__name__} data "
+                "use nabla.tensor(data) (or nabla.FloatTensor(data), nabla.zeros(*size))"
+            ) from None
+        if pending:
             GRAPH.add_unrealized(self)
 
     # -- construction -------------------------------------------------------------------
@@ -118,7 +125,8 @@ class Tensor(ViewMethods, ShapeMethods, TorchMethods, TorchMath, TorchInPlace):
         return self.ndim
 
     def size(self, dim: int | None = None) -> Any:
-        return self.shape if dim is None else self.shape[dim]
+        """torch's: the shape as a `nabla.Size` (a tuple with `numel()`), or one dim's size."""
+        return Size(self.shape) if dim is None else self.shape[dim]
 
     def numel(self) -> int:
         return int(math.prod(self.shape))
@@ -911,3 +919,17 @@ def _guard_value(facade: Tensor, impl: TensorImpl) -> None:
         return held if f is not None and f._impl is held() else None
 
     note_guard(current, f"the value of a captured tensor {tuple(facade.shape)} read with .item()/.numpy()")
+
+
+class Size(tuple):
+    """torch.Size: a shape, a tuple of ints that also has `numel()` (what `x.size()` returns)."""
+
+    def numel(self) -> int:
+        return int(math.prod(self))
+
+    def __getitem__(self, index: Any) -> Any:
+        item = tuple.__getitem__(self, index)
+        return Size(item) if isinstance(index, slice) else item
+
+    def __repr__(self) -> str:
+        return f"nabla.Size({list(self)})"

@@ -1,0 +1,78 @@
+"""torch.autograd.functional (`nabla.autograd.functional`): Jacobians, Hessians and vector
+products of a function at given inputs, computed with nabla's transforms.
+
+Example:
+    >>> nabla.autograd.functional.jacobian(lambda x: x * x, nabla.tensor([1.0, 2.0])).tolist()
+    [[2.0, 0.0], [0.0, 4.0]]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .core.tensor import Tensor
+from .ops import ones_like
+from .transforms.grad import grad as _grad
+from .transforms.grad import jvp as _jvp
+from .transforms.grad import vjp as _vjp
+from .transforms.jacobians import hessian as _hessian
+from .transforms.jacobians import jacfwd, jacrev
+
+__all__ = ["hessian", "hvp", "jacobian", "jvp", "vhp", "vjp"]
+
+
+def _inputs(inputs: Any) -> tuple[bool, tuple]:
+    return (True, (inputs,)) if isinstance(inputs, Tensor) else (False, tuple(inputs))
+
+
+def jacobian(
+    func: Callable,
+    inputs: Any,
+    create_graph: bool = False,
+    strict: bool = False,
+    vectorize: bool = False,
+    strategy: str = "reverse-mode",
+) -> Any:
+    """The Jacobian of `func` at `inputs` (a tensor, or a tuple: then one block per input)."""
+    if strategy not in ("reverse-mode", "forward-mode"):
+        raise ValueError(f"jacobian: strategy must be 'reverse-mode' or 'forward-mode', got {strategy!r}")
+    single, xs = _inputs(inputs)
+    transform = jacfwd if strategy == "forward-mode" else jacrev
+    return transform(func, argnums=0 if single else tuple(range(len(xs))))(*xs)
+
+
+def hessian(func: Callable, inputs: Any, create_graph: bool = False, strict: bool = False, **kw: Any) -> Any:
+    """The Hessian of scalar `func` at `inputs` (per pair of inputs for a tuple)."""
+    single, xs = _inputs(inputs)
+    return _hessian(func, argnums=0 if single else tuple(range(len(xs))))(*xs)
+
+
+def vjp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False, strict: bool = False) -> tuple:
+    """`(func(inputs), v^T J)`; `v` may be omitted for a one-element output."""
+    single, xs = _inputs(inputs)
+    out, pull = _vjp(func, *xs)
+    cotangent = ones_like(out) if v is None else v
+    grads = pull(cotangent)
+    return out, grads[0] if single else tuple(grads)
+
+
+def jvp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False, strict: bool = False) -> tuple:
+    """`(func(inputs), J v)`; `v` may be omitted for a one-element input."""
+    single, xs = _inputs(inputs)
+    vs = tuple(ones_like(x) for x in xs) if v is None else ((v,) if single else tuple(v))
+    return _jvp(func, xs, vs)
+
+
+def hvp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False, strict: bool = False) -> tuple:
+    """`(func(inputs), H v)` for scalar `func` (forward over reverse)."""
+    single, xs = _inputs(inputs)
+    vs = tuple(ones_like(x) for x in xs) if v is None else ((v,) if single else tuple(v))
+    argnums = 0 if single else tuple(range(len(xs)))
+    _, product = _jvp(_grad(func, argnums), xs, vs)
+    return func(*xs), product
+
+
+def vhp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False, strict: bool = False) -> tuple:
+    """`(func(inputs), v^T H)`: `hvp`, the Hessian being symmetric."""
+    return hvp(func, inputs, v, create_graph, strict)
