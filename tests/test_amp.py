@@ -117,3 +117,19 @@ def test_a_disabled_grad_scaler_passes_through():
     scaler.step(opt)
     scaler.update()
     assert not np.array_equal(model[0].weight.numpy(), before)
+
+
+def test_compiled_functions_key_on_autocast():
+    """A model traced outside autocast is not reused inside it (nor the reverse), as
+    torch.compile guards on autocast's state; the reason names it."""
+    layer = nn.Linear(3, 2)
+    layer.compile()
+    x = nb.ones(2, 3)
+    with nb.no_grad():
+        outside = layer(x)
+        with nb.autocast("cpu"):
+            inside = layer(x)
+        again = layer(x)
+    assert (outside.dtype, inside.dtype, again.dtype) == (nb.float32, nb.bfloat16, nb.float32)
+    stats = layer.compile_stats
+    assert stats.misses == 2 and stats.hits == 1 and stats.recompile_reasons == ["autocast off -> bfloat16"]

@@ -1023,3 +1023,10 @@ def test_compiling_a_module_returns_the_module_compiled_in_place():
         np.testing.assert_allclose(compiled(nb.ones(2, 3)).numpy(), model.forward(nb.ones(2, 3)).numpy(), rtol=1e-6)
         compiled(nb.ones(5, 3))  # (dynamic batch: the same model)
     assert compiled.compile_stats.misses == 1 and compiled.compile_stats.hits == 1
+
+
+def test_compiled_outputs_keep_half_dtypes():
+    """bfloat16 outputs came back as float32 on the NumPy executor (it holds them in float32)."""
+    f = nb.compile(lambda t: (t * 2, t.to(nb.bfloat16), t.argmax()))
+    outs = f(nb.ones(2, dtype=nb.bfloat16))
+    assert [o.dtype for o in outs] == [nb.bfloat16, nb.bfloat16, nb.int64]

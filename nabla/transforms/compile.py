@@ -42,7 +42,7 @@ import numpy as np
 
 from ..core.common import dtypes as _dt
 from ..core.common.config import CONFIG
-from ..core.common.context import is_grad_enabled
+from ..core.common.context import autocast_dtype, is_grad_enabled
 from ..core.common.devices import Device
 from ..core.common.pytree import tree_unflatten
 from ..core.graph.engine import GRAPH, RecompileError
@@ -175,9 +175,9 @@ class CompiledFunction(_Tracing, _Signature):
         if self._differentiable and is_grad_enabled() and self._is_differentiable(structure):
             return self._lazy_entry(args, kwargs, values, treedef, leaves, structure), True
         try:
-            # (grad mode is part of the key, as torch.compile guards on it: see `_lazy_entry`)
+            # (grad and autocast modes are part of the key, as torch.compile guards on them)
             entry = self._entry_for(
-                self._entries, (is_grad_enabled(),), args, kwargs, values, treedef, leaves, structure
+                self._entries, (is_grad_enabled(), autocast_dtype()), args, kwargs, values, treedef, leaves, structure
             )
         except _Differentiable as signal:
             # As torch.compile's: outputs that depend on tensors requiring grad (a parameter the
@@ -203,8 +203,9 @@ class CompiledFunction(_Tracing, _Signature):
         return self._record_call(self._lazy_entry(args, kwargs, values, treedef, leaves), values)
 
     def _lazy_entry(self, args, kwargs, values, treedef, leaves, structure=None, made=None) -> _Entry:
-        # Grad mode is part of the key: a trace under no_grad records nothing to differentiate.
-        prefix = (is_grad_enabled(),)
+        # Grad mode is part of the key: a trace under no_grad records nothing to differentiate;
+        # so is autocast's dtype: a trace inside `nabla.autocast` holds its casts.
+        prefix = (is_grad_enabled(), autocast_dtype())
         return self._entry_for(self._calls, prefix, args, kwargs, values, treedef, leaves, structure, made)
 
     def _entry_for(self, cache, prefix, args, kwargs, values, treedef, leaves, structure=None, made=None) -> _Entry:
@@ -389,15 +390,14 @@ def _inside_transform(values: list) -> bool | str:
 _AVAL_FIELDS = ("shape", "dtype", "requires_grad", "device")
 
 
-def _wrap(data: Any, spec: Any, shape: tuple, device: Device, ran_on: Device) -> Tensor:
+def _wrap(data: Any, spec: Any, shape: tuple, device: Device, ran_on: Device, dtype: Any) -> Tensor:
+    """A program output as a Tensor of its traced dtype (the NumPy executor holds bfloat16 in
+    float32 arrays: the storage's dtype would say float32)."""
     if ran_on is not device:  # a CPU tensor computed on an accelerator comes back to the host
         data = placed_storage(data, device)
     if spec is not None:  # sharded: one storage per distinct piece
-        first = data[0]
-        dtype = _dt.from_numpy_dtype(first.dtype) if isinstance(first, np.ndarray) else first.dtype
         return Tensor(TensorImpl(shape, dtype, data=data, device=device, sharding=spec))
     shape = tuple(int(d) for d in data.shape)
-    dtype = _dt.from_numpy_dtype(data.dtype) if isinstance(data, np.ndarray) else data.dtype
     return Tensor(TensorImpl(shape, dtype, data=data, device=device))
 
 

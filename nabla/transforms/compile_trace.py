@@ -64,7 +64,7 @@ class _Entry:
     plan: DynamicPlan | None
     name_checks: list  # (getter, id of the Tensor object seen at trace time, label)
     guards: list  # (getter, value at trace time, label): Python values the trace depends on
-    # per program output: (ShardingSpec or None, global shape, device, the program's device) as traced
+    # per program output: (ShardingSpec or None, global shape, device, the program's device, dtype) as traced
     out_layouts: list
 
 
@@ -334,7 +334,8 @@ class _Tracing:
             # captured dict or list during the trace does not retrace every call)
             guards=traced.state.guards + [(g, g(), label) for g, label in traced.scan.values],
             out_layouts=[
-                (t.sharding, t.physical_shape, t.device, traced.collected.device) for t in traced.collected.targets
+                (t.sharding, t.physical_shape, t.device, traced.collected.device, t.dtype)
+                for t in traced.collected.targets
             ],
         )
 

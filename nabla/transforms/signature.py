@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..core.common.config import CONFIG
-from ..core.common.context import is_grad_enabled
+from ..core.common.context import autocast_dtype, is_grad_enabled
 from ..core.common.pytree import PyTreeDef, flatten_token, leaf_paths, tree_flatten, tree_leaves, tree_structure
 from ..core.tensor.impl import TensorImpl
 from ..core.tensor.tensor import Tensor
@@ -157,6 +157,10 @@ class _Signature:
         closest = max(keys, key=lambda k: similarity(k[-1], key[-1]))
         if closest[-1] == key[-1] and closest[0] != key[0]:
             return "grad mode {} -> {}".format(*("enabled" if k[0] else "disabled (no_grad)" for k in (closest, key)))
+        if closest[-1] == key[-1] and closest[:-1] != key[:-1] and len(key) > 2:
+            return "autocast {} -> {}".format(
+                *(getattr(k[1], "name", "off") if k[1] else "off" for k in (closest, key))
+            )
         grad_labels = [_grad_label(target, label, labels) for target, label in self._grad_watch.values()]
         return describe(closest[-1], key[-1], labels, grad_labels)
 
@@ -172,7 +176,7 @@ class _FastCall:
     tokened nodes, without kwargs, static arguments, aliases or captured arguments.
     """
 
-    __slots__ = ("avals", "entry", "executor", "grad", "lazy", "leaf_ids", "parts", "tensor_args")
+    __slots__ = ("autocast", "avals", "entry", "executor", "grad", "lazy", "leaf_ids", "parts", "tensor_args")
 
     def __init__(self, parts: list, avals: list, entry: Any, lazy: bool) -> None:
         self.parts = parts
@@ -180,6 +184,7 @@ class _FastCall:
         self.entry = entry
         self.lazy = lazy  # recorded as a `call` op (else the model runs)
         self.grad = is_grad_enabled()
+        self.autocast = autocast_dtype()
         self.executor = CONFIG.executor
         self.leaf_ids = frozenset(id(t) for part in parts if part is not None for t in part[1])
         self.tensor_args = sum(part is None for part in parts)
@@ -212,6 +217,8 @@ class _FastCall:
     def values(self, args: tuple) -> list | None:
         parts = self.parts
         if len(args) != len(parts) or is_grad_enabled() is not self.grad or CONFIG.executor != self.executor:
+            return None
+        if autocast_dtype() is not self.autocast:
             return None
         values: list = []
         for a, part in zip(args, parts, strict=True):
