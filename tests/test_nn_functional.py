@@ -780,3 +780,22 @@ def test_reflect_pad_with_a_crop_on_the_other_side_reflects_the_whole_input():
     assert F.pad(x, (-2, 3), mode="reflect").numpy().ravel().tolist() == [2, 3, 4, 3, 2, 1]  # torch 2.13
     assert F.pad(x, (3, -2), mode="reflect").numpy().ravel().tolist() == [3, 2, 1, 0, 1, 2]
     assert F.pad(x, (-1, 4), mode="replicate").numpy().ravel().tolist() == [1, 2, 3, 4, 4, 4, 4, 4]
+
+
+def test_checkpoint_gives_the_plain_calls_values_and_gradients():
+    from nabla_nn.utils.checkpoint import checkpoint, checkpoint_sequential  # noqa: PLC0415
+
+    block = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2))
+    x = nb.tensor(np.arange(6.0, dtype=np.float32).reshape(2, 3))
+    plain = block(x).sum()
+    plain.backward()
+    want = [p.grad.numpy().copy() for p in block.parameters()]
+    block.zero_grad()
+    out = checkpoint(block, x, use_reentrant=False)
+    np.testing.assert_allclose(out.sum().numpy(), plain.numpy(), rtol=1e-6)
+    out.sum().backward()
+    for p, w in zip(block.parameters(), want, strict=True):
+        np.testing.assert_allclose(p.grad.numpy(), w, rtol=1e-6)
+    np.testing.assert_allclose(checkpoint_sequential(block, 2, x).numpy(), out.numpy(), rtol=1e-6)
+    with pytest.raises(ValueError, match="segments must be >= 1"):
+        checkpoint_sequential(block, 0, x)

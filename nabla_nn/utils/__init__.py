@@ -1,6 +1,6 @@
 """nabla_nn.utils: gradient clipping, parameter/vector conversion, packed sequences (`rnn`),
-parametrizations (weight_norm, spectral_norm), `stateless.functional_call` and conv/linear-BatchNorm
-fusion (PyTorch's torch.nn.utils).
+parametrizations (weight_norm, spectral_norm), `stateless.functional_call`, conv/linear-BatchNorm
+fusion (PyTorch's torch.nn.utils), and torch.utils.checkpoint's API (`checkpoint`).
 
 Example:
     >>> loss.backward()
@@ -8,7 +8,7 @@ Example:
     >>> opt.step()
 """
 
-from . import parametrizations, parametrize, rnn, stateless
+from . import checkpoint, parametrizations, parametrize, rnn, stateless
 from .clip_grad import (
     clip_grad_norm,
     clip_grad_norm_,
@@ -24,6 +24,7 @@ from .spectral_norm import remove_spectral_norm, spectral_norm
 from .weight_norm import remove_weight_norm, weight_norm
 
 __all__ = [
+    "checkpoint",
     "clip_grad_norm",
     "clip_grad_norm_",
     "clip_grad_value_",
