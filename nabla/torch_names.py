@@ -7,6 +7,7 @@ here uses those builtins. (`nabla.bool` is `nabla.bool_`.)
 
 from __future__ import annotations
 
+import math
 import types
 from typing import Any
 
@@ -17,10 +18,26 @@ from .core.common import dtypes as _dt
 from .core.common.devices import Device, as_device
 from .ops.random_state import default_generator
 
-__all__ = ["backends", "bool", "cuda", "device", "double", "float", "half", "int", "long", "short"]
+__all__ = [
+    "backends",
+    "bool",
+    "cuda",
+    "device",
+    "double",
+    "e",
+    "float",
+    "half",
+    "inf",
+    "int",
+    "long",
+    "nan",
+    "pi",
+    "short",
+]
 
 long, int, short, float, double, half = _dt.int64, _dt.int32, _dt.int16, _dt.float32, _dt.float64, _dt.float16  # noqa: A001
 bool = _dt.bool_  # noqa: A001
+inf, nan, pi, e = math.inf, math.nan, math.pi, math.e  # torch.inf, torch.nan, torch.pi, torch.e
 
 
 def device(spec: Any, index: Any = None) -> Device:

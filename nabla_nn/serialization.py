@@ -424,7 +424,7 @@ def _fsync_directory(directory: str) -> None:
 
 
 # -- load -------------------------------------------------------------------------------------------
-def load(path: str | os.PathLike) -> Any:
+def load(path: str | os.PathLike, map_location: Any = None, weights_only: Any = None, mmap: Any = None) -> Any:
     """Read a safetensors file into realized tensors, in the file's key order (a nested
     checkpoint `save` wrote comes back with its nesting: dicts, lists, numbers and all).
 
@@ -436,6 +436,8 @@ def load(path: str | os.PathLike) -> Any:
 
     Args:
         path: the file to read.
+        map_location, weights_only, mmap: torch.load's, accepted: tensors load on the host, and
+            a safetensors file holds nothing but data (torch's `weights_only=True` always holds).
 
     Example:
         >>> state = nabla_nn.load("model.safetensors")

@@ -62,3 +62,22 @@ def test_argument_checks_torch_makes():
         nb.multinomial(nb.tensor([0.5, -0.1]), 1)
     with pytest.raises(TypeError, match=r"view\(DType.int32\): reading a tensor's bits as another dtype"):
         nb.ones(2).view(nb.int32)
+
+
+def test_torch_keyword_spellings_constants_and_positional_generator():
+    x, y = nb.ones(2), nb.full((2,), 3.0)
+    np.testing.assert_array_equal(nb.add(x, other=y).numpy(), [4.0, 4.0])
+    np.testing.assert_array_equal(nb.where(x > 0, x, other=y).numpy(), [1.0, 1.0])
+    np.testing.assert_array_equal(nb.maximum(input=x, other=y).numpy(), [3.0, 3.0])
+
+    assert nb.zeros(size=(2, 3)).shape == (2, 3) and nb.empty(size=(1,)).shape == (1,)
+    np.testing.assert_array_equal(nb.full(size=(2,), fill_value=2.0).numpy(), [2.0, 2.0])
+    with pytest.raises(TypeError, match="pass the shape once"):
+        nb.zeros(2, size=(2,))
+    assert nb.inf == float("inf") and nb.pi == np.pi and nb.e == np.e and np.isnan(nb.nan)
+    from nabla_nn.data import TensorDataset, random_split  # noqa: PLC0415
+
+    first = [s.indices for s in random_split(TensorDataset(np.arange(10)), [0.8, 0.2], 3)]
+    assert first == [s.indices for s in random_split(TensorDataset(np.arange(10)), [0.8, 0.2], seed=3)]
+    gen = np.random.default_rng(0)
+    assert [len(s) for s in random_split(TensorDataset(np.arange(10)), [0.8, 0.2], gen)] == [8, 2]

@@ -39,12 +39,13 @@ from ..core.tensor.tensor import Tensor
 AVal = tuple[tuple[int, ...], Any]  # (physical shape, dtype)
 
 
-_TORCH_NAMES = {"dim": "axis", "keepdim": "keepdims", "input": "x"}
+_TORCH_NAMES = {"dim": "axis", "keepdim": "keepdims", "input": "x", "other": "y"}
 
 
 def torch_names(fn: Callable) -> Callable:
-    """Let a NumPy-style function (`axis=`, `keepdims=`, `x=`) also take PyTorch's keyword
-    names (`dim=`, `keepdim=`, `input=`), so `nabla.sum(x, dim=1)` works as in torch."""
+    """Let a NumPy-style function (`axis=`, `keepdims=`, `x=`, `y=`) also take PyTorch's keyword
+    names (`dim=`, `keepdim=`, `input=`, `other=`), so `nabla.sum(x, dim=1)` and
+    `nabla.add(x, other=y)` work as in torch."""
     params = inspect.signature(fn).parameters
     aliases = {a: b for a, b in _TORCH_NAMES.items() if b in params and a not in params}
     if not aliases:

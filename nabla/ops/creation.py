@@ -197,13 +197,27 @@ def _fill_value(value: Any, op: str) -> Any:
 
 
 @public()
-def full(shape: Any, fill_value: Any, dtype: Any = None, *, requires_grad: bool = False, device: Any = None) -> Tensor:
+def full(
+    shape: Any = None,
+    fill_value: Any = None,
+    dtype: Any = None,
+    *,
+    size: Any = None,
+    requires_grad: bool = False,
+    device: Any = None,
+) -> Tensor:
     """A tensor of `shape` filled with `fill_value` (dtype inferred from the value if omitted).
 
     Example:
         >>> nabla.full((2, 3), 1.5).dtype
         float32
     """
+    if size is not None:  # torch's keyword for the shape
+        if shape is not None:
+            raise TypeError(f"full: pass the shape once, as shape or size=, not both (got {shape!r} and {size!r})")
+        shape = size
+    if shape is None or fill_value is None:
+        raise TypeError("full: the shape (or size=) and fill_value are required, e.g. full((2, 3), 1.5)")
     dev = _check_device(device, "full")
     if isinstance(fill_value, Tensor) and fill_value.ndim == 0 and not fill_value._impl.weak_type:
         # torch's full(size, tensor): the value broadcast (no host read); its kind gives the dtype
@@ -228,23 +242,26 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, *, requires_grad: bool 
 
 
 @public()
-def zeros(*shape: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
+def zeros(*shape: Any, size: Any = None, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
     """A tensor of zeros: `zeros(2, 3)` or `zeros((2, 3))`. float32 unless `dtype` says otherwise."""
     dev = _check_device(device, "zeros")
+    shape = _shape_or_size(shape, size, "zeros")
     return full(_shape_arg(shape, "zeros"), 0, dtype or _dt.DEFAULT_FLOAT, requires_grad=requires_grad, device=dev)
 
 
 @public()
-def ones(*shape: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
+def ones(*shape: Any, size: Any = None, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
     """A tensor of ones: `ones(2, 3)` or `ones((2, 3))`. float32 unless `dtype` says otherwise."""
     dev = _check_device(device, "ones")
+    shape = _shape_or_size(shape, size, "ones")
     return full(_shape_arg(shape, "ones"), 1, dtype or _dt.DEFAULT_FLOAT, requires_grad=requires_grad, device=dev)
 
 
 @public()
-def empty(*shape: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
+def empty(*shape: Any, size: Any = None, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
     """An uninitialized tensor in PyTorch; here (deterministically) zeros of `shape`."""
     dev = _check_device(device, "empty")
+    shape = _shape_or_size(shape, size, "empty")
     return full(_shape_arg(shape, "empty"), 0, dtype or _dt.DEFAULT_FLOAT, requires_grad=requires_grad, device=dev)
 
 

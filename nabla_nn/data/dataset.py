@@ -242,6 +242,8 @@ def random_split(
         >>> len(train), len(val)
         (8, 2)
     """
+    if seed is not None and not isinstance(seed, int | np.integer) and generator is None:
+        seed, generator = None, seed  # torch's third positional argument is the generator
     n = len(dataset)
     lengths = [x.item() if isinstance(x, np.generic) else x for x in lengths]  # np.int64(8) -> 8
     if lengths and all(isinstance(x, float) for x in lengths) and math.isclose(sum(lengths), 1.0):
