@@ -12,18 +12,39 @@ Example:
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from . import autograd_functional as functional
 from .core.autograd import tensor_grad
 from .core.autograd.engine import as_tensor_list, tensors_backward
 from .core.common import dtypes as _dt
-from .core.common.context import is_grad_enabled, no_grad
+from .core.common.context import (
+    anomaly_enabled,
+    enable_grad,
+    is_grad_enabled,
+    no_grad,
+    set_anomaly_enabled,
+    set_grad_enabled,
+)
 from .core.tensor import Tensor
 from .ops import grad_hook, zeros_like
 from .transforms.vmap import vmap
 
-__all__ = ["Function", "FunctionCtx", "backward", "functional", "grad", "once_differentiable"]
+__all__ = [
+    "Function",
+    "FunctionCtx",
+    "backward",
+    "detect_anomaly",
+    "enable_grad",
+    "functional",
+    "grad",
+    "is_anomaly_enabled",
+    "no_grad",
+    "once_differentiable",
+    "set_detect_anomaly",
+    "set_grad_enabled",
+]
 
 
 def grad(
@@ -192,3 +213,40 @@ def _backward_of(cls: type, ctx: FunctionCtx, args: tuple, outs: list, slots: li
 def once_differentiable(fn: Any) -> Any:
     """torch's decorator for a backward that is not itself differentiable: accepted as is."""
     return fn
+
+
+def is_anomaly_enabled() -> bool:
+    return anomaly_enabled()
+
+
+class detect_anomaly:  # noqa: N801 (torch's name)
+    """torch.autograd.detect_anomaly: inside it (a `with` block or a decorated function), a
+    backward whose rule returns nan raises naming the op ("Function 'DivBackward0' returned nan
+    values in its 0th output."). Each rule's result is computed at once: for debugging only.
+
+    Args:
+        check_nan: False turns the check off (the mode is then a no-op, as torch's).
+    """
+
+    def __init__(self, check_nan: bool = True) -> None:
+        self.check_nan = bool(check_nan)
+        self._previous: list[bool] = []
+
+    def __enter__(self) -> None:
+        self._previous.append(set_anomaly_enabled(self.check_nan))
+
+    def __exit__(self, *exc: object) -> None:
+        set_anomaly_enabled(self._previous.pop())
+
+    def __call__(self, fn: Any) -> Any:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with detect_anomaly(self.check_nan):
+                return fn(*args, **kwargs)
+
+        return wrapper
+
+
+def set_detect_anomaly(mode: bool, check_nan: bool = True) -> None:
+    """torch.autograd.set_detect_anomaly: turn anomaly detection on or off (a plain call)."""
+    set_anomaly_enabled(bool(mode) and bool(check_nan))

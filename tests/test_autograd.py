@@ -1125,3 +1125,20 @@ def test_autograd_function_errors_name_the_function():
         TooFew.apply(a, nb.ones(2)).sum().backward()
     with pytest.raises(RuntimeError, match=r"WrongShapeBackward returned an invalid gradient at index 0"):
         WrongShape.apply(a).backward()
+
+
+def test_detect_anomaly_names_the_backward_that_returned_nan():
+    x = nb.tensor([0.0, 1.0], requires_grad=True)
+    with nb.autograd.detect_anomaly():
+        assert nb.autograd.is_anomaly_enabled()
+        with pytest.raises(RuntimeError, match="Function 'SqrtBackward0' returned nan values in its 0th output"):
+            (nb.sqrt(x) * 0.0).sum().backward()
+    assert not nb.autograd.is_anomaly_enabled()
+    (nb.sqrt(x) * 0.0).sum().backward()  # (outside: nan, as torch, no error)
+    assert np.isnan(x.grad.numpy()[0])
+    nb.autograd.set_detect_anomaly(True)
+    try:
+        with pytest.raises(RuntimeError, match="SqrtBackward0"):
+            (nb.sqrt(x) * 0.0).sum().backward()
+    finally:
+        nb.autograd.set_detect_anomaly(False)

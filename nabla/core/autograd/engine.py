@@ -22,11 +22,11 @@ from typing import Any
 import numpy as np
 from max.dtype import DType
 
-from ..common.context import set_grad_enabled
+from ..common.context import anomaly_enabled, set_grad_enabled
 from ..graph.tracing import TRACE, note_grad, note_guard
 from ..tensor.dispatch import OPS
 from ..tensor.impl import GRAD_HOOKS, RETAINED, TensorImpl
-from ..tensor.tensor import Tensor
+from ..tensor.tensor import GradFn, Tensor
 from . import replay as _replay
 
 _NUMPY_SEED_DTYPES = {DType.float32: np.float32, DType.float64: np.float64, DType.float16: np.float16}
@@ -103,7 +103,7 @@ def backward_on_trace(
     for node in nodes:
         if node.released:
             raise RuntimeError(RELEASED_MESSAGE)
-    sig = _replay.signature(nodes, outputs, cotangents, wrt, create_graph) if nodes else None
+    sig = _replay.signature(nodes, outputs, cotangents, wrt, create_graph) if nodes and not anomaly_enabled() else None
     found = True  # without a signature: run the rules, record nothing
     if sig is not None:
         key, seen = sig
@@ -156,6 +156,8 @@ def _run_rules(
                 ]
             primals = [Tensor(a) for a in node.args]
             in_cots = node.op.vjp_rule(primals, out_cots, out_tensors, **node.rule_kwargs)
+            if anomaly_enabled() and TRACE.state is None:
+                _check_nan(node, in_cots)
             for arg, cot in zip(node.args, in_cots, strict=True):
                 if cot is not None and arg.requires_grad:
                     _accumulate(grads, holders, arg, cot)
@@ -172,6 +174,13 @@ def _run_rules(
         else:  # the leaves, and the retained non-leaves
             result_ids = [k for k, i in holders.items() if i.is_leaf or k in retained]
         return {k: (holders[k], _total(grads, k, holders)) for k in result_ids if k in grads}, visited
+
+
+def _check_nan(node: Any, cotangents: list) -> None:
+    """detect_anomaly: torch's error when a backward function returns nan."""
+    for i, cot in enumerate(cotangents):
+        if cot is not None and np.isnan(np.asarray(cot.numpy(), dtype=np.float64)).any():
+            raise RuntimeError(f"Function '{GradFn(node).name()}' returned nan values in its {i}th output.")
 
 
 def _aval_tensor(node: Any, index: int, tensor: Tensor | None) -> Tensor:

@@ -121,6 +121,25 @@ class enable_grad(_NoParamDecorator, set_grad_enabled):
         super().__init__(True)
 
 
+class _AnomalyState(threading.local):
+    def __init__(self) -> None:
+        self.enabled = False
+
+
+_ANOMALY = _AnomalyState()
+
+
+def anomaly_enabled() -> bool:
+    """Whether `nabla.autograd.detect_anomaly` is on: every backward rule's result is then
+    computed and checked for nan at once (a debugging mode: no replay, one sync per op)."""
+    return _ANOMALY.enabled
+
+
+def set_anomaly_enabled(mode: bool) -> bool:
+    previous, _ANOMALY.enabled = _ANOMALY.enabled, bool(mode)
+    return previous
+
+
 class _AutocastState(threading.local):
     def __init__(self) -> None:
         self.dtype: Any = None  # the lower-precision dtype while `nabla.autocast` is active
