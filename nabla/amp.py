@@ -29,6 +29,7 @@ from typing import Any
 
 from .core.common import dtypes as _dt
 from .core.common.context import _generator_in, no_grad, set_autocast_dtype
+from .core.graph.tracing import note_guard
 from .core.tensor import Tensor
 from .ops import all as _all
 from .ops import isfinite as _isfinite
@@ -132,6 +133,7 @@ class GradScaler:
         """`outputs` (a tensor, or a list/tuple of them) times the current scale."""
         if not self._enabled:
             return outputs
+        note_guard(self.get_scale, "GradScaler's scale")  # (a compiled step bakes it in)
         if isinstance(outputs, Tensor):
             return outputs * self._scale
         if isinstance(outputs, list | tuple):
@@ -144,6 +146,7 @@ class GradScaler:
             return
         if id(optimizer) in self._unscaled:
             raise RuntimeError("unscale_() has already been called on this optimizer since the last update().")
+        note_guard(self.get_scale, "GradScaler's scale")
         inv = 1.0 / self._scale
         grads = [p.grad for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
         with no_grad():

@@ -166,8 +166,12 @@ class Function:
         if not slots:
             return out
         hooked = grad_hook([*inputs, *(outs[i] for i in slots)], _backward_of(cls, ctx, args, outs, slots))
+        swapped = {}
         for i, h in zip(slots, hooked[len(inputs) :], strict=True):
+            swapped[id(outs[i])] = h
             outs[i] = h
+        # An output saved for backward (Exp's) is the hooked one: a double backward reaches it.
+        ctx.saved_tensors = tuple(swapped.get(id(t), t) for t in ctx.saved_tensors)
         return tuple(outs) if isinstance(out, tuple) else outs[0]
 
 

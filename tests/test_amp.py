@@ -133,3 +133,30 @@ def test_compiled_functions_key_on_autocast():
     assert (outside.dtype, inside.dtype, again.dtype) == (nb.float32, nb.bfloat16, nb.float32)
     stats = layer.compile_stats
     assert stats.misses == 2 and stats.hits == 1 and stats.recompile_reasons == ["autocast off -> bfloat16"]
+
+
+def test_a_compiled_step_sees_the_scalers_new_scale():
+    """scale() inside a compiled forward/backward: the scale is guarded (it was baked in, so
+    after update() grew it the gradients were off by old/new)."""
+    nb.manual_seed(0)
+    model = nn.Linear(3, 1)
+    opt = optim.SGD(model.parameters(), lr=0.0)
+    scaler = nb.amp.GradScaler(init_scale=8.0, growth_interval=1)
+    x, y = nb.randn(4, 3), nb.randn(4, 1)
+
+    @nb.compile
+    def forward_backward(a, b):
+        opt.zero_grad()
+        loss = F.mse_loss(model(a), b)
+        scaler.scale(loss).backward()
+        return loss
+
+    F.mse_loss(model(x), y).backward()
+    want = model.weight.grad.numpy().copy()
+    for _ in range(2):
+        forward_backward(x, y)
+        scaler.unscale_(opt)
+        np.testing.assert_allclose(model.weight.grad.numpy(), want, rtol=1e-6)
+        scaler.step(opt)
+        scaler.update()
+    assert scaler.get_scale() == 32.0 and forward_backward.stats.recompile_reasons == ["GradScaler's scale changed"]

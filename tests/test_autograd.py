@@ -1142,3 +1142,26 @@ def test_detect_anomaly_names_the_backward_that_returned_nan():
             (nb.sqrt(x) * 0.0).sum().backward()
     finally:
         nb.autograd.set_detect_anomaly(False)
+
+
+class _Exp(nb.autograd.Function):  # torch's documentation example: it saves its output
+    @staticmethod
+    def forward(ctx, x):
+        y = x.exp()
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return g * y
+
+
+def test_a_function_that_saves_its_output_has_a_double_backward():
+    want = np.exp([0.0, 1.0])
+    second = nb.grad(lambda t: nb.grad(lambda u: _Exp.apply(u).sum())(t).sum())(nb.tensor([0.0, 1.0]))
+    np.testing.assert_allclose(second.numpy(), want, rtol=1e-6)  # (it was zeros)
+    x = nb.tensor([0.0, 1.0], requires_grad=True)
+    (g,) = nb.autograd.grad(_Exp.apply(x).sum(), x, create_graph=True)
+    g.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), want, rtol=1e-6)
