@@ -1030,3 +1030,16 @@ def test_compiled_outputs_keep_half_dtypes():
     f = nb.compile(lambda t: (t * 2, t.to(nb.bfloat16), t.argmax()))
     outs = f(nb.ones(2, dtype=nb.bfloat16))
     assert [o.dtype for o in outs] == [nb.bfloat16, nb.bfloat16, nb.int64]
+
+
+def test_compiled_functions_key_on_the_default_dtype():
+    g = nb.compile(lambda x: x * 0.1)
+    x = nb.ones(2, dtype=nb.int64)
+    assert g(x).dtype == nb.float32
+    nb.set_default_dtype(nb.float64)
+    try:
+        assert g(x).dtype == nb.float64
+    finally:
+        nb.set_default_dtype(nb.float32)
+    assert g(x).dtype == nb.float32
+    assert g.stats.misses == 2 and g.stats.recompile_reasons == ["default dtype float32 -> float64"]

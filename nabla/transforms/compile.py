@@ -176,9 +176,7 @@ class CompiledFunction(_Tracing, _Signature):
             return self._lazy_entry(args, kwargs, values, treedef, leaves, structure), True
         try:
             # (grad and autocast modes are part of the key, as torch.compile guards on them)
-            entry = self._entry_for(
-                self._entries, (is_grad_enabled(), autocast_dtype()), args, kwargs, values, treedef, leaves, structure
-            )
+            entry = self._entry_for(self._entries, _modes(), args, kwargs, values, treedef, leaves, structure)
         except _Differentiable as signal:
             # As torch.compile's: outputs that depend on tensors requiring grad (a parameter the
             # function reads) carry autodiff history, so `backward()` after the call reaches them.
@@ -205,7 +203,7 @@ class CompiledFunction(_Tracing, _Signature):
     def _lazy_entry(self, args, kwargs, values, treedef, leaves, structure=None, made=None) -> _Entry:
         # Grad mode is part of the key: a trace under no_grad records nothing to differentiate;
         # so is autocast's dtype: a trace inside `nabla.autocast` holds its casts.
-        prefix = (is_grad_enabled(), autocast_dtype())
+        prefix = _modes()
         return self._entry_for(self._calls, prefix, args, kwargs, values, treedef, leaves, structure, made)
 
     def _entry_for(self, cache, prefix, args, kwargs, values, treedef, leaves, structure=None, made=None) -> _Entry:
@@ -388,6 +386,12 @@ def _inside_transform(values: list) -> bool | str:
 
 # a captured tensor's, as `_captured_source` (compile_trace.py) keeps them
 _AVAL_FIELDS = ("shape", "dtype", "requires_grad", "device")
+
+
+def _modes() -> tuple:
+    """What a trace depends on besides its arguments: grad mode, autocast's dtype and the
+    default float dtype (`set_default_dtype`), as torch.compile guards them."""
+    return is_grad_enabled(), autocast_dtype(), _dt.DEFAULT_FLOAT
 
 
 def _wrap(data: Any, spec: Any, shape: tuple, device: Device, ran_on: Device, dtype: Any) -> Tensor:

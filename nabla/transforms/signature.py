@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core.common import dtypes as _dt
 from ..core.common.config import CONFIG
 from ..core.common.context import autocast_dtype, is_grad_enabled
 from ..core.common.pytree import PyTreeDef, flatten_token, leaf_paths, tree_flatten, tree_leaves, tree_structure
@@ -157,10 +158,10 @@ class _Signature:
         closest = max(keys, key=lambda k: similarity(k[-1], key[-1]))
         if closest[-1] == key[-1] and closest[0] != key[0]:
             return "grad mode {} -> {}".format(*("enabled" if k[0] else "disabled (no_grad)" for k in (closest, key)))
-        if closest[-1] == key[-1] and closest[:-1] != key[:-1] and len(key) > 2:
-            return "autocast {} -> {}".format(
-                *(getattr(k[1], "name", "off") if k[1] else "off" for k in (closest, key))
-            )
+        if closest[-1] == key[-1] and len(key) > 3 and closest[1] != key[1]:
+            return "autocast {} -> {}".format(*(k[1].name if k[1] else "off" for k in (closest, key)))
+        if closest[-1] == key[-1] and len(key) > 3 and closest[2] != key[2]:
+            return f"default dtype {closest[2].name} -> {key[2].name}"
         grad_labels = [_grad_label(target, label, labels) for target, label in self._grad_watch.values()]
         return describe(closest[-1], key[-1], labels, grad_labels)
 
@@ -184,7 +185,7 @@ class _FastCall:
         self.entry = entry
         self.lazy = lazy  # recorded as a `call` op (else the model runs)
         self.grad = is_grad_enabled()
-        self.autocast = autocast_dtype()
+        self.autocast = (autocast_dtype(), _dt.DEFAULT_FLOAT)
         self.executor = CONFIG.executor
         self.leaf_ids = frozenset(id(t) for part in parts if part is not None for t in part[1])
         self.tensor_args = sum(part is None for part in parts)
@@ -218,7 +219,7 @@ class _FastCall:
         parts = self.parts
         if len(args) != len(parts) or is_grad_enabled() is not self.grad or CONFIG.executor != self.executor:
             return None
-        if autocast_dtype() is not self.autocast:
+        if autocast_dtype() is not self.autocast[0] or _dt.DEFAULT_FLOAT is not self.autocast[1]:
             return None
         values: list = []
         for a, part in zip(args, parts, strict=True):
