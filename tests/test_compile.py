@@ -1043,3 +1043,29 @@ def test_compiled_functions_key_on_the_default_dtype():
         nb.set_default_dtype(nb.float32)
     assert g(x).dtype == nb.float32
     assert g.stats.misses == 2 and g.stats.recompile_reasons == ["default dtype float32 -> float64"]
+
+
+ACT = nb.relu
+NP_SCALE = np.float32(1.0)
+CFG = {"scale": 2.0, "log": []}
+
+
+def test_rebound_globals_and_read_dict_items_are_guarded():
+    """A global function (or model) is guarded by identity, a NumPy scalar by value, and only
+    the dict items the code subscripts: a log list beside them does not retrace every step."""
+    global ACT, NP_SCALE
+    f = nb.compile(lambda x: ACT(x) * NP_SCALE * CFG["scale"])
+    x = nb.tensor([-1.0])
+    assert f(x).item() == 0.0
+    try:
+        ACT = nb.tanh
+        np.testing.assert_allclose(f(x).item(), np.tanh(-1.0) * 2.0, rtol=1e-6)
+        NP_SCALE = np.float32(3.0)
+        np.testing.assert_allclose(f(x).item(), np.tanh(-1.0) * 6.0, rtol=1e-6)
+        for i in range(3):
+            CFG["log"].append(i)
+            f(x)
+        assert f.stats.misses == 3 and "global 'ACT' changed" in f.stats.recompile_reasons
+    finally:
+        ACT, NP_SCALE = nb.relu, np.float32(1.0)
+        CFG["log"].clear()

@@ -4,9 +4,10 @@ or passed as arguments: `self.w`), each with a getter that reads the name again 
 and promises made before the trace that it reaches otherwise.
 
 The Python values it reads there (a global `scale = 2.0`, `cfg["eps"]`, `self.mode`, a list's
-length) are baked into the trace, so each gets a value guard, as torch.compile guards them: the
-function traces again when one changes. Only names its code reads are guarded (a global it
-loads, an attribute name it mentions), so a counter it never reads does not retrace it."""
+length, a global model or function by identity) are baked into the trace, so each gets a value
+guard, as torch.compile guards them: the function traces again when one changes. Only what its
+code reads is guarded (a global it loads, an attribute read from the object, the dict items it
+subscripts), so a counter or a log list beside them does not retrace it."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from ..core.common.pytree import leaf_paths, tree_flatten
 from ..core.tensor.tensor import Tensor
@@ -27,39 +30,82 @@ class Scan:
     checks: list  # (getter, id(Tensor) at trace time, label): names whose rebinding forces a retrace
     tensors: list  # the Tensors found
     values: list = field(default_factory=list)  # (getter of a value's key, label): see `value_key`
-    mentioned: frozenset = frozenset()  # attribute and global names the code mentions
+    reads: Reads | None = None  # what the code reads by name (see `code_reads`)
 
 
 def scan_captures(fn: Callable) -> Scan:
     """Find tensors `fn` can reach by name: globals it names, closure cells, defaults; and
-    tensors inside dicts/lists/tuples held there. Each gets a getter that reads the name again."""
+    tensors inside dicts/lists/tuples held there. Each gets a getter that reads the name again.
+    The Python values it reads get value guards (see the module doc)."""
     code = getattr(fn, "__code__", None)
     if code is None:
         return Scan({}, [], [])
-    names, loaded = set(), set()
+    reads = code_reads(code)
+    scan = Scan({}, [], [], reads=reads)
+    glb = getattr(fn, "__globals__", {})
+    for name in sorted(reads.names):
+        if name in glb:
+            guard = name in reads.loaded
+            _add_capture(scan, f"global {name!r}", lambda g=glb, n=name: g.get(n), guard=guard, var=name)
+    for name, cell in zip(code.co_freevars, getattr(fn, "__closure__", None) or (), strict=False):
+        _add_capture(scan, f"closure variable {name!r}", lambda c=cell: _cell_value(c), guard=True, var=name)
+    return scan
+
+
+@dataclass
+class Reads:
+    """What a function's code (nested code included) reads by name: `names` (every name in
+    co_names), `loaded` (globals it loads), `attrs` (per variable, the attributes read right
+    after loading it: `self.scale`), `items` (per variable, the constant subscripts read right
+    after loading it: `cfg["eps"]`), `whole` (variables also used in other ways), `params`
+    (the function's parameter names)."""
+
+    names: set = field(default_factory=set)
+    loaded: set = field(default_factory=set)
+    attrs: dict = field(default_factory=dict)
+    items: dict = field(default_factory=dict)
+    whole: set = field(default_factory=set)
+    params: tuple = ()
+
+
+_LOADS = frozenset({"LOAD_GLOBAL", "LOAD_NAME", "LOAD_DEREF", "LOAD_FAST", "LOAD_CLASSDEREF"})
+
+
+def code_reads(code: types.CodeType) -> Reads:
+    reads = Reads(params=code.co_varnames[: code.co_argcount + code.co_kwonlyargcount])
     stack = [code]
     while stack:
         c = stack.pop()
-        names.update(c.co_names)
-        loaded.update(i.argval for i in dis.get_instructions(c) if i.opname in ("LOAD_GLOBAL", "LOAD_NAME"))
+        reads.names.update(c.co_names)
+        ins = list(dis.get_instructions(c))
+        for k, i in enumerate(ins):
+            if i.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
+                reads.loaded.add(i.argval)
+            if i.opname not in _LOADS:
+                continue
+            nxt = ins[k + 1] if k + 1 < len(ins) else None
+            after = ins[k + 2] if k + 2 < len(ins) else None
+            if nxt is not None and nxt.opname in ("LOAD_ATTR", "LOAD_METHOD"):
+                reads.attrs.setdefault(i.argval, set()).add(nxt.argval)
+            elif (
+                nxt is not None and nxt.opname == "LOAD_CONST" and after is not None and after.opname == "BINARY_SUBSCR"
+            ):
+                reads.items.setdefault(i.argval, set()).add(nxt.argval)
+            else:
+                reads.whole.add(i.argval)
         stack.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
-    scan = Scan({}, [], [], mentioned=frozenset(names))
-    glb = getattr(fn, "__globals__", {})
-    for name in sorted(names):
-        if name in glb:
-            label = f"global {name!r}"
-            _add_capture(scan, label, lambda g=glb, n=name: g.get(n), guard=name in loaded)
-    for name, cell in zip(code.co_freevars, getattr(fn, "__closure__", None) or (), strict=False):
-        _add_capture(scan, f"closure variable {name!r}", lambda c=cell: _cell_value(c), guard=True)
-    return scan
+    return reads
 
 
 def value_key(value: Any) -> Any:
     """What a trace baked in of a captured Python value, comparable with ==: numbers, strings
     and the structure of containers (tensors stand for themselves: their identity is checked
-    apart); any other object by identity. NaN equals NaN here, so it does not retrace."""
+    apart); any other object by identity (a rebound model or function traces again). NaN
+    equals NaN here, so it does not retrace."""
     if isinstance(value, Tensor):
         return _TENSOR
+    if isinstance(value, np.generic):
+        value = value.item()
     if isinstance(value, float):
         return ("float", "nan" if value != value else value)
     if value is None or isinstance(value, bool | int | str | bytes):
@@ -71,15 +117,24 @@ def value_key(value: Any) -> Any:
     return ("object", id(value))
 
 
+def _items_key(value: Any, keys: tuple) -> Any:
+    """The key of the items `keys` of a dict (the ones the code reads: `cfg["eps"]`)."""
+    if not isinstance(value, dict):
+        return value_key(value)
+    return tuple((k, value_key(value[k]) if k in value else ("missing",)) for k in keys)
+
+
 _TENSOR = ("tensor",)
 
 
 def scan_argument_objects(scan: Scan, objects: list[tuple[str, Any]]) -> None:
     """Add the tensor attributes of user objects passed as (static) arguments: `self.w` of a
-    compiled method. The call is keyed by the object itself, so its getters may hold it."""
+    compiled method. The call is keyed by the object itself, so its getters may hold it. The
+    attributes guarded are those the code reads from one of its parameters."""
+    read = set().union(*(scan.reads.attrs.get(p, set()) for p in scan.reads.params)) if scan.reads else set()
     for label, obj in objects:
         if _user_object(obj):
-            _add_attributes(scan, label, lambda o=obj: o)
+            _add_attributes(scan, label, lambda o=obj: o, read)
 
 
 def outside_promises(impls: list, start_seq: int) -> list:
@@ -106,17 +161,24 @@ def _cell_value(cell: Any) -> Any:
         return None
 
 
-def _add_capture(scan: Scan, label: str, getter: Callable[[], Any], guard: bool = False) -> None:
+def _add_capture(scan: Scan, label: str, getter: Callable[[], Any], guard: bool = False, var: str = "") -> None:
     value = getter()
-    if guard and not _user_object(value) and (_plain(value) or isinstance(value, dict | list | tuple)):
-        scan.values.append((lambda g=getter: value_key(g()), label))
+    if guard and not isinstance(value, Tensor):  # (tensors: `checks`, by identity)
+        reads = scan.reads
+        keys = reads.items.get(var) if reads is not None and var not in reads.whole else None
+        if keys and isinstance(value, dict) and all(isinstance(k, str | int) for k in keys):
+            ordered = tuple(sorted(keys, key=repr))  # only the items read: a log list beside them may grow
+            scan.values.append((lambda g=getter, k=ordered: _items_key(g(), k), label))
+        else:
+            scan.values.append((lambda g=getter: value_key(g()), label))
     if isinstance(value, Tensor):
         scan.by_impl.setdefault(id(value._impl), (label, lambda g=getter: g()))
         scan.checks.append((getter, id(value), label))
         scan.tensors.append(value)
         return
     if _user_object(value):
-        _add_attributes(scan, label, getter)
+        read = scan.reads.attrs.get(var, set()) if scan.reads is not None else set()
+        _add_attributes(scan, label, getter, read)
         return
     if isinstance(value, dict | list | tuple) and len(value) <= 1024:
         leaves, _ = tree_flatten(value)
@@ -154,12 +216,12 @@ def _plain(value: Any) -> bool:
     return value is None or isinstance(value, bool | int | float | str | bytes)
 
 
-def _add_attributes(scan: Scan, label: str, getter: Callable[[], Any]) -> None:
-    """One level of the object's attributes: tensors, and containers of tensors."""
+def _add_attributes(scan: Scan, label: str, getter: Callable[[], Any], read: set) -> None:
+    """One level of the object's attributes: tensors, and containers of tensors; those the
+    code reads (`read`) are guarded too (a rebound `self.cfg` or `self.scale` traces again)."""
     for attr, value in list(vars(getter()).items())[:256]:
-        if isinstance(value, Tensor | dict | list | tuple) or _plain(value):
-            guard = attr in scan.mentioned
-            _add_capture(scan, f"{label}.{attr}", functools.partial(_attr_of, getter, attr), guard=guard)
+        if isinstance(value, Tensor | dict | list | tuple) or _plain(value) or attr in read:
+            _add_capture(scan, f"{label}.{attr}", functools.partial(_attr_of, getter, attr), guard=attr in read)
 
 
 def _attr_of(getter: Callable[[], Any], attr: str) -> Any:
