@@ -14,6 +14,7 @@ import nabla as nb
 from nabla import Tensor
 from nabla.core.common import dtypes as _dt
 from nabla.core.common.devices import names_device
+from nabla.transforms.captures import code_reads
 
 from .module_hooks import GLOBAL_BACKWARD_HOOKS, GLOBAL_FORWARD_HOOKS, GLOBAL_FORWARD_PRE_HOOKS
 from .module_pytree import _TensorId, _Tree, container_attribute
@@ -182,9 +183,27 @@ def _attributes(module: Module) -> tuple:
             out.append((name, value))
         elif isinstance(value, Tensor):
             out.append((name, _TensorId(id(value))))
-        elif kind in (list, dict, tuple) and not name.startswith("_"):  # (not the module's own stores)
-            out.append((name, container_attribute(value)))
+        elif kind in (list, dict, tuple) and not name.startswith("_") and name in _forward_reads(type(module)):
+            out.append((name, container_attribute(value)))  # (read by forward: `self.scales`)
     return tuple(out)
+
+
+_FORWARD_READS: dict[type, frozenset] = {}
+
+
+def _forward_reads(cls: type) -> frozenset:
+    """The attributes a module class's `forward` reads from `self` (its bytecode): a list it
+    does not read (`self.history.append(loss)` outside forward) is not guarded."""
+    found = _FORWARD_READS.get(cls)
+    if found is None:
+        code = getattr(getattr(cls, "forward", None), "__code__", None)
+        if code is None:
+            found = frozenset()
+        else:
+            reads = code_reads(code)
+            found = frozenset(reads.attrs.get(reads.params[0], ())) if reads.params else frozenset()
+        _FORWARD_READS[cls] = found
+    return found
 
 
 def _hook_ids(pre: dict, forward: dict, backward: dict) -> tuple | None:

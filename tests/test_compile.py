@@ -956,6 +956,12 @@ def test_a_compiled_module_sees_its_lists_and_dicts_changed_in_place():
     stats = m.compile_stats
     assert stats.misses == 3 and stats.hits == 3
     assert stats.recompile_reasons[0] == "argument structure: Scales.scales [1.0, 2.0] -> [1.0, 2.0, 10.0]"
+    m.history = []  # a list forward never reads: appending to it does not retrace
+    with nb.no_grad():
+        for i in range(3):
+            m(x)
+            m.history.append(i)
+    assert m.compile_stats.misses == 3
 
 
 def test_a_compiled_sequential_sees_insert_and_del():
