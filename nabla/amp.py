@@ -1,10 +1,10 @@
 """Mixed precision as torch.amp spells it: `autocast` regions and a `GradScaler`.
 
 - `autocast(device_type, dtype=None, enabled=True)`: inside the region, matmuls (so `Linear`,
-  `bmm`, attention's products) and convolutions cast their float32 operands to `dtype`
-  (bfloat16 by default on "cpu", float16 on "cuda"), and softmax / log_softmax (so
-  cross_entropy) run in float32, as torch's autocast lists them. Other ops run in their
-  inputs' dtype. Parameters stay float32: the casts are ops in the graph, so gradients come
+  `bmm`, `einsum`, `addmm`, attention's products) and convolutions cast their float32 operands
+  to `dtype` (bfloat16 by default on "cpu", float16 on "cuda"), and the losses run in float32
+  (softmax / log_softmax too under "cuda"), as torch's autocast lists them. Other ops run in
+  their inputs' dtype. Parameters stay float32: the casts are ops in the graph, so gradients come
   back to them in float32.
 - `GradScaler`: scales a float16 loss so small gradients do not flush to zero, unscales the
   gradients before the step, skips a step whose gradients hold inf or nan and adapts the scale
@@ -28,7 +28,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .core.common import dtypes as _dt
-from .core.common.context import _generator_in, no_grad, set_autocast_dtype
+from .core.common.context import _generator_in, no_grad, set_autocast
 from .core.graph.tracing import note_guard
 from .core.tensor import Tensor
 from .ops import all as _all
@@ -64,10 +64,10 @@ class autocast:  # noqa: N801 (torch's name)
         self._previous: list[Any] = []
 
     def __enter__(self) -> None:
-        self._previous.append(set_autocast_dtype(self.fast_dtype if self._enabled else None))
+        self._previous.append(set_autocast((self.fast_dtype, self.device_type) if self._enabled else None))
 
     def __exit__(self, *exc: object) -> None:
-        set_autocast_dtype(self._previous.pop())
+        set_autocast(self._previous.pop())
 
     def __call__(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         def fresh() -> autocast:

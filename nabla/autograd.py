@@ -28,7 +28,9 @@ from .core.common.context import (
     set_grad_enabled,
 )
 from .core.tensor import Tensor
-from .ops import grad_hook, zeros_like
+from .ops import broadcast_shapes as _broadcast_shapes
+from .ops import detach, grad_hook, zeros_like
+from .ops.view import sum_to_shape
 from .transforms.vmap import vmap
 
 __all__ = [
@@ -163,6 +165,9 @@ class Function:
             for i, o in enumerate(outs)
             if isinstance(o, Tensor) and _dt.is_float(o.dtype) and id(o) not in ctx._non_differentiable
         ]
+        for i, o in enumerate(outs):  # a non-differentiable output that is an input: a detached alias
+            if isinstance(o, Tensor) and id(o) in ctx._non_differentiable and o.requires_grad:
+                outs[i] = detach(o)
         if not slots:
             return out
         hooked = grad_hook([*inputs, *(outs[i] for i in slots)], _backward_of(cls, ctx, args, outs, slots))
@@ -204,10 +209,15 @@ def _backward_of(cls: type, ctx: FunctionCtx, args: tuple, outs: list, slots: li
             if not ctx.needs_input_grad[i]:
                 continue
             if g is not None and tuple(g.shape) != tuple(a.shape):
-                raise RuntimeError(
-                    f"function {cls.__name__}Backward returned an invalid gradient at index {i}: got shape "
-                    f"{tuple(g.shape)}, expected {tuple(a.shape)}"
-                )
+                try:  # torch sums a gradient of a broadcast shape down to the input's
+                    if _broadcast_shapes(tuple(a.shape), tuple(g.shape)) != tuple(g.shape):
+                        raise ValueError
+                except ValueError:
+                    raise RuntimeError(
+                        f"function {cls.__name__}Backward returned an invalid gradient at index {i}: got shape "
+                        f"{tuple(g.shape)}, expected shape compatible with {tuple(a.shape)}"
+                    ) from None
+                g = sum_to_shape(g, tuple(a.shape))
             result.append(g)
         return result + [None] * len(slots)
 

@@ -17,12 +17,15 @@ import numpy as np
 
 from . import ops
 from .core.common import dtypes as _dt
-from .core.tensor import Tensor
+from .core.common.context import set_autocast
+from .core.tensor import Size, Tensor
 from .core.tensor.dispatch import register
 from .core.tensor.tensor import _var_args
+from .ops.cast import autocast_to_float32
 from .ops.control_flow import known_values
 from .ops.linalg import _as_tensor
 from .ops.linalg import vander as _linalg_vander
+from .ops.reduction import keep_in_graph
 from .ops.view import normalize_axis
 
 __all__ = [
@@ -168,31 +171,47 @@ def min(input: Any, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
     return _tensor(input, "min").min(dim, keepdim, axis=axis, keepdims=keepdims)
 
 
-def _legacy_constructor(dtype: Any, name: str) -> Any:
-    def make(*args: Any) -> Tensor:
-        if len(args) == 1 and not isinstance(args[0], int):  # FloatTensor(data)
-            return ops.tensor(args[0], dtype)
-        if not args:  # FloatTensor(): empty
-            return ops.zeros((0,), dtype=dtype)
+class _LegacyTensorType(type):
+    """`isinstance(x, nabla.FloatTensor)`: a Tensor of that dtype, as torch's legacy types."""
+
+    _dtype: Any = None
+
+    def __instancecheck__(cls, obj: Any) -> bool:
+        return isinstance(obj, Tensor) and obj.dtype == cls._dtype
+
+
+class _LegacyTensor(metaclass=_LegacyTensorType):
+    """torch's legacy constructors: `FloatTensor(data)`, `FloatTensor(*sizes)` or
+    `FloatTensor(x.size())` (zeros: torch's are uninitialized), `FloatTensor()` (empty)."""
+
+    def __new__(cls, *args: Any) -> Tensor:  # type: ignore[misc]
+        if len(args) == 1 and isinstance(args[0], Size):
+            args = tuple(args[0])
+        elif len(args) == 1 and not isinstance(args[0], int):
+            return ops.tensor(args[0], cls._dtype)
+        if not args:
+            return ops.zeros((0,), dtype=cls._dtype)
         if not all(isinstance(a, int) and not isinstance(a, bool) for a in args):
-            raise TypeError(f"{name}: expected data or sizes (ints), got {args!r}")
-        return ops.zeros(args, dtype=dtype)  # FloatTensor(2, 3): torch's is uninitialized
-
-    make.__name__ = make.__qualname__ = name
-    make.__doc__ = f"torch's legacy `{name}(data)` / `{name}(*sizes)`: a {dtype.name} tensor."
-    return make
+            raise TypeError(f"{cls.__name__}: expected data or sizes (ints), got {args!r}")
+        return ops.zeros(args, dtype=cls._dtype)
 
 
-FloatTensor = _legacy_constructor(_dt.float32, "FloatTensor")
-DoubleTensor = _legacy_constructor(_dt.float64, "DoubleTensor")
-HalfTensor = _legacy_constructor(_dt.float16, "HalfTensor")
-BFloat16Tensor = _legacy_constructor(_dt.bfloat16, "BFloat16Tensor")
-LongTensor = _legacy_constructor(_dt.int64, "LongTensor")
-IntTensor = _legacy_constructor(_dt.int32, "IntTensor")
-ShortTensor = _legacy_constructor(_dt.int16, "ShortTensor")
-CharTensor = _legacy_constructor(_dt.int8, "CharTensor")
-ByteTensor = _legacy_constructor(_dt.uint8, "ByteTensor")
-BoolTensor = _legacy_constructor(_dt.bool_, "BoolTensor")
+def _legacy(dtype: Any, name: str) -> type:
+    return _LegacyTensorType(
+        name, (_LegacyTensor,), {"_dtype": dtype, "__doc__": f"A {dtype.name} tensor (torch's legacy {name})."}
+    )
+
+
+FloatTensor = _legacy(_dt.float32, "FloatTensor")
+DoubleTensor = _legacy(_dt.float64, "DoubleTensor")
+HalfTensor = _legacy(_dt.float16, "HalfTensor")
+BFloat16Tensor = _legacy(_dt.bfloat16, "BFloat16Tensor")
+LongTensor = _legacy(_dt.int64, "LongTensor")
+IntTensor = _legacy(_dt.int32, "IntTensor")
+ShortTensor = _legacy(_dt.int16, "ShortTensor")
+CharTensor = _legacy(_dt.int8, "CharTensor")
+ByteTensor = _legacy(_dt.uint8, "ByteTensor")
+BoolTensor = _legacy(_dt.bool_, "BoolTensor")
 
 
 def kthvalue(input: Any, k: int, dim: int = -1, keepdim: bool = False) -> Any:
@@ -481,11 +500,17 @@ def cdist(x1: Any, x2: Any, p: float = 2.0, compute_mode: str = "use_mm_for_eucl
         raise ValueError(f"cdist: p must be non-negative, got {p}")
     if compute_mode not in _CDIST_MODES:
         raise ValueError(f"cdist: compute_mode must be one of {_CDIST_MODES}, got {compute_mode!r}")
-    large = a.shape[-2] > 25 or b.shape[-2] > 25
-    if p == 2 and (compute_mode == _CDIST_MODES[1] or (compute_mode == _CDIST_MODES[0] and large)):
-        return _euclidean_by_matmul(a, b)
-    d = ops.sub(ops.unsqueeze(a, -2), ops.unsqueeze(b, -3))  # (..., P, R, M)
-    return ops.norm(d, float(p), -1)
+    previous = set_autocast(None)  # (cdist runs in float32 under torch's autocast)
+    try:
+        a, b = autocast_to_float32(a), autocast_to_float32(b)
+        large = a.shape[-2] > 25 or b.shape[-2] > 25
+        if p == 2 and (compute_mode == _CDIST_MODES[1] or (compute_mode == _CDIST_MODES[0] and large)):
+            return _euclidean_by_matmul(a, b)
+        d = ops.sub(ops.unsqueeze(a, -2), ops.unsqueeze(b, -3))  # (..., P, R, M)
+        out = ops.norm(d, float(p), -1)
+        return keep_in_graph(out, d) if p == 0 else out  # (p=0 counts: a zero gradient, as torch)
+    finally:
+        set_autocast(previous)
 
 
 def _euclidean_by_matmul(a: Tensor, b: Tensor) -> Tensor:

@@ -216,7 +216,9 @@ def _encode_tree(value: Any, path: str, named: dict[str, Any]) -> Any:
     """JSON for a nested checkpoint: tensors become {"tensor": name} (stored under `name`, the
     dotted path), dicts {"dict": [[key, value], ...]} (int keys and order kept), tuples
     {"tuple": [...]}, lists JSON lists, numbers, strings, bools and None themselves."""
-    if _is_array(value):
+    if isinstance(value, np.generic) and value.ndim == 0 and not isinstance(value, np.void):
+        value = value.item()  # a NumPy scalar: stored as the Python number it holds
+    elif _is_array(value):
         if path in named:
             raise ValueError(f"save: two entries of the checkpoint are both named {path!r}; rename one")
         named[path] = value
@@ -250,7 +252,10 @@ def _decode_tree(node: Any, tensors: Mapping[str, Tensor], path: str) -> Any:
     if isinstance(node.get("tuple"), list):
         return tuple(_decode_tree(v, tensors, path) for v in node["tuple"])
     items = node.get("dict")
-    if isinstance(items, list) and all(isinstance(i, list) and len(i) == 2 for i in items):
+    if isinstance(items, list) and all(
+        isinstance(i, list) and len(i) == 2 and isinstance(i[0], str | int) and not isinstance(i[0], bool)
+        for i in items
+    ):
         return {k: _decode_tree(v, tensors, path) for k, v in items}
     raise ValueError(f"{path}: corrupt metadata: {TREE_KEY} holds {node!r}, which names no stored tensor")
 
@@ -455,10 +460,11 @@ def load(path: str | os.PathLike, map_location: Any = None, weights_only: Any = 
     tree = metadata.get(TREE_KEY)
     if tree is not None:  # a nested checkpoint: its structure back, around these tensors
         try:
-            encoded = json.loads(tree)
-        except ValueError:
-            raise ValueError(f"{path}: corrupt metadata: {TREE_KEY} is not JSON") from None
-        return _decode_tree(encoded, out, path)
+            return _decode_tree(json.loads(tree), out, path)
+        except (ValueError, RecursionError) as err:  # (json's own errors are ValueErrors)
+            if isinstance(err, ValueError) and str(err).startswith(path):
+                raise
+            raise ValueError(f"{path}: corrupt metadata: {TREE_KEY} is not a nested checkpoint ({err})") from None
     return out
 
 

@@ -30,8 +30,8 @@ def test_autocast_runs_matmuls_and_convs_low_and_losses_in_float32():
         wide = nb.matmul(nb.randn(2, 3, dtype=nb.float64), nb.randn(3, 2, dtype=nb.float64))
         with nb.autocast("cpu", enabled=False):
             plain = model(x)
-    assert hidden.dtype == logits.dtype == conv.dtype == product.dtype == nb.bfloat16
-    assert loss.dtype == probs.dtype == nb.float32
+    assert hidden.dtype == logits.dtype == conv.dtype == product.dtype == probs.dtype == nb.bfloat16
+    assert loss.dtype == nb.float32  # (losses in float32; softmax too, but only under "cuda")
     assert wide.dtype == nb.float64 and plain.dtype == nb.float32  # (float64 is left alone, as torch)
     assert model(x).dtype == nb.float32  # (outside the region)
     loss.backward()
@@ -160,3 +160,16 @@ def test_a_compiled_step_sees_the_scalers_new_scale():
         scaler.step(opt)
         scaler.update()
     assert scaler.get_scale() == 32.0 and forward_backward.stats.recompile_reasons == ["GradScaler's scale changed"]
+
+
+def test_autocast_covers_torchs_lower_precision_list_and_keeps_cdist_float32():
+    x, w, q = nb.randn(2, 3), nb.randn(3, 3), nb.randn(1, 2, 4, 8)
+    with nb.autocast("cpu"):
+        low = [nb.einsum("ij,jk->ik", x, w), nb.addmm(nb.zeros(3), x, w), nb.tensordot(x, w, 1)]
+        low.append(F.scaled_dot_product_attention(q, q, q))
+        points = nb.randn(30, 8)
+        distances = nb.cdist(points, points)
+    assert all(t.dtype == nb.bfloat16 for t in low)
+    assert distances.dtype == nb.float32 and np.diag(distances.numpy()).max() < 0.01  # (not bf16's 0.3)
+    with nb.autocast("cuda"):
+        assert nb.softmax(nb.matmul(x, w), -1).dtype == nb.float32

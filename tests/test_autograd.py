@@ -1165,3 +1165,30 @@ def test_a_function_that_saves_its_output_has_a_double_backward():
     (g,) = nb.autograd.grad(_Exp.apply(x).sum(), x, create_graph=True)
     g.sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), want, rtol=1e-6)
+
+
+def test_function_gradients_of_a_broadcast_shape_and_non_differentiable_aliases():
+    class Widen(nb.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a * 2.0
+
+        @staticmethod
+        def backward(ctx, g):
+            return nb.broadcast_to(g, (4, 3)) * 2.0  # summed down to the input's shape, as torch
+
+    class PassThrough(nb.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            ctx.mark_non_differentiable(a)
+            return a, a * 2.0
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            return g2 * 2.0
+
+    a = nb.ones(3, requires_grad=True)
+    Widen.apply(a).sum().backward()
+    np.testing.assert_array_equal(a.grad.numpy(), [8.0, 8.0, 8.0])
+    same, doubled = PassThrough.apply(nb.ones(3, requires_grad=True))
+    assert not same.requires_grad and doubled.requires_grad

@@ -644,3 +644,22 @@ def test_a_nested_checkpoint_rejects_what_loading_would_execute(tmp_path):
     with pytest.raises(ValueError, match="two entries of the checkpoint are both named 'a.b'"):
         nn.save({"a.b": nb.ones(1), "a": {"b": nb.ones(1)}}, tmp_path / "x.safetensors")
     assert not (tmp_path / "x.safetensors").exists()
+
+
+def test_a_corrupt_nested_checkpoint_is_a_clear_error_and_numpy_scalars_stay_numbers(tmp_path):
+    path = tmp_path / "c.safetensors"
+    nn.save({"w": nb.ones(1), "step": np.int64(3), "lr": np.float64(0.5)}, path)  # a flat state: arrays
+    nn.save({"w": nb.ones(1), "meta": {"step": np.int64(3), "lr": np.float64(0.5)}}, path)
+    back = nn.load(path)
+    assert back["meta"] == {"step": 3, "lr": 0.5} and isinstance(back["meta"]["step"], int)
+    for tree in ('{"dict":[[[1],2]]}', "[" * 100000 + "]" * 100000):
+        nn.save({"w": nb.ones(1)}, path, metadata={"other": "x"})
+        header_path = tmp_path / "bad.safetensors"
+        raw = path.read_bytes()
+        n = struct.unpack("<Q", raw[:8])[0]
+        header = json.loads(raw[8 : 8 + n])
+        header["__metadata__"][S.TREE_KEY] = tree
+        body = json.dumps(header).encode()
+        header_path.write_bytes(struct.pack("<Q", len(body)) + body + raw[8 + n :])
+        with pytest.raises(ValueError, match="corrupt metadata"):
+            nn.load(header_path)

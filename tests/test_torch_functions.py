@@ -492,3 +492,16 @@ def test_torch_func_and_autograd_functional_names():
     assert A.hvp(f, x, nb.ones(2))[1].tolist() == [6.0, 12.0]
     ja, jb = A.jacobian(lambda a, b: (a * b).sum(), (x, x * 2))
     assert ja.tolist() == [2.0, 4.0] and jb.tolist() == [1.0, 2.0]
+
+
+def test_legacy_types_check_instances_and_take_a_size():
+    x = nb.ones(2, 3)
+    assert nb.FloatTensor(x.size()).shape == (2, 3)  # (a Size is sizes, not data)
+    assert isinstance(x, nb.FloatTensor) and not isinstance(x, nb.LongTensor)
+    assert isinstance(nb.LongTensor([1]), nb.LongTensor)
+
+
+def test_cdist_p0_gives_zero_gradients_as_torch():
+    a = nb.tensor(np.arange(6.0, dtype=np.float32).reshape(3, 2), requires_grad=True)
+    nb.cdist(a, a * 2.0, p=0).sum().backward()
+    np.testing.assert_array_equal(a.grad.numpy(), np.zeros((3, 2)))

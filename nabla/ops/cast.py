@@ -8,7 +8,7 @@ import numpy as np
 from max.graph import ops
 
 from ..core.common import dtypes as _dt
-from ..core.common.context import autocast_dtype
+from ..core.common.context import autocast_device, autocast_dtype
 from ..core.tensor.dispatch import register
 from ..core.tensor.tensor import Tensor
 from .base import AVal, Operation
@@ -65,9 +65,11 @@ def autocast_operands(*xs: Any) -> list[Any]:
     return [cast(x, dtype) if isinstance(x, Tensor) and x.dtype in eligible and x.dtype != dtype else x for x in xs]
 
 
-def autocast_to_float32(x: Any) -> Any:
-    """Inside `nabla.autocast`: a half operand of an op torch's autocast runs in float32
-    (softmax, log_softmax and so cross_entropy) cast to float32."""
-    if autocast_dtype() is not None and isinstance(x, Tensor) and x.dtype in (_dt.float16, _dt.bfloat16):
+def autocast_to_float32(x: Any, *, cuda_only: bool = False) -> Any:
+    """Inside `nabla.autocast`: a half operand of an op torch's autocast runs in float32 (the
+    losses; softmax and log_softmax only on "cuda", `cuda_only`) cast to float32."""
+    if autocast_dtype() is None or (cuda_only and autocast_device() == "cpu"):
+        return x
+    if isinstance(x, Tensor) and x.dtype in (_dt.float16, _dt.bfloat16):
         return cast(x, _dt.float32)
     return x

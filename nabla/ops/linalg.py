@@ -371,6 +371,8 @@ def _scaled_sum(op: str, input: Any, product: Tensor, beta: Any, alpha: Any) -> 
     """beta * input + alpha * product, input broadcast to the product's shape; with beta == 0
     input is ignored (its nan and inf do not propagate), as in PyTorch."""
     input = _as_tensor(input, op, "input")
+    if autocast_dtype() is not None:  # (addmm, baddbmm, ...: the added input in autocast's dtype too)
+        (input,) = autocast_operands(input)
     try:
         shape = broadcast_shapes(input.shape, product.shape)
     except ValueError:
@@ -600,7 +602,7 @@ def tensordot(x: Any, y: Any, dims: Any = 2) -> Tensor:
         >>> nabla.tensordot(nabla.ones(2, 3, 4), nabla.ones(3, 4, 5), dims=2).shape
         (2, 5)
     """
-    x, y = _as_tensor(x, "tensordot", "x"), _as_tensor(y, "tensordot", "y")
+    x, y = autocast_operands(_as_tensor(x, "tensordot", "x"), _as_tensor(y, "tensordot", "y"))
     if isinstance(dims, int | np.integer) and not isinstance(dims, bool):
         if not 0 <= dims <= min(x.ndim, y.ndim):
             raise ValueError(
@@ -847,6 +849,8 @@ def einsum(equation: str, *operands: Any) -> Tensor:
     if not operands:
         raise ValueError("einsum: at least one operand is required")
     tensors = tuple(_as_tensor(x, "einsum", f"operand {i}") for i, x in enumerate(operands))
+    if autocast_dtype() is not None:  # (einsum is in torch's lower-precision autocast list)
+        tensors = tuple(autocast_operands(*tensors))
     inputs, output = _parse(equation, tensors)
     sizes = _sizes(inputs, tensors)
     tensors = tuple(_promoted("einsum", *tensors))

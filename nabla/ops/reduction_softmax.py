@@ -258,7 +258,7 @@ def softmax(x: Tensor, axis: int = -1, *, safe: bool = False, dtype: Any = None)
         >>> nabla.softmax(nabla.tensor([0.0, 1000.0]), 0).numpy()
         array([0., 1.], dtype=float32)
     """
-    x = autocast_to_float32(with_dtype(x, dtype))  # (torch's dtype=: cast before the op)
+    x = autocast_to_float32(with_dtype(x, dtype), cuda_only=True)  # (torch's dtype=: cast before the op)
     _check(x, "softmax")
     _float_only(x, "softmax")
     if x.dtype in _HALF:  # as torch, in float32: a sum over 65504 ones is inf
@@ -271,7 +271,7 @@ def softmax(x: Tensor, axis: int = -1, *, safe: bool = False, dtype: Any = None)
 @public()
 def log_softmax(x: Tensor, axis: int = -1, *, dtype: Any = None) -> Tensor:
     """x - logsumexp(x) along `axis`, computed stably."""
-    x = autocast_to_float32(with_dtype(x, dtype))  # (torch's dtype=: cast before the op)
+    x = autocast_to_float32(with_dtype(x, dtype), cuda_only=True)  # (torch's dtype=: cast before the op)
     _check(x, "log_softmax")
     _float_only(x, "log_softmax")
     if (a := _sharded_axis(x, axis, "log_softmax")) is not None:

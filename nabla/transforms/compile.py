@@ -42,7 +42,7 @@ import numpy as np
 
 from ..core.common import dtypes as _dt
 from ..core.common.config import CONFIG
-from ..core.common.context import autocast_dtype, is_grad_enabled
+from ..core.common.context import autocast_device, autocast_dtype, is_grad_enabled
 from ..core.common.devices import Device
 from ..core.common.pytree import tree_unflatten
 from ..core.graph.engine import GRAPH, RecompileError
@@ -391,7 +391,7 @@ _AVAL_FIELDS = ("shape", "dtype", "requires_grad", "device")
 def _modes() -> tuple:
     """What a trace depends on besides its arguments: grad mode, autocast's dtype and the
     default float dtype (`set_default_dtype`), as torch.compile guards them."""
-    return is_grad_enabled(), autocast_dtype(), _dt.DEFAULT_FLOAT
+    return is_grad_enabled(), autocast_dtype(), _dt.DEFAULT_FLOAT, autocast_device()
 
 
 def _wrap(data: Any, spec: Any, shape: tuple, device: Device, ran_on: Device, dtype: Any) -> Tensor:

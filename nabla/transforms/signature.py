@@ -19,7 +19,7 @@ import numpy as np
 
 from ..core.common import dtypes as _dt
 from ..core.common.config import CONFIG
-from ..core.common.context import autocast_dtype, is_grad_enabled
+from ..core.common.context import autocast_device, autocast_dtype, is_grad_enabled
 from ..core.common.pytree import PyTreeDef, flatten_token, leaf_paths, tree_flatten, tree_leaves, tree_structure
 from ..core.tensor.impl import TensorImpl
 from ..core.tensor.tensor import Tensor
@@ -185,7 +185,7 @@ class _FastCall:
         self.entry = entry
         self.lazy = lazy  # recorded as a `call` op (else the model runs)
         self.grad = is_grad_enabled()
-        self.autocast = (autocast_dtype(), _dt.DEFAULT_FLOAT)
+        self.autocast = (autocast_dtype(), _dt.DEFAULT_FLOAT, autocast_device())
         self.executor = CONFIG.executor
         self.leaf_ids = frozenset(id(t) for part in parts if part is not None for t in part[1])
         self.tensor_args = sum(part is None for part in parts)
@@ -219,7 +219,7 @@ class _FastCall:
         parts = self.parts
         if len(args) != len(parts) or is_grad_enabled() is not self.grad or CONFIG.executor != self.executor:
             return None
-        if autocast_dtype() is not self.autocast[0] or _dt.DEFAULT_FLOAT is not self.autocast[1]:
+        if (autocast_dtype(), _dt.DEFAULT_FLOAT, autocast_device()) != self.autocast:
             return None
         values: list = []
         for a, part in zip(args, parts, strict=True):

@@ -13,6 +13,7 @@ from typing import Any
 import nabla as nb
 from nabla import Tensor
 from nabla.core.common import dtypes as _dt
+from nabla.ops.cast import autocast_operands
 
 from ._checks import check_float
 from .linear import linear
@@ -130,6 +131,7 @@ def scaled_dot_product_attention(
     op = "scaled_dot_product_attention"
     for x, arg in ((query, "query"), (key, "key"), (value, "value")):
         _check_tensor(x, op, arg, min_rank=2)
+    query, key, value = autocast_operands(query, key, value)  # (inside nabla.autocast only)
     if not query.dtype == key.dtype == value.dtype:
         raise TypeError(
             f"{op}: query, key and value must have the same dtype, got {query.dtype.name}, "

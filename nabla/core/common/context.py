@@ -142,7 +142,7 @@ def set_anomaly_enabled(mode: bool) -> bool:
 
 class _AutocastState(threading.local):
     def __init__(self) -> None:
-        self.dtype: Any = None  # the lower-precision dtype while `nabla.autocast` is active
+        self.mode: tuple | None = None  # (dtype, device type) while `nabla.autocast` is active
 
 
 _AUTOCAST = _AutocastState()
@@ -151,12 +151,19 @@ _AUTOCAST = _AutocastState()
 def autocast_dtype() -> Any:
     """The dtype an active `nabla.autocast` region runs matmuls and convolutions in (None
     outside one): the ops that read it cast their floating inputs (see `nabla/amp.py`)."""
-    return _AUTOCAST.dtype
+    mode = _AUTOCAST.mode
+    return None if mode is None else mode[0]
 
 
-def set_autocast_dtype(dtype: Any) -> Any:
-    """Set the autocast dtype (None: off); returns the previous one, for the region's exit."""
-    previous, _AUTOCAST.dtype = _AUTOCAST.dtype, dtype
+def autocast_device() -> str | None:
+    """The device type of the active `nabla.autocast` region ("cpu" or "cuda"), or None."""
+    mode = _AUTOCAST.mode
+    return None if mode is None else mode[1]
+
+
+def set_autocast(mode: tuple | None) -> tuple | None:
+    """Enter (dtype, device type) or leave (None) autocast; returns the previous mode."""
+    previous, _AUTOCAST.mode = _AUTOCAST.mode, mode
     return previous
 
 
