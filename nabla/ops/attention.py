@@ -38,7 +38,7 @@ from .cast import cast
 from .communication import MANUAL, _conform_tensor, _relabel, axis_index, ppermute
 from .control_flow import where as _where
 from .gather_scatter import index_select
-from .linalg import matmul
+from .linalg import raw_matmul as matmul
 from .random_state import seed_tensor
 from .spmd import evened, window
 from .view import broadcast_shapes, reshape, sum_to_shape, transpose

@@ -118,16 +118,25 @@ def _sharded_lead(x: Tensor) -> bool:
 @public()
 def matmul(x: Any, y: Any) -> Tensor:
     """Matrix product with NumPy semantics: 1-D operands are vectors, leading dims broadcast.
+    Inside `nabla.autocast` float32 operands are cast to its dtype (library composites, such
+    as the linalg routines, call `raw_matmul`, which is not).
 
     Example:
         >>> nabla.matmul(nabla.ones(8, 2, 3), nabla.ones(3, 4)).shape
         (8, 2, 4)
     """
+    if autocast_dtype() is None:
+        return raw_matmul(x, y)
+    return raw_matmul(*autocast_operands(_as_tensor(x, "matmul", "x"), _as_tensor(y, "matmul", "y")))
+
+
+def raw_matmul(x: Any, y: Any) -> Tensor:
+    """`matmul` outside autocast's reach: for composites that keep their input precision."""
     x = _as_tensor(x, "matmul", "x")
     y = _as_tensor(y, "matmul", "y")
     if x.ndim == 0 or y.ndim == 0:
         raise ValueError(f"matmul: operands must have rank >= 1, got shapes {x.shape} and {y.shape}")
-    x, y = autocast_operands(*_promoted("matmul", x, y))
+    x, y = _promoted("matmul", x, y)
     if x.dtype == _dt.bool_:
         raise TypeError("matmul: bool operands are not supported")
     x_vec, y_vec = x.ndim == 1, y.ndim == 1
@@ -200,7 +209,7 @@ class LinearOp(Operation):
         x, w = primals[:2]
         g = cotangents[0]
         lead = tuple(range(x.ndim - 1))
-        grads = [matmul(g, w) if x._impl.requires_grad else None]
+        grads = [raw_matmul(g, w) if x._impl.requires_grad else None]
         grads.append(_weight_grad(x, g, w.shape) if w._impl.requires_grad else None)
         if len(primals) == 3:
             grads.append((_red.sum(g, lead) if lead else g) if primals[2]._impl.requires_grad else None)
@@ -226,7 +235,7 @@ def _weight_grad(x: Tensor, g: Tensor, w_shape: tuple) -> Tensor:
     the weight's shape alone, so a dynamic batch dim never changes the program."""
     n, k = w_shape
     if x.ndim > 2 and (_sharded_lead(x) or _sharded_lead(g)):
-        return _red.sum(matmul(transpose(g, -1, -2), x), tuple(range(x.ndim - 2)))
+        return _red.sum(raw_matmul(transpose(g, -1, -2), x), tuple(range(x.ndim - 2)))
     if x.ndim != 2:
         x, g = reshape(x, (-1, k)), reshape(g, (-1, n))
     if k < n:

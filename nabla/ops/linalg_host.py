@@ -36,7 +36,8 @@ from . import reduction as _red
 from .base import AVal, Operation, public
 from .communication import unshard
 from .creation import eye, zeros, zeros_like
-from .linalg import _as_tensor, matmul, matrix_norm
+from .linalg import _as_tensor, matrix_norm
+from .linalg import raw_matmul as matmul
 from .linalg_matrix import _mT, inv
 from .triangular import diag_embed, diagonal
 from .view import unsqueeze

@@ -28,7 +28,7 @@ from .base import public
 from .cast import cast
 from .creation import eye, zeros
 from .indexing import getitem
-from .linalg import matmul
+from .linalg import raw_matmul as matmul
 from .linalg_matrix import _const, _float_tensor, _mT, _square, _swap_in_pivot, _working, solve_triangular
 from .shape import stack
 from .triangular import diagonal, tril, triu

@@ -46,7 +46,7 @@ from .base import public
 from .cast import cast
 from .creation import eye, tensor, zeros
 from .indexing import getitem
-from .linalg import matmul
+from .linalg import raw_matmul as matmul
 from .shape import concatenate, pad, stack
 from .triangular import tril, triu
 from .view import broadcast_to, detach, permute, reshape, transpose, unsqueeze

@@ -658,7 +658,7 @@ def adaptive_avg_pool2d(x: Tensor, output_size: Any) -> Tensor:
         return _avg_pool2d(x, kernel=k, stride=k, padding=(0, 0, 0, 0), div_h=(k[0],) * oh, div_w=(k[1],) * ow)
     # general windows: average along W then along H with constant averaging matrices
     if ow != w:
-        x = _linalg.matmul(x, tensor(_adaptive_matrix(w, ow).T, dtype=x.dtype))
+        x = _linalg.raw_matmul(x, tensor(_adaptive_matrix(w, ow).T, dtype=x.dtype))
     if oh != h:
-        x = _linalg.matmul(tensor(_adaptive_matrix(h, oh), dtype=x.dtype), x)
+        x = _linalg.raw_matmul(tensor(_adaptive_matrix(h, oh), dtype=x.dtype), x)
     return x

@@ -24,7 +24,7 @@ from .base import public
 from .cast import cast
 from .creation import full, tensor, zeros
 from .gather_scatter import scatter_add, take_along_axis
-from .linalg import matmul
+from .linalg import raw_matmul as matmul
 from .rearrange import moveaxis
 from .sorting import sort
 from .triangular import diagonal
