@@ -60,9 +60,9 @@ def grad(
     is_grads_batched: bool = False,
     materialize_grads: bool = False,
 ) -> tuple:
-    """torch.autograd.grad (see `tensor_grad` for the arguments). With `is_grads_batched=True`
-    each `grad_outputs` entry has a leading batch dim and the backward is vmapped over it, as
-    torch's: one vector-Jacobian product per row (a Jacobian, with identity rows)."""
+    """torch.autograd.grad (see `tensor_grad` for the arguments). `only_inputs` is ignored, as
+    in torch. With `is_grads_batched=True` each `grad_outputs` entry has a leading batch dim
+    and the backward is vmapped over it, as torch's: one vector-Jacobian product per row."""
     kwargs = {"create_graph": create_graph, "allow_unused": allow_unused, "materialize_grads": materialize_grads}
     if not is_grads_batched:
         return tensor_grad(outputs, inputs, grad_outputs, retain_graph, **kwargs)

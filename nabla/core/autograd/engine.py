@@ -275,12 +275,11 @@ def tensor_grad(
     grad_outputs: Any = None,
     retain_graph: bool | None = None,
     create_graph: bool = False,
-    only_inputs: bool = True,
     allow_unused: bool | None = None,
-    is_grads_batched: bool = False,
     materialize_grads: bool = False,
 ) -> tuple:
-    """`torch.autograd.grad` (`nabla.autograd.grad`): the gradients of `outputs` with respect
+    """`torch.autograd.grad`'s engine (`nabla.autograd.grad` adds torch's `only_inputs` and
+    `is_grads_batched`): the gradients of `outputs` with respect
     to each of `inputs` (a tuple, one per input), returned, not accumulated into `.grad`.
 
     Args:
@@ -289,13 +288,9 @@ def tensor_grad(
         grad_outputs: the cotangent of each output (default: ones, for scalar outputs).
         retain_graph: keep the trace for another backward (default: `create_graph`).
         create_graph: record the gradient computation, for higher-order derivatives.
-        only_inputs: ignored (torch's deprecated argument, always True there).
         allow_unused: an input the outputs do not depend on gets None instead of an error.
-        is_grads_batched: see `nabla.autograd.grad` (here it must be False).
         materialize_grads: such an input gets zeros instead.
     """
-    if is_grads_batched:
-        raise NotImplementedError("grad: is_grads_batched=True is handled by nabla.autograd.grad")
     outs = as_tensor_list(outputs)
     ins = _differentiated(inputs, "grad")
     if retain_graph is None:
