@@ -568,7 +568,7 @@ def test_reductions(name, axis, keepdims):
     nb_fn, np_fn = REDUCTIONS[name]
     x = _rand(2, 3, 4)
     expected = np_fn(x, axis=axis, keepdims=keepdims)
-    out = nb_fn(nb.tensor(x), axis, keepdims)
+    out = nb_fn(nb.tensor(x), axis=axis, keepdims=keepdims)
     assert out.shape == expected.shape
     assert out.dtype == nb.float32
     _close(out, expected, rtol=1e-5, atol=1e-6)
