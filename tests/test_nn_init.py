@@ -8,7 +8,7 @@ import threading
 
 import numpy as np
 import pytest
-from _oracle import torch
+from _oracle import needs_torch, torch
 
 import nabla as nb
 from nabla_nn import init
@@ -186,9 +186,8 @@ def test_kaiming_on_a_zero_element_tensor_is_a_no_op_with_a_warning():
         init.kaiming_uniform_(_p(3))
 
 
+@needs_torch
 def test_torch_agrees_on_zero_element_kaiming_and_tail_trunc_normal():
-    if torch is None:
-        pytest.skip("PyTorch is not installed")
     with pytest.warns(UserWarning, match="Initializing zero-element tensors is a no-op"):
         torch.nn.init.kaiming_uniform_(torch.empty(0))
     with pytest.warns(UserWarning):
