@@ -22,13 +22,11 @@ Example:
 
 from __future__ import annotations
 
-import functools
-import inspect
 from collections.abc import Callable
 from typing import Any
 
 from .core.common import dtypes as _dt
-from .core.common.context import _generator_in, no_grad, set_autocast
+from .core.common.context import decorated, no_grad, set_autocast
 from .core.graph.tracing import note_guard
 from .core.tensor import Tensor
 from .ops import all as _all
@@ -70,18 +68,7 @@ class autocast:  # noqa: N801 (torch's name)
         set_autocast(self._previous.pop())
 
     def __call__(self, fn: Callable[..., Any]) -> Callable[..., Any]:
-        def fresh() -> autocast:
-            return autocast(self.device_type, self.fast_dtype, self._enabled)
-
-        if inspect.isgeneratorfunction(fn):
-            return _generator_in(fresh, fn)
-
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with fresh():
-                return fn(*args, **kwargs)
-
-        return wrapper
+        return decorated(lambda: autocast(self.device_type, self.fast_dtype, self._enabled), fn)
 
 
 class GradScaler:

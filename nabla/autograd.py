@@ -12,7 +12,6 @@ Example:
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 from . import autograd_functional as functional
@@ -21,6 +20,7 @@ from .core.autograd.engine import as_tensor_list, tensors_backward
 from .core.common import dtypes as _dt
 from .core.common.context import (
     anomaly_enabled,
+    decorated,
     enable_grad,
     is_grad_enabled,
     no_grad,
@@ -143,8 +143,8 @@ class Function:
         raise NotImplementedError("autograd.Function: define a static backward(ctx, *grad_outputs)")
 
     @staticmethod
-    def setup_context(ctx: Any, inputs: tuple, output: Any) -> Any:
-        return _NO_SETUP
+    def setup_context(ctx: Any, inputs: tuple, output: Any) -> None:
+        """torch's newer style: defined by a subclass, `forward` then takes no ctx."""
 
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
@@ -178,9 +178,6 @@ class Function:
         # An output saved for backward (Exp's) is the hooked one: a double backward reaches it.
         ctx.saved_tensors = tuple(swapped.get(id(t), t) for t in ctx.saved_tensors)
         return tuple(outs) if isinstance(out, tuple) else outs[0]
-
-
-_NO_SETUP = object()
 
 
 def _backward_of(cls: type, ctx: FunctionCtx, args: tuple, outs: list, slots: list[int]) -> Any:
@@ -253,12 +250,7 @@ class detect_anomaly:  # noqa: N801 (torch's name)
         set_anomaly_enabled(self._previous.pop())
 
     def __call__(self, fn: Any) -> Any:
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with detect_anomaly(self.check_nan):
-                return fn(*args, **kwargs)
-
-        return wrapper
+        return decorated(lambda: detect_anomaly(self.check_nan), fn)
 
 
 def set_detect_anomaly(mode: bool, check_nan: bool = True) -> None:

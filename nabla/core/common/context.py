@@ -1,4 +1,5 @@
-"""Thread-local autodiff modes: `no_grad`, `enable_grad`, `set_grad_enabled`."""
+"""Thread-local modes: `no_grad`, `enable_grad`, `set_grad_enabled`, anomaly detection,
+autocast's dtype, and the vmap levels."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from typing import Any
 class _State(threading.local):
     def __init__(self) -> None:
         self.grad_enabled = True
+        self.anomaly = False  # `nabla.autograd.detect_anomaly`
+        self.autocast: tuple | None = None  # (dtype, device type) while `nabla.autocast` is active
 
 
 _STATE = _State()
@@ -52,15 +55,21 @@ class set_grad_enabled:
     def __call__(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         if self._undo is not None:  # `@set_grad_enabled(m)` applies to the function only
             _STATE.grad_enabled, self._undo = self._undo, None
-        if inspect.isgeneratorfunction(fn):
-            return _generator_in(self._fresh, fn)
+        return decorated(self._fresh, fn)
 
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with self._fresh():
-                return fn(*args, **kwargs)
 
-        return wrapper
+def decorated(context: Callable[[], Any], fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn` run inside a fresh `context()` at each call (each step, for a generator function):
+    what a mode used as a decorator does (grad modes, autocast, detect_anomaly)."""
+    if inspect.isgeneratorfunction(fn):
+        return _generator_in(context, fn)
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with context():
+            return fn(*args, **kwargs)
+
+    return wrapper
 
 
 def _generator_in(context: Callable[[], Any], fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -121,49 +130,33 @@ class enable_grad(_NoParamDecorator, set_grad_enabled):
         super().__init__(True)
 
 
-class _AnomalyState(threading.local):
-    def __init__(self) -> None:
-        self.enabled = False
-
-
-_ANOMALY = _AnomalyState()
-
-
 def anomaly_enabled() -> bool:
     """Whether `nabla.autograd.detect_anomaly` is on: every backward rule's result is then
     computed and checked for nan at once (a debugging mode: no replay, one sync per op)."""
-    return _ANOMALY.enabled
+    return _STATE.anomaly
 
 
 def set_anomaly_enabled(mode: bool) -> bool:
-    previous, _ANOMALY.enabled = _ANOMALY.enabled, bool(mode)
+    previous, _STATE.anomaly = _STATE.anomaly, bool(mode)
     return previous
-
-
-class _AutocastState(threading.local):
-    def __init__(self) -> None:
-        self.mode: tuple | None = None  # (dtype, device type) while `nabla.autocast` is active
-
-
-_AUTOCAST = _AutocastState()
 
 
 def autocast_dtype() -> Any:
     """The dtype an active `nabla.autocast` region runs matmuls and convolutions in (None
     outside one): the ops that read it cast their floating inputs (see `nabla/amp.py`)."""
-    mode = _AUTOCAST.mode
+    mode = _STATE.autocast
     return None if mode is None else mode[0]
 
 
 def autocast_device() -> str | None:
     """The device type of the active `nabla.autocast` region ("cpu" or "cuda"), or None."""
-    mode = _AUTOCAST.mode
+    mode = _STATE.autocast
     return None if mode is None else mode[1]
 
 
 def set_autocast(mode: tuple | None) -> tuple | None:
     """Enter (dtype, device type) or leave (None) autocast; returns the previous mode."""
-    previous, _AUTOCAST.mode = _AUTOCAST.mode, mode
+    previous, _STATE.autocast = _STATE.autocast, mode
     return previous
 
 
