@@ -16,7 +16,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from nabla import Tensor
+from nabla.transforms.captures import value_key
 
 if TYPE_CHECKING:  # type hints only: module.py imports this file to register Module
     from .module import Module
@@ -128,15 +128,8 @@ def container_attribute(value: Any) -> _ContainerKey:
 
 
 def container_key(value: Any) -> Any:
-    if isinstance(value, Tensor):
-        return ("tensor", id(value))
-    if value is None or isinstance(value, bool | int | float | str):
-        return ("nan",) if isinstance(value, float) and value != value else value
-    if isinstance(value, list | tuple):
-        return (type(value).__name__, *(container_key(v) for v in value))
-    if isinstance(value, dict):
-        return ("dict", *((container_key(k), container_key(v)) for k, v in value.items()))
-    return ("object", id(value))
+    """A list/dict attribute's key: `value_key` with its tensors by identity."""
+    return value_key(value, tensors_by_id=True)
 
 
 class _Tree:

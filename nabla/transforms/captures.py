@@ -97,13 +97,14 @@ def code_reads(code: types.CodeType) -> Reads:
     return reads
 
 
-def value_key(value: Any) -> Any:
+def value_key(value: Any, tensors_by_id: bool = False) -> Any:
     """What a trace baked in of a captured Python value, comparable with ==: numbers, strings
-    and the structure of containers (tensors stand for themselves: their identity is checked
-    apart); any other object by identity (a rebound model or function traces again). NaN
+    and the structure of containers; tensors stand for themselves (their identity is checked
+    apart), or by identity with `tensors_by_id` (a module's list attribute, which nothing else
+    watches); any other object by identity (a rebound model or function traces again). NaN
     equals NaN here, so it does not retrace."""
     if isinstance(value, Tensor):
-        return _TENSOR
+        return ("tensor", id(value)) if tensors_by_id else _TENSOR
     if isinstance(value, np.generic):
         value = value.item()
     if isinstance(value, float):
@@ -111,9 +112,9 @@ def value_key(value: Any) -> Any:
     if value is None or isinstance(value, bool | int | str | bytes):
         return (type(value).__name__, value)
     if isinstance(value, list | tuple):
-        return (type(value).__name__, tuple(value_key(v) for v in value))
+        return (type(value).__name__, tuple(value_key(v, tensors_by_id) for v in value))
     if isinstance(value, dict):
-        return ("dict", tuple((value_key(k), value_key(v)) for k, v in value.items()))
+        return ("dict", tuple((value_key(k, tensors_by_id), value_key(v, tensors_by_id)) for k, v in value.items()))
     return ("object", id(value))
 
 
