@@ -26,6 +26,11 @@ def _inputs(inputs: Any) -> tuple[bool, tuple]:
     return (True, (inputs,)) if isinstance(inputs, Tensor) else (False, tuple(inputs))
 
 
+def _directions(v: Any, single: bool, xs: tuple) -> tuple:
+    """The tangent per input: `v` as given, or ones (torch's default for one-element inputs)."""
+    return tuple(ones_like(x) for x in xs) if v is None else ((v,) if single else tuple(v))
+
+
 def jacobian(
     func: Callable,
     inputs: Any,
@@ -60,14 +65,14 @@ def vjp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False, 
 def jvp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False, strict: bool = False) -> tuple:
     """`(func(inputs), J v)`; `v` may be omitted for a one-element input."""
     single, xs = _inputs(inputs)
-    vs = tuple(ones_like(x) for x in xs) if v is None else ((v,) if single else tuple(v))
+    vs = _directions(v, single, xs)
     return _jvp(func, xs, vs)
 
 
 def hvp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False, strict: bool = False) -> tuple:
     """`(func(inputs), H v)` for scalar `func` (forward over reverse)."""
     single, xs = _inputs(inputs)
-    vs = tuple(ones_like(x) for x in xs) if v is None else ((v,) if single else tuple(v))
+    vs = _directions(v, single, xs)
     argnums = 0 if single else tuple(range(len(xs)))
     _, product = _jvp(_grad(func, argnums), xs, vs)
     return func(*xs), product

@@ -25,7 +25,7 @@ from .ops.cast import autocast_to_float32
 from .ops.control_flow import known_values
 from .ops.linalg import _as_tensor
 from .ops.linalg import vander as _linalg_vander
-from .ops.reduction import keep_in_graph
+from .ops.reduction import _safe_root, keep_in_graph
 from .ops.view import normalize_axis
 
 __all__ = [
@@ -517,8 +517,7 @@ def _euclidean_by_matmul(a: Tensor, b: Tensor) -> Tensor:
     aa = ops.sum(ops.mul(a, a), axis=-1, keepdims=True)  # (..., P, 1)
     bb = ops.unsqueeze(ops.sum(ops.mul(b, b), axis=-1), -2)  # (..., 1, R)
     d2 = ops.maximum(ops.sub(ops.add(aa, bb), ops.mul(ops.matmul(a, ops.swapaxes(b, -1, -2)), 2.0)), 0.0)
-    zero = ops.cast(ops.equal(d2, 0.0), d2.dtype)  # (a zero distance: sqrt of 1, times 0: gradient 0)
-    return ops.mul(ops.sqrt(ops.add(d2, zero)), ops.sub(1.0, zero))
+    return _safe_root(d2, 2.0)  # (a zero distance has gradient 0, as norm's)
 
 
 def searchsorted(
@@ -604,9 +603,9 @@ def multinomial(input: Any, num_samples: int, replacement: bool = False, *, gene
     known = known_values(w)  # (checked when the host has the weights)
     if known is not None and not (np.isfinite(known) & (known >= 0)).all():
         raise ValueError("multinomial: the weights contain inf, nan or a negative value")
-    if known is not None and known.size and not (known.reshape(-1, w.shape[-1]).sum(-1) > 0).all():
-        row = int(np.argmin(known.reshape(-1, w.shape[-1]).sum(-1) > 0))
-        where = f" in row {row}" if w.ndim == 2 else ""
+    positive = None if known is None or not known.size else known.reshape(-1, w.shape[-1]).sum(-1) > 0
+    if positive is not None and not positive.all():
+        where = f" in row {int(np.argmin(positive))}" if w.ndim == 2 else ""
         raise ValueError(f"multinomial: invalid multinomial distribution (sum of probabilities <= 0){where}")
     n = w.shape[-1]
     if not replacement and num_samples > n:
