@@ -22,7 +22,7 @@ from .core.tensor import Size, Tensor
 from .core.tensor.dispatch import register
 from .core.tensor.tensor import _var_args
 from .ops.cast import autocast_to_float32
-from .ops.control_flow import known_values
+from .ops.creation import known_values
 from .ops.linalg import _as_tensor
 from .ops.linalg import vander as _linalg_vander
 from .ops.reduction import _safe_root, keep_in_graph

@@ -31,7 +31,6 @@ from max.graph import ops
 from ..core.common import dtypes as _dt
 from ..core.common.context import is_grad_enabled, no_grad
 from ..core.common.pytree import tree_flatten, tree_leaves, tree_unflatten
-from ..core.graph.executors import host_values
 from ..core.sharding import OpShardingRule
 from ..core.tensor.dispatch import OPS
 from ..core.tensor.tensor import Tensor
@@ -188,19 +187,6 @@ def host_array(x: Tensor) -> np.ndarray:
         for level in range(len(prefix), 0, -1):
             x = _batching.move_from_batch(x, 0, prefix[:level])
         return x.numpy()
-
-
-def known_values(x: Tensor) -> np.ndarray | None:
-    """`x`'s value for an eager argument check (index bounds), when the host has it already:
-    None for a promise (a check never evaluates anything), inside vmap, and for a value on an
-    accelerator (`host_values`: reading it back would wait for the device every step; PyTorch's
-    CUDA kernels check indices on the device)."""
-    impl = x._impl
-    if impl.data is None or impl.batch_dims:
-        return None
-    if impl.sharding is None:
-        return host_values(impl)
-    return None if impl.device.is_accelerator else x.numpy()
 
 
 def _is_int(value: Any) -> bool:

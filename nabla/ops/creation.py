@@ -751,7 +751,7 @@ def _normal_torch(mean: Any, std: Any, size: Any, dtype: Any, generator: Any) ->
     if not isinstance(std, Tensor) and not std >= 0:  # (nan too)
         raise ValueError(f"normal: std must be non-negative, got {std}")
     if isinstance(std, Tensor):
-        known = _known_values(std)
+        known = known_values(std)
         if known is not None and known.size and not (known >= 0).all():
             bad = known[~(known >= 0)].reshape(-1)[0]
             raise ValueError(f"normal: all elements of std must be non-negative, got {bad}")
@@ -783,19 +783,23 @@ def randn_like(x: Tensor, dtype: Any = None, *, generator: Any = None) -> Tensor
     return randn(x.shape, dtype=dtype or x.dtype, generator=generator)
 
 
-def _known_values(x: Tensor) -> np.ndarray | None:
-    """`control_flow.known_values` (that module builds on this one) for an unsharded tensor: its
-    values when the host has them, else None; an argument check never evaluates anything."""
+def known_values(x: Tensor) -> np.ndarray | None:
+    """`x`'s value for an eager argument check (index bounds, probabilities), when the host has
+    it already: None for a promise (a check never evaluates anything), inside vmap, and for a
+    value on an accelerator (`host_values`: reading it back would wait for the device every
+    step; PyTorch's CUDA kernels check on the device)."""
     impl = x._impl
-    if impl.data is None or impl.batch_dims or impl.sharding is not None:
+    if impl.data is None or impl.batch_dims:
         return None
-    return host_values(impl)
+    if impl.sharding is None:
+        return host_values(impl)
+    return None if impl.device.is_accelerator else x.numpy()
 
 
 @register("_check_probabilities")  # (also for Tensor.bernoulli_)
 def _check_probabilities(p: Tensor, op: str) -> None:
     """torch's [0, 1] check of a tensor of probabilities, when the host has its values."""
-    known = _known_values(p)
+    known = known_values(p)
     if known is not None and known.size and not ((known >= 0) & (known <= 1)).all():
         bad = known[~((known >= 0) & (known <= 1))].reshape(-1)[0]
         raise ValueError(f"{op}: p must hold probabilities in [0, 1], got {bad}")

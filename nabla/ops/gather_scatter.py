@@ -23,7 +23,7 @@ from . import binary as _bin
 from . import control_flow as _cf
 from .base import public
 from .cast import cast
-from .creation import full, tensor, zeros_like
+from .creation import full, known_values, tensor, zeros_like
 from .indexing import _check_tensor, _wrap
 from .indexing_primitives import _prod, _slice, _take, _take_scatter  # the primitives' entry points
 from .sorting import argsort
@@ -61,7 +61,7 @@ def _index_tensor(index: Any, op: str, arg: str = "index") -> Tensor:
 
 def _check_range(index: Tensor, n: int, op: str, dim: int, *, negative: bool) -> None:
     """Eager bounds check when the index data is known: [0, n) (PyTorch) or [-n, n) (NumPy)."""
-    data = _cf.known_values(index)
+    data = known_values(index)
     if data is None or not data.size:
         return
     low = -n if negative else 0
@@ -76,7 +76,7 @@ def from_end(index: Tensor, n: int, op: str, dim: int) -> Tensor:
     with the negative ones counted from the end: NumPy's rule for take, take_along_axis and
     Tensor.put."""
     _check_range(index, n, op, dim, negative=True)
-    data = _cf.known_values(index)
+    data = known_values(index)
     return tensor(np.where(data < 0, data + n, data)) if data is not None else _wrap(index, n)
 
 
@@ -474,7 +474,7 @@ def one_hot(indices: Tensor, num_classes: int = -1) -> Tensor:
     if isinstance(num_classes, bool) or not isinstance(num_classes, int | np.integer):
         raise TypeError(f"one_hot: num_classes must be an int, got {num_classes!r}")
     num_classes = int(num_classes)
-    data = _cf.known_values(indices)
+    data = known_values(indices)
     if num_classes == -1:
         if indices._impl.batch_dims:  # the result's size would depend on each batch element's values
             raise ValueError(

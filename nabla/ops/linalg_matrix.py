@@ -44,7 +44,7 @@ from . import reduction as _red
 from . import unary as _un
 from .base import public
 from .cast import cast
-from .creation import eye, tensor, zeros
+from .creation import eye, known_values, tensor, zeros
 from .indexing import getitem
 from .linalg import raw_matmul as matmul
 from .shape import concatenate, pad, stack
@@ -162,7 +162,7 @@ def matrix_exp(x: Any, *, max_squarings: int | None = None) -> Tensor:
     x = _float_tensor(x, "matrix_exp", "x", 2)
     if x.shape[-1] != x.shape[-2]:
         raise ValueError(f"matrix_exp: x must be a batch of square matrices (..., n, n), got shape {x.shape}")
-    known = _cf.known_values(x) if max_squarings is None else None
+    known = known_values(x) if max_squarings is None else None
     max_squarings = 16 if max_squarings is None else max_squarings
     if isinstance(max_squarings, bool) or not isinstance(max_squarings, int) or max_squarings < 0:
         raise ValueError(f"matrix_exp: max_squarings must be an int >= 0, got {max_squarings!r}")

@@ -28,7 +28,7 @@ import nabla as nb
 from nabla import Tensor
 from nabla.core.common import dtypes as _dt
 from nabla.ops.cast import autocast_to_float32 as _autocast_fp32
-from nabla.ops.control_flow import known_values
+from nabla.ops.creation import known_values
 
 from ._checks import check_float as _float
 from ._checks import first_outside

@@ -28,7 +28,7 @@ import numpy as np
 import nabla as nb
 from nabla import Tensor, adaptive_avg_pool2d, avg_pool1d, avg_pool2d
 from nabla.core.common import dtypes as _dt
-from nabla.ops.control_flow import known_values
+from nabla.ops.creation import known_values
 from nabla.ops.pooling import _pool_geometry  # the 1-D / 2-D poolings' argument checks and sizes
 
 from ._checks import check_float, first_outside

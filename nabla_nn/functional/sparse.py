@@ -18,7 +18,7 @@ import numpy as np
 import nabla as nb
 from nabla import Tensor
 from nabla.core.common import dtypes as _dt
-from nabla.ops.control_flow import known_values
+from nabla.ops.creation import known_values
 
 from ._checks import first_outside
 
