@@ -315,8 +315,7 @@ def tensor_grad(
     for key, (impl, g) in found.items():  # retained non-leaves (retain_grad) keep theirs, as torch
         facade = None if key in wanted or impl.facade is None else impl.facade()
         if facade is not None:
-            g = g if create_graph or not g._impl.requires_grad else OPS.detach_trace(g)
-            facade._grad = g if facade._grad is None else OPS.add(facade._grad, g)
+            _accumulate_grad(facade, g, create_graph, TRACE.state is not None)
     result = []
     for i, t in enumerate(ins):
         entry = found.get(id(t._impl))
@@ -399,25 +398,29 @@ def tensors_backward(
             facade = leaf.facade() if leaf.facade is not None else None
         else:
             facade = None
-        if facade is None:
-            continue
-        if not create_graph and g._impl.requires_grad:
-            g = OPS.detach_trace(g)  # (a replayed backward's gradients are history-free already)
-        if traced:  # under nabla.compile the caller's .grad is an input: read through the property
-            old = facade.grad
-            note_grad(facade)
-        else:
-            old = facade._grad
-        if old is None:
-            facade._grad = g
-        elif traced or create_graph or old._impl.requires_grad or old.shape != g.shape:
-            facade._grad = OPS.add(old, g)  # (torch's AccumulateGrad is out of place for these too)
-        else:  # in place, as torch's: a reference held to the old .grad sees the sum
-            old._install(OPS.add(old, g)._impl)
-        if GRAD_HOOKS.post_count:
-            post = getattr(facade, "_post_hooks", None)
-            for hook in tuple(post.values()) if post else ():
-                hook(facade)
+        if facade is not None:
+            _accumulate_grad(facade, g, create_graph, traced)
+
+
+def _accumulate_grad(facade: Tensor, g: Tensor, create_graph: bool, traced: bool) -> None:
+    """Add `g` into `facade.grad`, as torch's AccumulateGrad, then run its post-accumulate hooks."""
+    if not create_graph and g._impl.requires_grad:
+        g = OPS.detach_trace(g)  # (a replayed backward's gradients are history-free already)
+    if traced:  # under nabla.compile the caller's .grad is an input: read through the property
+        old = facade.grad
+        note_grad(facade)
+    else:
+        old = facade._grad
+    if old is None:
+        facade._grad = g
+    elif traced or create_graph or old._impl.requires_grad or old.shape != g.shape:
+        facade._grad = OPS.add(old, g)  # (torch's AccumulateGrad is out of place for these too)
+    else:  # in place, as torch's: a reference held to the old .grad sees the sum
+        old._install(OPS.add(old, g)._impl)
+    if GRAD_HOOKS.post_count:
+        post = getattr(facade, "_post_hooks", None)
+        for hook in tuple(post.values()) if post else ():
+            hook(facade)
 
 
 def _hooks_version() -> int:
