@@ -27,7 +27,7 @@ from nabla_nn.functional.extra import (
     triplet_margin_with_distance_loss,
 )
 from nabla_nn.functional.fold import fold, unfold
-from nabla_nn.functional.loss import pairwise_distance
+from nabla_nn.functional.loss_margin import pairwise_distance
 from nabla_nn.modules.distance import PairwiseDistance
 from nabla_nn.modules.extra_losses import MultiLabelMarginLoss, MultiMarginLoss, TripletMarginWithDistanceLoss
 from nabla_nn.modules.fold import Fold, Unfold

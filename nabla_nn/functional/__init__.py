@@ -17,6 +17,7 @@ from .fold import *  # noqa: F403
 from .fractional_pooling import *  # noqa: F403
 from .linear import *  # noqa: F403
 from .loss import *  # noqa: F403
+from .loss_margin import *  # noqa: F403
 from .normalization import *  # noqa: F403
 from .pooling import *  # noqa: F403
 from .sparse import *  # noqa: F403

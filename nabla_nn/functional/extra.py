@@ -25,7 +25,8 @@ from nabla.ops.creation import known_values
 
 from ._checks import check_float as _float
 from ._checks import number as _number
-from .loss import _like, _reduce, _reduction, _tensor, pairwise_distance
+from .loss import _like, _reduce, _reduction, _tensor
+from .loss_margin import pairwise_distance
 
 __all__ = [
     "gumbel_softmax",
