@@ -14,7 +14,7 @@ import nabla as nb
 from nabla import Tensor
 from nabla.core.common import dtypes as _dt
 from nabla.core.common.devices import names_device
-from nabla.transforms.captures import code_reads
+from nabla.transforms.captures import below, code_reads, user_object
 
 from .module_hooks import GLOBAL_BACKWARD_HOOKS, GLOBAL_FORWARD_HOOKS, GLOBAL_FORWARD_PRE_HOOKS
 from .module_pytree import _TensorId, _Tree, container_attribute
@@ -183,8 +183,11 @@ def _attributes(module: Module) -> tuple:
             out.append((name, value))
         elif isinstance(value, Tensor):
             out.append((name, _TensorId(id(value))))
-        elif kind in (list, dict, tuple) and not name.startswith("_") and name in _forward_reads(type(module)):
-            out.append((name, container_attribute(value)))  # (read by forward: `self.scales`)
+        elif not name.startswith("_") and name in (reads := _forward_reads(type(module))):
+            if kind in (list, dict, tuple):
+                out.append((name, container_attribute(value)))  # (read by forward: `self.scales`)
+            elif user_object(value):  # `self.cfg.scale`: the attributes read below it
+                out.append((name, container_attribute(value, below(reads, name))))
     return tuple(out)
 
 

@@ -16,7 +16,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from nabla.transforms.captures import value_key
+from nabla.transforms.captures import object_key, value_key
 
 if TYPE_CHECKING:  # type hints only: module.py imports this file to register Module
     from .module import Module
@@ -115,16 +115,24 @@ class _ContainerKey(tuple):
     bump `_Tree.version`, so `_flatten_module` compares these keys on every call."""
 
     shown = ""  # the value's repr when keyed (shortened), for recompile reasons
+    paths: tuple | None = None  # a user object's attribute paths read (see `container_attribute`)
 
     def __repr__(self) -> str:
         return self.shown or tuple.__repr__(self)
 
 
-def container_attribute(value: Any) -> _ContainerKey:
-    key = _ContainerKey(container_key(value))
+def container_attribute(value: Any, paths: tuple | None = None) -> _ContainerKey:
+    """The key of a list/dict attribute, or (`paths`) of a user object whose attributes at
+    `paths` forward reads (`self.cfg.scale`)."""
+    key = _ContainerKey(attribute_key(value, paths))
+    key.paths = paths
     text = repr(value)
     key.shown = text if len(text) <= 80 else text[:77] + "..."
     return key
+
+
+def attribute_key(value: Any, paths: tuple | None) -> Any:
+    return container_key(value) if paths is None else object_key(value, paths)
 
 
 def container_key(value: Any) -> Any:
@@ -207,7 +215,7 @@ def _current_flat(module: Module) -> tuple | None:
     flat = module.__dict__.get("_flat")
     if flat is None or flat[0] != _Tree.version:
         return None
-    if flat[3] and not all(container_key(m.__dict__.get(n)) == key for m, n, key in flat[3]):
+    if flat[3] and not all(attribute_key(m.__dict__.get(n), key.paths) == key for m, n, key in flat[3]):
         _Tree.version += 1
         return None
     return flat

@@ -221,6 +221,113 @@ def test_a_captured_tensor_read_into_python_retraces_when_it_is_updated():
     assert "captured tensor () read with .item()/.numpy() changed" in f.stats.recompile_reasons[-1]
 
 
+def test_a_value_computed_from_a_captured_tensor_retraces_when_the_tensor_is_updated():
+    """`if thr > 2` and `(thr * 2).item()` read a value computed from a captured tensor inside
+    the trace: each captured tensor it came from is guarded, as a direct `.item()` is."""
+    thr, k = nb.tensor(1.0), nb.tensor(1.0)
+
+    def f(x):
+        y = x * 10 if thr > 2 else x
+        return y * (k * 2).item()
+
+    cf = nb.compile(f)
+    assert cf(nb.ones(1)).item() == 2.0
+    assert cf(nb.ones(1)).item() == 2.0
+    thr.fill_(5.0)
+    assert cf(nb.ones(1)).item() == 20.0
+    k.fill_(3.0)
+    assert cf(nb.ones(1)).item() == 60.0
+    assert (cf.stats.misses, cf.stats.hits) == (3, 1)
+    assert "captured tensor () read with .item()/.numpy() changed" in cf.stats.recompile_reasons[-1]
+
+
+class _Cfg:
+    def __init__(self, scale: float) -> None:
+        self.scale = scale
+        self.log: list = []
+
+
+def test_attributes_two_levels_down_are_guarded():
+    """`m.cfg.scale` (a user object's attribute holding another object): a change of the value
+    read, or a new `cfg`, traces again; a list beside it that the code never reads does not."""
+
+    class Holder:
+        def __init__(self) -> None:
+            self.cfg = _Cfg(2.0)
+
+    m = Holder()
+    f = nb.compile(lambda x: x * m.cfg.scale)
+    assert f(nb.ones(1)).item() == 2.0
+    m.cfg.log.append(1)
+    assert f(nb.ones(1)).item() == 2.0
+    m.cfg.scale = 5.0
+    assert f(nb.ones(1)).item() == 5.0
+    m.cfg = _Cfg(7.0)
+    assert f(nb.ones(1)).item() == 7.0
+    assert (f.stats.misses, f.stats.hits) == (3, 1)
+
+
+def test_a_module_attribute_object_read_by_forward_is_guarded():
+    """`self.cfg.scale` in a compiled module's forward: changed in place (no `__setattr__` on
+    the module sees it), the forward traces again."""
+
+    class Net(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.cfg = _Cfg(2.0)
+
+        def forward(self, x):
+            return x * self.cfg.scale
+
+    net = Net()
+    net.compile()
+    assert net(nb.ones(1)).item() == 2.0
+    net.cfg.log.append(1)  # not read by forward: no retrace
+    assert net(nb.ones(1)).item() == 2.0
+    net.cfg.scale = 4.0
+    assert net(nb.ones(1)).item() == 4.0
+    assert (net.compile_stats.misses, net.compile_stats.hits) == (2, 1)
+
+
+def test_a_compiled_bound_method_reads_its_object_on_every_call():
+    """`nabla.compile(obj.run)` / `nabla.compile(model.forward)`: the object is an argument, as
+    for a decorated method, so its attributes, rebound tensors and layers are not baked in."""
+
+    class Scaler:
+        def __init__(self) -> None:
+            self.w, self.k = nb.tensor([1.0]), 2.0
+
+        def run(self, x, n):
+            return x * self.w * self.k * n
+
+    s = Scaler()
+    f = nb.compile(s.run, static_argnums=1)
+    assert f(nb.ones(1), 1).item() == 2.0
+    s.w = nb.tensor([3.0])
+    assert f(nb.ones(1), 1).item() == 6.0
+    s.k = 1.0
+    assert f(nb.ones(1), 2).item() == 6.0
+
+    class Net(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin, self.k = nn.Linear(1, 1, bias=False), 2.0
+            nn.init.ones_(self.lin.weight)
+
+        def forward(self, x):
+            return self.lin(x) * self.k
+
+    net = Net()
+    g = nb.compile(net.forward)
+    assert g(nb.ones(1, 1)).item() == 2.0
+    net.k = 3.0
+    assert g(nb.ones(1, 1)).item() == 3.0
+    net.lin = nn.Linear(1, 1, bias=False)
+    nn.init.zeros_(net.lin.weight)
+    assert g(nb.ones(1, 1)).item() == 0.0
+    assert "Scaler.run" in repr(f)
+
+
 SCALE = 2.0
 NAN = float("nan")
 

@@ -86,7 +86,7 @@ def code_reads(code: types.CodeType) -> Reads:
             nxt = ins[k + 1] if k + 1 < len(ins) else None
             after = ins[k + 2] if k + 2 < len(ins) else None
             if nxt is not None and nxt.opname in ("LOAD_ATTR", "LOAD_METHOD"):
-                reads.attrs.setdefault(i.argval, set()).add(nxt.argval)
+                reads.attrs.setdefault(i.argval, set()).update(_attr_chain(ins, k + 1))
             elif (
                 nxt is not None and nxt.opname == "LOAD_CONST" and after is not None and after.opname == "BINARY_SUBSCR"
             ):
@@ -95,6 +95,17 @@ def code_reads(code: types.CodeType) -> Reads:
                 reads.whole.add(i.argval)
         stack.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
     return reads
+
+
+def _attr_chain(ins: list, k: int) -> list[str]:
+    """The attribute paths read from a variable by the LOAD_ATTRs from `ins[k]` on: `cfg.opt.lr`
+    gives "opt" and "opt.lr" (an object two levels down is guarded as one level down is)."""
+    paths, path = [], ""
+    while k < len(ins) and ins[k].opname in ("LOAD_ATTR", "LOAD_METHOD"):
+        path = f"{path}.{ins[k].argval}" if path else ins[k].argval
+        paths.append(path)
+        k += 1
+    return paths
 
 
 def value_key(value: Any, tensors_by_id: bool = False) -> Any:
@@ -118,6 +129,29 @@ def value_key(value: Any, tensors_by_id: bool = False) -> Any:
     return ("object", id(value))
 
 
+def object_key(obj: Any, paths: tuple, tensors_by_id: bool = True) -> Any:
+    """A user object's key: its identity, and the value at each attribute path below it that
+    the code reads (`self.cfg.scale` gives the path "scale" of `self.cfg`), looked up in the
+    instances' `__dict__`s only (no properties run, no bound methods made)."""
+    return ("object", id(obj), tuple((p, value_key(_path_value(obj, p), tensors_by_id)) for p in paths))
+
+
+def _path_value(obj: Any, path: str) -> Any:
+    for part in path.split("."):
+        obj = getattr(obj, "__dict__", {}).get(part, _MISSING)
+        if obj is _MISSING:
+            break
+    return obj
+
+
+_MISSING = ("missing",)
+
+
+def below(reads: Any, name: str) -> tuple:
+    """The attribute paths read below `name` (`cfg.scale` -> "scale"), sorted."""
+    return tuple(sorted(p[len(name) + 1 :] for p in reads if p.startswith(name + ".")))
+
+
 def _items_key(value: Any, keys: tuple) -> Any:
     """The key of the items `keys` of a dict (the ones the code reads: `cfg["eps"]`)."""
     if not isinstance(value, dict):
@@ -134,7 +168,7 @@ def scan_argument_objects(scan: Scan, objects: list[tuple[str, Any]]) -> None:
     attributes guarded are those the code reads from one of its parameters."""
     read = set().union(*(scan.reads.attrs.get(p, set()) for p in scan.reads.params)) if scan.reads else set()
     for label, obj in objects:
-        if _user_object(obj):
+        if user_object(obj):
             _add_attributes(scan, label, lambda o=obj: o, read)
 
 
@@ -162,7 +196,9 @@ def _cell_value(cell: Any) -> Any:
         return None
 
 
-def _add_capture(scan: Scan, label: str, getter: Callable[[], Any], guard: bool = False, var: str = "") -> None:
+def _add_capture(
+    scan: Scan, label: str, getter: Callable[[], Any], guard: bool = False, var: str = "", read: set | None = None
+) -> None:
     value = getter()
     if guard and not isinstance(value, Tensor):  # (tensors: `checks`, by identity)
         reads = scan.reads
@@ -177,8 +213,9 @@ def _add_capture(scan: Scan, label: str, getter: Callable[[], Any], guard: bool 
         scan.checks.append((getter, id(value), label))
         scan.tensors.append(value)
         return
-    if _user_object(value):
-        read = scan.reads.attrs.get(var, set()) if scan.reads is not None else set()
+    if user_object(value):
+        if read is None:
+            read = scan.reads.attrs.get(var, set()) if scan.reads is not None else set()
         _add_attributes(scan, label, getter, read)
         return
     if isinstance(value, dict | list | tuple) and len(value) <= 1024:
@@ -201,7 +238,7 @@ _NOT_USER_OBJECTS = (
 )  # fmt: skip
 
 
-def _user_object(value: Any) -> bool:
+def user_object(value: Any) -> bool:
     """An instance of a user's class, whose tensor attributes a compiled function may read.
     nabla's own objects (modules, optimizers, compiled functions) track their tensors
     themselves and are left alone."""
@@ -222,7 +259,8 @@ def _add_attributes(scan: Scan, label: str, getter: Callable[[], Any], read: set
     code reads (`read`) are guarded too (a rebound `self.cfg` or `self.scale` traces again)."""
     for attr, value in list(vars(getter()).items())[:256]:
         if isinstance(value, Tensor | dict | list | tuple) or _plain(value) or attr in read:
-            _add_capture(scan, f"{label}.{attr}", functools.partial(_attr_of, getter, attr), guard=attr in read)
+            getter_ = functools.partial(_attr_of, getter, attr)  # (`cfg.scale` is read below `cfg`)
+            _add_capture(scan, f"{label}.{attr}", getter_, guard=attr in read, read=set(below(read, attr)))
 
 
 def _attr_of(getter: Callable[[], Any], attr: str) -> Any:

@@ -32,6 +32,7 @@ from __future__ import annotations
 import functools
 import inspect
 import sys
+import types
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -95,6 +96,14 @@ class CompiledFunction(_Tracing, _Signature):
         self.fn = fn
         self.static_argnums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
         _check_static_argnums(fn, self.static_argnums)
+        # A bound method (`nabla.compile(model.forward)`, `nabla.compile(obj.run)`) is its
+        # function with the object as a first argument, as a decorated method is (`__get__`):
+        # so a module's parameters and attributes, or an object's attributes, are read and
+        # guarded on every call instead of baked in as the trace found them.
+        self._bound: tuple = ()
+        if isinstance(fn, types.MethodType):
+            self.fn, self._bound = fn.__func__, (fn.__self__,)
+            self.static_argnums = tuple(i + 1 if i >= 0 else i for i in self.static_argnums)
         self.dynamic_dims = _normalize_dynamic(dynamic_dims)
         self.max_cache_size = int(max_cache_size)
         self.stats = CompileStats()
@@ -141,6 +150,7 @@ class CompiledFunction(_Tracing, _Signature):
 
     # -- call ---------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        args = self._bound + args
         if tracing():  # called while another compiled function traces: its ops join that trace
             return self.fn(*args, **kwargs)
         return _retry_captured(self._call, args, kwargs)
@@ -192,7 +202,7 @@ class CompiledFunction(_Tracing, _Signature):
         `backward()` adds one more, and the step is still one cached model). Under jvp or vmap
         the function runs inline instead.
         """
-        return _retry_captured(self._lazy_call, args, kwargs)
+        return _retry_captured(self._lazy_call, self._bound + args, kwargs)
 
     def _lazy_call(self, args: tuple, kwargs: dict) -> Any:
         values, treedef, leaves = self._flatten(args, kwargs)

@@ -74,7 +74,7 @@ class _Tracing:
     def trace_program(self, args: tuple, kwargs: dict) -> tuple[Any, dict[int, str]]:
         """Trace once (no compile, no cache) and return the collected program with a label per
         input (for `nabla.trace`)."""
-        return _retry_captured(self._trace_program, args, kwargs)
+        return _retry_captured(self._trace_program, self._bound + args, kwargs)
 
     def _trace_program(self, args: tuple, kwargs: dict) -> tuple[Any, dict[int, str]]:
         values, _, leaves = self._flatten(args, kwargs)

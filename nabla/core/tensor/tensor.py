@@ -359,8 +359,11 @@ class Tensor(ViewMethods, ShapeMethods, TorchMethods, TorchMath, TorchInPlace):
                 "element); return it from the vmapped function instead"
             )
         state = TRACE.state
-        if state is not None and impl.seq < state.start_seq:
-            _guard_value(self, impl)
+        if state is not None:
+            if impl.seq < state.start_seq:
+                _guard_value(self, impl)
+            elif impl.data is None:
+                _guard_sources(impl, state)
         if impl.data is None:
             GRAPH.evaluate([impl])
         GRAPH.host_reads += 1
@@ -919,6 +922,25 @@ def _guard_value(facade: Tensor, impl: TensorImpl) -> None:
         return held if f is not None and f._impl is held() else None
 
     note_guard(current, f"the value of a captured tensor {tuple(facade.shape)} read with .item()/.numpy()")
+
+
+def _guard_sources(impl: TensorImpl, state: Any) -> None:
+    """nabla.compile: the trace reads a value it computed from captured tensors (`if thr > 2`,
+    `(w * 2).item()`), so guard each captured tensor it came from, as `_guard_value` guards a
+    direct read. (A value that depends on an argument raises ConcretizationError when computed.)"""
+    seen, stack = set(), [impl]
+    while stack:
+        node = stack.pop().output_refs
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        for arg in node.args:
+            if arg.seq < state.start_seq:
+                facade = state.facades.get(id(arg))
+                if facade is not None and facade._impl is arg:
+                    _guard_value(facade, arg)
+            elif arg.data is None:
+                stack.append(arg)
 
 
 class Size(tuple):
