@@ -67,6 +67,8 @@ from .ops import *  # noqa: F403
 from .ops import __all__ as _ops_all
 from .torch_calculus import *  # noqa: F403
 from .torch_calculus import __all__ as _torch_calculus_all
+from .torch_distances import *  # noqa: F403
+from .torch_distances import __all__ as _torch_distances_all
 from .torch_functions import *  # noqa: F403
 from .torch_functions import __all__ as _torch_functions_all
 from .torch_names import *  # noqa: F403
@@ -178,6 +180,7 @@ __all__ = [
     "wait_for_compiles",
     *_ops_all,
     *_torch_calculus_all,
+    *_torch_distances_all,
     *_torch_functions_all,
     *_torch_state_all,
     *_torch_names_all,

@@ -1,6 +1,6 @@
-"""More of `torch.nn.functional`: pairwise distances within a batch (`pdist`), Gumbel-softmax
-sampling, and the multi-class / multi-label margin losses and the triplet loss with a custom
-distance.
+"""More of `torch.nn.functional`: pairwise distances within a batch (`pdist`, re-exported from
+`nabla.torch_distances`: torch's top-level name too), Gumbel-softmax sampling, and the
+multi-class / multi-label margin losses and the triplet loss with a custom distance.
 
 Like the other losses, these are lazy compositions of nabla ops (gathers by constant or target
 indices, masks, clamps), so they differentiate, vmap and compile. `gumbel_softmax` draws its
@@ -10,8 +10,6 @@ PyTorch's, whose generator is another).
 
 from __future__ import annotations
 
-import functools
-import math
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -22,11 +20,11 @@ import nabla as nb
 from nabla import Tensor
 from nabla.core.common import dtypes as _dt
 from nabla.ops.creation import known_values
+from nabla.torch_distances import pairwise_distance, pdist
 
 from ._checks import check_float as _float
 from ._checks import number as _number
 from .loss import _like, _reduce, _reduction, _tensor
-from .loss_margin import pairwise_distance
 
 __all__ = [
     "gumbel_softmax",
@@ -35,53 +33,6 @@ __all__ = [
     "pdist",
     "triplet_margin_with_distance_loss",
 ]
-
-
-# -- pdist -----------------------------------------------------------------------------------------
-@functools.lru_cache(maxsize=64)
-def _pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Row indices (i, j), i < j, of the strict upper triangle of an n x n matrix, row-major."""
-    i, j = np.triu_indices(n, 1)
-    return i.astype(np.int64), j.astype(np.int64)
-
-
-def pdist(input: Tensor, p: float = 2.0) -> Tensor:
-    """p-norm distances between every pair of rows: `||x[i] - x[j]||_p` for i < j, in row-major
-    order of the upper triangle (torch.nn.functional.pdist), shape (N * (N - 1) / 2,).
-
-    Args:
-        input: (N, M) floating-point rows.
-        p: the norm's exponent, in [0, inf]: 0 counts differing entries, inf is the largest
-            absolute difference. The gradient is 0 where two rows (or, for p < 1, two entries)
-            are equal, as in PyTorch.
-
-    Example:
-        >>> F.pdist(nb.tensor([[0.0, 0.0], [3.0, 4.0], [0.0, 1.0]])).tolist()
-        [5.0, 1.0, 4.242640495300293]
-    """
-    op = "pdist"
-    _float(input, op)
-    if input.ndim != 2:
-        raise ValueError(f"{op}: input must be a 2-D (N, M) tensor, got shape {input.shape}")
-    q = _number(p, op, "p")
-    if not q >= 0:
-        raise ValueError(f"{op}: p must be non-negative (in [0, inf]), got {p}")
-    n, m = input.shape
-    i, j = _pairs(n)
-    diff = nb.index_select(input, 0, nb.tensor(i)) - nb.index_select(input, 0, nb.tensor(j))
-    if i.size and not m:  # no coordinates: every distance is 0
-        return nb.sum(diff, axis=-1)
-    if q == 0.0:  # a count: zero gradient, but still a function of the input (as in PyTorch)
-        s = nb.sum(diff, axis=-1)
-        return nb.norm(diff, 0.0, axis=-1) + (s - nb.detach(s)) * 0.0
-    if q in (1.0, 2.0) or math.isinf(q):
-        return nb.norm(diff, q, axis=-1)
-    # (sum |d|**p) ** (1/p) with zero (not nan) derivatives at d == 0 and at a zero distance.
-    a = nb.abs(diff)
-    zero = nb.cast(nb.equal(a, 0), a.dtype)
-    s = nb.sum(nb.pow(a + zero, q) * (1.0 - zero), axis=-1)
-    zero_s = nb.cast(nb.equal(s, 0), s.dtype)
-    return nb.pow(s + zero_s, 1.0 / q) * (1.0 - zero_s)
 
 
 # -- gumbel_softmax --------------------------------------------------------------------------------

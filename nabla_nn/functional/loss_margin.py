@@ -1,6 +1,7 @@
 """Margin and embedding losses with PyTorch's names, signatures and reductions (the rest are in
-`loss.py`, whose argument checks and reduction rules these share): cosine_similarity,
-pairwise_distance, cosine_embedding_loss, margin_ranking_loss, hinge_embedding_loss,
+`loss.py`, whose argument checks and reduction rules these share): cosine_similarity and
+pairwise_distance (re-exported: they are `nabla.torch_distances`'s, torch's top-level names
+too), cosine_embedding_loss, margin_ranking_loss, hinge_embedding_loss,
 soft_margin_loss, multilabel_soft_margin_loss, triplet_margin_loss.
 """
 
@@ -10,6 +11,7 @@ from typing import Any
 
 import nabla as nb
 from nabla import Tensor
+from nabla.torch_distances import cosine_similarity, pairwise_distance
 
 from ._checks import check_float as _float
 from ._checks import number as _number
@@ -30,52 +32,6 @@ __all__ = [
 # -- margin and embedding losses -------------------------------------------------------------------
 def _sign_target(target: Any, ref: Tensor, op: str) -> Tensor:
     return _like(_tensor(target, op, "target"), ref)
-
-
-def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
-    """sum(x1 * x2) / (max(||x1||, eps) * max(||x2||, eps)) along `dim` (x1, x2 broadcast).
-
-    Args:
-        x1, x2: floating-point tensors that broadcast together.
-        dim: the dimension of the vectors.
-        eps: lower bound of each norm.
-
-    Example:
-        >>> F.cosine_similarity(nb.tensor([[1.0, 0.0]]), nb.tensor([[1.0, 1.0]])).tolist()  # [0.7071...]
-    """
-    op = "cosine_similarity"
-    _float(x1, op, "x1")
-    _float(x2, op, "x2")
-    e = _number(eps, op, "eps")
-    shape = nb.broadcast_shapes(x1.shape, x2.shape)  # torch broadcasts first: the norms are over `dim` of that
-    x1, x2 = nb.broadcast_to(x1, shape), nb.broadcast_to(x2, shape)
-    n1 = nb.clamp(nb.norm(x1, 2, axis=dim, keepdims=True), min=e)
-    n2 = nb.clamp(nb.norm(x2, 2, axis=dim, keepdims=True), min=e)
-    return nb.sum((x1 / n1) * (x2 / n2), axis=dim)
-
-
-def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False) -> Tensor:
-    """||x1 - x2 + eps||_p over the last dim.
-
-    Args:
-        x1, x2: floating-point tensors that broadcast together.
-        p: the norm's exponent.
-        eps: added to the difference (avoids the norm's kink at 0).
-        keepdim: keep the reduced dim as size 1.
-
-    Example:
-        >>> F.pairwise_distance(nb.tensor([[0.0, 0.0]]), nb.tensor([[3.0, 4.0]]), eps=0.0).tolist()
-        [5.0]
-    """
-    op = "pairwise_distance"
-    _float(x1, op, "x1")
-    _float(x2, op, "x2")
-    diff = x1 - x2 + _number(eps, op, "eps")
-    out = nb.norm(diff, _number(p, op, "p"), axis=-1, keepdims=bool(keepdim))
-    if p == 0:  # a count of nonzeros has no autodiff history: tie it to diff with a zero gradient, as PyTorch
-        zero = nb.where(nb.isfinite(diff), diff, 0.0) * 0.0  # finite * 0: exactly 0, also for inf / nan entries
-        out = out + nb.sum(zero, axis=-1, keepdims=bool(keepdim))
-    return out
 
 
 def cosine_embedding_loss(
