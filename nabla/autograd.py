@@ -12,9 +12,12 @@ Example:
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from . import autograd_functional as functional
+from . import autograd_gradcheck as _gradcheck_module
+from .autograd_gradcheck import gradcheck, gradgradcheck
 from .core.autograd import tensor_grad
 from .core.autograd.engine import as_tensor_list, tensors_backward
 from .core.common import dtypes as _dt
@@ -33,6 +36,10 @@ from .ops import detach, grad_hook, zeros_like
 from .ops.view import sum_to_shape
 from .transforms.vmap import vmap
 
+# torch's module path: `from nabla.autograd.gradcheck import GradcheckError` (the attribute
+# `nabla.autograd.gradcheck` is the function, as torch.autograd.gradcheck is)
+sys.modules[__name__ + ".gradcheck"] = _gradcheck_module
+
 __all__ = [
     "Function",
     "FunctionCtx",
@@ -41,6 +48,8 @@ __all__ = [
     "enable_grad",
     "functional",
     "grad",
+    "gradcheck",
+    "gradgradcheck",
     "is_anomaly_enabled",
     "no_grad",
     "once_differentiable",
