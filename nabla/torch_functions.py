@@ -21,7 +21,7 @@ from .core.common.context import set_autocast
 from .core.tensor import Size, Tensor
 from .core.tensor.dispatch import register
 from .core.tensor.tensor import _var_args
-from .ops.cast import autocast_to_float32
+from .ops.cast import autocast_operands, autocast_to_float32
 from .ops.creation import known_values
 from .ops.linalg import _as_tensor
 from .ops.linalg import vander as _linalg_vander
@@ -626,7 +626,7 @@ def multinomial(input: Any, num_samples: int, replacement: bool = False, *, gene
 @register()
 def prelu(input: Any, weight: Any) -> Tensor:
     """torch.prelu: max(0, x) + weight * min(0, x), a 1-D weight per channel (dim 1) or one."""
-    x, w = _tensor(input, "prelu"), _tensor(weight, "prelu", "weight")
+    x, w = autocast_operands(_tensor(input, "prelu"), _tensor(weight, "prelu", "weight"))  # (on autocast's list)
     if w.numel() > 1:
         if x.ndim < 2 or w.ndim != 1 or w.shape[0] != x.shape[1]:
             raise ValueError(f"prelu: weight of shape {w.shape} must have one entry per channel of input {x.shape}")

@@ -186,3 +186,49 @@ def test_library_composites_keep_their_precision_inside_autocast():
         (x @ w).sum().backward()
     assert got.dtype == nb.float32 and np.abs(got.numpy() - want).max() < 1e-5
     assert x.grad.dtype == w.grad.dtype == nb.float32
+
+
+# Which products autocast lowers, as torch 2.13's CPU autocast does (checked against torch below):
+# its list has mm, bmm, matmul, baddbmm, addbmm, addmm, prelu and linalg.vecdot, not mv, dot,
+# vdot, addmv, addr or bilinear; tensordot and inner are cast unless they give one number.
+_PRODUCTS = {
+    "mm": (lambda m, a, v: m.mm(a, a), True),
+    "bmm": (lambda m, a, v: m.bmm(a[None], a[None]), True),
+    "matmul of a vector": (lambda m, a, v: m.matmul(v, a), True),
+    "baddbmm": (lambda m, a, v: m.baddbmm(a[None], a[None], a[None]), True),
+    "addbmm": (lambda m, a, v: m.addbmm(a, a[None], a[None]), True),
+    "vecdot": (lambda m, a, v: m.linalg.vecdot(a, a), True),
+    "mv": (lambda m, a, v: m.mv(a, v), False),
+    "dot": (lambda m, a, v: m.dot(v, v), False),
+    "vdot": (lambda m, a, v: m.vdot(v, v), False),
+    "inner": (lambda m, a, v: m.inner(a, a), True),
+    "inner of vectors": (lambda m, a, v: m.inner(v, v), False),
+    "tensordot": (lambda m, a, v: m.tensordot(a, v, 1), True),
+    "tensordot to a number": (lambda m, a, v: m.tensordot(a, a), False),
+    "addmv": (lambda m, a, v: m.addmv(v, a, v), False),
+    "addr": (lambda m, a, v: m.addr(a, v, v), False),
+}
+
+
+def test_autocast_lowers_the_products_on_torchs_cpu_list_only():
+    a, v = nb.randn(3, 3), nb.randn(3)
+    with nb.autocast("cpu"):
+        got = {name: f(nb, a, v).dtype for name, (f, _) in _PRODUCTS.items()}
+        prelu = F.prelu(nb.randn(2, 3), nb.ones(1)).dtype
+        bilinear = F.bilinear(a, a, nb.randn(2, 3, 3)).dtype
+    assert got == {name: nb.bfloat16 if low else nb.float32 for name, (_, low) in _PRODUCTS.items()}
+    assert (prelu, bilinear) == (nb.bfloat16, nb.float32)
+    with nb.autocast("cpu"):  # addmv's added input is not rounded through bfloat16 first
+        inp = nb.tensor([1.0 + 2**-10] * 3)
+        assert nb.addmv(inp, nb.zeros(3, 3), nb.zeros(3)).numpy()[0] == np.float32(1.0 + 2**-10)
+
+
+@needs_torch
+def test_the_autocast_product_table_is_torchs():
+    a, v = torch.randn(3, 3), torch.randn(3)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        got = {name: f(torch, a, v).dtype == torch.bfloat16 for name, (f, _) in _PRODUCTS.items()}
+        prelu = torch.nn.functional.prelu(torch.randn(2, 3), torch.ones(1)).dtype
+        bilinear = torch.nn.functional.bilinear(a, a, torch.randn(2, 3, 3)).dtype
+    assert got == {name: low for name, (_, low) in _PRODUCTS.items()}
+    assert (prelu, bilinear) == (torch.bfloat16, torch.float32)

@@ -309,7 +309,7 @@ def dot(x: Any, y: Any) -> Tensor:
         raise ValueError(f"dot: expected two 1-D tensors, got shapes {x.shape} and {y.shape}")
     if x.shape != y.shape:
         raise ValueError(f"dot: x and y must have the same length, got shapes {x.shape} and {y.shape}")
-    return matmul(x, y)
+    return raw_matmul(x, y)  # (not cast by autocast, as in torch)
 
 
 @public()
@@ -347,7 +347,7 @@ def mv(mat: Any, vec: Any) -> Tensor:
     _rank(vec, "mv", "vec", 1)
     if mat.shape[1] != vec.shape[0]:
         raise ValueError(f"mv: mat {mat.shape} and vec {vec.shape} do not match: vec needs {mat.shape[1]} entries")
-    return matmul(mat, vec)
+    return raw_matmul(mat, vec)  # (not cast by autocast, as in torch)
 
 
 @public()
@@ -373,14 +373,15 @@ def vdot(x: Any, y: Any) -> Tensor:
     x, y = _as_tensor(x, "vdot", "x"), _as_tensor(y, "vdot", "y")
     if x.ndim != 1 or y.ndim != 1 or x.shape != y.shape:
         raise ValueError(f"vdot: expected two 1-D tensors of the same length, got shapes {x.shape} and {y.shape}")
-    return matmul(x, y)
+    return raw_matmul(x, y)
 
 
-def _scaled_sum(op: str, input: Any, product: Tensor, beta: Any, alpha: Any) -> Tensor:
+def _scaled_sum(op: str, input: Any, product: Tensor, beta: Any, alpha: Any, autocast: bool = True) -> Tensor:
     """beta * input + alpha * product, input broadcast to the product's shape; with beta == 0
-    input is ignored (its nan and inf do not propagate), as in PyTorch."""
+    input is ignored (its nan and inf do not propagate), as in PyTorch. `autocast`: the op is
+    on autocast's list (addmm, baddbmm, addbmm; not addmv or addr)."""
     input = _as_tensor(input, op, "input")
-    if autocast_dtype() is not None:  # (addmm, baddbmm, ...: the added input in autocast's dtype too)
+    if autocast and autocast_dtype() is not None:  # (the added input in autocast's dtype too)
         (input,) = autocast_operands(input)
     try:
         shape = broadcast_shapes(input.shape, product.shape)
@@ -414,13 +415,13 @@ def addmm(input: Any, mat1: Any, mat2: Any, *, beta: Any = 1, alpha: Any = 1) ->
 @public()
 def addmv(input: Any, mat: Any, vec: Any, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
     """beta * input + alpha * (mat @ vec) (torch.addmv)."""
-    return _scaled_sum("addmv", input, mv(mat, vec), beta, alpha)
+    return _scaled_sum("addmv", input, mv(mat, vec), beta, alpha, autocast=False)
 
 
 @public()
 def addr(input: Any, vec1: Any, vec2: Any, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
     """beta * input + alpha * outer(vec1, vec2) (torch.addr)."""
-    return _scaled_sum("addr", input, outer(vec1, vec2), beta, alpha)
+    return _scaled_sum("addr", input, outer(vec1, vec2), beta, alpha, autocast=False)
 
 
 def _batches(op: str, batch1: Any, batch2: Any) -> Tensor:
@@ -481,8 +482,9 @@ def matrix_norm(x: Tensor, ord: Any = "fro", dim: tuple = (-2, -1), keepdim: boo
 
 @public()
 def vecdot(x: Any, y: Any, *, dim: int = -1) -> Tensor:
-    """torch.linalg.vecdot: sum(x * y) over `dim`, the other dims broadcast."""
-    x, y = _as_tensor(x, "vecdot", "x"), _as_tensor(y, "vecdot", "y")
+    """torch.linalg.vecdot: sum(x * y) over `dim`, the other dims broadcast (in autocast's
+    dtype inside `nabla.autocast`, as torch's)."""
+    x, y = autocast_operands(_as_tensor(x, "vecdot", "x"), _as_tensor(y, "vecdot", "y"))
     prod = _bin.mul(x, y)
     return _red.sum(prod, normalize_axis(dim, prod.ndim, "vecdot", "dim"))
 
@@ -611,7 +613,7 @@ def tensordot(x: Any, y: Any, dims: Any = 2) -> Tensor:
         >>> nabla.tensordot(nabla.ones(2, 3, 4), nabla.ones(3, 4, 5), dims=2).shape
         (2, 5)
     """
-    x, y = autocast_operands(_as_tensor(x, "tensordot", "x"), _as_tensor(y, "tensordot", "y"))
+    x, y = _as_tensor(x, "tensordot", "x"), _as_tensor(y, "tensordot", "y")
     if isinstance(dims, int | np.integer) and not isinstance(dims, bool):
         if not 0 <= dims <= min(x.ndim, y.ndim):
             raise ValueError(
@@ -635,9 +637,11 @@ def tensordot(x: Any, y: Any, dims: Any = 2) -> Tensor:
             )
     if len(set(dx)) != len(dx) or len(set(dy)) != len(dy):
         raise ValueError(f"tensordot: dims {dims} names a dimension twice")
-    x, y = _promoted("tensordot", x, y)
     keep_x = [d for d in range(x.ndim) if d not in dx]
     keep_y = [d for d in range(y.ndim) if d not in dy]
+    if math.prod(x.shape[d] for d in keep_x) * math.prod(y.shape[d] for d in keep_y) != 1:
+        x, y = autocast_operands(x, y)  # (torch's autocast casts the product unless it is one number)
+    x, y = _promoted("tensordot", x, y)
     k = math.prod(x.shape[d] for d in dx)
     a = reshape(permute(x, keep_x + dx), (math.prod(x.shape[d] for d in keep_x), k))
     b = reshape(permute(y, dy + keep_y), (k, math.prod(y.shape[d] for d in keep_y)))

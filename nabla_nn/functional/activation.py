@@ -12,6 +12,7 @@ from typing import Any
 
 import nabla as nb
 from nabla import Tensor
+from nabla.ops.cast import autocast_operands
 
 from ._checks import check_float as _check_float
 from ._checks import in_place as _in_place
@@ -466,6 +467,7 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
             f"prelu: mismatch in parameter numbers: weight has {n} elements, input has {channels} "
             f"channels (input shape {input.shape}); weight must have 1 element or one per channel"
         )
+    input, weight = autocast_operands(input, weight)  # (on torch's autocast list)
     w = nb.reshape(weight, (n,) + (1,) * (input.ndim - 2) if n != 1 else ())
     return nb.where(input > 0, input, input * w)
 

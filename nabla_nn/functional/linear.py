@@ -9,6 +9,7 @@ from typing import Any
 
 import nabla as nb
 from nabla import Tensor
+from nabla.ops.linalg import raw_matmul
 
 from ._checks import check_float as _check
 from ._checks import check_same_dtype as _same_dtype
@@ -73,8 +74,9 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None
     lead = input1.shape[:-1]
     b = math.prod(lead)
     # (B, i) @ (i, o*j) -> (B, o, j), then contract j with input2: two matmul-sized steps.
-    left = nb.matmul(nb.reshape(input1, (b, i)), nb.reshape(nb.permute(weight, (1, 0, 2)), (i, o * j)))
-    out = nb.matmul(nb.reshape(left, (b, o, j)), nb.reshape(input2, (b, j, 1)))
+    # (raw: torch's autocast keeps bilinear in float32)
+    left = raw_matmul(nb.reshape(input1, (b, i)), nb.reshape(nb.permute(weight, (1, 0, 2)), (i, o * j)))
+    out = raw_matmul(nb.reshape(left, (b, o, j)), nb.reshape(input2, (b, j, 1)))
     out = nb.reshape(out, (*lead, o))
     if bias is not None:
         _check(bias, "bilinear", "bias")
