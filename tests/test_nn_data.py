@@ -336,6 +336,7 @@ def test_module_exports():
         "ConcatDataset",
         "DataLoader",
         "Dataset",
+        "DistributedSampler",
         "IterableDataset",
         "RandomSampler",
         "Sampler",
@@ -345,6 +346,7 @@ def test_module_exports():
         "TensorDataset",
         "WeightedRandomSampler",
         "default_collate",
+        "get_worker_info",
         "random_split",
     }
     if torch is not None:  # torch.utils.data has every one of these names

@@ -23,8 +23,9 @@ Example:
     ...         bar.set_postfix(loss=f"{loss.item():.4f}")
 """
 
-from .dataloader import DataLoader, default_collate
+from .dataloader import DataLoader, default_collate, get_worker_info
 from .dataset import ChainDataset, ConcatDataset, Dataset, IterableDataset, Subset, TensorDataset, random_split
+from .distributed import DistributedSampler
 from .sampler import (
     BatchSampler,
     RandomSampler,
@@ -40,6 +41,7 @@ __all__ = [
     "ConcatDataset",
     "DataLoader",
     "Dataset",
+    "DistributedSampler",
     "IterableDataset",
     "RandomSampler",
     "Sampler",
@@ -49,5 +51,6 @@ __all__ = [
     "TensorDataset",
     "WeightedRandomSampler",
     "default_collate",
+    "get_worker_info",
     "random_split",
 ]

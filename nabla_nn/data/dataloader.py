@@ -16,7 +16,20 @@ from nabla.core.common import dtypes as _dt
 from .dataset import Dataset, IterableDataset, Subset, TensorDataset
 from .sampler import epoch_rng, numpy_rng
 
-__all__ = ["DataLoader", "default_collate"]
+__all__ = ["DataLoader", "default_collate", "get_worker_info"]
+
+
+def get_worker_info() -> None:
+    """torch.utils.data.get_worker_info: the current worker process's info, or None in the
+    main process. nabla's DataLoader always loads in the main process (`num_workers` is
+    accepted and ignored), so this is always None: an IterableDataset that splits its stream
+    by worker sees a single worker.
+
+    Example:
+        >>> get_worker_info() is None
+        True
+    """
+    return None
 
 
 def default_collate(batch: Sequence[Any]) -> Any:
