@@ -25,6 +25,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import math
 import os
@@ -33,7 +34,7 @@ import sys
 import uuid
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 from max.driver import CPU, Buffer
@@ -145,13 +146,14 @@ def _bf16_tensor(bits: np.ndarray, shape: tuple[int, ...]) -> Tensor:
 
 
 # -- save -------------------------------------------------------------------------------------------
-def save(obj: Any, path: str | os.PathLike, metadata: Mapping[str, str] | None = None) -> None:
+def save(obj: Any, f: str | os.PathLike | BinaryIO, metadata: Mapping[str, str] | None = None) -> None:
     """Write a module's state_dict (or a mapping of name -> Tensor / NumPy array) as safetensors.
 
     Pending tensors are computed together first (one evaluation). Tied tensors (the same
-    tensor, or the same realized storage, under several names) are stored once. The write is
-    atomic: the bytes go to a temporary file next to `path`, which is flushed, synced and then
-    renamed over `path`, so a crash mid-save leaves any previous checkpoint intact.
+    tensor, or the same realized storage, under several names) are stored once. A write to a
+    path is atomic: the bytes go to a temporary file next to it, which is flushed, synced and
+    then renamed over it, so a crash mid-save leaves any previous checkpoint intact. A file
+    object (`io.BytesIO`, a file opened "wb") is written at its position, as torch.save does.
 
     Args:
         obj: a `Module` (anything with `.state_dict()`), a mapping of str -> Tensor/ndarray,
@@ -161,7 +163,8 @@ def save(obj: Any, path: str | os.PathLike, metadata: Mapping[str, str] | None =
             tensors are stored under their dotted paths ("optimizer.state.0.exp_avg"), its
             structure and other values as JSON in the metadata (`"nabla.tree"`): `load`
             gives the same nesting back. Nothing in it is ever executed on loading.
-        path: the file to write (replaced if it exists; its directory must exist).
+        f: the path to write (replaced if it exists; its directory must exist), or a binary
+            file object with a `write` method (left open, flushed).
         metadata: extra str -> str entries for the header's `__metadata__`; `{"format": "pt"}`
             is added unless given, and the keys `"nabla.aliases"` and `"nabla.tree"` are reserved.
 
@@ -184,7 +187,25 @@ def save(obj: Any, path: str | os.PathLike, metadata: Mapping[str, str] | None =
     if tree is not None:
         meta[TREE_KEY] = tree
     header = _header(written, meta)
-    _atomic_write(path, [header, *(_as_bytes(array) for _, _, array in _data_order(written))])
+    chunks = [header, *(_as_bytes(array) for _, _, array in _data_order(written))]
+    if _is_file(f, "write"):
+        _write_stream(f, chunks)
+    else:
+        _atomic_write(f, chunks)
+
+
+def _is_file(f: Any, method: str) -> bool:
+    """Whether `f` is a file object (torch.save / torch.load take one) rather than a path."""
+    return not isinstance(f, str | bytes | os.PathLike) and callable(getattr(f, method, None))
+
+
+def _write_stream(file: Any, chunks: Iterable[bytes | memoryview]) -> None:
+    if isinstance(file, io.TextIOBase):
+        raise TypeError("save: f must be a path or a binary file object (opened 'wb'), got a text file")
+    for chunk in chunks:
+        _write_bytes(file, chunk)
+    if callable(getattr(file, "flush", None)):
+        file.flush()
 
 
 def _state_of(obj: Any) -> Mapping:
@@ -429,7 +450,7 @@ def _fsync_directory(directory: str) -> None:
 
 
 # -- load -------------------------------------------------------------------------------------------
-def load(path: str | os.PathLike, map_location: Any = None, weights_only: Any = None, mmap: Any = None) -> Any:
+def load(f: str | os.PathLike | BinaryIO, map_location: Any = None, weights_only: Any = None, mmap: Any = None) -> Any:
     """Read a safetensors file into realized tensors, in the file's key order (a nested
     checkpoint `save` wrote comes back with its nesting: dicts, lists, numbers and all).
 
@@ -440,7 +461,8 @@ def load(path: str | os.PathLike, map_location: Any = None, weights_only: Any = 
     of tied tensors recorded by `save` come back (after the stored names) as the same tensor.
 
     Args:
-        path: the file to read.
+        f: the path to read, or a binary file object with a `read` method (read from its
+            position to the end, as torch.load reads one; errors then name the file object).
         map_location, weights_only, mmap: torch.load's, accepted: tensors load on the host, and
             a safetensors file holds nothing but data (torch's `weights_only=True` always holds).
 
@@ -449,8 +471,7 @@ def load(path: str | os.PathLike, map_location: Any = None, weights_only: Any = 
         >>> state["fc.weight"].shape
         (10, 784)
     """
-    path = os.fspath(path)
-    header, metadata, data = _read(path)
+    path, (header, metadata, data) = _read(f)
     out: OrderedDict[str, Tensor] = OrderedDict()
     for name, (dtype, shape, (begin, _)) in header.items():
         raw = np.frombuffer(data, dtype=_FILE_DTYPES[dtype], count=math.prod(shape), offset=begin)
@@ -468,13 +489,16 @@ def load(path: str | os.PathLike, map_location: Any = None, weights_only: Any = 
     return out
 
 
-def load_metadata(path: str | os.PathLike) -> dict[str, str]:
-    """The `__metadata__` of a safetensors file (reads and checks the header only).
+def load_metadata(path: str | os.PathLike | BinaryIO) -> dict[str, str]:
+    """The `__metadata__` of a safetensors file, a path or a binary file object (of a path,
+    reads and checks the header only).
 
     Example:
         >>> nabla_nn.serialization.load_metadata("ckpt.safetensors")["epoch"]
         '3'
     """
+    if _is_file(path, "read"):
+        return _read(path)[1][1]
     path = os.fspath(path)
     with _open(path) as file:
         size = os.fstat(file.fileno()).st_size
@@ -482,7 +506,7 @@ def load_metadata(path: str | os.PathLike) -> dict[str, str]:
     return metadata
 
 
-def load_into(module: Any, path: str | os.PathLike, strict: bool = True) -> Any:
+def load_into(module: Any, path: str | os.PathLike | BinaryIO, strict: bool = True) -> Any:
     """Load a safetensors file into `module` (what `Module.load_weights` calls).
 
     The file is read and validated in full before `module.load_state_dict` is called, so a bad
@@ -510,7 +534,7 @@ def load_into(module: Any, path: str | os.PathLike, strict: bool = True) -> Any:
     try:
         return module.load_state_dict(state, strict=strict)
     except RuntimeError as err:  # name the file: the module's message only names keys
-        raise RuntimeError(f"loading {os.fspath(path)}: {err}") from err
+        raise RuntimeError(f"loading {_where(path)}: {err}") from err
 
 
 def _tied_names(module: Any) -> list[list[str]]:
@@ -532,15 +556,35 @@ def _open(path: str) -> Any:
         raise FileNotFoundError(f"no such safetensors file: {path}") from None
 
 
-def _read(path: str | os.PathLike) -> tuple[dict[str, tuple], dict[str, str], bytearray]:
-    """The validated header {name: (dtype, shape, offsets)}, metadata and data bytes."""
-    path = os.fspath(path)
+def _read(f: Any) -> tuple[str, tuple[dict[str, tuple], dict[str, str], bytearray]]:
+    """The name errors use for `f`, and its validated header {name: (dtype, shape, offsets)},
+    metadata and data bytes."""
+    if _is_file(f, "read"):
+        where = _where(f)
+        blob = f.read()
+        if not isinstance(blob, bytes | bytearray | memoryview):
+            raise TypeError(
+                f"load: f must be a path or a binary file object (opened 'rb'), got {type(f).__name__} "
+                f"whose read() returns {type(blob).__name__}"
+            )
+        return where, _parse(io.BytesIO(blob), len(blob), where)
+    path = os.fspath(f)
     with _open(path) as file:
-        size = os.fstat(file.fileno()).st_size
-        header, metadata = _read_header(file, size, path)
-        data = bytearray(size - file.tell())
-        if file.readinto(data) != len(data):
-            raise ValueError(f"{path}: the file changed size while being read")
+        return path, _parse(file, os.fstat(file.fileno()).st_size, path)
+
+
+def _where(f: Any) -> str:
+    """How messages name `f`: its path, or the file object (its name, if it has one)."""
+    if _is_file(f, "read"):
+        return f"<file object {getattr(f, 'name', type(f).__name__)}>"
+    return os.fspath(f)
+
+
+def _parse(file: Any, size: int, path: str) -> tuple[dict[str, tuple], dict[str, str], bytearray]:
+    header, metadata = _read_header(file, size, path)
+    data = bytearray(size - file.tell())
+    if file.readinto(data) != len(data):
+        raise ValueError(f"{path}: the file changed size while being read")
     _check_layout(header, len(data), path)
     return header, metadata, data
 
