@@ -14,7 +14,7 @@ Example:
 """
 
 from . import amp, autograd, core, func, linalg, ops, special, transforms
-from .amp import autocast
+from .amp import autocast, get_autocast_dtype, is_autocast_enabled
 from .core.common import (
     PyTreeDef,
     enable_grad,
@@ -138,6 +138,7 @@ __all__ = [
     "float16",
     "float32",
     "float64",
+    "get_autocast_dtype",
     "get_executor",
     "grad",
     "hessian",
@@ -145,6 +146,7 @@ __all__ = [
     "int16",
     "int32",
     "int64",
+    "is_autocast_enabled",
     "is_grad_enabled",
     "jacfwd",
     "jacrev",

@@ -6,6 +6,8 @@
   (softmax / log_softmax too under "cuda"), as torch's autocast lists them. Other ops run in
   their inputs' dtype. Parameters stay float32: the casts are ops in the graph, so gradients come
   back to them in float32.
+- `is_autocast_enabled(device_type)` / `get_autocast_dtype(device_type)`: torch 2.13's queries
+  (also top-level `nabla.` names).
 - `GradScaler`: scales a float16 loss so small gradients do not flush to zero, unscales the
   gradients before the step, skips a step whose gradients hold inf or nan and adapts the scale
   (torch's `init_scale`, `growth_factor`, `backoff_factor`, `growth_interval`). With
@@ -22,20 +24,77 @@ Example:
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
 from .core.common import dtypes as _dt
-from .core.common.context import decorated, no_grad, set_autocast
+from .core.common.context import autocast_device, decorated, no_grad, set_autocast
 from .core.graph.tracing import note_guard
 from .core.tensor import Tensor
 from .ops import all as _all
 from .ops import isfinite as _isfinite
 from .ops import stack as _stack
 
-__all__ = ["GradScaler", "autocast"]
+__all__ = ["GradScaler", "autocast", "get_autocast_dtype", "is_autocast_enabled"]
 
 _DEFAULT_DTYPES = {"cpu": _dt.bfloat16, "cuda": _dt.float16, "gpu": _dt.float16}
+
+
+class _Configured(threading.local):
+    """Per thread, the dtype each device's innermost autocast region set (enabled or not, as
+    torch's autocast sets the device's dtype on entering and restores it on leaving)."""
+
+    def __init__(self) -> None:
+        self.stacks: dict[str, list[Any]] = {}
+
+
+_CONFIGURED = _Configured()
+
+
+def _device(device_type: Any, who: str) -> str:
+    """The device type's key ("gpu" is nabla's alias of "cuda")."""
+    if device_type not in _DEFAULT_DTYPES:
+        raise RuntimeError(f"{who}: device_type must be 'cpu' or 'cuda', got {device_type!r}")
+    return "cuda" if device_type == "gpu" else device_type
+
+
+def is_autocast_enabled(device_type: str | None = None) -> bool:
+    """torch.is_autocast_enabled: whether an enabled `autocast` region for `device_type` is
+    active in this thread. Without an argument, torch's default: "cuda".
+
+    nabla has one autocast region at a time: entering one for another device ends the
+    outer region's effect until it exits (torch keeps one per device).
+
+    Args:
+        device_type: "cpu" or "cuda" (None: "cuda", as torch).
+
+    Example:
+        >>> with nabla.autocast("cpu"):
+        ...     nabla.is_autocast_enabled("cpu"), nabla.is_autocast_enabled()
+        (True, False)
+    """
+    wanted = _device("cuda" if device_type is None else device_type, "is_autocast_enabled")
+    active = autocast_device()
+    return active is not None and _device(active, "is_autocast_enabled") == wanted
+
+
+def get_autocast_dtype(device_type: str) -> Any:
+    """torch.get_autocast_dtype: the dtype autocast uses for `device_type`: the innermost
+    region's for that device (even a disabled one, as torch), else the default (bfloat16 on
+    "cpu", float16 on "cuda").
+
+    Args:
+        device_type: "cpu" or "cuda".
+
+    Example:
+        >>> with nabla.autocast("cpu", dtype=nabla.float16):
+        ...     nabla.get_autocast_dtype("cpu")
+        DType.float16
+    """
+    key = _device(device_type, "get_autocast_dtype")
+    stack = _CONFIGURED.stacks.get(key)
+    return stack[-1] if stack else _DEFAULT_DTYPES[key]
 
 
 class autocast:  # noqa: N801 (torch's name)
@@ -63,8 +122,10 @@ class autocast:  # noqa: N801 (torch's name)
 
     def __enter__(self) -> None:
         self._previous.append(set_autocast((self.fast_dtype, self.device_type) if self._enabled else None))
+        _CONFIGURED.stacks.setdefault(_device(self.device_type, "autocast"), []).append(self.fast_dtype)
 
     def __exit__(self, *exc: object) -> None:
+        _CONFIGURED.stacks[_device(self.device_type, "autocast")].pop()
         set_autocast(self._previous.pop())
 
     def __call__(self, fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -232,3 +232,37 @@ def test_the_autocast_product_table_is_torchs():
         bilinear = torch.nn.functional.bilinear(a, a, torch.randn(2, 3, 3)).dtype
     assert got == {name: low for name, (_, low) in _PRODUCTS.items()}
     assert (prelu, bilinear) == (torch.bfloat16, torch.float32)
+
+
+def test_autocast_queries_follow_the_region():
+    assert not nb.is_autocast_enabled("cpu") and not nb.is_autocast_enabled()
+    assert nb.get_autocast_dtype("cpu") == nb.bfloat16 and nb.get_autocast_dtype("cuda") == nb.float16
+    with nb.autocast("cpu", dtype=nb.float16):
+        assert nb.is_autocast_enabled("cpu") and not nb.is_autocast_enabled() and not nb.is_autocast_enabled("cuda")
+        assert nb.get_autocast_dtype("cpu") == nb.float16 and nb.get_autocast_dtype("cuda") == nb.float16
+        with nb.autocast("cpu", dtype=nb.bfloat16, enabled=False):  # a disabled region still sets the dtype
+            assert not nb.is_autocast_enabled("cpu") and nb.get_autocast_dtype("cpu") == nb.bfloat16
+        assert nb.is_autocast_enabled("cpu") and nb.get_autocast_dtype("cpu") == nb.float16
+    with nb.autocast("cuda"):
+        assert nb.is_autocast_enabled() and nb.is_autocast_enabled("cuda")
+    assert nb.get_autocast_dtype("cpu") == nb.bfloat16 and not nb.is_autocast_enabled("cpu")
+    with pytest.raises(RuntimeError, match="get_autocast_dtype: device_type must be 'cpu' or 'cuda', got 'xyz'"):
+        nb.get_autocast_dtype("xyz")
+
+
+def _autocast_queries(lib, low, other) -> list:
+    """is_autocast_enabled / get_autocast_dtype (as names) around nested regions of `lib`."""
+    name = lambda dtype: str(dtype).split(".")[-1]  # noqa: E731 ("DType.float16", "torch.float16")
+    seen = [lib.is_autocast_enabled("cpu"), name(lib.get_autocast_dtype("cpu"))]
+    with lib.autocast("cpu", dtype=low):
+        seen += [lib.is_autocast_enabled("cpu"), lib.is_autocast_enabled(), name(lib.get_autocast_dtype("cpu"))]
+        with lib.autocast("cpu", dtype=other, enabled=False):
+            seen += [lib.is_autocast_enabled("cpu"), name(lib.get_autocast_dtype("cpu"))]
+    return [*seen, lib.is_autocast_enabled("cpu"), name(lib.get_autocast_dtype("cuda"))]
+
+
+@needs_torch
+def test_autocast_queries_match_torchs():
+    ours = _autocast_queries(nb, nb.float16, nb.bfloat16)
+    assert ours == _autocast_queries(torch, torch.float16, torch.bfloat16)
+    assert ours[2:5] == [True, False, "float16"]
