@@ -3,10 +3,12 @@
 
 An update is lazy like every op: `ema.update_parameters(model)` records one lerp per parameter
 and is computed with the next evaluation (typically the next `opt.step()`, in the same graph).
-The averaging weight (1 / (n + 1), or 1 - decay) is a graph input, not a constant, and the
-first update (a copy) is a lerp by 1, so a loop that averages after every step compiles two
-models: its first step, then every later step with the previous step's average folded in.
-`n_averaged` is counted on the host too, so nothing reads a device value to decide.
+The averaging weight is not a constant: 1 / (n + 1) is computed in the graph from the
+`n_averaged` buffer, 1 - decay is an input. The first update (a copy) is a lerp by 1, so a loop
+that averages after every step compiles two models: its first step, then every later step with
+the previous step's average folded in. `n_averaged` is counted on the host too, so nothing
+reads a device value to decide. Inside `nabla.compile` the count is updated in place in the
+graph, and the first update is guarded: one trace for it, one for all later ones.
 
 Example:
     >>> ema = AveragedModel(model, multi_avg_fn=get_ema_multi_avg_fn(0.999))
@@ -25,6 +27,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import nabla as nb
+from nabla.core.graph.tracing import note_guard, tracing
 from nabla_nn import Module
 from nabla_nn.modules.normalization import _BatchNorm
 
@@ -56,6 +59,19 @@ def _mix(a: nb.Tensor, b: nb.Tensor, weight_a: float, weight_b: float) -> nb.Ten
     return (af * _weight(weight_a, af) + bf * _weight(weight_b, af)).to(a.dtype)
 
 
+def _count_plus_one(num_averaged: Any) -> Any:
+    """n + 1, in the graph when n is a tensor (AveragedModel's `n_averaged`: a compiled step
+    reads it on every call instead of baking the count it was traced with)."""
+    return num_averaged + 1 if isinstance(num_averaged, nb.Tensor) else int(num_averaged) + 1
+
+
+def _mean_weight(num_averaged: Any, like: nb.Tensor) -> nb.Tensor:
+    """The running mean's weight 1 / (n + 1) in `like`'s dtype."""
+    if isinstance(num_averaged, nb.Tensor):
+        return nb.reciprocal(_count_plus_one(num_averaged).to(like.dtype))
+    return _weight(1.0 / (float(num_averaged) + 1.0), like)
+
+
 def get_ema_multi_avg_fn(decay: float = 0.999) -> Callable[[list, list, Any], None]:
     """EMA over lists of tensors, in place: ema = decay * ema + (1 - decay) * current."""
     if not 0.0 <= decay <= 1.0:
@@ -75,12 +91,11 @@ def get_swa_multi_avg_fn() -> Callable[[list, list, Any], None]:
     """The running mean over lists of tensors, in place: avg += (current - avg) / (n + 1)."""
 
     def swa_update(averaged: list, current_params: list, num_averaged: Any) -> None:
-        n = float(num_averaged)
         for avg, current in zip(averaged, current_params, strict=True):
             if nb.is_floating_point(avg):
-                avg.lerp_(current, _weight(1.0 / (n + 1.0), avg))
+                avg.lerp_(current, _mean_weight(num_averaged, avg))
             else:
-                avg.copy_(avg + nb.floor_divide(current - avg, int(n) + 1))
+                avg.copy_(avg + nb.floor_divide(current - avg, _count_plus_one(num_averaged)))
 
     return swa_update
 
@@ -100,8 +115,7 @@ def get_swa_avg_fn() -> Callable[[nb.Tensor, nb.Tensor, Any], nb.Tensor]:
     """The running mean of one tensor: avg + (current - avg) / (n + 1)."""
 
     def swa_update(averaged: nb.Tensor, current: nb.Tensor, num_averaged: Any) -> nb.Tensor:
-        w = 1.0 / (float(num_averaged) + 1.0)
-        return _mix(averaged, current, 1.0 - w, w)
+        return averaged + (current - averaged) / _count_plus_one(num_averaged)  # (torch's formula)
 
     return swa_update
 
@@ -163,10 +177,11 @@ class AveragedModel(Module):
 
     def update_parameters(self, model: Module) -> None:
         """Fold `model`'s current parameters into the average (the first call copies them)."""
-        self._sync_count()
+        # (nabla.compile: the first update, a copy, is another program than the later ones)
+        note_guard(lambda: self._synced_count() == 0, "AveragedModel's first update")
         mine, theirs = self._averaged(model)
         with nb.no_grad():
-            if self._count == 0:  # a copy; floats as a lerp by 1 (exact), the op every later update runs
+            if self._synced_count() == 0:  # a copy; floats as a lerp by 1 (exact), the op every later update runs
                 for avg, current in zip(mine, theirs, strict=True):
                     if nb.is_floating_point(avg):
                         avg.lerp_(current, _weight(1.0, avg))
@@ -178,20 +193,26 @@ class AveragedModel(Module):
                 for avg, current in zip(mine, theirs, strict=True):
                     avg.copy_(self.avg_fn(avg, current, self.n_averaged))
             else:
-                get_swa_multi_avg_fn()(mine, theirs, self._count)
+                get_swa_multi_avg_fn()(mine, theirs, self.n_averaged)  # (1 / (n + 1) in the graph)
             if not self.use_buffers:  # buffers (BatchNorm's running stats) follow the model
                 for mine_b, theirs_b in zip(self.module.buffers(), model.buffers(), strict=True):
                     mine_b.detach().copy_(theirs_b.detach().to(mine_b.device))
         self._count += 1
-        self.n_averaged = nb.tensor(self._count, dtype=nb.int64, device=self.n_averaged.device)
+        if tracing():  # a compiled step counts in place: its later calls run no Python
+            self.n_averaged.add_(1)
+        else:  # (realized: the next step reads it as an input, and the host count stays true)
+            self.n_averaged = nb.tensor(self._count, dtype=nb.int64, device=self.n_averaged.device)
         self._counted = self.n_averaged._impl
 
-    def _sync_count(self) -> None:
-        """The host counter follows n_averaged whenever it changed since (load_state_dict, or
-        the user's reset): read once then."""
+    def _synced_count(self) -> int:
+        """The host counter, which follows n_averaged whenever it changed since (load_state_dict,
+        the user's reset, a compiled step's update): read once then. Read from a share of its
+        storage, so a compiled step tracing this read does not guard the tensor itself."""
         if self.n_averaged._impl is not self._counted:
-            self._count = int(self.n_averaged.item())
+            self.n_averaged.realize()
+            self._count = int(nb.Tensor(self.n_averaged._impl.share()).item())
             self._counted = self.n_averaged._impl
+        return self._count
 
 
 class SWALR(LRScheduler):

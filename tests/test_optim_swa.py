@@ -223,3 +223,39 @@ def test_a_custom_avg_fn_gets_n_averaged_as_a_tensor():
     for _ in range(3):
         a.update_parameters(m)
     assert seen == [1, 1, 2, 2]  # (weight and bias each time)
+
+
+@pytest.mark.parametrize("kind", ["swa", "ema", "swa_fn"])
+def test_an_averaged_model_inside_a_compiled_step_matches_the_eager_loop(kind: str):
+    """The running mean's weight 1 / (n + 1) comes from `n_averaged` in the graph, and the
+    count is updated in place, so a compiled step averages as the eager loop does: one trace for
+    the first update (a copy) and one for every later one."""
+    fns = {
+        "swa": {},
+        "ema": {"multi_avg_fn": get_ema_multi_avg_fn(0.9)},
+        "swa_fn": {"avg_fn": optim.swa_utils.get_swa_avg_fn()},
+    }[kind]
+    results = []
+    for compiled in (False, True):
+        nb.manual_seed(0)
+        model = _model()
+        avg = AveragedModel(model, **fns)
+        opt = optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+        def step(x, y, model=model, avg=avg, opt=opt):
+            opt.zero_grad()
+            ((model(x) - y) ** 2).mean().backward()
+            opt.step()
+            avg.update_parameters(model)
+
+        run = nb.compile(step) if compiled else step
+        for x, y in DATA:
+            run(nb.tensor(x), nb.tensor(y))
+        results.append(avg.state_dict())
+        if compiled:
+            assert (run.stats.traces, run.stats.hits) == (2, len(DATA) - 2)
+            assert run.stats.recompile_reasons == ["AveragedModel's first update changed"]
+    eager, compiled = results
+    assert eager["n_averaged"].item() == compiled["n_averaged"].item() == len(DATA)
+    for k in eager:
+        np.testing.assert_allclose(compiled[k].numpy(), eager[k].numpy(), rtol=1e-12, err_msg=k)
