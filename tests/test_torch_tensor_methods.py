@@ -290,6 +290,7 @@ def test_every_in_place_variant_has_its_out_of_place_method():
     out_of_place_only = {"requires_grad_", "zero_", "fill_", "copy_", "fill_diagonal_", "detach_", "index_put_"}
     out_of_place_only |= {"uniform_", "normal_", "bernoulli_", "exponential_", "geometric_", "log_normal_"}
     out_of_place_only |= {"cauchy_", "random_", "t_", "squeeze_", "unsqueeze_", "transpose_", "swapaxes_", "swapdims_"}
+    out_of_place_only |= {"share_memory_"}  # (torch has no Tensor.share_memory either)
     missing = sorted(n for n in names - out_of_place_only if not hasattr(nb.Tensor, n[:-1]))
     assert not missing, f"in-place methods without an out-of-place twin: {missing}"
 
@@ -563,3 +564,29 @@ def test_in_place_gradients_match_torch():
     ref_x = torch.tensor(UNIT, requires_grad=True)
     chain(torch, ref_x).backward()
     np.testing.assert_allclose(ours_x.grad.numpy(), ref_x.grad.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def _storage_pattern(lib) -> list[bool]:
+    """Which tensors share x's storage (data_ptr equality) for views without an offset."""
+    x = lib.tensor(A)
+    same = [x.T, x.view(12), x.detach(), x.data, x.reshape(3, 2, 2), x.unsqueeze(0)]
+    other = [x.clone(), x + 1, x.T.contiguous(), x.T.reshape(12), lib.tensor(A)]
+    return [t.data_ptr() == x.data_ptr() for t in same + other]
+
+
+def test_data_ptr_names_the_storage_views_share():
+    assert _storage_pattern(nb) == [True] * 6 + [False] * 5
+    x = nb.tensor(A)
+    before, row = x.data_ptr(), x[1]
+    x.add_(1.0)  # an in-place op keeps the storage
+    assert x.data_ptr() == before == row.data_ptr() and isinstance(before, int)
+    x.data = nb.tensor(POS)  # new storage: the view taken before keeps the old one
+    assert x.data_ptr() != before and row.data_ptr() == before
+    assert nb.zeros(0, 3).data_ptr() == 0
+    assert x.share_memory_() is x and x.is_shared() is False
+
+
+@needs_torch
+def test_data_ptr_sharing_matches_torch():
+    assert _storage_pattern(nb) == _storage_pattern(torch)
+    assert torch.zeros(0, 3).data_ptr() == nb.zeros(0, 3).data_ptr() == 0

@@ -25,6 +25,7 @@ from ..common.hooks import RemovableHandle, add_hook
 from .dispatch import OPS
 from .impl import GRAD_HOOKS
 from .strides import is_contiguous, layout_of
+from .views import storage_owner
 
 if TYPE_CHECKING:  # annotations only: tensor.py imports this module
     from .tensor import Tensor
@@ -366,6 +367,32 @@ class TorchMethods:
         return self
 
     def is_pinned(self) -> bool:
+        return False
+
+    def data_ptr(self) -> int:
+        """An int naming this tensor's storage, for identity checks (torch's address of the
+        first element): a tensor and its views (`x[0]`, `x.T`, `x.view(...)`, `.data`,
+        `detach()`: the views whose in-place writes reach `x`) give the same number, distinct
+        tensors different ones, an empty tensor 0. It is no address: nabla's values live in
+        the graph engine (and views have no byte offset), so it cannot be dereferenced.
+
+        Example:
+            >>> x = nabla.zeros(2, 3)
+            >>> x.T.data_ptr() == x.data_ptr() != x.clone().data_ptr()
+            True
+        """
+        if self.numel() == 0:
+            return 0
+        owner, generation = storage_owner(self)
+        return (generation << 48) | id(owner)  # (CPython ids are below 2**48; `.data =` starts a new storage)
+
+    def share_memory_(self) -> Any:
+        """torch's move to shared memory for other processes: self unchanged (nabla runs in
+        one process; a DataLoader loads in it)."""
+        return self
+
+    def is_shared(self) -> bool:
+        """Whether the storage is in shared memory: never (see `share_memory_`)."""
         return False
 
     # -- metadata ---------------------------------------------------------------------------

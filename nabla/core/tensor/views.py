@@ -158,6 +158,20 @@ def _layout(t: Tensor) -> tuple[int, tuple]:
     return getattr(t, "_layout", None) or (0, ())
 
 
+def storage_owner(t: Tensor) -> tuple[Tensor, int]:
+    """The tensor whose storage `t` shares (the base at the end of its chain of views) and
+    that storage's generation (`.data = value` gives a tensor new storage; a view taken
+    before keeps the old one, so it stops the walk)."""
+    while True:
+        view = getattr(t, "_view", None)
+        if view is None:
+            return t, _layout(t)[0]
+        base, _, _, _, marker = view
+        if _later_steps(base, marker) is None:
+            return base, marker[0]
+        t = base
+
+
 def _later_steps(base: Tensor, marker: tuple[int, tuple]) -> tuple | None:
     """The restrides of `base` since a view recorded `marker`; None if its storage changed."""
     swaps, steps = _layout(base)
