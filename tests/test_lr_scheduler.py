@@ -11,6 +11,7 @@ import pytest
 from _oracle import needs_torch, torch
 
 import nabla as nb
+import nabla_nn as nn
 import nabla_optim as optim
 from nabla_nn.parameter import Parameter
 from nabla_optim import lr_scheduler as sched_mod
@@ -408,3 +409,37 @@ def test_warm_restarts_names_a_bad_eta_min_like_torch():
     opt = optim.SGD([Parameter(nb.zeros(2))], lr=0.3)
     with pytest.raises(ValueError, match="Expected float or int eta_min"):
         sched_mod.CosineAnnealingWarmRestarts(opt, 2, 1, eta_min="a")
+
+
+def test_a_multistep_schedule_resumed_from_a_checkpoint_file_continues(tmp_path) -> None:
+    """A checkpoint's JSON holds MultiStepLR's milestone Counter as a dict: the closed form
+    (what SequentialLR calls when it switches, and step(epoch)) still works after loading."""
+
+    def make(opt):
+        return sched_mod.SequentialLR(
+            opt, [sched_mod.LinearLR(opt, 0.1, 1.0, 3), sched_mod.MultiStepLR(opt, [2, 2, 4], 0.5)], [3]
+        )
+
+    w = Parameter(nb.ones(2))
+    opt = optim.SGD([w], lr=0.1)
+    sched = make(opt)
+    for _ in range(2):
+        opt.step()
+        sched.step()
+    nn.save({"opt": opt.state_dict(), "sched": sched.state_dict()}, tmp_path / "ck.safetensors")
+    lrs = []
+    for _ in range(6):
+        opt.step()
+        sched.step()
+        lrs.append(sched.get_last_lr()[0])
+    ck = nn.load(tmp_path / "ck.safetensors")
+    opt2 = optim.SGD([w], lr=0.1)
+    sched2 = make(opt2)
+    opt2.load_state_dict(ck["opt"])
+    sched2.load_state_dict(ck["sched"])
+    resumed = []
+    for _ in range(6):
+        opt2.step()
+        sched2.step()
+        resumed.append(sched2.get_last_lr()[0])
+    assert resumed == lrs and lrs[-1] == pytest.approx(0.1 * 0.25 * 0.5)

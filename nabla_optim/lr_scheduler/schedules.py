@@ -146,6 +146,11 @@ class MultiStepLR(LRScheduler):
         factor = self.gamma ** self.milestones[self.last_epoch]
         return [g["lr"] * factor for g in self.optimizer.param_groups]
 
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        super().load_state_dict(state_dict)
+        # (a checkpoint's JSON holds the Counter as a dict, its keys maybe as strings)
+        self.milestones = Counter({int(k): int(v) for k, v in dict(self.milestones).items()})
+
     def _get_closed_form_lr(self) -> list[float]:
         milestones = sorted(self.milestones.elements())
         return [base * self.gamma ** bisect_right(milestones, self.last_epoch) for base in self.base_lrs]
