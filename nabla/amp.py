@@ -36,7 +36,7 @@ from .ops import all as _all
 from .ops import isfinite as _isfinite
 from .ops import stack as _stack
 
-__all__ = ["GradScaler", "autocast", "get_autocast_dtype", "is_autocast_enabled"]
+__all__ = ["GradScaler", "autocast", "cpu_autocast", "cuda_autocast", "get_autocast_dtype", "is_autocast_enabled"]
 
 _DEFAULT_DTYPES = {"cpu": _dt.bfloat16, "cuda": _dt.float16, "gpu": _dt.float16}
 
@@ -132,6 +132,24 @@ class autocast:  # noqa: N801 (torch's name)
         return decorated(lambda: autocast(self.device_type, self.fast_dtype, self._enabled), fn)
 
 
+class _DeviceAutocast(autocast):
+    """torch.cpu.amp.autocast / torch.cuda.amp.autocast: `autocast` for one device, `enabled`
+    first (torch's deprecated spellings, still common in training scripts)."""
+
+    device = "cpu"
+
+    def __init__(self, enabled: bool = True, dtype: Any = None, cache_enabled: Any = True) -> None:
+        super().__init__(self.device, dtype, enabled, cache_enabled)
+
+
+class cpu_autocast(_DeviceAutocast):  # noqa: N801 (torch.cpu.amp.autocast)
+    device = "cpu"
+
+
+class cuda_autocast(_DeviceAutocast):  # noqa: N801 (torch.cuda.amp.autocast)
+    device = "cuda"
+
+
 class GradScaler:
     """torch.amp.GradScaler: loss scaling for float16 training.
 
@@ -170,9 +188,37 @@ class GradScaler:
         self._growth_factor, self._backoff_factor = float(growth_factor), float(backoff_factor)
         self._growth_interval, self._growth_tracker = int(growth_interval), 0
         self._unscaled: dict[int, bool] = {}  # id(optimizer) -> whether its gradients had inf/nan
+        self._started = False  # scale() was called (torch creates its scale tensor then)
 
     def is_enabled(self) -> bool:
         return self._enabled
+
+    def get_growth_factor(self) -> float:
+        return self._growth_factor
+
+    def set_growth_factor(self, new_factor: float) -> None:
+        self._growth_factor = float(new_factor)
+
+    def get_backoff_factor(self) -> float:
+        return self._backoff_factor
+
+    def set_backoff_factor(self, new_factor: float) -> None:
+        self._backoff_factor = float(new_factor)
+
+    def get_growth_interval(self) -> int:
+        return self._growth_interval
+
+    def set_growth_interval(self, new_interval: int) -> None:
+        self._growth_interval = int(new_interval)
+
+    def _check_started(self, method: str) -> None:
+        """torch's check that `scale()` ran first: a loop that calls step/update without it is
+        out of order (its loss was never scaled)."""
+        if not self._started:
+            raise AssertionError(
+                f"Attempted {method} but _scale is None.  This may indicate your script did not use "
+                "scaler.scale(loss or outputs) earlier in the iteration."
+            )
 
     def get_scale(self) -> float:
         return self._scale if self._enabled else 1.0
@@ -182,6 +228,7 @@ class GradScaler:
         if not self._enabled:
             return outputs
         note_guard(self.get_scale, "GradScaler's scale")  # (a compiled step bakes it in)
+        self._started = True
         if isinstance(outputs, Tensor):
             return outputs * self._scale
         if isinstance(outputs, list | tuple):
@@ -192,6 +239,7 @@ class GradScaler:
         """Divide the optimizer's gradients by the scale (in place), noting inf/nan among them."""
         if not self._enabled:
             return
+        self._check_started("unscale_")
         if id(optimizer) in self._unscaled:
             raise RuntimeError("unscale_() has already been called on this optimizer since the last update().")
         note_guard(self.get_scale, "GradScaler's scale")
@@ -209,6 +257,9 @@ class GradScaler:
         gradient holds inf or nan."""
         if not self._enabled:
             return optimizer.step(*args, **kwargs)
+        if "closure" in kwargs:
+            raise RuntimeError("Closure use is not currently supported if GradScaler is enabled.")
+        self._check_started("step")
         if id(optimizer) not in self._unscaled:
             self.unscale_(optimizer)
         if self._unscaled[id(optimizer)]:
@@ -219,6 +270,7 @@ class GradScaler:
         """Adapt the scale after the steps since the last update (or set it to `new_scale`)."""
         if not self._enabled:
             return
+        self._check_started("update")
         if new_scale is not None:
             self._scale = float(new_scale.item() if isinstance(new_scale, Tensor) else new_scale)
         elif any(self._unscaled.values()):

@@ -21,6 +21,7 @@ from .ops.random_state import default_generator
 __all__ = [
     "backends",
     "bool",
+    "cpu",
     "cuda",
     "device",
     "double",
@@ -58,10 +59,11 @@ def _manual_seed(seed: int) -> None:
 cuda = types.SimpleNamespace(
     is_available=_is_available,
     device_count=accelerator_count,
-    amp=amp,
+    amp=types.SimpleNamespace(autocast=amp.cuda_autocast, GradScaler=amp.GradScaler),
     manual_seed=_manual_seed,
     manual_seed_all=_manual_seed,
 )
+cpu = types.SimpleNamespace(amp=types.SimpleNamespace(autocast=amp.cpu_autocast, GradScaler=amp.GradScaler))
 
 
 # torch.backends' switches, which training scripts set first thing (`cudnn.benchmark = True`,

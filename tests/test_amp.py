@@ -266,3 +266,31 @@ def test_autocast_queries_match_torchs():
     ours = _autocast_queries(nb, nb.float16, nb.bfloat16)
     assert ours == _autocast_queries(torch, torch.float16, torch.bfloat16)
     assert ours[2:5] == [True, False, "float16"]
+
+
+def test_grad_scaler_settings_and_out_of_order_use_as_torch():
+    scaler = nb.amp.GradScaler(growth_factor=3.0, backoff_factor=0.25, growth_interval=7)
+    assert (scaler.get_growth_factor(), scaler.get_backoff_factor(), scaler.get_growth_interval()) == (3.0, 0.25, 7)
+    scaler.set_growth_factor(4.0), scaler.set_backoff_factor(0.5), scaler.set_growth_interval(2)
+    assert (scaler.get_growth_factor(), scaler.get_backoff_factor(), scaler.get_growth_interval()) == (4.0, 0.5, 2)
+    w = nn.Parameter(nb.ones(2))
+    opt = optim.SGD([w], lr=0.1)
+    for call in (scaler.update, lambda: scaler.step(opt), lambda: scaler.unscale_(opt)):
+        with pytest.raises(AssertionError, match="did not use scaler.scale"):
+            call()  # (nothing was scaled yet: the loop is out of order)
+    with pytest.raises(RuntimeError, match="Closure use is not currently supported"):
+        scaler.step(opt, closure=lambda: None)
+    scaler.scale(w.sum()).backward()
+    scaler.step(opt)
+    scaler.update()
+    np.testing.assert_allclose(w.numpy(), [0.9, 0.9])
+
+
+def test_cpu_and_cuda_amp_autocast_spellings():
+    with nb.cpu.amp.autocast():
+        assert nb.matmul(nb.ones(2, 2), nb.ones(2, 2)).dtype == nb.bfloat16
+    with nb.cpu.amp.autocast(enabled=False):
+        assert nb.matmul(nb.ones(2, 2), nb.ones(2, 2)).dtype == nb.float32
+    with nb.cuda.amp.autocast():
+        assert nb.is_autocast_enabled("cuda") and nb.get_autocast_dtype("cuda") == nb.float16
+    assert nb.cuda.amp.GradScaler is nb.cpu.amp.GradScaler is nb.amp.GradScaler
