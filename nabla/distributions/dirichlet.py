@@ -1,0 +1,145 @@
+"""The Dirichlet and beta distributions (a beta is a Dirichlet over two categories)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import ops
+from ..core.tensor import Tensor
+from . import constraints
+from .distribution import Distribution
+from .gamma import standard_gamma
+from .utils import _finfo, broadcast_all
+
+__all__ = ["Beta", "Dirichlet"]
+
+
+class Dirichlet(Distribution):
+    """The Dirichlet distribution over the probability simplex.
+
+    Sampling normalizes gamma draws and is not reparameterized (see `Gamma`).
+
+    Args:
+        concentration: the concentrations, > 0, shape (*batch_shape, K).
+        validate_args: check the parameters (see `Distribution`).
+
+    Example:
+        >>> Dirichlet(nabla.tensor([1.0, 3.0])).mean
+        Tensor([0.25, 0.75], dtype=float32)
+    """
+
+    arg_constraints = {"concentration": constraints.independent(constraints.positive, 1)}
+    support = constraints.simplex
+
+    def __init__(self, concentration: Tensor, validate_args: bool | None = None) -> None:
+        if not isinstance(concentration, Tensor):
+            raise TypeError(f"`concentration` must be a Tensor, got {type(concentration).__name__}")
+        if concentration.ndim < 1:
+            raise ValueError("`concentration` parameter must be at least one-dimensional.")
+        self.concentration = concentration
+        super().__init__(concentration.shape[:-1], concentration.shape[-1:], validate_args=validate_args)
+
+    def expand(self, batch_shape: Any, _instance: Any = None) -> Dirichlet:
+        new = self._get_checked_instance(Dirichlet, _instance)
+        new.concentration = ops.broadcast_to(self.concentration, (*batch_shape, *self._event_shape))
+        Distribution.__init__(new, batch_shape, self._event_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    def sample(self, sample_shape: Any = ()) -> Tensor:
+        shape = tuple(self._extended_shape(sample_shape))
+        g = standard_gamma(ops.broadcast_to(self.concentration.detach(), shape))
+        return ops.clamp(g / g.sum(-1, keepdim=True), float(_finfo(g.dtype).tiny))
+
+    def log_prob(self, value: Tensor) -> Tensor:
+        if self._validate_args:
+            self._validate_sample(value)
+        c = self.concentration
+        return ops.xlogy(c - 1.0, value).sum(-1) + ops.lgamma(c.sum(-1)) - ops.lgamma(c).sum(-1)
+
+    @property
+    def mean(self) -> Tensor:
+        return self.concentration / self.concentration.sum(-1, keepdim=True)
+
+    @property
+    def mode(self) -> Tensor:
+        cm1 = ops.clamp(self.concentration - 1, 0.0)
+        mode = cm1 / cm1.sum(-1, keepdim=True)
+        # (every concentration below 1: the density peaks at the corner of the largest one)
+        corner = ops.one_hot(ops.argmax(mode, -1), cm1.shape[-1]).astype(mode.dtype)
+        return ops.where(ops.all(self.concentration < 1, -1, True), corner, mode)
+
+    @property
+    def variance(self) -> Tensor:
+        c = self.concentration
+        total = c.sum(-1, keepdim=True)
+        return c * (total - c) / (total.pow(2) * (total + 1))
+
+    def entropy(self) -> Tensor:
+        c = self.concentration
+        k, total = c.shape[-1], c.sum(-1)
+        return (
+            ops.lgamma(c).sum(-1)
+            - ops.lgamma(total)
+            - (k - total) * ops.digamma(total)
+            - ((c - 1.0) * ops.digamma(c)).sum(-1)
+        )
+
+
+class Beta(Distribution):
+    """The beta distribution on [0, 1] with concentrations `concentration1` (alpha) and
+    `concentration0` (beta).
+
+    Args:
+        concentration1: alpha, > 0.
+        concentration0: beta, > 0.
+        validate_args: check the parameters (see `Distribution`).
+
+    Example:
+        >>> Beta(nabla.tensor([2.0]), nabla.tensor([2.0])).mean
+        Tensor([0.5], dtype=float32)
+    """
+
+    arg_constraints = {"concentration1": constraints.positive, "concentration0": constraints.positive}
+    support = constraints.unit_interval
+
+    def __init__(self, concentration1: Any, concentration0: Any, validate_args: bool | None = None) -> None:
+        self.concentration1, self.concentration0 = broadcast_all(concentration1, concentration0)
+        pair = ops.stack([self.concentration1, self.concentration0], -1)
+        self._dirichlet = Dirichlet(pair, validate_args=False)  # (checked here, on the two parameters)
+        super().__init__(self.concentration1.shape, validate_args=validate_args)
+        self._dirichlet._validate_args = self._validate_args
+
+    def expand(self, batch_shape: Any, _instance: Any = None) -> Beta:
+        new = self._get_checked_instance(Beta, _instance)
+        shape = tuple(batch_shape)
+        new.concentration1 = ops.broadcast_to(self.concentration1, shape)
+        new.concentration0 = ops.broadcast_to(self.concentration0, shape)
+        new._dirichlet = self._dirichlet.expand(batch_shape)
+        Distribution.__init__(new, batch_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    @property
+    def mean(self) -> Tensor:
+        return self.concentration1 / (self.concentration1 + self.concentration0)
+
+    @property
+    def mode(self) -> Tensor:
+        return self._dirichlet.mode[..., 0]
+
+    @property
+    def variance(self) -> Tensor:
+        total = self.concentration1 + self.concentration0
+        return self.concentration1 * self.concentration0 / (total.pow(2) * (total + 1))
+
+    def sample(self, sample_shape: Any = ()) -> Tensor:
+        return self._dirichlet.sample(sample_shape)[..., 0]
+
+    def log_prob(self, value: Tensor) -> Tensor:
+        if self._validate_args:
+            self._validate_sample(value)
+        return self._dirichlet.log_prob(ops.stack([value, 1.0 - value], -1))
+
+    def entropy(self) -> Tensor:
+        return self._dirichlet.entropy()

@@ -1,0 +1,258 @@
+"""`Distribution`, the base class of every distribution (torch.distributions.Distribution)."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+
+from ..core.common import dtypes as _dt
+from ..core.common import no_grad
+from ..core.tensor import Size, Tensor
+from ..ops.creation import known_values
+from . import constraints
+from .utils import lazy_property, size
+
+__all__ = ["Distribution"]
+
+
+_SAME_VALUES = ("broadcast_to", "reshape", "cast")  # ops whose result holds the input's values
+
+
+def _known(value: Any) -> np.ndarray | None:
+    """The values of `value` a validation can check without evaluating anything: a realized
+    host tensor, or one seen through broadcasts, reshapes and casts (a number parameter
+    broadcast to a tensor's shape). None for anything else: its check is skipped."""
+    if isinstance(value, int | float):
+        return np.asarray(value)
+    if not isinstance(value, Tensor):
+        return None
+    impl, chain = value._impl, []
+    while impl.data is None:
+        node = impl.output_refs
+        if node is None or node.op.name not in _SAME_VALUES:
+            return None
+        chain.append(node)
+        impl = node.args[0]
+    known = known_values(Tensor(impl))
+    for node in reversed(chain):
+        if known is None:
+            return None
+        if node.op.name == "broadcast_to":
+            known = np.broadcast_to(known, node.kwargs["shape"])
+        elif node.op.name == "reshape":
+            known = known.reshape(node.kwargs["shape"])
+        else:
+            known = known.astype(_dt.to_numpy_dtype(node.kwargs["dtype"]))
+    return known
+
+
+def _satisfied(constraint: constraints.Constraint, value: Any) -> bool:
+    """Whether the host-known values of `value` satisfy `constraint` (True when unknown)."""
+    known = value if isinstance(value, np.ndarray) else _known(value)
+    if known is None:
+        return True
+    try:
+        return bool(np.all(constraint.check(known)))
+    except constraints.UnknownValues:  # (a tensor bound not yet computed)
+        return True
+
+
+class Distribution:
+    """Base class for probability distributions (PyTorch's `torch.distributions.Distribution`).
+
+    Args:
+        batch_shape: the shape over which parameters are batched.
+        event_shape: the shape of a single sample (without batching).
+        validate_args: whether to check parameters and `log_prob`'s values against their
+            constraints; None means the class default (True, as torch; see
+            `set_default_validate_args`). Checks are made on values the host already has:
+            a parameter that is still a pending promise (e.g. a network's output) is not
+            checked, because checking it would evaluate the graph early.
+
+    Example:
+        >>> d = nabla.distributions.Normal(nabla.zeros(3), 1.0)
+        >>> d.batch_shape, d.event_shape, d.sample((2,)).shape
+        (nabla.Size([3]), nabla.Size([]), (2, 3))
+    """
+
+    has_rsample = False
+    has_enumerate_support = False
+    _validate_args = True
+
+    @staticmethod
+    def set_default_validate_args(value: bool) -> None:
+        """Turn argument validation on or off for every distribution made later without an
+        explicit `validate_args`.
+
+        Example:
+            >>> Distribution.set_default_validate_args(False)
+        """
+        if value not in (True, False):
+            raise ValueError(f"set_default_validate_args: value must be True or False, got {value!r}")
+        Distribution._validate_args = value
+
+    def __init__(self, batch_shape: Any = (), event_shape: Any = (), validate_args: bool | None = None) -> None:
+        self._batch_shape, self._event_shape = size(batch_shape), size(event_shape)
+        if validate_args is not None:
+            self._validate_args = validate_args
+        if not self._validate_args:
+            return
+        try:
+            arg_constraints = self.arg_constraints
+        except NotImplementedError:
+            arg_constraints = {}
+            warnings.warn(
+                f"{self.__class__} does not define `arg_constraints`. Please set `arg_constraints = {{}}` "
+                "or initialize the distribution with `validate_args=False` to turn off validation.",
+                stacklevel=2,
+            )
+        # (host values a subclass computed for parameters it derived, e.g. normalized probs)
+        host_params = self.__dict__.pop("_host_params", {})
+        for param, constraint in arg_constraints.items():
+            if constraints.is_dependent(constraint):
+                continue  # (skip constraints that cannot be checked)
+            if param not in self.__dict__ and isinstance(getattr(type(self), param, None), lazy_property):
+                continue  # (skip probs when logits were given, and the reverse)
+            value = getattr(self, param)
+            if not _satisfied(constraint, host_params.get(param, value)):
+                raise ValueError(
+                    f"Expected parameter {param} ({type(value).__name__} of shape {tuple(value.shape)}) "
+                    f"of distribution {self!r} to satisfy the constraint {constraint!r}, "
+                    f"but found invalid values:\n{value}"
+                )
+
+    # -- shapes ----------------------------------------------------------------------------------
+    @property
+    def batch_shape(self) -> Size:
+        """The shape over which parameters are batched."""
+        return self._batch_shape
+
+    @property
+    def event_shape(self) -> Size:
+        """The shape of a single sample (without batching)."""
+        return self._event_shape
+
+    def _extended_shape(self, sample_shape: Any = ()) -> Size:
+        """sample_shape + batch_shape + event_shape: the shape of `sample(sample_shape)`."""
+        return Size(tuple(size(sample_shape)) + tuple(self._batch_shape) + tuple(self._event_shape))
+
+    def expand(self, batch_shape: Any, _instance: Any = None) -> Distribution:
+        """A new distribution of the same kind with its parameters expanded to `batch_shape`
+        (no copies)."""
+        raise NotImplementedError
+
+    def _get_checked_instance(self, cls: type, _instance: Any) -> Any:
+        if _instance is None and type(self).__init__ != cls.__init__:
+            raise NotImplementedError(
+                f"Subclass {self.__class__.__name__} of {cls.__name__} that defines a custom __init__ method "
+                "must also define a custom .expand() method."
+            )
+        return self.__new__(type(self)) if _instance is None else _instance
+
+    # -- constraints -----------------------------------------------------------------------------
+    @property
+    def arg_constraints(self) -> dict[str, constraints.Constraint]:
+        """Each parameter's constraint, checked when `validate_args` is on."""
+        raise NotImplementedError
+
+    @property
+    def support(self) -> Any:
+        """The constraint the values of the distribution satisfy."""
+        raise NotImplementedError
+
+    def _validate_sample(self, value: Any) -> None:
+        """torch's checks of a `log_prob`/`cdf` argument: a Tensor whose shape broadcasts with
+        batch_shape + event_shape, with values (when the host has them) in the support."""
+        if not isinstance(value, Tensor):
+            raise ValueError("The value argument to log_prob must be a Tensor")
+        start = len(value.shape) - len(self._event_shape)
+        if tuple(value.shape[start:]) != tuple(self._event_shape):
+            raise ValueError(
+                f"The right-most size of value must match event_shape: {tuple(value.shape)} vs {tuple(self._event_shape)}."
+            )
+        actual, expected = tuple(value.shape), tuple(self._batch_shape) + tuple(self._event_shape)
+        for i, j in zip(reversed(actual), reversed(expected), strict=False):
+            if i != 1 and j != 1 and i != j:
+                raise ValueError(f"Value is not broadcastable with batch_shape+event_shape: {actual} vs {expected}.")
+        try:
+            support = self.support
+        except NotImplementedError:
+            warnings.warn(
+                f"{self.__class__} does not define `support` to enable sample validation. Please initialize "
+                "the distribution with `validate_args=False` to turn off validation.",
+                stacklevel=2,
+            )
+            return
+        if not _satisfied(support, value):
+            raise ValueError(
+                f"Expected value argument ({type(value).__name__} of shape {tuple(value.shape)}) "
+                f"to be within the support ({support!r}) of the distribution {self!r}, "
+                f"but found invalid values:\n{value}"
+            )
+
+    # -- moments ---------------------------------------------------------------------------------
+    @property
+    def mean(self) -> Tensor:
+        raise NotImplementedError(f"{self.__class__} does not implement mean")
+
+    @property
+    def mode(self) -> Tensor:
+        raise NotImplementedError(f"{self.__class__} does not implement mode")
+
+    @property
+    def variance(self) -> Tensor:
+        raise NotImplementedError(f"{self.__class__} does not implement variance")
+
+    @property
+    def stddev(self) -> Tensor:
+        return self.variance.sqrt()
+
+    # -- sampling and densities ------------------------------------------------------------------
+    def sample(self, sample_shape: Any = ()) -> Tensor:
+        """A sample (or a `sample_shape` batch of them), without gradients."""
+        with no_grad():
+            return self.rsample(sample_shape)
+
+    def rsample(self, sample_shape: Any = ()) -> Tensor:
+        """A reparameterized sample: differentiable with respect to the parameters."""
+        raise NotImplementedError
+
+    def sample_n(self, n: int) -> Tensor:
+        """`n` samples (deprecated in torch in favour of `sample((n,))`)."""
+        warnings.warn("sample_n will be deprecated. Use .sample((n,)) instead", UserWarning, stacklevel=2)
+        return self.sample(Size((n,)))
+
+    def log_prob(self, value: Tensor) -> Tensor:
+        """The log of the probability density/mass at `value`."""
+        raise NotImplementedError
+
+    def cdf(self, value: Tensor) -> Tensor:
+        """The cumulative distribution function at `value`."""
+        raise NotImplementedError
+
+    def icdf(self, value: Tensor) -> Tensor:
+        """The inverse cumulative distribution function at `value`."""
+        raise NotImplementedError
+
+    def enumerate_support(self, expand: bool = True) -> Tensor:
+        """Every value of a discrete distribution, along a new leading dim."""
+        raise NotImplementedError
+
+    def entropy(self) -> Tensor:
+        """The entropy, batched over batch_shape."""
+        raise NotImplementedError
+
+    def perplexity(self) -> Tensor:
+        """exp(entropy)."""
+        return self.entropy().exp()
+
+    def __repr__(self) -> str:
+        parts = []
+        for p in self.arg_constraints:
+            value = self.__dict__.get(p)
+            if isinstance(value, Tensor):  # (a pending value is shown by shape: printing never evaluates)
+                known = _known(value) if value.numel() == 1 else None
+                parts.append(f"{p}: {known.reshape(()).item() if known is not None else tuple(value.shape)}")
+        return f"{self.__class__.__name__}({', '.join(parts)})"

@@ -1,0 +1,93 @@
+"""Student's t-distribution."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from .. import ops
+from ..core.tensor import Tensor
+from . import constraints
+from .distribution import Distribution
+from .gamma import standard_gamma
+from .utils import broadcast_all
+
+__all__ = ["StudentT"]
+
+
+class StudentT(Distribution):
+    """Student's t-distribution with `df` degrees of freedom, location `loc` and `scale`.
+
+    Sampling draws a chi-squared variable through the gamma sampler and is not
+    reparameterized (see `Gamma`).
+
+    Args:
+        df: the degrees of freedom, > 0.
+        loc: the location.
+        scale: the scale, > 0.
+        validate_args: check the parameters (see `Distribution`).
+
+    Example:
+        >>> StudentT(nabla.tensor([3.0])).variance
+        Tensor([3.], dtype=float32)
+    """
+
+    arg_constraints = {"df": constraints.positive, "loc": constraints.real, "scale": constraints.positive}
+    support = constraints.real
+
+    def __init__(self, df: Any, loc: Any = 0.0, scale: Any = 1.0, validate_args: bool | None = None) -> None:
+        self.df, self.loc, self.scale = broadcast_all(df, loc, scale)
+        super().__init__(self.df.shape, validate_args=validate_args)
+
+    def expand(self, batch_shape: Any, _instance: Any = None) -> StudentT:
+        new = self._get_checked_instance(StudentT, _instance)
+        shape = tuple(batch_shape)
+        new.df, new.loc, new.scale = (ops.broadcast_to(t, shape) for t in (self.df, self.loc, self.scale))
+        Distribution.__init__(new, batch_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    @property
+    def mean(self) -> Tensor:
+        return ops.where(self.df <= 1, float("nan"), self.loc)
+
+    @property
+    def mode(self) -> Tensor:
+        return self.loc
+
+    @property
+    def variance(self) -> Tensor:
+        df = self.df
+        finite = self.scale.pow(2) * df / ops.where(df > 2, df - 2, 1.0)
+        return ops.where(df > 2, finite, ops.where(df > 1, float("inf"), float("nan")))
+
+    def sample(self, sample_shape: Any = ()) -> Tensor:
+        shape = tuple(self._extended_shape(sample_shape))
+        df = ops.broadcast_to(self.df.detach(), shape)
+        x = ops.randn(shape, dtype=df.dtype)
+        chi2 = 2 * standard_gamma(0.5 * df)
+        return self.loc.detach() + self.scale.detach() * x * (chi2 / df).rsqrt()
+
+    def log_prob(self, value: Tensor) -> Tensor:
+        if self._validate_args:
+            self._validate_sample(value)
+        df = self.df
+        y = (value - self.loc) / self.scale
+        z = (
+            self.scale.log()
+            + 0.5 * df.log()
+            + 0.5 * math.log(math.pi)
+            + ops.lgamma(0.5 * df)
+            - ops.lgamma(0.5 * (df + 1.0))
+        )
+        return -0.5 * (df + 1.0) * (y.pow(2) / df).log1p() - z
+
+    def entropy(self) -> Tensor:
+        df = self.df
+        lbeta = ops.lgamma(0.5 * df) + math.lgamma(0.5) - ops.lgamma(0.5 * (df + 1))
+        return (
+            self.scale.log()
+            + 0.5 * (df + 1) * (ops.digamma(0.5 * (df + 1)) - ops.digamma(0.5 * df))
+            + 0.5 * df.log()
+            + lbeta
+        )
