@@ -69,6 +69,8 @@ from .torch_calculus import *  # noqa: F403
 from .torch_calculus import __all__ as _torch_calculus_all
 from .torch_distances import *  # noqa: F403
 from .torch_distances import __all__ as _torch_distances_all
+from .torch_foreach import *  # noqa: F403
+from .torch_foreach import __all__ as _torch_foreach_all
 from .torch_functions import *  # noqa: F403
 from .torch_functions import __all__ as _torch_functions_all
 from .torch_names import *  # noqa: F403
@@ -184,6 +186,7 @@ __all__ = [
     *_ops_all,
     *_torch_calculus_all,
     *_torch_distances_all,
+    *_torch_foreach_all,
     *_torch_functions_all,
     *_torch_state_all,
     *_torch_names_all,
