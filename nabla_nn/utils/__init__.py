@@ -1,6 +1,7 @@
 """nabla_nn.utils: gradient clipping, parameter/vector conversion, packed sequences (`rnn`),
-parametrizations (weight_norm, spectral_norm), `stateless.functional_call`, conv/linear-BatchNorm
-fusion (PyTorch's torch.nn.utils), and torch.utils.checkpoint's API (`checkpoint`).
+parametrizations (weight_norm, spectral_norm), pruning (`prune`), `stateless.functional_call`,
+conv/linear-BatchNorm fusion (PyTorch's torch.nn.utils), and torch.utils.checkpoint's API
+(`checkpoint`).
 
 Example:
     >>> loss.backward()
@@ -8,7 +9,7 @@ Example:
     >>> opt.step()
 """
 
-from . import checkpoint, parametrizations, parametrize, rnn, stateless
+from . import checkpoint, parametrizations, parametrize, prune, rnn, stateless
 from .clip_grad import (
     clip_grad_norm,
     clip_grad_norm_,
@@ -37,6 +38,7 @@ __all__ = [
     "parameters_to_vector",
     "parametrizations",
     "parametrize",
+    "prune",
     "remove_spectral_norm",
     "remove_weight_norm",
     "rnn",
