@@ -1,6 +1,7 @@
 """torch.func's names for nabla's transforms: `nabla.func.vmap`, `grad`, `grad_and_value`,
-`jacrev`, `jacfwd`, `hessian`, `vjp`, `jvp`, `linearize` (`functional_call` is
-`nabla_nn.utils.stateless.functional_call`: it belongs to the module layer).
+`jacrev`, `jacfwd`, `hessian`, `vjp`, `jvp`, `linearize`, and `functional_call`, which is
+`nabla_nn.utils.stateless.functional_call`: modules are the layer above this one, so nabla_nn
+registers it here when it is imported.
 
 Example:
     >>> from nabla import func
@@ -17,7 +18,47 @@ from .transforms.grad import grad, jvp, value_and_grad, vjp
 from .transforms.jacobians import hessian, jacfwd, jacrev, linearize
 from .transforms.vmap import vmap
 
-__all__ = ["grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp", "linearize", "vjp", "vmap"]
+__all__ = [
+    "functional_call",
+    "grad",
+    "grad_and_value",
+    "hessian",
+    "jacfwd",
+    "jacrev",
+    "jvp",
+    "linearize",
+    "vjp",
+    "vmap",
+]
+
+_MODULE_LAYER: dict[str, Callable] = {}  # what nabla_nn registers (`register_functional_call`)
+
+
+def register_functional_call(fn: Callable) -> None:
+    """Called by nabla_nn on import: the implementation of `functional_call`."""
+    _MODULE_LAYER["functional_call"] = fn
+
+
+def functional_call(
+    module: Any,
+    parameter_and_buffer_dicts: Any = None,
+    args: Any = None,
+    kwargs: dict[str, Any] | None = None,
+    *,
+    tie_weights: bool = True,
+    strict: bool = False,
+) -> Any:
+    """torch.func.functional_call: `module(*args, **kwargs)` with its named parameters and
+    buffers replaced by the given tensors (see `nabla_nn.utils.stateless.functional_call`).
+
+    Example:
+        >>> params = {k: v.detach() for k, v in model.named_parameters()}
+        >>> g = nabla.func.grad(lambda p: nabla.func.functional_call(model, p, (x,)).sum())(params)
+    """
+    impl = _MODULE_LAYER.get("functional_call")
+    if impl is None:
+        raise RuntimeError("nabla.func.functional_call: modules come from nabla_nn; import nabla_nn first")
+    return impl(module, parameter_and_buffer_dicts, args, kwargs, tie_weights=tie_weights, strict=strict)
 
 
 def grad_and_value(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:

@@ -698,15 +698,20 @@ def test_functional_call_grad_vs_torch_func():
     x = RNG.standard_normal((5, 3)).astype(np.float32)
 
     def loss(p):
-        return (functional_call(m, p, (nb.tensor(x),)) ** 2).sum()
+        return (nb.func.functional_call(m, p, (nb.tensor(x),)) ** 2).sum()  # (torch.func's spelling)
 
     def tloss(p):
         return (torch.func.functional_call(tm, p, (torch.tensor(x),)) ** 2).sum()
 
-    grads = nb.grad(loss)({k: nb.tensor(v) for k, v in values.items()})
+    grads = nb.func.grad(loss)({k: nb.tensor(v) for k, v in values.items()})
     tgrads = torch.func.grad(tloss)({k: torch.tensor(v) for k, v in values.items()})
     for k in values:
         close(grads[k].numpy(), tgrads[k].numpy(), rtol=1e-4, atol=1e-5)
+    assert nb.func.functional_call is not functional_call  # (one implementation, reached from both)
+    tensors = {k: nb.tensor(v) for k, v in values.items()}
+    np.testing.assert_array_equal(
+        nb.func.functional_call(m, tensors, nb.tensor(x)).numpy(), functional_call(m, tensors, nb.tensor(x)).numpy()
+    )
 
 
 @needs_torch

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from nabla import Tensor
+from nabla import func as nabla_func
 from nabla.core.graph.tracing import TRACE, note_guard
 
 from ..module import Module
@@ -203,3 +204,6 @@ def functional_call(
             return module(*args, **kwargs)
     finally:
         state.module_depth -= 1
+
+
+nabla_func.register_functional_call(functional_call)  # (nabla.func.functional_call, torch.func's name)
