@@ -15,8 +15,10 @@ Example:
     >>> logp = Categorical(logits=nb.zeros(4)).log_prob(nb.tensor(2))  # a policy gradient's
     >>> kl = kl_divergence(Normal(mu, 1.0), Normal(0.0, 2.0)).sum()
 
-Not built: gamma-family rsample (Gamma, Chi2, Beta, Dirichlet and StudentT sample without
-gradients), Gamma.cdf (needs gammainc), LowRankMultivariateNormal, Multinomial, the mixture,
+Gamma-family `rsample` (Gamma, Chi2, Beta, Dirichlet, StudentT) is differentiable in the
+concentrations by implicit reparameterization, with torch's approximations of d x / d alpha.
+
+Not built: Gamma.cdf (needs gammainc), LowRankMultivariateNormal, Multinomial, the mixture,
 Wishart, von Mises and other rarer families, and the other transforms of
 torch.distributions.transforms.
 """

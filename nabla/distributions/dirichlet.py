@@ -8,7 +8,7 @@ from .. import ops
 from ..core.tensor import Tensor
 from . import constraints
 from .distribution import Distribution
-from .gamma import standard_gamma
+from .gamma import _standard_gamma_rsample
 from .utils import _finfo, broadcast_all
 
 __all__ = ["Beta", "Dirichlet"]
@@ -17,7 +17,9 @@ __all__ = ["Beta", "Dirichlet"]
 class Dirichlet(Distribution):
     """The Dirichlet distribution over the probability simplex.
 
-    Sampling normalizes gamma draws and is not reparameterized (see `Gamma`).
+    `rsample` normalizes reparameterized gamma draws (see `Gamma`): its gradient is an
+    unbiased implicit-reparameterization gradient, though not torch's formula for the same
+    draw (torch differentiates the Beta marginals).
 
     Args:
         concentration: the concentrations, > 0, shape (*batch_shape, K).
@@ -30,6 +32,7 @@ class Dirichlet(Distribution):
 
     arg_constraints = {"concentration": constraints.independent(constraints.positive, 1)}
     support = constraints.simplex
+    has_rsample = True
 
     def __init__(self, concentration: Tensor, validate_args: bool | None = None) -> None:
         if not isinstance(concentration, Tensor):
@@ -46,10 +49,12 @@ class Dirichlet(Distribution):
         new._validate_args = self._validate_args
         return new
 
-    def sample(self, sample_shape: Any = ()) -> Tensor:
+    def rsample(self, sample_shape: Any = ()) -> Tensor:
         shape = tuple(self._extended_shape(sample_shape))
-        g = standard_gamma(ops.broadcast_to(self.concentration.detach(), shape))
-        return ops.clamp(g / g.sum(-1, keepdim=True), float(_finfo(g.dtype).tiny))
+        g = _standard_gamma_rsample(ops.broadcast_to(self.concentration, shape))
+        x = g / g.sum(-1, keepdim=True)
+        tiny = float(_finfo(x.dtype).tiny)  # (torch's floor: moves the value, keeps the gradient)
+        return x + (ops.clamp(x.detach(), tiny) - x.detach())
 
     def log_prob(self, value: Tensor) -> Tensor:
         if self._validate_args:
@@ -102,6 +107,7 @@ class Beta(Distribution):
 
     arg_constraints = {"concentration1": constraints.positive, "concentration0": constraints.positive}
     support = constraints.unit_interval
+    has_rsample = True
 
     def __init__(self, concentration1: Any, concentration0: Any, validate_args: bool | None = None) -> None:
         self.concentration1, self.concentration0 = broadcast_all(concentration1, concentration0)
@@ -133,8 +139,8 @@ class Beta(Distribution):
         total = self.concentration1 + self.concentration0
         return self.concentration1 * self.concentration0 / (total.pow(2) * (total + 1))
 
-    def sample(self, sample_shape: Any = ()) -> Tensor:
-        return self._dirichlet.sample(sample_shape)[..., 0]
+    def rsample(self, sample_shape: Any = ()) -> Tensor:
+        return self._dirichlet.rsample(sample_shape)[..., 0]
 
     def log_prob(self, value: Tensor) -> Tensor:
         if self._validate_args:

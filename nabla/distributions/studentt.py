@@ -9,7 +9,7 @@ from .. import ops
 from ..core.tensor import Tensor
 from . import constraints
 from .distribution import Distribution
-from .gamma import standard_gamma
+from .gamma import _standard_gamma_rsample
 from .utils import broadcast_all
 
 __all__ = ["StudentT"]
@@ -18,8 +18,8 @@ __all__ = ["StudentT"]
 class StudentT(Distribution):
     """Student's t-distribution with `df` degrees of freedom, location `loc` and `scale`.
 
-    Sampling draws a chi-squared variable through the gamma sampler and is not
-    reparameterized (see `Gamma`).
+    `rsample` is loc + scale * X / sqrt(Z / df) for X ~ N(0, 1) and Z ~ Chi2(df),
+    differentiable in all three parameters (in df through `Gamma`'s rsample).
 
     Args:
         df: the degrees of freedom, > 0.
@@ -34,6 +34,7 @@ class StudentT(Distribution):
 
     arg_constraints = {"df": constraints.positive, "loc": constraints.real, "scale": constraints.positive}
     support = constraints.real
+    has_rsample = True
 
     def __init__(self, df: Any, loc: Any = 0.0, scale: Any = 1.0, validate_args: bool | None = None) -> None:
         self.df, self.loc, self.scale = broadcast_all(df, loc, scale)
@@ -61,12 +62,11 @@ class StudentT(Distribution):
         finite = self.scale.pow(2) * df / ops.where(df > 2, df - 2, 1.0)
         return ops.where(df > 2, finite, ops.where(df > 1, float("inf"), float("nan")))
 
-    def sample(self, sample_shape: Any = ()) -> Tensor:
+    def rsample(self, sample_shape: Any = ()) -> Tensor:
         shape = tuple(self._extended_shape(sample_shape))
-        df = ops.broadcast_to(self.df.detach(), shape)
-        x = ops.randn(shape, dtype=df.dtype)
-        chi2 = 2 * standard_gamma(0.5 * df)
-        return self.loc.detach() + self.scale.detach() * x * (chi2 / df).rsqrt()
+        x = ops.randn(shape, dtype=self.df.dtype)
+        chi2 = 2 * _standard_gamma_rsample(ops.broadcast_to(0.5 * self.df, shape))  # (Chi2(df) = 2 Gamma(df/2))
+        return self.loc + self.scale * x * (chi2 / self.df).rsqrt()
 
     def log_prob(self, value: Tensor) -> Tensor:
         if self._validate_args:
