@@ -157,7 +157,7 @@ def save(obj: Any, f: str | os.PathLike | BinaryIO, metadata: Mapping[str, str] 
 
     Args:
         obj: a `Module` (anything with `.state_dict()`), a mapping of str -> Tensor/ndarray,
-            or a nested checkpoint as `torch.save` takes one: dicts (str or int keys), lists
+            or a nested checkpoint as `torch.save` takes one (a dict, list or tuple): dicts (str or int keys), lists
             and tuples of tensors, arrays and Python numbers, strings, bools and None
             (`{"model": model.state_dict(), "optimizer": opt.state_dict(), "epoch": 3}`). Its
             tensors are stored under their dotted paths ("optimizer.state.0.exp_avg"), its
@@ -174,7 +174,7 @@ def save(obj: Any, f: str | os.PathLike | BinaryIO, metadata: Mapping[str, str] 
     """
     state = _state_of(obj)
     tree = None
-    if not _flat(state):  # a checkpoint dict: {"model": sd, "optimizer": opt.state_dict(), "epoch": 3}
+    if not isinstance(state, Mapping) or not _flat(state):  # {"model": sd, "optimizer": ..., "epoch": 3}
         named: dict[str, Any] = {}
         tree = json.dumps(_encode_tree(state, "", named), separators=(",", ":"), allow_nan=True)
         state = named
@@ -211,7 +211,7 @@ def _write_stream(file: Any, chunks: Iterable[bytes | memoryview]) -> None:
 def _state_of(obj: Any) -> Mapping:
     """The mapping to save: a module's state_dict with its own tensor objects (so a tied
     parameter is recognisably the same object under both names), or the mapping itself."""
-    if isinstance(obj, Mapping):
+    if isinstance(obj, Mapping | list | tuple):  # (a list or tuple: a nested checkpoint, as torch.save takes)
         return obj
     state_dict = getattr(obj, "state_dict", None)
     if not callable(state_dict):
@@ -240,10 +240,11 @@ def _encode_tree(value: Any, path: str, named: dict[str, Any]) -> Any:
     if isinstance(value, np.generic) and value.ndim == 0 and not isinstance(value, np.void):
         value = value.item()  # a NumPy scalar: stored as the Python number it holds
     elif _is_array(value):
-        if path in named:
-            raise ValueError(f"save: two entries of the checkpoint are both named {path!r}; rename one")
-        named[path] = value
-        return {"tensor": path}
+        name = path
+        while name in named:  # (`{"a.b": x, "a": {"b": y}}`: the tree says which tensor is which)
+            name += "'"
+        named[name] = value
+        return {"tensor": name}
     if isinstance(value, Mapping):
         items = []
         for k, v in value.items():

@@ -641,9 +641,20 @@ def test_a_nested_checkpoint_round_trips_like_torch_save(tmp_path):
 def test_a_nested_checkpoint_rejects_what_loading_would_execute(tmp_path):
     with pytest.raises(TypeError, match=r"save: 'fn' is a builtins.function; a checkpoint holds tensors"):
         nn.save({"w": nb.ones(2), "fn": lambda: 0}, tmp_path / "x.safetensors")
-    with pytest.raises(ValueError, match="two entries of the checkpoint are both named 'a.b'"):
-        nn.save({"a.b": nb.ones(1), "a": {"b": nb.ones(1)}}, tmp_path / "x.safetensors")
     assert not (tmp_path / "x.safetensors").exists()
+
+
+def test_a_nested_checkpoint_may_be_a_list_and_have_colliding_dotted_paths(tmp_path):
+    """torch.save takes any nesting: a top-level list, and keys whose dotted paths coincide
+    ("a.b" beside {"a": {"b": ...}}) each come back as they were saved."""
+    path = tmp_path / "x.safetensors"
+    nn.save({"a.b": nb.ones(1), "a": {"b": nb.zeros(1)}, "a.b'": nb.full((1,), 2.0)}, path)
+    back = nn.load(path)
+    assert (back["a.b"].item(), back["a"]["b"].item(), back["a.b'"].item()) == (1.0, 0.0, 2.0)
+    nn.save([nb.ones(2), {"epoch": 3}, (nb.zeros(1), "tag")], path)
+    back = nn.load(path)
+    assert isinstance(back, list) and back[1] == {"epoch": 3} and back[2][1] == "tag"
+    np.testing.assert_array_equal(back[0].numpy(), [1.0, 1.0])
 
 
 def test_a_corrupt_nested_checkpoint_is_a_clear_error_and_numpy_scalars_stay_numbers(tmp_path):
