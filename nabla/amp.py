@@ -25,8 +25,11 @@ Example:
 from __future__ import annotations
 
 import threading
+import warnings
 from collections.abc import Callable
 from typing import Any
+
+from max.driver import accelerator_count
 
 from .core.common import dtypes as _dt
 from .core.common.context import autocast_device, decorated, no_grad, set_autocast
@@ -154,7 +157,8 @@ class GradScaler:
     """torch.amp.GradScaler: loss scaling for float16 training.
 
     Args:
-        device: accepted for torch's signature ("cuda", "cpu").
+        device: "cuda" (torch's default) or "cpu". A "cuda" scaler where no accelerator exists
+            disables itself with a warning, as torch's does.
         init_scale: the first scale.
         growth_factor: the scale is multiplied by this after `growth_interval` steps in a row
             without inf or nan gradients.
@@ -179,6 +183,10 @@ class GradScaler:
         growth_interval: int = 2000,
         enabled: bool = True,
     ) -> None:
+        if enabled and _device(device, "GradScaler") == "cuda" and accelerator_count() == 0:
+            # (as torch's: a script written for CUDA runs unscaled where there is none)
+            warnings.warn("GradScaler is enabled, but CUDA is not available.  Disabling.", UserWarning, stacklevel=2)
+            enabled = False
         if not growth_factor > 1.0:
             raise ValueError(f"GradScaler: growth_factor must be > 1, got {growth_factor}")
         if not 0.0 < backoff_factor < 1.0:

@@ -3,6 +3,7 @@ against torch's autocast where torch is installed."""
 
 from __future__ import annotations
 
+import max.driver
 import numpy as np
 import pytest
 from _oracle import needs_torch, torch
@@ -72,7 +73,7 @@ def test_autocast_loss_matches_torchs():
 def test_grad_scaler_scales_unscales_skips_and_adapts():
     model = _model()
     opt = optim.SGD(model.parameters(), lr=0.1)
-    scaler = nb.amp.GradScaler(init_scale=1024.0, growth_interval=2)
+    scaler = nb.amp.GradScaler("cpu", init_scale=1024.0, growth_interval=2)
     x, y = nb.randn(5, 4), nb.tensor([0, 1, 2, 0, 1])
     opt.zero_grad()
     scaled = scaler.scale(F.cross_entropy(model(x), y))
@@ -100,7 +101,7 @@ def test_grad_scaler_scales_unscales_skips_and_adapts():
         scaler.update()
     assert scaler.get_scale() == 1024.0
     state = scaler.state_dict()
-    other = nb.amp.GradScaler()
+    other = nb.amp.GradScaler("cpu")
     other.load_state_dict(state)
     assert other.get_scale() == 1024.0 and other.state_dict() == state
 
@@ -141,7 +142,7 @@ def test_a_compiled_step_sees_the_scalers_new_scale():
     nb.manual_seed(0)
     model = nn.Linear(3, 1)
     opt = optim.SGD(model.parameters(), lr=0.0)
-    scaler = nb.amp.GradScaler(init_scale=8.0, growth_interval=1)
+    scaler = nb.amp.GradScaler("cpu", init_scale=8.0, growth_interval=1)
     x, y = nb.randn(4, 3), nb.randn(4, 1)
 
     @nb.compile
@@ -269,7 +270,7 @@ def test_autocast_queries_match_torchs():
 
 
 def test_grad_scaler_settings_and_out_of_order_use_as_torch():
-    scaler = nb.amp.GradScaler(growth_factor=3.0, backoff_factor=0.25, growth_interval=7)
+    scaler = nb.amp.GradScaler("cpu", growth_factor=3.0, backoff_factor=0.25, growth_interval=7)
     assert (scaler.get_growth_factor(), scaler.get_backoff_factor(), scaler.get_growth_interval()) == (3.0, 0.25, 7)
     scaler.set_growth_factor(4.0), scaler.set_backoff_factor(0.5), scaler.set_growth_interval(2)
     assert (scaler.get_growth_factor(), scaler.get_backoff_factor(), scaler.get_growth_interval()) == (4.0, 0.5, 2)
@@ -294,3 +295,19 @@ def test_cpu_and_cuda_amp_autocast_spellings():
     with nb.cuda.amp.autocast():
         assert nb.is_autocast_enabled("cuda") and nb.get_autocast_dtype("cuda") == nb.float16
     assert nb.cuda.amp.GradScaler is nb.cpu.amp.GradScaler is nb.amp.GradScaler
+
+
+def test_a_cuda_grad_scaler_without_an_accelerator_disables_itself_as_torchs():
+    """torch.amp.GradScaler() defaults to "cuda"; where there is none it warns and passes
+    everything through, so a ported CUDA script's step stays one graph on the CPU."""
+    if max.driver.accelerator_count() > 0:  # (on a GPU machine the "cuda" scaler is enabled)
+        assert nb.amp.GradScaler().is_enabled()
+        return
+    with pytest.warns(UserWarning, match="CUDA is not available.  Disabling."):
+        scaler = nb.amp.GradScaler()
+    loss = nb.ones(2).sum()
+    assert not scaler.is_enabled() and scaler.scale(loss) is loss and scaler.get_scale() == 1.0
+    assert nb.amp.GradScaler("cpu").is_enabled()
+    if torch is not None:
+        with pytest.warns(UserWarning):
+            assert torch.amp.GradScaler().is_enabled() == torch.cuda.is_available()
