@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from .core.common.pytree import tree_flatten, tree_unflatten
 from .core.tensor import Tensor
 from .ops import ones_like
 from .transforms.grad import grad as _grad
@@ -27,8 +28,22 @@ def _inputs(inputs: Any) -> tuple[bool, tuple]:
 
 
 def _directions(v: Any, single: bool, xs: tuple) -> tuple:
-    """The tangent per input: `v` as given, or ones (torch's default for one-element inputs)."""
-    return tuple(ones_like(x) for x in xs) if v is None else ((v,) if single else tuple(v))
+    """The tangent per input: `v` as given (in its input's dtype: torch takes a float32 `v` for a
+    float64 input), or ones (torch's default for one-element inputs)."""
+    if v is None:
+        return tuple(ones_like(x) for x in xs)
+    vs = (v,) if single else tuple(v)
+    return tuple(
+        t.to(x.dtype) if isinstance(t, Tensor) and t.dtype != x.dtype else t for t, x in zip(vs, xs, strict=False)
+    )
+
+
+def _result(value: Any, create_graph: bool) -> Any:
+    """torch's results: detached unless `create_graph` (then differentiable, for higher orders)."""
+    if create_graph:
+        return value
+    leaves, treedef = tree_flatten(value)
+    return tree_unflatten(treedef, [x.detach() if isinstance(x, Tensor) else x for x in leaves])
 
 
 def jacobian(
@@ -44,13 +59,13 @@ def jacobian(
         raise ValueError(f"jacobian: strategy must be 'reverse-mode' or 'forward-mode', got {strategy!r}")
     single, xs = _inputs(inputs)
     transform = jacfwd if strategy == "forward-mode" else jacrev
-    return transform(func, argnums=0 if single else tuple(range(len(xs))))(*xs)
+    return _result(transform(func, argnums=0 if single else tuple(range(len(xs))))(*xs), create_graph)
 
 
 def hessian(func: Callable, inputs: Any, create_graph: bool = False, strict: bool = False, **kw: Any) -> Any:
     """The Hessian of scalar `func` at `inputs` (per pair of inputs for a tuple)."""
     single, xs = _inputs(inputs)
-    return _hessian(func, argnums=0 if single else tuple(range(len(xs))))(*xs)
+    return _result(_hessian(func, argnums=0 if single else tuple(range(len(xs))))(*xs), create_graph)
 
 
 def vjp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False, strict: bool = False) -> tuple:
@@ -58,15 +73,17 @@ def vjp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False, 
     single, xs = _inputs(inputs)
     out, pull = _vjp(func, *xs)
     cotangent = ones_like(out) if v is None else v
+    if isinstance(out, Tensor) and isinstance(cotangent, Tensor) and cotangent.dtype != out.dtype:
+        cotangent = cotangent.to(out.dtype)  # (as torch takes it)
     grads = pull(cotangent)
-    return out, grads[0] if single else tuple(grads)
+    return _result((out, grads[0] if single else tuple(grads)), create_graph)
 
 
 def jvp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False, strict: bool = False) -> tuple:
     """`(func(inputs), J v)`; `v` may be omitted for a one-element input."""
     single, xs = _inputs(inputs)
     vs = _directions(v, single, xs)
-    return _jvp(func, xs, vs)
+    return _result(_jvp(func, xs, vs), create_graph)
 
 
 def hvp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False, strict: bool = False) -> tuple:
@@ -75,7 +92,7 @@ def hvp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False, 
     vs = _directions(v, single, xs)
     argnums = 0 if single else tuple(range(len(xs)))
     _, product = _jvp(_grad(func, argnums), xs, vs)
-    return func(*xs), product
+    return _result((func(*xs), product), create_graph)
 
 
 def vhp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False, strict: bool = False) -> tuple:

@@ -494,6 +494,21 @@ def test_torch_func_and_autograd_functional_names():
     assert ja.tolist() == [2.0, 4.0] and jb.tolist() == [1.0, 2.0]
 
 
+def test_autograd_functional_results_are_detached_unless_create_graph_and_take_a_float32_v():
+    """As torch: without create_graph the Jacobian, Hessian and products carry no autodiff
+    history; with it, they do (second order through them); a float32 `v` works on float64."""
+    A = nb.autograd.functional
+    x = nb.tensor([1.0, 2.0], dtype=nb.float64, requires_grad=True)
+    cube = lambda t: t**3  # noqa: E731
+    assert not A.jacobian(cube, x).requires_grad and not A.hessian(lambda t: cube(t).sum(), x).requires_grad
+    assert not any(r.requires_grad for r in A.vjp(cube, x, nb.ones(2)) + A.jvp(cube, x, nb.ones(2)))
+    A.jacobian(cube, x, create_graph=True).sum().backward()
+    assert x.grad.tolist() == [6.0, 12.0]  # d/dx sum(diag(3x^2))
+    v = nb.tensor([1.0, 0.0])  # float32, as torch users write it
+    assert A.hvp(lambda t: cube(t).sum(), x, v)[1].tolist() == [6.0, 0.0]
+    assert A.vjp(cube, x, v)[1].dtype == nb.float64 and A.jvp(cube, x, v)[1].tolist() == [3.0, 0.0]
+
+
 def test_legacy_types_check_instances_and_take_a_size():
     x = nb.ones(2, 3)
     assert nb.FloatTensor(x.size()).shape == (2, 3)  # (a Size is sizes, not data)
