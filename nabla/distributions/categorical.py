@@ -149,19 +149,13 @@ class OneHotCategorical(Distribution):
     arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
     support = constraints.one_hot
     has_enumerate_support = True
+    _expand_params = ("_categorical",)
 
     def __init__(self, probs: Any = None, logits: Any = None, validate_args: bool | None = None) -> None:
         self._categorical = Categorical(probs, logits, validate_args=validate_args)
         # (the parameters were checked by the Categorical; only the default is taken here)
         super().__init__(self._categorical.batch_shape, self._categorical.param_shape[-1:], validate_args=False)
         self._validate_args = self._categorical._validate_args
-
-    def expand(self, batch_shape: Any, _instance: Any = None) -> OneHotCategorical:
-        new = self._get_checked_instance(OneHotCategorical, _instance)
-        new._categorical = self._categorical.expand(batch_shape)
-        Distribution.__init__(new, batch_shape, self._event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
 
     @property
     def _param(self) -> Tensor:

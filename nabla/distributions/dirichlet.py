@@ -33,6 +33,7 @@ class Dirichlet(Distribution):
     arg_constraints = {"concentration": constraints.independent(constraints.positive, 1)}
     support = constraints.simplex
     has_rsample = True
+    _expand_params = ("concentration",)
 
     def __init__(self, concentration: Tensor, validate_args: bool | None = None) -> None:
         if not isinstance(concentration, Tensor):
@@ -41,13 +42,6 @@ class Dirichlet(Distribution):
             raise ValueError("`concentration` parameter must be at least one-dimensional.")
         self.concentration = concentration
         super().__init__(concentration.shape[:-1], concentration.shape[-1:], validate_args=validate_args)
-
-    def expand(self, batch_shape: Any, _instance: Any = None) -> Dirichlet:
-        new = self._get_checked_instance(Dirichlet, _instance)
-        new.concentration = ops.broadcast_to(self.concentration, (*batch_shape, *self._event_shape))
-        Distribution.__init__(new, batch_shape, self._event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
 
     def rsample(self, sample_shape: Any = ()) -> Tensor:
         shape = tuple(self._extended_shape(sample_shape))
@@ -108,6 +102,7 @@ class Beta(Distribution):
     arg_constraints = {"concentration1": constraints.positive, "concentration0": constraints.positive}
     support = constraints.unit_interval
     has_rsample = True
+    _expand_params = ("concentration1", "concentration0", "_dirichlet")
 
     def __init__(self, concentration1: Any, concentration0: Any, validate_args: bool | None = None) -> None:
         self.concentration1, self.concentration0 = broadcast_all(concentration1, concentration0)
@@ -115,16 +110,6 @@ class Beta(Distribution):
         self._dirichlet = Dirichlet(pair, validate_args=False)  # (checked here, on the two parameters)
         super().__init__(self.concentration1.shape, validate_args=validate_args)
         self._dirichlet._validate_args = self._validate_args
-
-    def expand(self, batch_shape: Any, _instance: Any = None) -> Beta:
-        new = self._get_checked_instance(Beta, _instance)
-        shape = tuple(batch_shape)
-        new.concentration1 = ops.broadcast_to(self.concentration1, shape)
-        new.concentration0 = ops.broadcast_to(self.concentration0, shape)
-        new._dirichlet = self._dirichlet.expand(batch_shape)
-        Distribution.__init__(new, batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
 
     @property
     def mean(self) -> Tensor:

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import ops
 from ..core.common import dtypes as _dt
 from ..core.common import no_grad
 from ..core.tensor import Size, Tensor
@@ -80,6 +81,8 @@ class Distribution:
     has_rsample = False
     has_enumerate_support = False
     _validate_args = True
+    _expand_params: tuple[str, ...] = ()  # (see `expand`)
+    _expand_shared: tuple[str, ...] = ()
 
     @staticmethod
     def set_default_validate_args(value: bool) -> None:
@@ -140,8 +143,36 @@ class Distribution:
 
     def expand(self, batch_shape: Any, _instance: Any = None) -> Distribution:
         """A new distribution of the same kind with its parameters expanded to `batch_shape`
-        (no copies)."""
-        raise NotImplementedError
+        (no copies).
+
+        Subclasses list what to expand in `_expand_params` rather than each writing `expand`:
+        a tensor is broadcast to `batch_shape` plus its own dims past the old batch dims, a
+        wrapped distribution is expanded, and a name the instance has not set (a `probs` not
+        yet computed from `logits`) is skipped. `_expand_shared` names attributes the new
+        distribution shares as they are. As torch's, the new instance keeps `validate_args`.
+
+        Example:
+            >>> Normal(nabla.zeros(3), 1.0).expand((2, 3)).batch_shape
+            nabla.Size([2, 3])
+        """
+        # (the class that listed the parameters: a subclass of it with its own __init__ may hold
+        # more state, so it must write its own expand, as torch requires)
+        owner = next(c for c in type(self).__mro__ if "_expand_params" in vars(c))
+        if owner is Distribution:
+            raise NotImplementedError
+        new = self._get_checked_instance(owner, _instance)
+        batch = tuple(batch_shape)
+        for name in self._expand_params:
+            value = self.__dict__.get(name)
+            if isinstance(value, Distribution):
+                setattr(new, name, value.expand(batch_shape))
+            elif value is not None:
+                setattr(new, name, ops.broadcast_to(value, batch + tuple(value.shape[len(self._batch_shape) :])))
+        for name in self._expand_shared:
+            setattr(new, name, getattr(self, name))
+        Distribution.__init__(new, batch_shape, self._event_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
 
     def _get_checked_instance(self, cls: type, _instance: Any) -> Any:
         if _instance is None and type(self).__init__ != cls.__init__:

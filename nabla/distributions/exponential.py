@@ -28,17 +28,11 @@ class Exponential(Distribution):
     arg_constraints = {"rate": constraints.positive}
     support = constraints.nonnegative
     has_rsample = True
+    _expand_params = ("rate",)
 
     def __init__(self, rate: Any, validate_args: bool | None = None) -> None:
         (self.rate,) = broadcast_all(rate)
         super().__init__(self.rate.shape, validate_args=validate_args)
-
-    def expand(self, batch_shape: Any, _instance: Any = None) -> Exponential:
-        new = self._get_checked_instance(Exponential, _instance)
-        new.rate = self.rate.expand(*batch_shape)
-        Distribution.__init__(new, batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
 
     @property
     def mean(self) -> Tensor:

@@ -129,18 +129,11 @@ class Gamma(Distribution):
     arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
     support = constraints.nonnegative
     has_rsample = True
+    _expand_params = ("concentration", "rate")
 
     def __init__(self, concentration: Any, rate: Any, validate_args: bool | None = None) -> None:
         self.concentration, self.rate = broadcast_all(concentration, rate)
         super().__init__(self.concentration.shape, validate_args=validate_args)
-
-    def expand(self, batch_shape: Any, _instance: Any = None) -> Gamma:
-        new = self._get_checked_instance(Gamma, _instance)
-        shape = tuple(batch_shape)
-        new.concentration, new.rate = ops.broadcast_to(self.concentration, shape), ops.broadcast_to(self.rate, shape)
-        Distribution.__init__(new, batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
 
     @property
     def mean(self) -> Tensor:

@@ -68,6 +68,9 @@ class MultivariateNormal(Distribution):
     }
     support = constraints.real_vector
     has_rsample = True
+    # (expand broadcasts whichever matrices are set; the factor they came from is shared)
+    _expand_params = ("loc", "covariance_matrix", "precision_matrix", "scale_tril")
+    _expand_shared = ("_unbroadcasted_scale_tril",)
 
     def __init__(
         self,
@@ -97,19 +100,6 @@ class MultivariateNormal(Distribution):
             self._unbroadcasted_scale_tril = linalg.cholesky(matrix)
         else:
             self._unbroadcasted_scale_tril = _precision_to_scale_tril(matrix)
-
-    def expand(self, batch_shape: Any, _instance: Any = None) -> MultivariateNormal:
-        new = self._get_checked_instance(MultivariateNormal, _instance)
-        batch = tuple(batch_shape)
-        loc_shape, cov_shape = batch + tuple(self._event_shape), batch + tuple(self._event_shape) * 2
-        new.loc = ops.broadcast_to(self.loc, loc_shape)
-        new._unbroadcasted_scale_tril = self._unbroadcasted_scale_tril
-        for name in ("covariance_matrix", "scale_tril", "precision_matrix"):
-            if name in self.__dict__:
-                setattr(new, name, ops.broadcast_to(self.__dict__[name], cov_shape))
-        Distribution.__init__(new, batch, self._event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
 
     def _matrix_shape(self) -> tuple:
         return tuple(self._batch_shape) + tuple(self._event_shape) * 2

@@ -31,17 +31,11 @@ class Normal(Distribution):
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.real
     has_rsample = True
+    _expand_params = ("loc", "scale")
 
     def __init__(self, loc: Any, scale: Any, validate_args: bool | None = None) -> None:
         self.loc, self.scale = broadcast_all(loc, scale)
         super().__init__(self.loc.shape, validate_args=validate_args)
-
-    def expand(self, batch_shape: Any, _instance: Any = None) -> Normal:
-        new = self._get_checked_instance(Normal, _instance)
-        new.loc, new.scale = self.loc.expand(*batch_shape), self.scale.expand(*batch_shape)
-        Distribution.__init__(new, batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
 
     @property
     def mean(self) -> Tensor:

@@ -34,17 +34,11 @@ class Poisson(Distribution):
 
     arg_constraints = {"rate": constraints.nonnegative}
     support = constraints.nonnegative_integer
+    _expand_params = ("rate",)
 
     def __init__(self, rate: Any, validate_args: bool | None = None) -> None:
         (self.rate,) = broadcast_all(rate)
         super().__init__(self.rate.shape, validate_args=validate_args)
-
-    def expand(self, batch_shape: Any, _instance: Any = None) -> Poisson:
-        new = self._get_checked_instance(Poisson, _instance)
-        new.rate = ops.broadcast_to(self.rate, tuple(batch_shape))
-        Distribution.__init__(new, batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
 
     @property
     def mean(self) -> Tensor:

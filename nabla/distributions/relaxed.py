@@ -32,19 +32,14 @@ class LogitRelaxedBernoulli(Distribution):
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.real
     has_rsample = True
+    _expand_params = ("_bernoulli",)
+    _expand_shared = ("temperature",)
 
     def __init__(self, temperature: Any, probs: Any = None, logits: Any = None, validate_args: bool | None = None):
         self._bernoulli = Bernoulli(probs, logits, validate_args=validate_args)
         self.temperature = as_float_tensor(temperature, "temperature")
         super().__init__(self._bernoulli.batch_shape, validate_args=False)
         self._validate_args = self._bernoulli._validate_args
-
-    def expand(self, batch_shape: Any, _instance: Any = None) -> LogitRelaxedBernoulli:
-        new = self._get_checked_instance(LogitRelaxedBernoulli, _instance)
-        new.temperature, new._bernoulli = self.temperature, self._bernoulli.expand(batch_shape)
-        Distribution.__init__(new, batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
 
     @property
     def probs(self) -> Tensor:
@@ -122,19 +117,14 @@ class ExpRelaxedCategorical(Distribution):
     arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
     support = constraints.real_vector
     has_rsample = True
+    _expand_params = ("_categorical",)
+    _expand_shared = ("temperature",)
 
     def __init__(self, temperature: Any, probs: Any = None, logits: Any = None, validate_args: bool | None = None):
         self._categorical = Categorical(probs, logits, validate_args=validate_args)
         self.temperature = as_float_tensor(temperature, "temperature")
         super().__init__(self._categorical.batch_shape, self._categorical.param_shape[-1:], validate_args=False)
         self._validate_args = self._categorical._validate_args
-
-    def expand(self, batch_shape: Any, _instance: Any = None) -> ExpRelaxedCategorical:
-        new = self._get_checked_instance(ExpRelaxedCategorical, _instance)
-        new.temperature, new._categorical = self.temperature, self._categorical.expand(batch_shape)
-        Distribution.__init__(new, batch_shape, self._event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
 
     @property
     def probs(self) -> Tensor:

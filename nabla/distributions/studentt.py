@@ -35,18 +35,11 @@ class StudentT(Distribution):
     arg_constraints = {"df": constraints.positive, "loc": constraints.real, "scale": constraints.positive}
     support = constraints.real
     has_rsample = True
+    _expand_params = ("df", "loc", "scale")
 
     def __init__(self, df: Any, loc: Any = 0.0, scale: Any = 1.0, validate_args: bool | None = None) -> None:
         self.df, self.loc, self.scale = broadcast_all(df, loc, scale)
         super().__init__(self.df.shape, validate_args=validate_args)
-
-    def expand(self, batch_shape: Any, _instance: Any = None) -> StudentT:
-        new = self._get_checked_instance(StudentT, _instance)
-        shape = tuple(batch_shape)
-        new.df, new.loc, new.scale = (ops.broadcast_to(t, shape) for t in (self.df, self.loc, self.scale))
-        Distribution.__init__(new, batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
 
     @property
     def mean(self) -> Tensor:

@@ -33,6 +33,7 @@ class Uniform(Distribution):
         "high": constraints.dependent(is_discrete=False, event_dim=0),
     }
     has_rsample = True
+    _expand_params = ("low", "high")
 
     def __init__(self, low: Any, high: Any, validate_args: bool | None = None) -> None:
         self.low, self.high = broadcast_all(low, high)
@@ -41,13 +42,6 @@ class Uniform(Distribution):
             lo, hi = _known(self.low), _known(self.high)
             if lo is not None and hi is not None and not np.all(lo < hi):
                 raise ValueError(f"Uniform is not defined when low >= high: got low={lo}, high={hi}")
-
-    def expand(self, batch_shape: Any, _instance: Any = None) -> Uniform:
-        new = self._get_checked_instance(Uniform, _instance)
-        new.low, new.high = self.low.expand(*batch_shape), self.high.expand(*batch_shape)
-        Distribution.__init__(new, batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
 
     @constraints.dependent_property(is_discrete=False, event_dim=0)
     def support(self) -> constraints.Constraint:
