@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from .core.common.context import enable_grad
 from .core.common.pytree import tree_flatten, tree_unflatten
 from .core.tensor import Tensor
 from .ops import ones_like
@@ -38,6 +39,36 @@ def _directions(v: Any, single: bool, xs: tuple) -> tuple:
     )
 
 
+def _check_strict(func: Callable, xs: tuple, strict: bool) -> None:
+    """torch's strict mode: raise if an output does not depend on an input (its Jacobian block
+    would be zeros by construction). Runs `func` once more, lazily, on inputs that record."""
+    if not strict:
+        return
+    probes = [x.detach().requires_grad_(True) for x in xs]
+    with enable_grad():
+        outs = tree_flatten(func(*probes))[0]
+    for i, out in enumerate(o for o in outs if isinstance(o, Tensor)):
+        reached = _ancestors(out._impl)
+        for j, p in enumerate(probes):
+            if id(p._impl) not in reached:
+                raise RuntimeError(
+                    f"Output {i} of the user-provided function is independent of input {j}. This is not allowed in "
+                    "strict mode."
+                )
+
+
+def _ancestors(impl: Any) -> set[int]:
+    """The ids of the impls `impl` was computed from (itself included), through recorded ops."""
+    seen, stack = {id(impl)}, [impl]
+    while stack:
+        node = stack.pop().output_refs
+        for arg in () if node is None else node.args:
+            if id(arg) not in seen:
+                seen.add(id(arg))
+                stack.append(arg)
+    return seen
+
+
 def _result(value: Any, create_graph: bool) -> Any:
     """torch's results: detached unless `create_graph` (then differentiable, for higher orders)."""
     if create_graph:
@@ -58,6 +89,7 @@ def jacobian(
     if strategy not in ("reverse-mode", "forward-mode"):
         raise ValueError(f"jacobian: strategy must be 'reverse-mode' or 'forward-mode', got {strategy!r}")
     single, xs = _inputs(inputs)
+    _check_strict(func, xs, strict)
     transform = jacfwd if strategy == "forward-mode" else jacrev
     return _result(transform(func, argnums=0 if single else tuple(range(len(xs))))(*xs), create_graph)
 
@@ -65,12 +97,14 @@ def jacobian(
 def hessian(func: Callable, inputs: Any, create_graph: bool = False, strict: bool = False, **kw: Any) -> Any:
     """The Hessian of scalar `func` at `inputs` (per pair of inputs for a tuple)."""
     single, xs = _inputs(inputs)
+    _check_strict(func, xs, strict)
     return _result(_hessian(func, argnums=0 if single else tuple(range(len(xs))))(*xs), create_graph)
 
 
 def vjp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False, strict: bool = False) -> tuple:
     """`(func(inputs), v^T J)`; `v` may be omitted for a one-element output."""
     single, xs = _inputs(inputs)
+    _check_strict(func, xs, strict)
     out, pull = _vjp(func, *xs)
     cotangent = ones_like(out) if v is None else v
     if isinstance(out, Tensor) and isinstance(cotangent, Tensor) and cotangent.dtype != out.dtype:
@@ -82,6 +116,7 @@ def vjp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False, 
 def jvp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False, strict: bool = False) -> tuple:
     """`(func(inputs), J v)`; `v` may be omitted for a one-element input."""
     single, xs = _inputs(inputs)
+    _check_strict(func, xs, strict)
     vs = _directions(v, single, xs)
     return _result(_jvp(func, xs, vs), create_graph)
 
@@ -89,6 +124,7 @@ def jvp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False, 
 def hvp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False, strict: bool = False) -> tuple:
     """`(func(inputs), H v)` for scalar `func` (forward over reverse)."""
     single, xs = _inputs(inputs)
+    _check_strict(func, xs, strict)
     vs = _directions(v, single, xs)
     argnums = 0 if single else tuple(range(len(xs)))
     _, product = _jvp(_grad(func, argnums), xs, vs)

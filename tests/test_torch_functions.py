@@ -509,6 +509,25 @@ def test_autograd_functional_results_are_detached_unless_create_graph_and_take_a
     assert A.vjp(cube, x, v)[1].dtype == nb.float64 and A.jvp(cube, x, v)[1].tolist() == [3.0, 0.0]
 
 
+def test_autograd_functional_strict_mode_names_the_independent_pair():
+    A = nb.autograd.functional
+    x, y = nb.tensor([1.0, 2.0]), nb.tensor([3.0, 4.0])
+    msg = "Output 0 of the user-provided function is independent of input 1. This is not allowed in strict mode."
+    for call in (
+        lambda: A.jacobian(lambda a, b: a * 2, (x, y), strict=True),
+        lambda: A.vjp(lambda a, b: (a * 2).sum(), (x, y), strict=True),
+        lambda: A.hessian(lambda a, b: (a**2).sum(), (x, y), strict=True),
+    ):
+        with pytest.raises(RuntimeError, match=msg):
+            call()
+    ja, jb = A.jacobian(lambda a, b: a * b, (x, y), strict=True)  # (both inputs used: no error)
+    assert ja.tolist() == [[3.0, 0.0], [0.0, 4.0]] and jb.tolist() == [[1.0, 0.0], [0.0, 2.0]]
+    assert A.jacobian(lambda a, b: a * 2, (x, y))[1].tolist() == [[0.0, 0.0], [0.0, 0.0]]  # (not strict: zeros)
+    if torch is not None:
+        with pytest.raises(RuntimeError, match=msg):
+            torch.autograd.functional.jacobian(lambda a, b: a * 2, (torch.ones(2), torch.ones(2)), strict=True)
+
+
 def test_legacy_types_check_instances_and_take_a_size():
     x = nb.ones(2, 3)
     assert nb.FloatTensor(x.size()).shape == (2, 3)  # (a Size is sizes, not data)
