@@ -2,24 +2,18 @@
 
 from __future__ import annotations
 
-from numbers import Number
 from typing import Any
 
 from .. import ops
 from ..core.tensor import Size, Tensor
 from . import constraints
 from .distribution import Distribution
-from .utils import bce_with_logits, broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+from .utils import ProbsLogits, bce_with_logits, broadcast_all, probs_or_logits
 
 __all__ = ["Bernoulli"]
 
 
-def _one_param(probs: Any, logits: Any) -> None:
-    if (probs is None) == (logits is None):
-        raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-
-
-class Bernoulli(Distribution):
+class Bernoulli(ProbsLogits, Distribution):
     """0/1 samples that are 1 with probability `probs` (or `sigmoid(logits)`).
 
     Args:
@@ -36,38 +30,13 @@ class Bernoulli(Distribution):
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.boolean
     has_enumerate_support = True
+    _expand_params = ("probs", "logits")
 
     def __init__(self, probs: Any = None, logits: Any = None, validate_args: bool | None = None) -> None:
-        _one_param(probs, logits)
-        given = probs if probs is not None else logits
-        if probs is not None:
-            (self.probs,) = broadcast_all(probs)
-        else:
-            (self.logits,) = broadcast_all(logits)
-        self._param = self.probs if probs is not None else self.logits
-        batch_shape = Size() if isinstance(given, Number) else self._param.shape
-        super().__init__(batch_shape, validate_args=validate_args)
-
-    def expand(self, batch_shape: Any, _instance: Any = None) -> Bernoulli:
-        new = self._get_checked_instance(Bernoulli, _instance)
-        shape = tuple(batch_shape)
-        if "probs" in self.__dict__:
-            new.probs = ops.broadcast_to(self.probs, shape)
-            new._param = new.probs
-        if "logits" in self.__dict__:
-            new.logits = ops.broadcast_to(self.logits, shape)
-            new._param = new.logits
-        Distribution.__init__(new, batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
-
-    @lazy_property
-    def logits(self) -> Tensor:
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self) -> Tensor:
-        return logits_to_probs(self.logits, is_binary=True)
+        name, given = probs_or_logits(probs, logits)
+        (param,) = broadcast_all(given)
+        setattr(self, name, param)
+        super().__init__(param.shape, validate_args=validate_args)
 
     @property
     def param_shape(self) -> Size:

@@ -10,9 +10,8 @@ from .. import ops
 from ..core.common import dtypes as _dt
 from ..core.tensor import Size, Tensor
 from . import constraints
-from .bernoulli import _one_param
 from .distribution import Distribution
-from .utils import broadcast_all, host_rng, host_values, lazy_property, logits_to_probs, probs_to_logits
+from .utils import ProbsLogits, broadcast_all, host_rng, host_values, probs_or_logits
 
 __all__ = ["Binomial"]
 
@@ -22,7 +21,7 @@ def _clamp_by_zero(x: Tensor) -> Tensor:
     return (ops.clamp(x, 0.0) + x - ops.clamp(x, None, 0.0)) / 2
 
 
-class Binomial(Distribution):
+class Binomial(ProbsLogits, Distribution):
     """The number of successes in `total_count` independent trials of probability `probs`.
 
     `sample` draws on the host with NumPy, as `Poisson.sample` does.
@@ -44,45 +43,20 @@ class Binomial(Distribution):
         "logits": constraints.real,
     }
     has_enumerate_support = True
+    _expand_params = ("total_count", "probs", "logits")
 
     def __init__(
         self, total_count: Any = 1, probs: Any = None, logits: Any = None, validate_args: bool | None = None
     ) -> None:
-        _one_param(probs, logits)
-        if probs is not None:
-            self.total_count, self.probs = broadcast_all(total_count, probs)
-            self.total_count = self.total_count.astype(self.probs.dtype)
-        else:
-            self.total_count, self.logits = broadcast_all(total_count, logits)
-            self.total_count = self.total_count.astype(self.logits.dtype)
-        self._param = self.probs if probs is not None else self.logits
-        super().__init__(self._param.shape, validate_args=validate_args)
-
-    def expand(self, batch_shape: Any, _instance: Any = None) -> Binomial:
-        new = self._get_checked_instance(Binomial, _instance)
-        shape = tuple(batch_shape)
-        new.total_count = ops.broadcast_to(self.total_count, shape)
-        if "probs" in self.__dict__:
-            new.probs = ops.broadcast_to(self.probs, shape)
-            new._param = new.probs
-        if "logits" in self.__dict__:
-            new.logits = ops.broadcast_to(self.logits, shape)
-            new._param = new.logits
-        Distribution.__init__(new, batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        name, given = probs_or_logits(probs, logits)
+        total_count, param = broadcast_all(total_count, given)
+        self.total_count = total_count.astype(param.dtype)
+        setattr(self, name, param)
+        super().__init__(param.shape, validate_args=validate_args)
 
     @constraints.dependent_property(is_discrete=True, event_dim=0)
     def support(self) -> constraints.Constraint:
         return constraints.integer_interval(0, self.total_count)
-
-    @lazy_property
-    def logits(self) -> Tensor:
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self) -> Tensor:
-        return logits_to_probs(self.logits, is_binary=True)
 
     @property
     def param_shape(self) -> Size:

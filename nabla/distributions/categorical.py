@@ -12,9 +12,8 @@ from ..core.common import dtypes as _dt
 from ..core.tensor import Size, Tensor
 from ..torch_functions import broadcast_tensors, multinomial
 from . import constraints
-from .bernoulli import _one_param
 from .distribution import Distribution, _known
-from .utils import _finfo, lazy_property, logits_to_probs, numel, probs_to_logits
+from .utils import ProbsLogits, _finfo, numel, probs_or_logits
 
 __all__ = ["Categorical", "OneHotCategorical"]
 
@@ -27,7 +26,7 @@ def _at_least_1d(x: Any, name: str) -> Tensor:
     return x if _dt.is_float(x.dtype) else x.astype(_dt.DEFAULT_FLOAT)
 
 
-class Categorical(Distribution):
+class Categorical(ProbsLogits, Distribution):
     """Category indices 0 .. K-1, drawn with the (normalized) weights of the last dim of
     `probs`, or of `softmax(logits)`.
 
@@ -47,9 +46,11 @@ class Categorical(Distribution):
 
     arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
     has_enumerate_support = True
+    _binary = False
+    _expand_params = ("probs", "logits")
 
     def __init__(self, probs: Any = None, logits: Any = None, validate_args: bool | None = None) -> None:
-        _one_param(probs, logits)
+        probs_or_logits(probs, logits)  # (raises unless exactly one is given)
         if probs is not None:
             probs = _at_least_1d(probs, "probs")
             self.probs = probs / probs.sum(-1, keepdim=True)
@@ -63,35 +64,15 @@ class Categorical(Distribution):
             raw = _known(logits)
             if raw is not None:  # (normalizing keeps nan, which is all real_vector rejects)
                 self._host_params = {"logits": raw}
-        self._param = self.probs if probs is not None else self.logits
-        self._num_events = self._param.shape[-1]
         super().__init__(self._param.shape[:-1], validate_args=validate_args)
 
-    def expand(self, batch_shape: Any, _instance: Any = None) -> Categorical:
-        new = self._get_checked_instance(Categorical, _instance)
-        shape = (*batch_shape, self._num_events)
-        if "probs" in self.__dict__:
-            new.probs = ops.broadcast_to(self.probs, shape)
-            new._param = new.probs
-        if "logits" in self.__dict__:
-            new.logits = ops.broadcast_to(self.logits, shape)
-            new._param = new.logits
-        new._num_events = self._num_events
-        Distribution.__init__(new, batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+    @property
+    def _num_events(self) -> int:
+        return self._param.shape[-1]
 
     @constraints.dependent_property(is_discrete=True, event_dim=0)
     def support(self) -> constraints.Constraint:
         return constraints.integer_interval(0, self._num_events - 1)
-
-    @lazy_property
-    def logits(self) -> Tensor:
-        return probs_to_logits(self.probs)
-
-    @lazy_property
-    def probs(self) -> Tensor:
-        return logits_to_probs(self.logits)
 
     @property
     def param_shape(self) -> Size:

@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-from numbers import Number
 from typing import Any
 
 from .. import ops
-from ..core.tensor import Size, Tensor
+from ..core.tensor import Tensor
 from . import constraints
-from .bernoulli import _one_param
 from .distribution import Distribution, _known
-from .utils import _finfo, bce_with_logits, broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+from .utils import ProbsLogits, _finfo, bce_with_logits, broadcast_all, probs_or_logits
 
 __all__ = ["Geometric"]
 
 
-class Geometric(Distribution):
+class Geometric(ProbsLogits, Distribution):
     """The number of failures before the first success in Bernoulli(probs) trials:
     P(k) = (1 - p)**k p, for k = 0, 1, 2, ...
 
@@ -31,16 +29,13 @@ class Geometric(Distribution):
 
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.nonnegative_integer
+    _expand_params = ("probs", "logits")
 
     def __init__(self, probs: Any = None, logits: Any = None, validate_args: bool | None = None) -> None:
-        _one_param(probs, logits)
-        given = probs if probs is not None else logits
-        if probs is not None:
-            (self.probs,) = broadcast_all(probs)
-        else:
-            (self.logits,) = broadcast_all(logits)
-        param = self.probs if probs is not None else self.logits
-        super().__init__(Size() if isinstance(given, Number) else param.shape, validate_args=validate_args)
+        name, given = probs_or_logits(probs, logits)
+        (param,) = broadcast_all(given)
+        setattr(self, name, param)
+        super().__init__(param.shape, validate_args=validate_args)
         if self._validate_args and probs is not None:
             known = _known(self.probs)
             if known is not None and not (known > 0).all():
@@ -48,25 +43,6 @@ class Geometric(Distribution):
                     f"Expected parameter probs ({type(self.probs).__name__} of shape {tuple(self.probs.shape)}) "
                     f"of distribution {self!r} to be positive but found invalid values:\n{known[~(known > 0)]}"
                 )
-
-    def expand(self, batch_shape: Any, _instance: Any = None) -> Geometric:
-        new = self._get_checked_instance(Geometric, _instance)
-        shape = tuple(batch_shape)
-        if "probs" in self.__dict__:
-            new.probs = ops.broadcast_to(self.probs, shape)
-        if "logits" in self.__dict__:
-            new.logits = ops.broadcast_to(self.logits, shape)
-        Distribution.__init__(new, batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
-
-    @lazy_property
-    def logits(self) -> Tensor:
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self) -> Tensor:
-        return logits_to_probs(self.logits, is_binary=True)
 
     @property
     def mean(self) -> Tensor:

@@ -125,3 +125,37 @@ class lazy_property:  # noqa: N801 (torch's name)
         value = self.wrapped(instance)
         instance.__dict__[self.wrapped.__name__] = value
         return value
+
+
+def probs_or_logits(probs: Any, logits: Any) -> tuple[str, Any]:
+    """The name and value of whichever of `probs` and `logits` was given (exactly one must be).
+
+    Example:
+        >>> probs_or_logits(None, nabla.zeros(3))[0]
+        'logits'
+    """
+    if (probs is None) == (logits is None):
+        raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+    return ("probs", probs) if probs is not None else ("logits", logits)
+
+
+class ProbsLogits:
+    """Mixin of the distributions made from either `probs` or `logits` (Bernoulli, Binomial,
+    Geometric, Categorical): the one given is stored under its name, the other is computed
+    from it on first use, with sigmoid / log-odds (`_binary`) or softmax / log over the last
+    dim. Both are listed in `arg_constraints`; `Distribution` checks only those stored."""
+
+    _binary = True
+
+    @lazy_property
+    def logits(self) -> Tensor:
+        return probs_to_logits(self.probs, is_binary=self._binary)
+
+    @lazy_property
+    def probs(self) -> Tensor:
+        return logits_to_probs(self.logits, is_binary=self._binary)
+
+    @property
+    def _param(self) -> Tensor:
+        """The parameter stored (either one when both are: they share shape and dtype)."""
+        return self.__dict__["probs"] if "probs" in self.__dict__ else self.__dict__["logits"]
