@@ -7,14 +7,12 @@ from typing import Any
 
 from .. import ops
 from ..core.tensor import Tensor
-from . import constraints
-from .distribution import Distribution
-from .utils import broadcast_all
+from .location_scale import LocationScale
 
 __all__ = ["Cauchy"]
 
 
-class Cauchy(Distribution):
+class Cauchy(LocationScale):
     """The Cauchy distribution: the ratio of two independent standard normals, shifted by
     `loc` and scaled by `scale`. Its mean and variance are undefined (nan and inf, as torch).
 
@@ -28,22 +26,11 @@ class Cauchy(Distribution):
         Tensor(0.75, dtype=float32)
     """
 
-    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
-    support = constraints.real
-    has_rsample = True
     _expand_params = ("loc", "scale")
-
-    def __init__(self, loc: Any, scale: Any, validate_args: bool | None = None) -> None:
-        self.loc, self.scale = broadcast_all(loc, scale)
-        super().__init__(self.loc.shape, validate_args=validate_args)
 
     @property
     def mean(self) -> Tensor:
         return ops.full(self._extended_shape(), float("nan"), dtype=self.loc.dtype)
-
-    @property
-    def mode(self) -> Tensor:
-        return self.loc
 
     @property
     def variance(self) -> Tensor:

@@ -7,14 +7,13 @@ from typing import Any
 
 from .. import ops
 from ..core.tensor import Tensor
-from . import constraints
-from .distribution import Distribution
-from .utils import _finfo, broadcast_all
+from .location_scale import LocationScale
+from .utils import _finfo
 
 __all__ = ["Laplace"]
 
 
-class Laplace(Distribution):
+class Laplace(LocationScale):
     """The Laplace distribution with location `loc` and scale `scale`.
 
     Args:
@@ -27,21 +26,10 @@ class Laplace(Distribution):
         Tensor(2., dtype=float32)
     """
 
-    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
-    support = constraints.real
-    has_rsample = True
     _expand_params = ("loc", "scale")
-
-    def __init__(self, loc: Any, scale: Any, validate_args: bool | None = None) -> None:
-        self.loc, self.scale = broadcast_all(loc, scale)
-        super().__init__(self.loc.shape, validate_args=validate_args)
 
     @property
     def mean(self) -> Tensor:
-        return self.loc
-
-    @property
-    def mode(self) -> Tensor:
         return self.loc
 
     @property

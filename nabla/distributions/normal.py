@@ -7,14 +7,12 @@ from typing import Any
 
 from .. import ops
 from ..core.tensor import Tensor
-from . import constraints
-from .distribution import Distribution
-from .utils import broadcast_all
+from .location_scale import LocationScale
 
 __all__ = ["Normal"]
 
 
-class Normal(Distribution):
+class Normal(LocationScale):
     """A normal distribution with mean `loc` and standard deviation `scale`.
 
     Args:
@@ -28,21 +26,10 @@ class Normal(Distribution):
         (4, 1)
     """
 
-    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
-    support = constraints.real
-    has_rsample = True
     _expand_params = ("loc", "scale")
-
-    def __init__(self, loc: Any, scale: Any, validate_args: bool | None = None) -> None:
-        self.loc, self.scale = broadcast_all(loc, scale)
-        super().__init__(self.loc.shape, validate_args=validate_args)
 
     @property
     def mean(self) -> Tensor:
-        return self.loc
-
-    @property
-    def mode(self) -> Tensor:
         return self.loc
 
     @property
