@@ -8,8 +8,8 @@ from .. import ops
 from ..core.tensor import Tensor
 from . import constraints
 from .distribution import Distribution
-from .gamma import _standard_gamma_rsample
-from .utils import _finfo, broadcast_all
+from .gamma import _floor_tiny, _standard_gamma_rsample
+from .utils import broadcast_all
 
 __all__ = ["Beta", "Dirichlet"]
 
@@ -44,11 +44,8 @@ class Dirichlet(Distribution):
         super().__init__(concentration.shape[:-1], concentration.shape[-1:], validate_args=validate_args)
 
     def rsample(self, sample_shape: Any = ()) -> Tensor:
-        shape = tuple(self._extended_shape(sample_shape))
-        g = _standard_gamma_rsample(ops.broadcast_to(self.concentration, shape))
-        x = g / g.sum(-1, keepdim=True)
-        tiny = float(_finfo(x.dtype).tiny)  # (torch's floor: moves the value, keeps the gradient)
-        return x + (ops.clamp(x.detach(), tiny) - x.detach())
+        g = _standard_gamma_rsample(self.concentration, self._extended_shape(sample_shape))
+        return _floor_tiny(g / g.sum(-1, keepdim=True))
 
     def log_prob(self, value: Tensor) -> Tensor:
         if self._validate_args:

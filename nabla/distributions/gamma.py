@@ -99,15 +99,24 @@ def standard_gamma_grad(alpha: Tensor, x: Tensor) -> Tensor:
     return ops.where(x < 0.8, small, ops.where(a > 8, large, rational))
 
 
-def _standard_gamma_rsample(alpha: Tensor) -> Tensor:
-    """Gamma(alpha, 1) draws whose gradient with respect to alpha is `standard_gamma_grad`:
-    x + (alpha - alpha.detach()) * g has x's value and g as its derivative."""
+def _standard_gamma_rsample(alpha: Tensor, shape: Any) -> Tensor:
+    """Gamma(alpha, 1) draws of `shape` (alpha broadcast to it) whose gradient with respect to
+    alpha is `standard_gamma_grad`: x + (alpha - alpha.detach()) * g has x's value and g as
+    its derivative. Gamma, Dirichlet (and Beta) and StudentT draw through it."""
+    alpha = ops.broadcast_to(alpha, tuple(shape))
     x = standard_gamma(alpha)
     if not alpha.requires_grad:
         return x
     g = standard_gamma_grad(alpha, x)
     g = ops.where(ops.isfinite(g), g, 0.0)  # (an overflowing branch must not turn x into nan)
     return x + (alpha - alpha.detach()) * g
+
+
+def _floor_tiny(x: Tensor) -> Tensor:
+    """x raised to its dtype's smallest normal number where below it, keeping x's gradient
+    (torch's floor on gamma-based draws, so that their logs stay finite)."""
+    tiny = float(_finfo(x.dtype).tiny)
+    return x + (ops.clamp(x.detach(), tiny) - x.detach())
 
 
 class Gamma(Distribution):
@@ -148,10 +157,8 @@ class Gamma(Distribution):
         return self.concentration / self.rate.pow(2)
 
     def rsample(self, sample_shape: Any = ()) -> Tensor:
-        shape = tuple(self._extended_shape(sample_shape))
-        value = _standard_gamma_rsample(ops.broadcast_to(self.concentration, shape)) / self.rate
-        tiny = float(_finfo(value.dtype).tiny)  # (torch's floor: moves the value, keeps the gradient)
-        return value + (ops.clamp(value.detach(), tiny) - value.detach())
+        value = _standard_gamma_rsample(self.concentration, self._extended_shape(sample_shape)) / self.rate
+        return _floor_tiny(value)
 
     def log_prob(self, value: Any) -> Tensor:
         if not isinstance(value, Tensor):

@@ -58,7 +58,7 @@ class StudentT(Distribution):
     def rsample(self, sample_shape: Any = ()) -> Tensor:
         shape = tuple(self._extended_shape(sample_shape))
         x = ops.randn(shape, dtype=self.df.dtype)
-        chi2 = 2 * _standard_gamma_rsample(ops.broadcast_to(0.5 * self.df, shape))  # (Chi2(df) = 2 Gamma(df/2))
+        chi2 = 2 * _standard_gamma_rsample(0.5 * self.df, shape)  # (Chi2(df) = 2 Gamma(df/2))
         return self.loc + self.scale * x * (chi2 / self.df).rsqrt()
 
     def log_prob(self, value: Tensor) -> Tensor:
