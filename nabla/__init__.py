@@ -73,6 +73,8 @@ from .torch_foreach import *  # noqa: F403
 from .torch_foreach import __all__ as _torch_foreach_all
 from .torch_functions import *  # noqa: F403
 from .torch_functions import __all__ as _torch_functions_all
+from .torch_linalg import *  # noqa: F403
+from .torch_linalg import __all__ as _torch_linalg_all
 from .torch_names import *  # noqa: F403
 from .torch_names import __all__ as _torch_names_all
 from .torch_state import *  # noqa: F403
@@ -188,6 +190,7 @@ __all__ = [
     *_torch_distances_all,
     *_torch_foreach_all,
     *_torch_functions_all,
+    *_torch_linalg_all,
     *_torch_state_all,
     *_torch_names_all,
 ]

@@ -7,7 +7,11 @@ eigh, eigvalsh, svd, svdvals and what builds on them (pinv, matrix_rank, cond, l
 "nuc" and 2-norms) run LAPACK on the host when recorded (`nabla/ops/linalg_host.py`).
 
 The `*_ex` variants return an `info` tensor (int32, one per matrix: 0 for success) instead of
-raising, as torch's; with `check_errors=True` they read it and raise.
+raising, as torch's; with `check_errors=True` they read it and raise `LinAlgError` (a
+RuntimeError, as torch's). Unlike torch, `cholesky`, `inv` and `solve` themselves do not raise
+on a matrix that is not positive-definite or is singular: they are recorded lazily, before the
+values exist, and give NaN/inf there (as JAX's do). A jitter loop that retries on the error
+calls `cholesky_ex(A, check_errors=True)`, which reads the info (one evaluation).
 
 Not built: eig / eigvals (general, complex results) and ldl_*.
 """
@@ -95,11 +99,15 @@ def _first_bad(bad: Tensor) -> Tensor:
     return _ops.cast(_ops.where(_ops.any(bad, -1), first, 0), _dt.int32)
 
 
+class LinAlgError(RuntimeError):
+    """torch.linalg.LinAlgError: what the `*_ex` functions raise with `check_errors=True`."""
+
+
 def _checked(info: Tensor, op: str, what: str, check_errors: bool) -> None:
     if check_errors:
         found = np.asarray(info.numpy()).reshape(-1)
         if found.any():
-            raise RuntimeError(f"linalg.{op}: {what} (info = {int(found[found != 0][0])})")
+            raise LinAlgError(f"linalg.{op}: {what} (info = {int(found[found != 0][0])})")
 
 
 def _lu_info(a: Any, pivot: bool = True) -> tuple[Any, Tensor]:
@@ -184,6 +192,7 @@ def tensorsolve(A: Any, B: Any, dims: Any = None) -> Tensor:  # noqa: N803
 
 
 __all__ = [
+    "LinAlgError",
     "cholesky",
     "cholesky_ex",
     "cond",

@@ -86,6 +86,10 @@ def _number_arg(value: Any, op: str, arg: str) -> Any:
     return value
 
 
+def _scalar_tensor(value: Any) -> bool:
+    return isinstance(value, Tensor) and value.ndim == 0
+
+
 def _check_device(device: Any, op: str) -> Device:
     """The Device a factory's `device` argument names (the CPU for None); a clear error for a
     bad name or an accelerator this machine lacks."""
@@ -395,8 +399,9 @@ _linspace = LinspaceOp()
 
 
 def _space(op: str, start: Any, end: Any, steps: Any, base: Any, dtype: Any) -> Tensor:
-    start = float(_number_arg(start, op, "start"))
-    end = float(_number_arg(end, op, "end"))
+    # (0-d tensor ends are read as numbers, as torch does: `linspace(t0, t1, n)`)
+    start = float(_number_arg(start.item() if _scalar_tensor(start) else start, op, "start"))
+    end = float(_number_arg(end.item() if _scalar_tensor(end) else end, op, "end"))
     steps = _size_arg(steps, op, "steps")
     if steps == 1:
         end = start  # PyTorch: a single step is `start`

@@ -512,7 +512,8 @@ def cholesky(a: Any, upper: bool = False) -> Tensor:
     L with A = L L^T, or upper U = L^T with A = U^T U. As torch, only A's lower triangle is
     read (its upper one for upper=True); the gradient is symmetric, as torch's. Unrolled
     over the n columns (n matrix-vector products); a matrix that is not positive definite gives
-    nan instead of raising (its values are not known when the graph is built). Differentiable.
+    nan instead of raising (its values are not known when the graph is built): to raise, as
+    torch's does, use `nabla.linalg.cholesky_ex(a, check_errors=True)`. Differentiable.
 
     Args:
         a: (..., n, n), floating.

@@ -469,12 +469,12 @@ class Tensor(ViewMethods, ShapeMethods, TorchMethods, TorchMath, TorchInPlace):
         return self
 
     def __eq__(self, other: Any) -> Tensor:  # type: ignore[override]
-        if other is None:  # `t == None` is False, as in PyTorch
+        if other is None or isinstance(other, str | bytes):  # `t == None`, `t == "ERR"`: False, as torch
             return False
         return OPS.equal(self, other)
 
     def __ne__(self, other: Any) -> Tensor:  # type: ignore[override]
-        if other is None:
+        if other is None or isinstance(other, str | bytes):
             return True
         return OPS.not_equal(self, other)
 
