@@ -1182,3 +1182,9 @@ def test_rebound_globals_and_read_dict_items_are_guarded():
     finally:
         ACT, NP_SCALE = nb.relu, np.float32(1.0)
         CFG["log"].clear()
+
+
+def test_bincount_inside_compile_names_itself_and_the_index_add_form():
+    f = nb.compile(lambda x: nb.bincount(x, minlength=4))
+    with pytest.raises(nb.core.graph.tracing.ConcretizationError, match=r"bincount: its result's length.*index_add_"):
+        f(nb.tensor([0, 1, 1]))

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..core.common import dtypes as _dt
+from ..core.graph.tracing import ConcretizationError
 from ..core.tensor.dispatch import register
 from ..core.tensor.tensor import Tensor
 from . import binary as _bin
@@ -248,7 +249,14 @@ def bincount(x: Tensor, weights: Tensor | None = None, minlength: int = 0) -> Te
             "bincount: the result's length depends on x's values, which x batched by vmap cannot provide "
             "(each batch element may need a different length)"
         )
-    data = x.numpy()
+    try:
+        data = x.numpy()
+    except ConcretizationError:
+        raise ConcretizationError(
+            "bincount: its result's length depends on x's values, which nabla.compile does not have while it "
+            "traces. With a known number of bins n, count with nabla.zeros(n, dtype=nabla.int64).index_add_(0, x, "
+            "nabla.ones_like(x)), or call bincount outside the compiled function."
+        ) from None
     if data.size and data.min() < 0:
         raise ValueError(f"bincount: x must be non-negative, got {int(data.min())}")
     length = builtins.max(int(data.max()) + 1 if data.size else 0, int(minlength))
