@@ -13,13 +13,64 @@ from .bernoulli import Bernoulli
 from .categorical import Categorical
 from .distribution import Distribution
 from .transformed_distribution import TransformedDistribution
-from .transforms import ExpTransform, SigmoidTransform
+from .transforms import ExpTransform, SigmoidTransform, Transform
 from .utils import as_float_tensor, broadcast_all, clamp_probs
 
 __all__ = ["LogitRelaxedBernoulli", "RelaxedBernoulli", "RelaxedOneHotCategorical", "ExpRelaxedCategorical"]
 
 
-class LogitRelaxedBernoulli(Distribution):
+class _Tempered(Distribution):
+    """Base of LogitRelaxedBernoulli and ExpRelaxedCategorical: a `temperature` and the
+    discrete distribution `_discrete_class(probs, logits)`, which holds and checks the
+    parameters; the event shape is its parameter's dims past the batch (K categories)."""
+
+    has_rsample = True
+    _discrete_class: type[Distribution]
+    _expand_shared = ("temperature",)  # (each subclass lists _expand_params = ("_discrete",))
+
+    def __init__(self, temperature: Any, probs: Any = None, logits: Any = None, validate_args: bool | None = None):
+        self._discrete = self._discrete_class(probs, logits, validate_args=validate_args)
+        self.temperature = as_float_tensor(temperature, "temperature")
+        batch_shape = self._discrete.batch_shape
+        super().__init__(batch_shape, self._discrete.param_shape[len(batch_shape) :], validate_args=False)
+        self._validate_args = self._discrete._validate_args
+
+    @property
+    def probs(self) -> Tensor:
+        return self._discrete.probs
+
+    @property
+    def logits(self) -> Tensor:
+        return self._discrete.logits
+
+
+class _Relaxed(TransformedDistribution):
+    """Base of RelaxedBernoulli and RelaxedOneHotCategorical: a `_base_class` (a `_Tempered`)
+    pushed through `_transform_class`, with the base's temperature, probs and logits."""
+
+    has_rsample = True
+    _base_class: type[_Tempered]
+    _transform_class: type[Transform]
+
+    def __init__(self, temperature: Any, probs: Any = None, logits: Any = None, validate_args: bool | None = None):
+        base = self._base_class(temperature, probs, logits, validate_args=validate_args)
+        super().__init__(base, self._transform_class(), validate_args=False)
+        self._validate_args = base._validate_args
+
+    @property
+    def temperature(self) -> Tensor:
+        return self.base_dist.temperature
+
+    @property
+    def probs(self) -> Tensor:
+        return self.base_dist.probs
+
+    @property
+    def logits(self) -> Tensor:
+        return self.base_dist.logits
+
+
+class LogitRelaxedBernoulli(_Tempered):
     """The logit of a RelaxedBernoulli sample (Maddison et al., 2017).
 
     Args:
@@ -31,23 +82,8 @@ class LogitRelaxedBernoulli(Distribution):
 
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.real
-    has_rsample = True
-    _expand_params = ("_bernoulli",)
-    _expand_shared = ("temperature",)
-
-    def __init__(self, temperature: Any, probs: Any = None, logits: Any = None, validate_args: bool | None = None):
-        self._bernoulli = Bernoulli(probs, logits, validate_args=validate_args)
-        self.temperature = as_float_tensor(temperature, "temperature")
-        super().__init__(self._bernoulli.batch_shape, validate_args=False)
-        self._validate_args = self._bernoulli._validate_args
-
-    @property
-    def probs(self) -> Tensor:
-        return self._bernoulli.probs
-
-    @property
-    def logits(self) -> Tensor:
-        return self._bernoulli.logits
+    _discrete_class = Bernoulli
+    _expand_params = ("_discrete",)
 
     def rsample(self, sample_shape: Any = ()) -> Tensor:
         shape = tuple(self._extended_shape(sample_shape))
@@ -63,7 +99,7 @@ class LogitRelaxedBernoulli(Distribution):
         return self.temperature.log() + diff - 2 * diff.exp().log1p()
 
 
-class RelaxedBernoulli(TransformedDistribution):
+class RelaxedBernoulli(_Relaxed):
     """A relaxed Bernoulli in (0, 1): sigmoid of a LogitRelaxedBernoulli sample; `rsample` is
     differentiable in probs/logits.
 
@@ -81,30 +117,13 @@ class RelaxedBernoulli(TransformedDistribution):
 
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.unit_interval
-    has_rsample = True
-
-    def __init__(self, temperature: Any, probs: Any = None, logits: Any = None, validate_args: bool | None = None):
-        base = LogitRelaxedBernoulli(temperature, probs, logits, validate_args=validate_args)
-        super().__init__(base, SigmoidTransform(), validate_args=False)
-        self._validate_args = base._validate_args
+    _base_class, _transform_class = LogitRelaxedBernoulli, SigmoidTransform
 
     def expand(self, batch_shape: Any, _instance: Any = None) -> RelaxedBernoulli:
         return super().expand(batch_shape, self._get_checked_instance(RelaxedBernoulli, _instance))
 
-    @property
-    def temperature(self) -> Tensor:
-        return self.base_dist.temperature
 
-    @property
-    def probs(self) -> Tensor:
-        return self.base_dist.probs
-
-    @property
-    def logits(self) -> Tensor:
-        return self.base_dist.logits
-
-
-class ExpRelaxedCategorical(Distribution):
+class ExpRelaxedCategorical(_Tempered):
     """The log of a RelaxedOneHotCategorical sample (a log-simplex vector).
 
     Args:
@@ -116,23 +135,8 @@ class ExpRelaxedCategorical(Distribution):
 
     arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
     support = constraints.real_vector
-    has_rsample = True
-    _expand_params = ("_categorical",)
-    _expand_shared = ("temperature",)
-
-    def __init__(self, temperature: Any, probs: Any = None, logits: Any = None, validate_args: bool | None = None):
-        self._categorical = Categorical(probs, logits, validate_args=validate_args)
-        self.temperature = as_float_tensor(temperature, "temperature")
-        super().__init__(self._categorical.batch_shape, self._categorical.param_shape[-1:], validate_args=False)
-        self._validate_args = self._categorical._validate_args
-
-    @property
-    def probs(self) -> Tensor:
-        return self._categorical.probs
-
-    @property
-    def logits(self) -> Tensor:
-        return self._categorical.logits
+    _discrete_class = Categorical
+    _expand_params = ("_discrete",)
 
     def rsample(self, sample_shape: Any = ()) -> Tensor:
         shape = tuple(self._extended_shape(sample_shape))
@@ -144,7 +148,7 @@ class ExpRelaxedCategorical(Distribution):
     def log_prob(self, value: Tensor) -> Tensor:
         if self._validate_args:
             self._validate_sample(value)
-        k = self._categorical._num_events
+        k = self._discrete._num_events
         logits, value = broadcast_all(self.logits, value)
         log_scale = math.lgamma(k) + (k - 1) * self.temperature.log()
         score = logits - value * self.temperature
@@ -152,7 +156,7 @@ class ExpRelaxedCategorical(Distribution):
         return score + log_scale
 
 
-class RelaxedOneHotCategorical(TransformedDistribution):
+class RelaxedOneHotCategorical(_Relaxed):
     """A relaxed one-hot categorical on the simplex (Gumbel-softmax / Concrete): `rsample` is
     differentiable in probs/logits.
 
@@ -170,24 +174,7 @@ class RelaxedOneHotCategorical(TransformedDistribution):
 
     arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
     support = constraints.simplex
-    has_rsample = True
-
-    def __init__(self, temperature: Any, probs: Any = None, logits: Any = None, validate_args: bool | None = None):
-        base = ExpRelaxedCategorical(temperature, probs, logits, validate_args=validate_args)
-        super().__init__(base, ExpTransform(), validate_args=False)
-        self._validate_args = base._validate_args
+    _base_class, _transform_class = ExpRelaxedCategorical, ExpTransform
 
     def expand(self, batch_shape: Any, _instance: Any = None) -> RelaxedOneHotCategorical:
         return super().expand(batch_shape, self._get_checked_instance(RelaxedOneHotCategorical, _instance))
-
-    @property
-    def temperature(self) -> Tensor:
-        return self.base_dist.temperature
-
-    @property
-    def probs(self) -> Tensor:
-        return self.base_dist.probs
-
-    @property
-    def logits(self) -> Tensor:
-        return self.base_dist.logits
