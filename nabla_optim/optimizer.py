@@ -349,7 +349,10 @@ class Optimizer:
                 item = item[1]
             if not isinstance(item, Parameter):
                 hint = (
-                    " (wrap it: p = nabla_nn.Parameter(t), and use p in the model)" if isinstance(item, Tensor) else ""
+                    " (wrap it: p = nabla_nn.Parameter(t), and use p in the model and afterwards: unlike torch's, a "
+                    "nabla Parameter does not share t's storage, so t keeps its value)"
+                    if isinstance(item, Tensor)
+                    else ""
                 )
                 raise TypeError(
                     f"optimizer params must be nabla_nn.Parameter objects, but param {i} of group "
