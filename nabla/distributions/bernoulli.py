@@ -8,7 +8,7 @@ from .. import ops
 from ..core.tensor import Size, Tensor
 from . import constraints
 from .distribution import Distribution
-from .utils import ProbsLogits, bce_with_logits, broadcast_all, probs_or_logits
+from .utils import ProbsLogits, bce_with_logits, broadcast_all, probs_or_logits, support_values
 
 __all__ = ["Bernoulli"]
 
@@ -70,5 +70,4 @@ class Bernoulli(ProbsLogits, Distribution):
         return bce_with_logits(self.logits, self.probs)
 
     def enumerate_support(self, expand: bool = True) -> Tensor:
-        values = ops.arange(2, dtype=self._param.dtype).reshape((-1,) + (1,) * len(self._batch_shape))
-        return ops.broadcast_to(values, (2, *self._batch_shape)) if expand else values
+        return support_values(ops.arange(2, dtype=self._param.dtype), self._batch_shape, expand)

@@ -11,7 +11,7 @@ from ..core.common import dtypes as _dt
 from ..core.tensor import Size, Tensor
 from . import constraints
 from .distribution import Distribution
-from .utils import ProbsLogits, broadcast_all, host_rng, host_values, probs_or_logits
+from .utils import ProbsLogits, broadcast_all, host_rng, host_values, probs_or_logits, support_values
 
 __all__ = ["Binomial"]
 
@@ -107,5 +107,4 @@ class Binomial(ProbsLogits, Distribution):
 
     def enumerate_support(self, expand: bool = True) -> Tensor:
         total = self._homogeneous_count("enumerate_support")
-        values = ops.arange(1 + total, dtype=self._param.dtype).reshape((-1,) + (1,) * len(self._batch_shape))
-        return ops.broadcast_to(values, (1 + total, *self._batch_shape)) if expand else values
+        return support_values(ops.arange(1 + total, dtype=self._param.dtype), self._batch_shape, expand)

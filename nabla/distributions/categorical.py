@@ -13,7 +13,7 @@ from ..core.tensor import Size, Tensor
 from ..torch_functions import broadcast_tensors, multinomial
 from . import constraints
 from .distribution import Distribution, _known
-from .utils import ProbsLogits, _finfo, numel, probs_or_logits
+from .utils import ProbsLogits, _finfo, numel, probs_or_logits, support_values
 
 __all__ = ["Categorical", "OneHotCategorical"]
 
@@ -110,8 +110,7 @@ class Categorical(ProbsLogits, Distribution):
         return -p_log_p.sum(-1)
 
     def enumerate_support(self, expand: bool = True) -> Tensor:
-        values = ops.arange(self._num_events, dtype=_dt.int64).reshape((-1,) + (1,) * len(self._batch_shape))
-        return ops.broadcast_to(values, (self._num_events, *self._batch_shape)) if expand else values
+        return support_values(ops.arange(self._num_events, dtype=_dt.int64), self._batch_shape, expand)
 
 
 class OneHotCategorical(Distribution):
@@ -180,6 +179,4 @@ class OneHotCategorical(Distribution):
         return self._categorical.entropy()
 
     def enumerate_support(self, expand: bool = True) -> Tensor:
-        n = self._event_shape[0]
-        values = ops.eye(n, dtype=self._param.dtype).reshape((n,) + (1,) * len(self._batch_shape) + (n,))
-        return ops.broadcast_to(values, (n, *self._batch_shape, n)) if expand else values
+        return support_values(ops.eye(self._event_shape[0], dtype=self._param.dtype), self._batch_shape, expand)

@@ -95,6 +95,20 @@ def size(shape: Any) -> Size:
     return Size(dims)
 
 
+def support_values(values: Tensor, batch_shape: Any, expand: bool) -> Tensor:
+    """`enumerate_support`'s result from the support's `values` (one per point along dim 0,
+    then any event dims): a dim of size 1 per batch dim is put before the event dims, and
+    broadcast to `batch_shape` when `expand`.
+
+    Example:
+        >>> support_values(nabla.arange(2), (3,), expand=True).shape
+        (2, 3)
+    """
+    n, event = values.shape[0], tuple(values.shape[1:])
+    values = values.reshape((n,) + (1,) * len(batch_shape) + event)
+    return ops.broadcast_to(values, (n, *batch_shape, *event)) if expand else values
+
+
 def numel(shape: tuple) -> int:
     return math.prod(shape)
 
