@@ -152,7 +152,7 @@ class Distribution:
         distribution shares as they are. As torch's, the new instance keeps `validate_args`.
 
         Example:
-            >>> Normal(nabla.zeros(3), 1.0).expand((2, 3)).batch_shape
+            >>> nabla.distributions.Normal(nabla.zeros(3), 1.0).expand((2, 3)).batch_shape
             nabla.Size([2, 3])
         """
         # (the class that listed the parameters: a subclass of it with its own __init__ may hold
