@@ -13,7 +13,7 @@ Example:
     (2, 2)
 """
 
-from . import amp, autograd, core, distributions, func, linalg, ops, random, special, testing, transforms
+from . import amp, autograd, core, distributions, func, jit, linalg, ops, random, special, testing, transforms
 from .amp import autocast, get_autocast_dtype, is_autocast_enabled
 from .core.common import (
     PyTreeDef,
