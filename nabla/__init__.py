@@ -63,6 +63,7 @@ from .core.graph import (
     wait_for_compiles,
 )
 from .core.tensor import Device, Size, Tensor
+from .core.tensor.printing import set_printoptions
 from .ops import *  # noqa: F403
 from .ops import __all__ as _ops_all
 from .torch_calculus import *  # noqa: F403
@@ -170,6 +171,7 @@ __all__ = [
     "set_cache_limit",
     "set_eager_max_graph",
     "set_executor",
+    "set_printoptions",
     "set_grad_enabled",
     "set_log_recompiles",
     "set_model_store",

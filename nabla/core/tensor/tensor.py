@@ -24,6 +24,7 @@ from ..graph.executors import available_device, host_array, storage_item, storag
 from ..graph.tracing import TRACE, ConcretizationError, note_grad, note_grad_read, note_guard, note_mutation
 from .dispatch import OPS
 from .impl import RETAINED, Device, TensorImpl
+from .printing import format_array
 from .tensor_shape_methods import ShapeMethods, _axis_arg
 from .torch_inplace import TorchInPlace
 from .torch_math import TorchMath
@@ -417,7 +418,7 @@ class Tensor(ViewMethods, ShapeMethods, TorchMethods, TorchMath, TorchInPlace):
         return object.__format__(self, spec)
 
     def __repr__(self) -> str:
-        body = np.array2string(self.numpy(), separator=", ", prefix="Tensor(")
+        body = format_array(self.numpy(), prefix="Tensor(")
         extra = f", dtype={self.dtype.name}"
         if self.requires_grad:
             extra += ", requires_grad=True"
