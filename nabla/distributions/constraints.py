@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import linalg, ops
 from ..core.tensor import Tensor
-from ..ops.creation import known_values
+from .utils import known_host
 
 __all__ = [
     "Constraint",
@@ -61,7 +61,7 @@ def _xp(value: Any) -> Any:
 def _bound(bound: Any, value: Any) -> Any:
     """A bound for a check of `value`: a tensor bound for a NumPy check must be known."""
     if isinstance(value, np.ndarray) and isinstance(bound, Tensor):
-        known = known_values(bound)
+        known = known_host(bound)  # (a number broadcast to a tensor's shape is known)
         if known is None:
             raise UnknownValues
         return known

@@ -8,45 +8,13 @@ from typing import Any
 import numpy as np
 
 from .. import ops
-from ..core.common import dtypes as _dt
 from ..core.common import no_grad
 from ..core.tensor import Size, Tensor
-from ..ops.creation import known_values
 from . import constraints
+from .utils import known_host as _known
 from .utils import lazy_property, size
 
 __all__ = ["Distribution"]
-
-
-_SAME_VALUES = ("broadcast_to", "reshape", "cast")  # ops whose result holds the input's values
-
-
-def _known(value: Any) -> np.ndarray | None:
-    """The values of `value` a validation can check without evaluating anything: a realized
-    host tensor, or one seen through broadcasts, reshapes and casts (a number parameter
-    broadcast to a tensor's shape). None for anything else: its check is skipped."""
-    if isinstance(value, int | float):
-        return np.asarray(value)
-    if not isinstance(value, Tensor):
-        return None
-    impl, chain = value._impl, []
-    while impl.data is None:
-        node = impl.output_refs
-        if node is None or node.op.name not in _SAME_VALUES:
-            return None
-        chain.append(node)
-        impl = node.args[0]
-    known = known_values(Tensor(impl))
-    for node in reversed(chain):
-        if known is None:
-            return None
-        if node.op.name == "broadcast_to":
-            known = np.broadcast_to(known, node.kwargs["shape"])
-        elif node.op.name == "reshape":
-            known = known.reshape(node.kwargs["shape"])
-        else:
-            known = known.astype(_dt.to_numpy_dtype(node.kwargs["dtype"]))
-    return known
 
 
 def _satisfied(constraint: constraints.Constraint, value: Any) -> bool:

@@ -18,6 +18,37 @@ from ..torch_functions import broadcast_tensors
 __all__ = ["broadcast_all", "clamp_probs", "lazy_property", "logits_to_probs", "probs_to_logits"]
 
 
+_SAME_VALUES = ("broadcast_to", "reshape", "cast")  # ops whose result holds the input's values
+
+
+def known_host(value: Any) -> np.ndarray | None:
+    """The values of `value` a validation can check without evaluating anything: a realized
+    host tensor, or one seen through broadcasts, reshapes and casts (a number parameter
+    broadcast to a tensor's shape). None for anything else: its check is skipped."""
+    if isinstance(value, int | float):
+        return np.asarray(value)
+    if not isinstance(value, Tensor):
+        return None
+    impl, chain = value._impl, []
+    while impl.data is None:
+        node = impl.output_refs
+        if node is None or node.op.name not in _SAME_VALUES:
+            return None
+        chain.append(node)
+        impl = node.args[0]
+    known = known_values(Tensor(impl))
+    for node in reversed(chain):
+        if known is None:
+            return None
+        if node.op.name == "broadcast_to":
+            known = np.broadcast_to(known, node.kwargs["shape"])
+        elif node.op.name == "reshape":
+            known = known.reshape(node.kwargs["shape"])
+        else:
+            known = known.astype(_dt.to_numpy_dtype(node.kwargs["dtype"]))
+    return known
+
+
 def _finfo(dtype: Any) -> np.finfo:
     return np.finfo(np.float32 if dtype == _dt.bfloat16 else _dt.to_numpy_dtype(dtype))
 
