@@ -28,6 +28,7 @@ from .bernoulli import Bernoulli
 from .binomial import Binomial
 from .categorical import Categorical, OneHotCategorical
 from .cauchy import Cauchy
+from .constraint_registry import biject_to, transform_to
 from .dirichlet import Beta, Dirichlet
 from .distribution import Distribution
 from .exponential import Exponential
@@ -77,8 +78,10 @@ __all__ = [
     "Transform",
     "TransformedDistribution",
     "Uniform",
+    "biject_to",
     "constraints",
     "kl_divergence",
     "register_kl",
+    "transform_to",
     "transforms",
 ]

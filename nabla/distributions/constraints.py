@@ -19,11 +19,13 @@ import numpy as np
 
 from .. import linalg, ops
 from ..core.tensor import Tensor
+from ..torch_functions import narrow, select
 from .utils import known_host
 
 __all__ = [
     "Constraint",
     "boolean",
+    "cat",
     "dependent",
     "dependent_property",
     "greater_than",
@@ -45,6 +47,7 @@ __all__ = [
     "real",
     "real_vector",
     "simplex",
+    "stack",
     "symmetric",
     "unit_interval",
 ]
@@ -319,6 +322,73 @@ class _PositiveDefinite(_Symmetric):
         return ops.logical_and(sym, linalg.cholesky_ex(value).info == 0)
 
 
+def _narrow(value: Any, dim: int, start: int, length: int) -> Any:
+    if isinstance(value, np.ndarray):
+        return np.take(value, range(start, start + length), axis=dim)
+    return narrow(value, dim, start, length)
+
+
+def _check_dim(value: Any, dim: int) -> None:
+    if not -value.ndim <= dim < value.ndim:
+        raise ValueError(f"dim {dim} out of range for value with {value.ndim} dimensions")
+
+
+class _Cat(Constraint):
+    """`cseq[i]` on the i-th block (of `lengths[i]` entries) along `dim`, as `torch.cat`
+    joins them."""
+
+    def __init__(self, cseq: Any, dim: int = 0, lengths: Any = None) -> None:
+        if not all(isinstance(c, Constraint) for c in cseq):
+            raise TypeError("All elements of cseq must be Constraint instances")
+        self.cseq = list(cseq)
+        self.lengths = list(lengths) if lengths is not None else [1] * len(self.cseq)
+        if len(self.lengths) != len(self.cseq):
+            raise ValueError(f"lengths ({len(self.lengths)}) must match cseq ({len(self.cseq)})")
+        self.dim = dim
+
+    @property
+    def is_discrete(self) -> bool:  # type: ignore[override]
+        return any(c.is_discrete for c in self.cseq)
+
+    @property
+    def event_dim(self) -> int:  # type: ignore[override]
+        return max(c.event_dim for c in self.cseq)
+
+    def check(self, value: Any) -> Any:
+        _check_dim(value, self.dim)
+        checks, start = [], 0
+        for c, n in zip(self.cseq, self.lengths, strict=True):
+            checks.append(c.check(_narrow(value, self.dim, start, n)))
+            start += n
+        return np.concatenate(checks, self.dim) if isinstance(value, np.ndarray) else ops.cat(checks, self.dim)
+
+
+class _Stack(Constraint):
+    """`cseq[i]` on the i-th slice along `dim`, as `torch.stack` joins them."""
+
+    def __init__(self, cseq: Any, dim: int = 0) -> None:
+        if not all(isinstance(c, Constraint) for c in cseq):
+            raise TypeError("All elements of cseq must be Constraint instances")
+        self.cseq, self.dim = list(cseq), dim
+
+    @property
+    def is_discrete(self) -> bool:  # type: ignore[override]
+        return any(c.is_discrete for c in self.cseq)
+
+    @property
+    def event_dim(self) -> int:  # type: ignore[override]
+        dim = max(c.event_dim for c in self.cseq)
+        return dim + 1 if self.dim + dim < 0 else dim
+
+    def check(self, value: Any) -> Any:
+        _check_dim(value, self.dim)
+        if isinstance(value, np.ndarray):
+            slices = [np.take(value, i, axis=self.dim) for i in range(value.shape[self.dim])]
+            return np.stack([c.check(v) for v, c in zip(slices, self.cseq, strict=True)], self.dim)
+        slices = [select(value, self.dim, i) for i in range(value.shape[self.dim])]
+        return ops.stack([c.check(v) for v, c in zip(slices, self.cseq, strict=True)], self.dim)
+
+
 dependent = _Dependent()
 dependent_property = _DependentProperty
 independent = _IndependentConstraint
@@ -342,3 +412,5 @@ lower_triangular = _LowerTriangular()
 lower_cholesky = _LowerCholesky()
 symmetric = _Symmetric()
 positive_definite = _PositiveDefinite()
+cat = _Cat
+stack = _Stack

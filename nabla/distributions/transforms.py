@@ -1,5 +1,8 @@
 """Invertible transforms with log-Jacobians (torch.distributions.transforms), for
-`TransformedDistribution`: Exp, Affine, Sigmoid, Tanh and their compositions.
+`TransformedDistribution` and for mapping unconstrained parameters onto a constraint
+(`biject_to` / `transform_to`): Exp, Power, Affine, Abs, Sigmoid, Softplus, Tanh, Softmax,
+StickBreaking, LowerCholesky, PositiveDefinite, and the Compose, Independent, Reshape, Cat and
+Stack functors.
 
 Example:
     >>> t = ComposeTransform([AffineTransform(0.0, 2.0), ExpTransform()])
@@ -13,18 +16,33 @@ import math
 from numbers import Number
 from typing import Any
 
-from .. import ops
-from ..core.tensor import Tensor
+import numpy as np
+
+from .. import linalg, ops
+from ..core.tensor import Size, Tensor
+from ..torch_functions import narrow, select
 from . import constraints
-from .utils import _finfo, sum_rightmost
+from .utils import _finfo, broadcast_all, known_host, sum_rightmost
 
 __all__ = [
+    "AbsTransform",
     "AffineTransform",
+    "CatTransform",
     "ComposeTransform",
     "ExpTransform",
+    "IndependentTransform",
+    "LowerCholeskyTransform",
+    "PositiveDefiniteTransform",
+    "PowerTransform",
+    "ReshapeTransform",
     "SigmoidTransform",
+    "SoftmaxTransform",
+    "SoftplusTransform",
+    "StackTransform",
+    "StickBreakingTransform",
     "TanhTransform",
     "Transform",
+    "identity_transform",
 ]
 
 
@@ -63,8 +81,11 @@ class Transform:
         return self._inv
 
     def with_cache(self, cache_size: int = 1) -> Transform:
+        """This transform with a cache of `cache_size` (0 or 1)."""
         if self._cache_size == cache_size:
             return self
+        if type(self).__init__ is Transform.__init__:
+            return type(self)(cache_size=cache_size)
         raise NotImplementedError(f"{type(self).__name__}.with_cache is not implemented")
 
     def __call__(self, x: Tensor) -> Tensor:
@@ -184,6 +205,11 @@ class ComposeTransform(Transform):
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, ComposeTransform) and self.parts == other.parts
+
+    def with_cache(self, cache_size: int = 1) -> Transform:
+        if self._cache_size == cache_size:
+            return self
+        return ComposeTransform(self.parts, cache_size=cache_size)
 
     __hash__ = Transform.__hash__
 
@@ -394,3 +420,551 @@ class AffineTransform(Transform):
             return f"Tensor of shape {tuple(v.shape)}" if isinstance(v, Tensor) else repr(v)
 
         return f"{self.__class__.__name__}(loc={show(self.loc)}, scale={show(self.scale)}, event_dim={self._event_dim})"
+
+
+identity_transform = ComposeTransform([])
+"""The identity map (torch's `identity_transform`: a composition of no transforms)."""
+
+
+def _same_values(a: Any, b: Any) -> bool:
+    """Whether two parameters are equal: numbers by value, tensors by identity or by values the
+    host already has (comparing pending values would evaluate them)."""
+    if a is b:
+        return True
+    ka, kb = known_host(a), known_host(b)
+    return ka is not None and kb is not None and ka.shape == kb.shape and bool(np.all(ka == kb))
+
+
+class AbsTransform(Transform):
+    """y = |x| (not injective: its `inv` is the identity on y >= 0, as torch's).
+
+    Example:
+        >>> AbsTransform()(nabla.tensor([-2.0, 3.0]))
+        Tensor([2., 3.], dtype=float32)
+    """
+
+    domain = constraints.real
+    codomain = constraints.positive
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, AbsTransform)
+
+    def __hash__(self) -> int:
+        return hash(AbsTransform)
+
+    def _call(self, x: Tensor) -> Tensor:
+        return x.abs()
+
+    def _inverse(self, y: Tensor) -> Tensor:
+        return y
+
+
+class PowerTransform(Transform):
+    """y = x ** exponent on x > 0.
+
+    Args:
+        exponent: the power (Tensor or number; a tensor broadcasts with x).
+        cache_size: see `Transform`.
+
+    Example:
+        >>> PowerTransform(2.0)(nabla.tensor([3.0]))
+        Tensor([9.], dtype=float32)
+    """
+
+    domain = constraints.positive
+    codomain = constraints.positive
+    bijective = True
+
+    def __init__(self, exponent: Any, cache_size: int = 0) -> None:
+        super().__init__(cache_size=cache_size)
+        (self.exponent,) = broadcast_all(exponent)
+
+    def with_cache(self, cache_size: int = 1) -> Transform:
+        if self._cache_size == cache_size:
+            return self
+        return PowerTransform(self.exponent, cache_size=cache_size)
+
+    @property
+    def sign(self) -> Any:  # type: ignore[override]
+        return self.exponent.sign()
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, PowerTransform) and _same_values(self.exponent, other.exponent)
+
+    __hash__ = Transform.__hash__
+
+    def _call(self, x: Tensor) -> Tensor:
+        return x.pow(self.exponent)
+
+    def _inverse(self, y: Tensor) -> Tensor:
+        return y.pow(1 / self.exponent)
+
+    def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
+        return (self.exponent * y / x).abs().log()
+
+    def forward_shape(self, shape: tuple) -> tuple:
+        return ops.broadcast_shapes(tuple(shape), tuple(self.exponent.shape))
+
+    def inverse_shape(self, shape: tuple) -> tuple:
+        return ops.broadcast_shapes(tuple(shape), tuple(self.exponent.shape))
+
+
+class SoftplusTransform(Transform):
+    """y = log(1 + exp(x)) (linear for x > 20), onto the positive reals.
+
+    Example:
+        >>> t = SoftplusTransform()
+        >>> t.inv(t(nabla.tensor([-1.0, 5.0])))  # x again
+    """
+
+    domain = constraints.real
+    codomain = constraints.positive
+    bijective = True
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SoftplusTransform)
+
+    def __hash__(self) -> int:
+        return hash(SoftplusTransform)
+
+    def _call(self, x: Tensor) -> Tensor:
+        return ops.softplus(x)
+
+    def _inverse(self, y: Tensor) -> Tensor:
+        return (-(-y).expm1()).log() + y
+
+    def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
+        return -ops.softplus(-x)
+
+
+class SoftmaxTransform(Transform):
+    """y = softmax(x) over the last dim, onto the simplex. Not bijective (adding a constant to x
+    gives the same y); `inv` is log. For optimization, not for HMC (use StickBreakingTransform).
+
+    Example:
+        >>> SoftmaxTransform()(nabla.zeros(4))
+        Tensor([0.25, 0.25, 0.25, 0.25], dtype=float32)
+    """
+
+    domain = constraints.real_vector
+    codomain = constraints.simplex
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SoftmaxTransform)
+
+    def __hash__(self) -> int:
+        return hash(SoftmaxTransform)
+
+    def _call(self, x: Tensor) -> Tensor:
+        probs = (x - ops.amax(x, -1, True)).exp()
+        return probs / probs.sum(-1, keepdim=True)
+
+    def _inverse(self, y: Tensor) -> Tensor:
+        return y.log()
+
+    def forward_shape(self, shape: tuple) -> tuple:
+        if len(shape) < 1:
+            raise ValueError("Too few dimensions on input")
+        return shape
+
+    inverse_shape = forward_shape
+
+
+def _stick_offset(k: int, dtype: Any) -> Tensor:
+    """log(K, K - 1, ..., 1) for K = k: the shift that maps x = 0 to the simplex's centre."""
+    return ops.arange(k, 0, -1, dtype=dtype).log()
+
+
+class StickBreakingTransform(Transform):
+    """A bijection from R^K onto the (K+1)-simplex by stick breaking: each coordinate takes a
+    sigmoid fraction of what is left (x = 0 maps to the uniform vector). Bijective, so fit for
+    HMC; it mixes coordinates (for optimization SoftmaxTransform acts more coordinate-wise).
+
+    Example:
+        >>> StickBreakingTransform()(nabla.zeros(3))
+        Tensor([0.25, 0.25, 0.25, 0.25], dtype=float32)
+    """
+
+    domain = constraints.real_vector
+    codomain = constraints.simplex
+    bijective = True
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, StickBreakingTransform)
+
+    def __hash__(self) -> int:
+        return hash(StickBreakingTransform)
+
+    def _call(self, x: Tensor) -> Tensor:
+        info = _finfo(x.dtype)
+        z = ops.clamp(ops.sigmoid(x - _stick_offset(x.shape[-1], x.dtype)), float(info.tiny), 1.0 - float(info.eps))
+        z_cumprod = (1 - z).cumprod(-1)
+        return ops.pad(z, (0, 1), value=1.0) * ops.pad(z_cumprod, (1, 0), value=1.0)
+
+    def _inverse(self, y: Tensor) -> Tensor:
+        y_crop = y[..., :-1]
+        sf = ops.clamp(1 - y_crop.cumsum(-1), float(_finfo(y.dtype).tiny))
+        return y_crop.log() - sf.log() + _stick_offset(y_crop.shape[-1], y.dtype)
+
+    def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
+        x = x - _stick_offset(x.shape[-1], x.dtype)
+        # (1 - sigmoid(x) = exp(-x) sigmoid(x))
+        return (-x + ops.logsigmoid(x) + y[..., :-1].log()).sum(-1)
+
+    def forward_shape(self, shape: tuple) -> tuple:
+        if len(shape) < 1:
+            raise ValueError("Too few dimensions on input")
+        return (*shape[:-1], shape[-1] + 1)
+
+    def inverse_shape(self, shape: tuple) -> tuple:
+        if len(shape) < 1:
+            raise ValueError("Too few dimensions on input")
+        return (*shape[:-1], shape[-1] - 1)
+
+
+def _tril_exp_diag(x: Tensor, fn: str) -> Tensor:
+    diag = getattr(ops.diagonal(x, 0, -2, -1), fn)()
+    return ops.tril(x, -1) + ops.diag_embed(diag)
+
+
+class LowerCholeskyTransform(Transform):
+    """Square matrices onto lower-triangular ones with a positive diagonal: the strict lower
+    triangle kept, the diagonal exponentiated (a Cholesky factor's parameterization). Its log
+    Jacobian is not defined (as in torch).
+
+    Example:
+        >>> LowerCholeskyTransform()(nabla.zeros(2, 2))
+        Tensor([[1., 0.], [0., 1.]], dtype=float32)
+    """
+
+    domain = constraints.independent(constraints.real, 2)
+    codomain = constraints.lower_cholesky
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, LowerCholeskyTransform)
+
+    def __hash__(self) -> int:
+        return hash(LowerCholeskyTransform)
+
+    def _call(self, x: Tensor) -> Tensor:
+        return _tril_exp_diag(x, "exp")
+
+    def _inverse(self, y: Tensor) -> Tensor:
+        return _tril_exp_diag(y, "log")
+
+
+class PositiveDefiniteTransform(Transform):
+    """Square matrices onto positive definite ones: L L^T of `LowerCholeskyTransform`'s L.
+
+    Example:
+        >>> PositiveDefiniteTransform()(nabla.zeros(2, 2))
+        Tensor([[1., 0.], [0., 1.]], dtype=float32)
+    """
+
+    domain = constraints.independent(constraints.real, 2)
+    codomain = constraints.positive_definite
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, PositiveDefiniteTransform)
+
+    def __hash__(self) -> int:
+        return hash(PositiveDefiniteTransform)
+
+    def _call(self, x: Tensor) -> Tensor:
+        lower = LowerCholeskyTransform()(x)
+        return ops.matmul(lower, lower.mT)
+
+    def _inverse(self, y: Tensor) -> Tensor:
+        return LowerCholeskyTransform().inv(linalg.cholesky(y))
+
+
+class IndependentTransform(Transform):
+    """`base_transform` with `reinterpreted_batch_ndims` more rightmost dims taken as one event:
+    the map is unchanged, its log-Jacobian is summed over those dims.
+
+    Args:
+        base_transform: the transform.
+        reinterpreted_batch_ndims: how many extra rightmost dims form one event.
+        cache_size: see `Transform`.
+
+    Example:
+        >>> t = IndependentTransform(ExpTransform(), 1)
+        >>> t.log_abs_det_jacobian(x, t(x)).shape  # x of shape (2, 3): summed over the 3
+        (2,)
+    """
+
+    def __init__(self, base_transform: Transform, reinterpreted_batch_ndims: int, cache_size: int = 0) -> None:
+        super().__init__(cache_size=cache_size)
+        self.base_transform = base_transform.with_cache(cache_size)
+        self.reinterpreted_batch_ndims = reinterpreted_batch_ndims
+
+    def with_cache(self, cache_size: int = 1) -> Transform:
+        if self._cache_size == cache_size:
+            return self
+        return IndependentTransform(self.base_transform, self.reinterpreted_batch_ndims, cache_size=cache_size)
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, IndependentTransform)
+            and self.base_transform == other.base_transform
+            and self.reinterpreted_batch_ndims == other.reinterpreted_batch_ndims
+        )
+
+    __hash__ = Transform.__hash__
+
+    @property
+    def domain(self) -> constraints.Constraint:  # type: ignore[override]
+        return constraints.independent(self.base_transform.domain, self.reinterpreted_batch_ndims)
+
+    @property
+    def codomain(self) -> constraints.Constraint:  # type: ignore[override]
+        return constraints.independent(self.base_transform.codomain, self.reinterpreted_batch_ndims)
+
+    @property
+    def bijective(self) -> bool:  # type: ignore[override]
+        return self.base_transform.bijective
+
+    @property
+    def sign(self) -> Any:  # type: ignore[override]
+        return self.base_transform.sign
+
+    def _call(self, x: Tensor) -> Tensor:
+        if x.ndim < self.domain.event_dim:
+            raise ValueError("Too few dimensions on input")
+        return self.base_transform(x)
+
+    def _inverse(self, y: Tensor) -> Tensor:
+        if y.ndim < self.codomain.event_dim:
+            raise ValueError("Too few dimensions on input")
+        return self.base_transform.inv(y)
+
+    def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
+        return sum_rightmost(self.base_transform.log_abs_det_jacobian(x, y), self.reinterpreted_batch_ndims)
+
+    def forward_shape(self, shape: tuple) -> tuple:
+        return self.base_transform.forward_shape(shape)
+
+    def inverse_shape(self, shape: tuple) -> tuple:
+        return self.base_transform.inverse_shape(shape)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__name__}({self.base_transform!r}, {self.reinterpreted_batch_ndims})"
+
+
+class ReshapeTransform(Transform):
+    """Reshape the rightmost `in_shape` dims to `out_shape` (same number of elements); unit
+    Jacobian.
+
+    Args:
+        in_shape: the input event shape.
+        out_shape: the output event shape.
+        cache_size: see `Transform`.
+
+    Example:
+        >>> ReshapeTransform((4,), (2, 2))(nabla.zeros(3, 4)).shape
+        (3, 2, 2)
+    """
+
+    bijective = True
+
+    def __init__(self, in_shape: Any, out_shape: Any, cache_size: int = 0) -> None:
+        self.in_shape, self.out_shape = Size(tuple(in_shape)), Size(tuple(out_shape))
+        if math.prod(self.in_shape) != math.prod(self.out_shape):
+            raise ValueError("in_shape, out_shape have different numbers of elements")
+        super().__init__(cache_size=cache_size)
+
+    def with_cache(self, cache_size: int = 1) -> Transform:
+        if self._cache_size == cache_size:
+            return self
+        return ReshapeTransform(self.in_shape, self.out_shape, cache_size=cache_size)
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, ReshapeTransform)
+            and self.in_shape == other.in_shape
+            and self.out_shape == other.out_shape
+        )
+
+    __hash__ = Transform.__hash__
+
+    @property
+    def domain(self) -> constraints.Constraint:  # type: ignore[override]
+        return constraints.independent(constraints.real, len(self.in_shape))
+
+    @property
+    def codomain(self) -> constraints.Constraint:  # type: ignore[override]
+        return constraints.independent(constraints.real, len(self.out_shape))
+
+    def _call(self, x: Tensor) -> Tensor:
+        batch = tuple(x.shape[: x.ndim - len(self.in_shape)])
+        return x.reshape(batch + tuple(self.out_shape))
+
+    def _inverse(self, y: Tensor) -> Tensor:
+        batch = tuple(y.shape[: y.ndim - len(self.out_shape)])
+        return y.reshape(batch + tuple(self.in_shape))
+
+    def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
+        return ops.zeros(tuple(x.shape[: x.ndim - len(self.in_shape)]), dtype=x.dtype)
+
+    @staticmethod
+    def _reshape(shape: tuple, old: Size, new: Size) -> tuple:
+        shape = tuple(shape)
+        if len(shape) < len(old):
+            raise ValueError("Too few dimensions on input")
+        cut = len(shape) - len(old)
+        if shape[cut:] != tuple(old):
+            raise ValueError(f"Shape mismatch: expected {shape[cut:]} but got {tuple(old)}")
+        return shape[:cut] + tuple(new)
+
+    def forward_shape(self, shape: tuple) -> tuple:
+        return self._reshape(shape, self.in_shape, self.out_shape)
+
+    def inverse_shape(self, shape: tuple) -> tuple:
+        return self._reshape(shape, self.out_shape, self.in_shape)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__name__}({tuple(self.in_shape)}, {tuple(self.out_shape)})"
+
+
+def _check_dim(x: Tensor, dim: int, length: int, what: str) -> None:
+    if not -x.ndim <= dim < x.ndim:
+        raise ValueError(f"dim {dim} out of range for {what} with {x.ndim} dimensions")
+    if x.shape[dim] != length:
+        raise ValueError(f"{what}.size({dim}) = {x.shape[dim]} must equal {length}")
+
+
+class CatTransform(Transform):
+    """Apply `tseq[i]` to the i-th block (of `lengths[i]` entries) along `dim`, as `torch.cat`
+    joins them.
+
+    Args:
+        tseq: the transforms.
+        dim: the dim the blocks are laid along.
+        lengths: each block's length (1 each by default).
+        cache_size: see `Transform`.
+
+    Example:
+        >>> t = CatTransform([ExpTransform(), identity_transform], dim=0, lengths=[2, 2])
+        >>> t(nabla.zeros(4))
+        Tensor([1., 1., 0., 0.], dtype=float32)
+    """
+
+    def __init__(self, tseq: Any, dim: int = 0, lengths: Any = None, cache_size: int = 0) -> None:
+        if not all(isinstance(t, Transform) for t in tseq):
+            raise TypeError("All elements of tseq must be Transform instances")
+        if cache_size:
+            tseq = [t.with_cache(cache_size) for t in tseq]
+        super().__init__(cache_size=cache_size)
+        self.transforms = list(tseq)
+        self.lengths = list(lengths) if lengths is not None else [1] * len(self.transforms)
+        if len(self.lengths) != len(self.transforms):
+            raise ValueError(f"lengths ({len(self.lengths)}) must match transforms ({len(self.transforms)})")
+        self.dim = dim
+
+    @property
+    def event_dim(self) -> int:
+        return max(t.event_dim for t in self.transforms)
+
+    @property
+    def length(self) -> int:
+        return sum(self.lengths)
+
+    def with_cache(self, cache_size: int = 1) -> Transform:
+        if self._cache_size == cache_size:
+            return self
+        return CatTransform(self.transforms, self.dim, self.lengths, cache_size)
+
+    def _blocks(self, x: Tensor) -> list[Tensor]:
+        starts = [sum(self.lengths[:i]) for i in range(len(self.lengths))]
+        return [narrow(x, self.dim, s, n) for s, n in zip(starts, self.lengths, strict=True)]
+
+    def _call(self, x: Tensor) -> Tensor:
+        _check_dim(x, self.dim, self.length, "x")
+        return ops.cat([t(b) for t, b in zip(self.transforms, self._blocks(x), strict=True)], self.dim)
+
+    def _inverse(self, y: Tensor) -> Tensor:
+        _check_dim(y, self.dim, self.length, "y")
+        return ops.cat([t.inv(b) for t, b in zip(self.transforms, self._blocks(y), strict=True)], self.dim)
+
+    def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
+        _check_dim(x, self.dim, self.length, "x")
+        _check_dim(y, self.dim, self.length, "y")
+        parts = []
+        for t, xb, yb in zip(self.transforms, self._blocks(x), self._blocks(y), strict=True):
+            parts.append(sum_rightmost(t.log_abs_det_jacobian(xb, yb), self.event_dim - t.event_dim))
+        dim = (self.dim - x.ndim if self.dim >= 0 else self.dim) + self.event_dim
+        if dim < 0:  # (the dim is a batch dim of the log-Jacobian: join the blocks' values)
+            return ops.cat(parts, dim)
+        total = parts[0]
+        for part in parts[1:]:
+            total = total + part
+        return total
+
+    @property
+    def bijective(self) -> bool:  # type: ignore[override]
+        return all(t.bijective for t in self.transforms)
+
+    @property
+    def domain(self) -> constraints.Constraint:  # type: ignore[override]
+        return constraints.cat([t.domain for t in self.transforms], self.dim, self.lengths)
+
+    @property
+    def codomain(self) -> constraints.Constraint:  # type: ignore[override]
+        return constraints.cat([t.codomain for t in self.transforms], self.dim, self.lengths)
+
+
+class StackTransform(Transform):
+    """Apply `tseq[i]` to the i-th slice along `dim`, as `torch.stack` joins them.
+
+    Args:
+        tseq: the transforms, one per slice.
+        dim: the dim the slices are laid along.
+        cache_size: see `Transform`.
+
+    Example:
+        >>> StackTransform([ExpTransform(), identity_transform], dim=1)(nabla.zeros(3, 2))[0]
+        Tensor([1., 0.], dtype=float32)
+    """
+
+    def __init__(self, tseq: Any, dim: int = 0, cache_size: int = 0) -> None:
+        if not all(isinstance(t, Transform) for t in tseq):
+            raise TypeError("All elements of tseq must be Transform instances")
+        if cache_size:
+            tseq = [t.with_cache(cache_size) for t in tseq]
+        super().__init__(cache_size=cache_size)
+        self.transforms = list(tseq)
+        self.dim = dim
+
+    def with_cache(self, cache_size: int = 1) -> Transform:
+        if self._cache_size == cache_size:
+            return self
+        return StackTransform(self.transforms, self.dim, cache_size)
+
+    def _slices(self, z: Tensor) -> list[Tensor]:
+        return [select(z, self.dim, i) for i in range(z.shape[self.dim])]
+
+    def _call(self, x: Tensor) -> Tensor:
+        _check_dim(x, self.dim, len(self.transforms), "x")
+        return ops.stack([t(s) for t, s in zip(self.transforms, self._slices(x), strict=True)], self.dim)
+
+    def _inverse(self, y: Tensor) -> Tensor:
+        _check_dim(y, self.dim, len(self.transforms), "y")
+        return ops.stack([t.inv(s) for t, s in zip(self.transforms, self._slices(y), strict=True)], self.dim)
+
+    def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
+        _check_dim(x, self.dim, len(self.transforms), "x")
+        _check_dim(y, self.dim, len(self.transforms), "y")
+        parts = zip(self.transforms, self._slices(x), self._slices(y), strict=True)
+        return ops.stack([t.log_abs_det_jacobian(a, b) for t, a, b in parts], self.dim)
+
+    @property
+    def bijective(self) -> bool:  # type: ignore[override]
+        return all(t.bijective for t in self.transforms)
+
+    @property
+    def domain(self) -> constraints.Constraint:  # type: ignore[override]
+        return constraints.stack([t.domain for t in self.transforms], self.dim)
+
+    @property
+    def codomain(self) -> constraints.Constraint:  # type: ignore[override]
+        return constraints.stack([t.codomain for t in self.transforms], self.dim)
