@@ -13,7 +13,7 @@ Example:
     (2, 2)
 """
 
-from . import amp, autograd, core, distributions, func, jit, linalg, ops, random, special, testing, transforms
+from . import amp, autograd, core, distributions, func, jit, linalg, ops, random, sparse, special, testing, transforms
 from .amp import autocast, get_autocast_dtype, is_autocast_enabled
 from .core.common import (
     PyTreeDef,
@@ -66,6 +66,7 @@ from .core.tensor import Device, Size, Tensor
 from .core.tensor.printing import set_printoptions
 from .ops import *  # noqa: F403
 from .ops import __all__ as _ops_all
+from .sparse import sparse_coo_tensor, sparse_csr_tensor
 from .torch_calculus import *  # noqa: F403
 from .torch_calculus import __all__ as _torch_calculus_all
 from .torch_distances import *  # noqa: F403
@@ -172,6 +173,8 @@ __all__ = [
     "set_eager_max_graph",
     "set_executor",
     "set_printoptions",
+    "sparse_coo_tensor",
+    "sparse_csr_tensor",
     "set_grad_enabled",
     "set_log_recompiles",
     "set_model_store",

@@ -369,6 +369,22 @@ class TorchMethods:
     def is_pinned(self) -> bool:
         return False
 
+    # -- torch.sparse's layout methods: nabla stores every tensor dense (see nabla/sparse.py) --
+    def to_dense(self, dtype: Any = None) -> Tensor:
+        """This tensor (already dense), in `dtype` if given."""
+        return self if dtype is None else self.to(dtype)
+
+    def to_sparse(self, *args: Any, **kwargs: Any) -> Any:
+        """This tensor: nabla has no sparse layout, and `nabla.sparse.mm` takes it as it is."""
+        return self
+
+    def coalesce(self) -> Any:
+        return self
+
+    @property
+    def is_sparse(self) -> bool:
+        return False
+
     def data_ptr(self) -> int:
         """An int naming this tensor's storage, for identity checks (torch's address of the
         first element): a tensor and its views (`x[0]`, `x.T`, `x.view(...)`, `.data`,
