@@ -186,3 +186,190 @@ def test_biject_to_positive_in_vi_without_torch():
         D.biject_to(D.constraints.lower_cholesky)
     p = D.transform_to(D.constraints.simplex)(nb.tensor([0.0, 0.0]))
     _close(p, np.array([0.5, 0.5], np.float32), 1e-6)
+
+
+# -- the new families against torch -------------------------------------------------------------------
+# (id, factory(D, params), params, value, methods); the same factory builds both libraries' objects
+_MOMENTS = ["mean", "variance", "stddev", "mode"]
+_MIX_LOGITS = _f32(2, 3, low=-1, high=1)
+FAMILIES = [
+    ("half_normal", lambda D, p: D.HalfNormal(p["scale"]), {"scale": _f32(2, 3, low=0.5, high=2)},
+     _f32(2, 3, low=0.05, high=3), ["log_prob", "entropy", "cdf", "icdf", *_MOMENTS]),
+    ("half_cauchy", lambda D, p: D.HalfCauchy(p["scale"]), {"scale": _f32(3, low=0.5, high=2)},
+     _f32(3, low=0.05, high=3), ["log_prob", "entropy", "cdf", "icdf", "mean", "variance", "mode"]),
+    ("inverse_gamma", lambda D, p: D.InverseGamma(p["c"], p["r"]),
+     {"c": np.array([0.8, 1.5, 2.5, 4.0], np.float32), "r": _f32(4, low=0.5, high=2)},
+     _f32(4, low=0.1, high=3), ["log_prob", "entropy", *_MOMENTS]),
+    ("gumbel", lambda D, p: D.Gumbel(p["loc"], p["scale"]), {"loc": _f32(2, 3), "scale": _f32(2, 3, low=0.5, high=2)},
+     _f32(2, 3, low=-2, high=3), ["log_prob", "entropy", "cdf", "icdf", *_MOMENTS]),
+    ("weibull", lambda D, p: D.Weibull(p["scale"], p["k"]),
+     {"scale": _f32(4, low=0.5, high=2), "k": np.array([0.7, 1.0, 1.8, 3.0], np.float32)},
+     _f32(4, low=0.1, high=3), ["log_prob", "entropy", "cdf", "mean", "variance", "mode"]),
+    ("pareto", lambda D, p: D.Pareto(p["scale"], p["alpha"]),
+     {"scale": _f32(4, low=0.5, high=1), "alpha": np.array([0.8, 1.5, 2.5, 4.0], np.float32)},
+     _f32(4, low=1.0, high=4), ["log_prob", "entropy", "cdf", "icdf", *_MOMENTS]),
+    ("negative_binomial", lambda D, p: D.NegativeBinomial(p["r"], probs=p["probs"]),
+     {"r": _f32(4, low=0.5, high=6), "probs": _f32(4, low=0.1, high=0.9)}, np.array([0.0, 1.0, 4.0, 9.0], np.float32),
+     ["log_prob", *_MOMENTS]),
+    ("negative_binomial_logits", lambda D, p: D.NegativeBinomial(p["r"], logits=p["logits"]),
+     {"r": _f32(2, 3, low=0.5, high=6), "logits": _f32(2, 3, low=-2, high=2)},
+     np.array([[0.0, 2.0, 5.0], [1.0, 0.0, 7.0]], np.float32), ["log_prob", "mean", "variance", "mode"]),
+    ("multinomial", lambda D, p: D.Multinomial(6, probs=p["probs"]), {"probs": _f32(2, 4, low=0.1, high=1)},
+     np.array([[1.0, 2.0, 0.0, 3.0], [0.0, 0.0, 6.0, 0.0]], np.float32), ["log_prob", "entropy", "mean", "variance"]),
+    ("multinomial_logits", lambda D, p: D.Multinomial(4, logits=p["logits"]), {"logits": _f32(3, low=-2, high=2)},
+     np.array([[1.0, 2.0, 1.0], [4.0, 0.0, 0.0]], np.float32), ["log_prob", "entropy", "mean", "variance"]),
+    ("mixture_normal", lambda D, p: D.MixtureSameFamily(D.Categorical(logits=p["w"]), D.Normal(p["loc"], p["scale"])),
+     {"w": _MIX_LOGITS, "loc": _f32(2, 3, low=-2, high=2), "scale": _f32(2, 3, low=0.5, high=1.5)},
+     _f32(4, 2, low=-3, high=3), ["log_prob", "cdf", "mean", "variance"]),
+    ("mixture_mvn", lambda D, p: D.MixtureSameFamily(D.Categorical(logits=p["w"]),
+                                                       D.Independent(D.Normal(p["loc"], p["scale"]), 1)),
+     {"w": _f32(3), "loc": _f32(3, 2, low=-2, high=2), "scale": _f32(3, 2, low=0.5, high=1.5)},
+     _f32(5, 2, low=-3, high=3), ["log_prob", "mean", "variance"]),
+]  # fmt: skip
+
+
+def _both(case, requires_grad: bool = False):
+    _, factory, params, _, _ = case
+    nb_params = {k: nb.tensor(v, requires_grad=requires_grad) for k, v in params.items()}
+    t_params = {k: torch.tensor(v, requires_grad=requires_grad) for k, v in params.items()}
+    return factory(D, nb_params), factory(TD, t_params), nb_params, t_params
+
+
+def _call(dist, method: str, value):
+    if method in ("log_prob", "cdf"):
+        return getattr(dist, method)(value)
+    if method == "icdf":
+        return dist.icdf(value * 0 + 0.3)
+    if method == "entropy":
+        return dist.entropy()
+    return getattr(dist, method)
+
+
+@needs_torch
+@pytest.mark.parametrize("case", FAMILIES, ids=[c[0] for c in FAMILIES])
+def test_families_match_torch(case):
+    nd, td, _, _ = _both(case)
+    nv, tv = nb.tensor(case[3]), torch.tensor(case[3])
+    assert nd.batch_shape == tuple(td.batch_shape) and nd.event_shape == tuple(td.event_shape)
+    assert nd.has_rsample == td.has_rsample
+    for method in case[4]:
+        _close(_call(nd, method, nv), _call(td, method, tv), 2e-4)
+    assert nd.sample((2,)).shape == tuple(td.sample((2,)).shape)
+    expanded = nd.expand((5, *nd.batch_shape))
+    assert expanded.batch_shape == (5, *nd.batch_shape)
+    assert expanded.sample().shape == (5, *nd.batch_shape, *nd.event_shape)
+    if nv.ndim == len(nd.batch_shape) + len(nd.event_shape):  # (no sample dims: broadcasts with 5)
+        _close(expanded.log_prob(nv), td.expand((5, *td.batch_shape)).log_prob(tv), 2e-4)
+
+
+@needs_torch
+@pytest.mark.parametrize("case", FAMILIES, ids=[c[0] for c in FAMILIES])
+def test_family_gradients_match_torch(case):
+    nd, td, nbp, tp = _both(case, requires_grad=True)
+    nv, tv = nb.tensor(case[3]), torch.tensor(case[3])
+    with_entropy = "entropy" in case[4]
+    nloss = nd.log_prob(nv).sum() + (nd.entropy().sum() if with_entropy else 0.0)
+    tloss = td.log_prob(tv).sum() + (td.entropy().sum() if with_entropy else 0.0)
+    nloss.backward()
+    tloss.backward()
+    for k in case[2]:
+        if tp[k].grad is not None:
+            _close(nbp[k].grad, tp[k].grad, 5e-4)
+
+
+@needs_torch
+@pytest.mark.parametrize("value", [-1.0, 2.5])
+def test_family_validation_matches_torch(value):
+    makers = [lambda D, T: D.NegativeBinomial(2.0, probs=T([0.4]))]
+    if value < 0:  # (2.5 is in the half-normal's support)
+        makers.append(lambda D, T: D.HalfNormal(T([1.0])))
+    for make in makers:
+        with pytest.raises(ValueError):
+            make(TD, torch.tensor).log_prob(torch.tensor([value]))
+        with pytest.raises(ValueError):
+            make(D, nb.tensor).log_prob(nb.tensor([value]))
+    for bad in (lambda D, T: D.Pareto(T([1.0]), T([-1.0])), lambda D, T: D.NegativeBinomial(2.0, probs=T([1.0]))):
+        with pytest.raises(ValueError):
+            bad(TD, torch.tensor)
+        with pytest.raises(ValueError):
+            bad(D, nb.tensor)
+    with pytest.raises(ValueError):
+        D.Multinomial(3, probs=nb.tensor([0.5, 0.5])).log_prob(nb.tensor([2.0, 2.0]))
+
+
+# -- the new families without torch: formulas and seeded sample moments --------------------------------
+def test_half_normal_and_gumbel_formulas():
+    scale, x = _f32(3, low=0.5, high=2), _f32(3, low=0.1, high=3)
+    d = D.HalfNormal(nb.tensor(scale))
+    ref = np.log(2) - x**2 / (2 * scale**2) - np.log(scale) - 0.5 * np.log(2 * np.pi)
+    _close(d.log_prob(nb.tensor(x)), ref, 1e-5)
+    _close(d.mean, scale * np.sqrt(2 / np.pi), 1e-5)
+    below = D.HalfNormal(nb.tensor(scale), validate_args=False).log_prob(nb.tensor(-x))
+    assert np.all(np.isneginf(_np(below)))
+    g = D.Gumbel(nb.tensor(0.5), nb.tensor(2.0))
+    z = (0.5 - x) / 2.0
+    _close(g.log_prob(nb.tensor(x)), z - np.exp(z) - np.log(2.0), 1e-5)
+
+
+@pytest.mark.parametrize(
+    "make, mean, var",
+    [
+        (lambda: D.HalfNormal(nb.tensor(2.0)), 2 * np.sqrt(2 / np.pi), 4 * (1 - 2 / np.pi)),
+        (lambda: D.InverseGamma(nb.tensor(5.0), nb.tensor(2.0)), 0.5, 4 / (16 * 3)),
+        (lambda: D.Gumbel(nb.tensor(1.0), nb.tensor(0.5)), 1 + 0.5 * 0.5772157, (np.pi * 0.5) ** 2 / 6),
+        (lambda: D.Weibull(nb.tensor(1.5), nb.tensor(2.0)), 1.5 * 0.8862269, 2.25 * (1 - 0.8862269**2)),
+        (lambda: D.Pareto(nb.tensor(1.0), nb.tensor(5.0)), 1.25, 5 / (16 * 3)),
+        (lambda: D.NegativeBinomial(3.0, probs=nb.tensor(0.4)), 2.0, 2.0 / 0.6),
+    ],
+)
+def test_sample_moments(make, mean, var):
+    nb.manual_seed(0)
+    d = make()
+    x = _np(d.sample((20000,))).astype(np.float64)
+    assert x.shape == (20000,)
+    assert abs(x.mean() - mean) < 0.05 * max(1.0, abs(mean))
+    assert abs(x.var() - var) < 0.12 * max(0.2, var)
+    _close(d.mean, np.float32(mean), 1e-4)
+    _close(d.variance, np.float32(var), 1e-4)
+
+
+def test_rsample_gradients_flow():
+    scale = nb.tensor([1.5], requires_grad=True)
+    nb.manual_seed(1)
+    x = D.HalfNormal(scale).rsample((1000,))
+    x.mean().backward()  # d E|N(0, s)| / ds = sqrt(2 / pi)
+    assert abs(float(_np(scale.grad)[0]) - np.sqrt(2 / np.pi)) < 0.08
+    c = nb.tensor(4.0, requires_grad=True)
+    nb.manual_seed(2)
+    D.InverseGamma(c, 3.0).rsample((4000,)).mean().backward()  # d (3 / (c - 1)) / dc = -1/3
+    assert abs(float(_np(c.grad)) + 1 / 3) < 0.06
+
+
+def test_multinomial_sample_and_log_prob():
+    nb.manual_seed(3)
+    p = np.array([0.2, 0.3, 0.5], np.float32)
+    d = D.Multinomial(10, probs=nb.tensor(p))
+    x = _np(d.sample((4000,)))
+    assert x.shape == (4000, 3) and np.all(x.sum(-1) == 10)
+    np.testing.assert_allclose(x.mean(0), 10 * p, atol=0.15)
+    ref = np.log(10 * 9 * 8 * 7 * 6 / 120 * 5 * 4 * 3 / 6) + 2 * np.log(0.2) + 3 * np.log(0.3) + 5 * np.log(0.5)
+    _close(d.log_prob(nb.tensor([2.0, 3.0, 5.0])), np.float32(ref), 1e-4)
+
+
+def test_mixture_same_family_log_prob_and_sample():
+    w = np.array([0.2, 0.8], np.float32)
+    loc, scale = np.array([-3.0, 2.0], np.float32), np.array([0.5, 1.0], np.float32)
+    d = D.MixtureSameFamily(D.Categorical(probs=nb.tensor(w)), D.Normal(nb.tensor(loc), nb.tensor(scale)))
+    x = np.array([-3.0, 0.0, 2.5], np.float32)
+    dens = (w / (scale * np.sqrt(2 * np.pi)) * np.exp(-((x[:, None] - loc) ** 2) / (2 * scale**2))).sum(-1)
+    _close(d.log_prob(nb.tensor(x)), np.log(dens), 1e-5)
+    nb.manual_seed(4)
+    s = _np(d.sample((20000,)))
+    mean = (w * loc).sum()
+    var = (w * (scale**2 + loc**2)).sum() - mean**2
+    _close(d.mean, np.float32(mean), 1e-5)
+    _close(d.variance, np.float32(var), 1e-4)
+    assert abs(s.mean() - mean) < 0.1 and abs(s.var() - var) < 0.3
+    assert abs((s < -1).mean() - 0.2) < 0.02  # (the left component's share)
+    with pytest.raises(ValueError):
+        D.MixtureSameFamily(D.Categorical(probs=nb.tensor([0.5, 0.5])), D.Normal(nb.zeros(3), 1.0))

@@ -38,6 +38,7 @@ __all__ = [
     "less_than",
     "lower_cholesky",
     "lower_triangular",
+    "multinomial",
     "nonnegative",
     "nonnegative_integer",
     "one_hot",
@@ -282,6 +283,24 @@ class _Simplex(Constraint):
         return xp.all(value >= 0, -1) & (xp.abs(xp.sum(value, -1) - 1) < 1e-6)
 
 
+class _Multinomial(Constraint):
+    """Non-negative vectors summing to at most `upper_bound` (torch's weaker check of a
+    Multinomial's counts, which should sum to it exactly)."""
+
+    is_discrete = True
+    event_dim = 1
+
+    def __init__(self, upper_bound: Any) -> None:
+        self.upper_bound = upper_bound
+
+    def check(self, value: Any) -> Any:
+        xp = _xp(value)
+        return xp.all(value >= 0, -1) & (xp.sum(value, -1) <= _bound(self.upper_bound, value))
+
+    def __repr__(self) -> str:
+        return f"Multinomial(upper_bound={self.upper_bound})"
+
+
 class _LowerTriangular(Constraint):
     event_dim = 2
 
@@ -412,5 +431,6 @@ lower_triangular = _LowerTriangular()
 lower_cholesky = _LowerCholesky()
 symmetric = _Symmetric()
 positive_definite = _PositiveDefinite()
+multinomial = _Multinomial
 cat = _Cat
 stack = _Stack
