@@ -1192,3 +1192,43 @@ def test_function_gradients_of_a_broadcast_shape_and_non_differentiable_aliases(
     np.testing.assert_array_equal(a.grad.numpy(), [8.0, 8.0, 8.0])
     same, doubled = PassThrough.apply(nb.ones(3, requires_grad=True))
     assert not same.requires_grad and doubled.requires_grad
+
+
+_SECOND_BACKWARD = {  # torch 2.13: a node that saved no tensors can be walked again
+    "add": (lambda m, x: x + 1, True),
+    "reshape": (lambda m, x: x.reshape(2, 1), True),
+    "index": (lambda m, x: x[0], True),
+    "diag": (lambda m, x: m.diag(x), True),
+    "cat": (lambda m, x: m.cat([x, x]), True),
+    "mul": (lambda m, x: x * 2, False),
+    "exp": (lambda m, x: x.exp(), False),
+    "diag then exp": (lambda m, x: m.diag(x).exp(), False),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_SECOND_BACKWARD))
+def test_a_second_backward_is_allowed_where_no_values_were_saved(case: str):
+    """backward() without retain_graph releases the nodes whose gradient needs saved values
+    (mul, exp); structural ones (add, reshape, indexing, diag, cat) stay usable, as in torch
+    (an implicit-differentiation script reuses `A0 + diag(theta)` for two losses)."""
+    fn, reusable = _SECOND_BACKWARD[case]
+    x = nb.tensor([1.0, 2.0], requires_grad=True)
+    y = fn(nb, x)
+    y.sum().backward()
+    first = x.grad.numpy().copy()
+    if reusable:
+        y.sum().backward()
+        np.testing.assert_allclose(x.grad.numpy(), 2 * first)
+    else:
+        with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+            y.sum().backward()
+    if torch is not None:
+        tx = torch.tensor([1.0, 2.0], requires_grad=True)
+        ty = fn(torch, tx)
+        ty.sum().backward()
+        try:
+            ty.sum().backward()
+            torch_reusable = True
+        except RuntimeError:
+            torch_reusable = False
+        assert torch_reusable == reusable

@@ -113,6 +113,10 @@ class Operation:
 
     name: str = "?"
     differentiable = True  # False: outputs never require grad (comparisons, argmax, detach)
+    # False: the op's gradient needs no input or output value (add, reshape, sum, pad: torch's
+    # nodes without saved tensors), so a second backward through it is allowed, as in torch;
+    # backward without retain_graph releases only the nodes that do.
+    saves_values = True
     host_constant = False  # True: input-free creation op, cheap to compute on the host
     # True: vjp_rule gets None (not zeros) for an output without a cotangent, so it can skip
     # that output's terms (eigh's vector term is 0/0 at repeated eigenvalues, as torch skips it)

@@ -327,6 +327,7 @@ def _np_int_power(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 # -- arithmetic --------------------------------------------------------------------------------
 class AddOp(BinaryOperation):
+    saves_values = False  # (see Operation.saves_values)
     name = "add"
     partial_ok = "additive"
 
@@ -344,6 +345,7 @@ class AddOp(BinaryOperation):
 
 
 class SubOp(BinaryOperation):
+    saves_values = False  # (see Operation.saves_values)
     name = "sub"
     partial_ok = "additive"
 

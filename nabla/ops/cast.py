@@ -17,6 +17,7 @@ __all__ = ["astype", "cast"]
 
 
 class CastOp(Operation):
+    saves_values = False  # (see Operation.saves_values)
     name = "cast"
     sharding_rule = "elementwise"
 

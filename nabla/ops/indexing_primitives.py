@@ -103,6 +103,8 @@ def _local_slices(slices: Slices, local_shape: tuple) -> Slices:
 class SliceOp(Operation):
     """`x[s0, s1, ...]` for one canonical (start, stop, step) per dimension; rank is kept."""
 
+    saves_values = False  # (see Operation.saves_values)
+
     name = "slice"
 
     def adapt_kwargs(self, impls: list[TensorImpl], kwargs: dict, batch_dims: int) -> dict:

@@ -152,6 +152,7 @@ def _mx_any(mask: Any, axes: tuple, dtype: Any) -> Any:
 
 
 class SumOp(ReduceOperation):
+    saves_values = False  # (see Operation.saves_values)
     name = "sum"
     partial_reduce = "sum"
     partial_ok = "additive"

@@ -109,6 +109,7 @@ def _promote(tensors: list[Tensor]) -> list[Tensor]:
 
 # -- flip --------------------------------------------------------------------------------------
 class FlipOp(Operation):
+    saves_values = False  # (see Operation.saves_values)
     name = "flip"
 
     def adapt_kwargs(self, impls: list[TensorImpl], kwargs: dict, batch_dims: int) -> dict:
@@ -169,6 +170,8 @@ _MODES = {"constant": "constant", "reflect": "reflect", "replicate": "edge", "ed
 class PadOp(Operation):
     """`widths`: one (before, after) pair per dimension; negative widths crop first.
     `mode`: "constant" (fill with `value`), "reflect" or "edge" (replicate)."""
+
+    saves_values = False  # (see Operation.saves_values)
 
     name = "pad"
 
@@ -367,6 +370,7 @@ def _mx_concat_rows(parts: list, axis: int, shape: list[int]) -> Any:
 
 
 class ConcatenateOp(mojo_kernels.UsesKernels, Operation):
+    saves_values = False  # (see Operation.saves_values)
     name = "concatenate"
 
     def adapt_kwargs(self, impls: list[TensorImpl], kwargs: dict, batch_dims: int) -> dict:
@@ -410,6 +414,8 @@ class ConcatenateOp(mojo_kernels.UsesKernels, Operation):
 
 class SplitOp(Operation):
     """Pieces of `sizes` along `axis`, one output each; `keepdims=False` drops the axis (unbind)."""
+
+    saves_values = False  # (see Operation.saves_values)
 
     name = "split"
     always_tuple = True

@@ -198,6 +198,7 @@ def _mx_keep_nan(x: Any, out: Any) -> Any:
 
 # -- sign-like and rounding ops ------------------------------------------------------------------
 class NegOp(UnaryOperation):
+    saves_values = False  # (see Operation.saves_values)
     name = "neg"
     kind = NUMERIC
     partial_ok = "additive"

@@ -61,6 +61,7 @@ def _physical_axes(axes: tuple[int, ...], batch_dims: int) -> tuple[int, ...]:
 
 # -- reshape -----------------------------------------------------------------------------------
 class ReshapeOp(Operation):
+    saves_values = False  # (see Operation.saves_values)
     name = "reshape"
 
     def adapt_kwargs(self, impls: list[TensorImpl], kwargs: dict, batch_dims: int) -> dict:
@@ -150,6 +151,7 @@ def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
 
 # -- permute / transpose -----------------------------------------------------------------------
 class PermuteOp(Operation):
+    saves_values = False  # (see Operation.saves_values)
     name = "permute"
 
     def adapt_kwargs(self, impls: list[TensorImpl], kwargs: dict, batch_dims: int) -> dict:
@@ -246,6 +248,7 @@ def broadcast_shapes(*shapes: tuple[int, ...], op: str = "broadcast") -> tuple[i
 
 
 class BroadcastToOp(Operation):
+    saves_values = False  # (see Operation.saves_values)
     name = "broadcast_to"
 
     def adapt_kwargs(self, impls: list[TensorImpl], kwargs: dict, batch_dims: int) -> dict:
@@ -329,6 +332,7 @@ expand_dims = unsqueeze
 
 # -- identity / detach -------------------------------------------------------------------------
 class IdentityOp(Operation):
+    saves_values = False  # (see Operation.saves_values)
     name = "identity"
     sharding_rule = "elementwise"
     partial_ok = "additive"

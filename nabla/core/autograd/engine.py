@@ -112,7 +112,7 @@ def backward_on_trace(
             pairs = _replay.replay(plan, seen)
             if not retain_graph:
                 for k in plan.visited:
-                    nodes[k].released = True
+                    nodes[k].released = nodes[k].op.saves_values
             return {id(t): (t, g) for t, g in pairs}
     if found:  # no signature, or one known not to be replayable
         return _run_rules(nodes, outputs, cotangents, wrt, retain_graph, create_graph)[0]
@@ -161,8 +161,8 @@ def _run_rules(
             for arg, cot in zip(node.args, in_cots, strict=True):
                 if cot is not None and arg.requires_grad:
                     _accumulate(grads, holders, arg, cot)
-            if not retain_graph:
-                node.released = True
+            if not retain_graph:  # (as torch frees saved tensors: an op that saves none stays usable)
+                node.released = node.op.saves_values
 
         # Deterministic order (wrt order, else first-reached order): it decides the creation
         # order of the ops that consume these gradients, and so the cache key.
