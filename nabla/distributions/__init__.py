@@ -3,24 +3,28 @@
 
 Everything is a composite of nabla ops (no ops of its own), so `log_prob`, `entropy`,
 `kl_divergence` and `rsample` stay lazy and have gradients with respect to the parameters.
-Samples come from nabla's generator (`nabla.manual_seed`); Poisson and Binomial draw on the
-host with NumPy, seeded from it. Arguments are validated by default, as torch does, on values
-the host already has (a pending parameter is not evaluated to check it).
+Samples come from nabla's generator (`nabla.manual_seed`); Poisson, Binomial and
+NegativeBinomial draw their counts on the host with NumPy, seeded from it. Arguments are
+validated by default, as torch does, on values the host already has (a pending parameter is not
+evaluated to check it).
 
 Example:
     >>> import nabla as nb
-    >>> from nabla.distributions import Normal, Categorical, kl_divergence
+    >>> from nabla.distributions import Normal, Categorical, biject_to, constraints, kl_divergence
     >>> mu = nb.zeros(3, requires_grad=True)
     >>> z = Normal(mu, 1.0).rsample()  # a VAE's reparameterized sample
     >>> logp = Categorical(logits=nb.zeros(4)).log_prob(nb.tensor(2))  # a policy gradient's
     >>> kl = kl_divergence(Normal(mu, 1.0), Normal(0.0, 2.0)).sum()
+    >>> scale = biject_to(constraints.positive)(nb.zeros(3))  # a VI parameter kept > 0
 
-Gamma-family `rsample` (Gamma, Chi2, Beta, Dirichlet, StudentT) is differentiable in the
-concentrations by implicit reparameterization, with torch's approximations of d x / d alpha.
+Gamma-family `rsample` (Gamma, Chi2, Beta, Dirichlet, StudentT, InverseGamma) is differentiable
+in the concentrations by implicit reparameterization, with torch's approximations of
+d x / d alpha.
 
-Not built: Gamma.cdf (needs gammainc), LowRankMultivariateNormal, Multinomial, the mixture,
-Wishart, von Mises and other rarer families, and the other transforms of
-torch.distributions.transforms.
+Not built: LowRankMultivariateNormal, Wishart, LKJCholesky, VonMises, Kumaraswamy,
+ContinuousBernoulli, FisherSnedecor, LogisticNormal, GeneralizedPareto, the ExponentialFamily
+base (and its Bregman-divergence KL fallback), Gamma.cdf (needs gammainc), and the
+CorrCholesky and CumulativeDistribution transforms.
 """
 
 from . import constraints, transforms
