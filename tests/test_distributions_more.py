@@ -468,3 +468,44 @@ def test_kl_formulas_without_torch():
     x = p.sample((20000,))
     mc = float(_np((p.log_prob(x) - q.log_prob(x)).mean()))
     assert abs(mc - float(_np(D.kl_divergence(p, q)))) < 0.02
+
+
+# -- LowRankMultivariateNormal -------------------------------------------------------------------------
+_LR_LOC, _LR_W, _LR_D = _f32(2, 4), _f32(2, 4, 2), _f32(4, low=0.5, high=1.5)
+
+
+@needs_torch
+def test_lowrank_mvn_matches_torch():
+    n_args = [nb.tensor(a, requires_grad=True) for a in (_LR_LOC, _LR_W, _LR_D)]
+    t_args = [torch.tensor(a, requires_grad=True) for a in (_LR_LOC, _LR_W, _LR_D)]
+    nd, td = D.LowRankMultivariateNormal(*n_args), TD.LowRankMultivariateNormal(*t_args)
+    assert nd.batch_shape == tuple(td.batch_shape) and nd.event_shape == tuple(td.event_shape)
+    x = _f32(3, 2, 4, low=-2, high=2)
+    for name in ("variance", "scale_tril", "covariance_matrix", "precision_matrix", "mean"):
+        _close(getattr(nd, name), getattr(td, name), 1e-4)
+    nl, tl = nd.log_prob(nb.tensor(x)), td.log_prob(torch.tensor(x))
+    _close(nl, tl, 1e-4)
+    _close(nd.entropy(), td.entropy(), 1e-4)
+    (nl.sum() + nd.entropy().sum()).backward()
+    (tl.sum() + td.entropy().sum()).backward()
+    for n, t in zip(n_args, t_args, strict=True):
+        _close(n.grad, t.grad, 5e-4)
+    _close(nd.expand((3, 2)).log_prob(nb.tensor(x)), tl, 1e-4)
+
+
+def test_lowrank_mvn_agrees_with_full_mvn_without_torch():
+    loc, w, d = nb.tensor(_LR_LOC), nb.tensor(_LR_W), nb.tensor(_LR_D)
+    low = D.LowRankMultivariateNormal(loc, w, d)
+    cov = _LR_W @ np.swapaxes(_LR_W, -1, -2) + np.diag(_LR_D)
+    full = D.MultivariateNormal(loc, covariance_matrix=nb.tensor(cov))
+    x = nb.tensor(_f32(5, 2, 4, low=-2, high=2))
+    _close(low.log_prob(x), full.log_prob(x), 1e-4)
+    _close(low.entropy(), full.entropy(), 1e-4)
+    _close(low.covariance_matrix, cov, 1e-5)
+    nb.manual_seed(6)
+    s = _np(low.rsample((20000,)))
+    assert s.shape == (20000, 2, 4)
+    emp = np.einsum("sbi,sbj->bij", s - _LR_LOC, s - _LR_LOC) / 20000
+    np.testing.assert_allclose(emp, cov, atol=0.12)
+    with pytest.raises(ValueError, match="cov_factor"):
+        D.LowRankMultivariateNormal(loc, nb.tensor(_f32(3, 2)), d)

@@ -21,10 +21,10 @@ Gamma-family `rsample` (Gamma, Chi2, Beta, Dirichlet, StudentT, InverseGamma) is
 in the concentrations by implicit reparameterization, with torch's approximations of
 d x / d alpha.
 
-Not built: LowRankMultivariateNormal, Wishart, LKJCholesky, VonMises, Kumaraswamy,
-ContinuousBernoulli, FisherSnedecor, LogisticNormal, GeneralizedPareto, the ExponentialFamily
-base (and its Bregman-divergence KL fallback), Gamma.cdf (needs gammainc), and the
-CorrCholesky and CumulativeDistribution transforms.
+Not built: Wishart, LKJCholesky, VonMises, Kumaraswamy, ContinuousBernoulli, FisherSnedecor,
+LogisticNormal, GeneralizedPareto, the KL pairs of LowRankMultivariateNormal, the
+ExponentialFamily base (and its Bregman-divergence KL fallback), Gamma.cdf (needs gammainc),
+and the CorrCholesky and CumulativeDistribution transforms.
 """
 
 from . import constraints, transforms
@@ -44,6 +44,7 @@ from .independent import Independent
 from .inverse_gamma import InverseGamma
 from .kl import kl_divergence, register_kl
 from .laplace import Laplace
+from .lowrank_multivariate_normal import LowRankMultivariateNormal
 from .mixture_same_family import MixtureSameFamily
 from .multinomial import Multinomial
 from .multivariate_normal import MultivariateNormal
@@ -104,6 +105,7 @@ __all__ = [
     "LogNormal",
     "LogitRelaxedBernoulli",
     "LowerCholeskyTransform",
+    "LowRankMultivariateNormal",
     "MixtureSameFamily",
     "Multinomial",
     "MultivariateNormal",
