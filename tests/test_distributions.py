@@ -9,36 +9,15 @@ import math
 
 import numpy as np
 import pytest
+from _distributions_helpers import TD, both, call, close, f32_sampler, to_np
 from _oracle import needs_torch, torch
 
 import nabla as nb
 import nabla.distributions as D
 from nabla.distributions import constraints
 
-if torch is not None:
-    import torch.distributions as TD
-else:  # (the torch-marked tests are skipped)
-    TD = None
-
 RNG = np.random.default_rng(7)
-
-
-def _f32(*shape: int, low: float = -1.0, high: float = 1.0) -> np.ndarray:
-    return RNG.uniform(low, high, shape).astype(np.float32)
-
-
-def _np(x) -> np.ndarray:
-    if isinstance(x, nb.Tensor):
-        return x.numpy()
-    if torch is not None and isinstance(x, torch.Tensor):
-        return x.detach().numpy()
-    return np.asarray(x)
-
-
-def _close(a, b, tol: float = 1e-4) -> None:
-    a, b = _np(a), _np(b)
-    assert a.shape == b.shape, (a.shape, b.shape)
-    np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
+_f32 = f32_sampler(RNG)
 
 
 # -- the cases: (id, factory(D, params), params, value, methods) --------------------------------------
@@ -125,46 +104,29 @@ def _value(case, lib: str):
     value = case[3]
     if value is None:  # (a value inside the support: a fixed draw of the nabla distribution)
         nb.manual_seed(3)
-        value = _np(case[1](D, {k: nb.tensor(v) for k, v in case[2].items()}).sample())
+        value = to_np(case[1](D, {k: nb.tensor(v) for k, v in case[2].items()}).sample())
     return nb.tensor(value) if lib == "nabla" else torch.tensor(value)
-
-
-def _both(case, requires_grad: bool = False):
-    name, factory, params, _, _ = case
-    nb_params = {k: nb.tensor(v, requires_grad=requires_grad) for k, v in params.items()}
-    t_params = {k: torch.tensor(v, requires_grad=requires_grad) for k, v in params.items()}
-    return factory(D, nb_params), factory(TD, t_params), nb_params, t_params
-
-
-def _call(dist, method: str, value):
-    if method in ("log_prob", "cdf"):
-        return getattr(dist, method)(value)
-    if method == "icdf":
-        return dist.icdf(value * 0 + 0.3) if not isinstance(value, np.ndarray) else None
-    if method == "entropy":
-        return dist.entropy()
-    return getattr(dist, method)
 
 
 @needs_torch
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_values_match_torch(case):
-    nd, td, _, _ = _both(case)
+    nd, td, _, _ = both(case)
     nv, tv = _value(case, "nabla"), _value(case, "torch")
     assert nd.batch_shape == tuple(td.batch_shape) and nd.event_shape == tuple(td.event_shape)
     assert nd.has_rsample == td.has_rsample
     for method in case[4]:
-        a, b = _call(nd, method, nv), _call(td, method, tv)
+        a, b = call(nd, method, nv), call(td, method, tv)
         if method == "mode" and b.dtype == torch.int64:
-            assert _np(a).tolist() == _np(b).tolist()
+            assert to_np(a).tolist() == to_np(b).tolist()
             continue
-        _close(a, b, 2e-4)
+        close(a, b, 2e-4)
 
 
 @needs_torch
 @pytest.mark.parametrize("case", [c for c in CASES if c[0] not in ("poisson",)], ids=lambda c: c[0])
 def test_log_prob_and_entropy_gradients_match_torch(case):
-    nd, td, nbp, tp = _both(case, requires_grad=True)
+    nd, td, nbp, tp = both(case, requires_grad=True)
     nv, tv = _value(case, "nabla"), _value(case, "torch")
     has_entropy = "entropy" in case[4]
     nloss = nd.log_prob(nv).sum() + (nd.entropy().sum() if has_entropy else 0.0)
@@ -173,16 +135,16 @@ def test_log_prob_and_entropy_gradients_match_torch(case):
     tloss.backward()
     for k in case[2]:
         if tp[k].grad is not None:
-            _close(nbp[k].grad, tp[k].grad, 5e-4)
+            close(nbp[k].grad, tp[k].grad, 5e-4)
         else:
-            assert nbp[k].grad is None or not np.any(_np(nbp[k].grad))
+            assert nbp[k].grad is None or not np.any(to_np(nbp[k].grad))
 
 
 def test_poisson_log_prob_gradient_formula():
     rate = nb.tensor([0.5, 2.0, 6.0], requires_grad=True)
     k = nb.tensor([0.0, 2.0, 7.0])
     D.Poisson(rate).log_prob(k).sum().backward()
-    _close(rate.grad, np.array([0.0, 2.0, 7.0]) / np.array([0.5, 2.0, 6.0]) - 1.0, 1e-5)
+    close(rate.grad, np.array([0.0, 2.0, 7.0]) / np.array([0.5, 2.0, 6.0]) - 1.0, 1e-5)
 
 
 # -- NumPy formulas (run without torch) ------------------------------------------------------------
@@ -190,37 +152,37 @@ def test_normal_against_formulas():
     loc, scale, x = _f32(4), _f32(4, low=0.5, high=2), _f32(4, low=-2, high=2)
     d = D.Normal(nb.tensor(loc), nb.tensor(scale))
     ref = -((x - loc) ** 2) / (2 * scale**2) - np.log(scale) - 0.5 * np.log(2 * np.pi)
-    _close(d.log_prob(nb.tensor(x)), ref, 1e-5)
-    _close(d.entropy(), 0.5 + 0.5 * np.log(2 * np.pi) + np.log(scale), 1e-5)
+    close(d.log_prob(nb.tensor(x)), ref, 1e-5)
+    close(d.entropy(), 0.5 + 0.5 * np.log(2 * np.pi) + np.log(scale), 1e-5)
     erf = np.vectorize(math.erf)
-    _close(d.cdf(nb.tensor(x)), 0.5 * (1 + erf((x - loc) / (scale * np.sqrt(2)))), 1e-5)
-    _close(d.cdf(d.icdf(nb.tensor([0.1, 0.4, 0.6, 0.9]))), np.array([0.1, 0.4, 0.6, 0.9], np.float32), 1e-4)
+    close(d.cdf(nb.tensor(x)), 0.5 * (1 + erf((x - loc) / (scale * np.sqrt(2)))), 1e-5)
+    close(d.cdf(d.icdf(nb.tensor([0.1, 0.4, 0.6, 0.9]))), np.array([0.1, 0.4, 0.6, 0.9], np.float32), 1e-4)
 
 
 def test_gamma_beta_poisson_against_lgamma_formulas():
     lg = np.vectorize(math.lgamma)
     c, r, x = np.float32([0.5, 2.0, 5.0]), np.float32([1.0, 0.5, 3.0]), np.float32([0.3, 1.0, 2.5])
     ref = c * np.log(r) + (c - 1) * np.log(x) - r * x - lg(c)
-    _close(D.Gamma(nb.tensor(c), nb.tensor(r)).log_prob(nb.tensor(x)), ref, 1e-5)
+    close(D.Gamma(nb.tensor(c), nb.tensor(r)).log_prob(nb.tensor(x)), ref, 1e-5)
     a, b, y = np.float32([0.5, 2.0]), np.float32([3.0, 1.5]), np.float32([0.2, 0.7])
     ref = (a - 1) * np.log(y) + (b - 1) * np.log1p(-y) + lg(a + b) - lg(a) - lg(b)
-    _close(D.Beta(nb.tensor(a), nb.tensor(b)).log_prob(nb.tensor(y)), ref, 1e-5)
+    close(D.Beta(nb.tensor(a), nb.tensor(b)).log_prob(nb.tensor(y)), ref, 1e-5)
     rate, k = np.float32([0.5, 4.0]), np.float32([0.0, 3.0])
-    _close(D.Poisson(nb.tensor(rate)).log_prob(nb.tensor(k)), k * np.log(rate) - rate - lg(k + 1), 1e-5)
+    close(D.Poisson(nb.tensor(rate)).log_prob(nb.tensor(k)), k * np.log(rate) - rate - lg(k + 1), 1e-5)
 
 
 def test_categorical_normalizes_like_torch_and_matches_numpy():
     logits = _f32(2, 5, low=-3, high=3)
     d = D.Categorical(logits=nb.tensor(logits))
     logp = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
-    _close(d.logits, logp, 1e-5)
-    _close(d.probs, np.exp(logp), 1e-5)
-    _close(d.log_prob(nb.tensor([1, 4])), logp[[0, 1], [1, 4]], 1e-5)
-    _close(d.entropy(), -(np.exp(logp) * logp).sum(-1), 1e-5)
+    close(d.logits, logp, 1e-5)
+    close(d.probs, np.exp(logp), 1e-5)
+    close(d.log_prob(nb.tensor([1, 4])), logp[[0, 1], [1, 4]], 1e-5)
+    close(d.entropy(), -(np.exp(logp) * logp).sum(-1), 1e-5)
     w = np.float32([1.0, 3.0, 0.0])
     dp = D.Categorical(probs=nb.tensor(w))
-    _close(dp.probs, w / w.sum(), 1e-6)
-    assert np.isfinite(_np(dp.entropy()))  # (a zero probability does not give nan)
+    close(dp.probs, w / w.sum(), 1e-6)
+    assert np.isfinite(to_np(dp.entropy()))  # (a zero probability does not give nan)
     # (torch's logits of probs clamp them to eps first: log(eps), not -inf)
     assert dp.log_prob(nb.tensor(2)).item() == pytest.approx(math.log(np.finfo(np.float32).eps))
 
@@ -231,12 +193,12 @@ def test_mvn_against_numpy():
     diff = x - loc
     maha = np.einsum("ni,ij,nj->n", diff, np.linalg.inv(cov), diff)
     ref = -0.5 * (3 * np.log(2 * np.pi) + maha + np.linalg.slogdet(cov)[1])
-    _close(d.log_prob(nb.tensor(x)), ref, 1e-4)
-    _close(d.entropy(), 0.5 * (3 * (1 + np.log(2 * np.pi)) + np.linalg.slogdet(cov)[1]), 1e-5)
+    close(d.log_prob(nb.tensor(x)), ref, 1e-4)
+    close(d.entropy(), 0.5 * (3 * (1 + np.log(2 * np.pi)) + np.linalg.slogdet(cov)[1]), 1e-5)
     prec = D.MultivariateNormal(nb.tensor(loc), precision_matrix=nb.tensor(np.linalg.inv(cov).astype(np.float32)))
-    _close(prec.covariance_matrix, cov, 1e-4)
-    _close(prec.scale_tril, np.linalg.cholesky(cov), 1e-4)
-    _close(d.precision_matrix, np.linalg.inv(cov), 1e-4)
+    close(prec.covariance_matrix, cov, 1e-4)
+    close(prec.scale_tril, np.linalg.cholesky(cov), 1e-4)
+    close(d.precision_matrix, np.linalg.inv(cov), 1e-4)
 
 
 def test_kl_normal_against_closed_form_and_monte_carlo():
@@ -246,10 +208,10 @@ def test_kl_normal_against_closed_form_and_monte_carlo():
     )
     mp, sp, mq, sq = np.float32([0, 1]), np.float32([1, 0.5]), np.float32([1, 0]), np.float32([2, 1])
     ref = np.log(sq / sp) + (sp**2 + (mp - mq) ** 2) / (2 * sq**2) - 0.5
-    _close(D.kl_divergence(p, q), ref, 1e-5)
+    close(D.kl_divergence(p, q), ref, 1e-5)
     nb.manual_seed(0)
     x = p.sample((20000,))
-    _close((p.log_prob(x) - q.log_prob(x)).mean(0), ref, 0.03)
+    close((p.log_prob(x) - q.log_prob(x)).mean(0), ref, 0.03)
 
 
 # -- KL divergences ------------------------------------------------------------------------------------
@@ -284,11 +246,11 @@ def test_kl_divergence_and_gradients_match_torch(pair):
     na, nb_ = nb.tensor(a, requires_grad=True), nb.tensor(b, requires_grad=True)
     ta, tb = torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)
     nkl, tkl = D.kl_divergence(*pair[1](D, na, nb_)), TD.kl_divergence(*pair[1](TD, ta, tb))
-    _close(nkl, tkl, 2e-4)
+    close(nkl, tkl, 2e-4)
     nkl.sum().backward()
     tkl.sum().backward()
-    _close(na.grad, ta.grad, 5e-4)
-    _close(nb_.grad, tb.grad, 5e-4)
+    close(na.grad, ta.grad, 5e-4)
+    close(nb_.grad, tb.grad, 5e-4)
 
 
 @needs_torch
@@ -301,10 +263,10 @@ def test_kl_infinite_cases_match_torch():
             lib.kl_divergence(lib.Categorical(t([0.5, 0.5, 0.0])), lib.Categorical(t([0.5, 0.0, 0.5]))),
         ]
         if lib is D:
-            mine = [_np(o) for o in out]
+            mine = [to_np(o) for o in out]
         else:
             for m, o in zip(mine, out, strict=True):
-                np.testing.assert_allclose(m, _np(o), rtol=1e-5)
+                np.testing.assert_allclose(m, to_np(o), rtol=1e-5)
 
 
 def test_kl_missing_pair_and_register_kl():
@@ -376,8 +338,8 @@ MOMENT_CASES = [
 def test_sample_moments(make):
     nb.manual_seed(123)
     d = make()
-    s = _np(d.sample((20000,))).astype(np.float64)
-    mean, var = _np(d.mean), _np(d.variance)
+    s = to_np(d.sample((20000,))).astype(np.float64)
+    mean, var = to_np(d.mean), to_np(d.variance)
     np.testing.assert_allclose(s.mean(0), mean, rtol=0.05, atol=0.03 * np.sqrt(var).max())
     np.testing.assert_allclose(s.var(0), var, rtol=0.1, atol=1e-3)
     support = d.support.check(nb.tensor(s.astype(np.float32)))
@@ -389,10 +351,10 @@ def test_sample_moments(make):
 @pytest.mark.parametrize("make", [m[1] for m in MOMENT_CASES], ids=[m[0] for m in MOMENT_CASES])
 def test_samples_repeat_with_manual_seed(make):
     nb.manual_seed(5)
-    a = _np(make().sample((50,)))
+    a = to_np(make().sample((50,)))
     nb.manual_seed(5)
-    b = _np(make().sample((50,)))
-    c = _np(make().sample((50,)))
+    b = to_np(make().sample((50,)))
+    c = to_np(make().sample((50,)))
     np.testing.assert_array_equal(a, b)
     assert not np.array_equal(a, c)
 
@@ -400,7 +362,7 @@ def test_samples_repeat_with_manual_seed(make):
 def test_categorical_sample_frequencies():
     nb.manual_seed(0)
     probs = np.float32([[0.1, 0.2, 0.7], [0.5, 0.0, 0.5]])
-    s = _np(D.Categorical(nb.tensor(probs)).sample((20000,)))
+    s = to_np(D.Categorical(nb.tensor(probs)).sample((20000,)))
     assert s.dtype == np.int64 and s.shape == (20000, 2)
     freq = np.stack([np.bincount(s[:, i], minlength=3) / 20000 for i in range(2)])
     np.testing.assert_allclose(freq, probs, atol=0.015)
@@ -412,11 +374,11 @@ def test_normal_rsample_gradients():
     nb.manual_seed(1)
     z = D.Normal(loc, scale).rsample((3,))
     z.sum().backward()
-    eps = (_np(z) - _np(loc)) / _np(scale)
-    _close(loc.grad, np.float32([3.0, 3.0]), 1e-6)
-    _close(scale.grad, eps.sum(0), 1e-5)
+    eps = (to_np(z) - to_np(loc)) / to_np(scale)
+    close(loc.grad, np.float32([3.0, 3.0]), 1e-6)
+    close(scale.grad, eps.sum(0), 1e-5)
     g = nb.grad(lambda m: D.Normal(m, 1.0).log_prob(nb.tensor([1.0, 2.0])).sum())(nb.tensor([0.0, 0.0]))
-    _close(g, np.float32([1.0, 2.0]), 1e-6)  # d log N(x; m, 1) / dm = x - m
+    close(g, np.float32([1.0, 2.0]), 1e-6)  # d log N(x; m, 1) / dm = x - m
 
 
 @pytest.mark.parametrize(
@@ -434,7 +396,7 @@ def test_rsample_pathwise_derivatives(name, make, dx):
     nb.manual_seed(2)
     x = make(p).rsample()
     x.sum().backward()
-    _close(p.grad, dx(_np(x), _np(p)), 1e-4)
+    close(p.grad, dx(to_np(x), to_np(p)), 1e-4)
 
 
 def test_mvn_rsample_gradient_and_relaxed_rsample_gradient():
@@ -443,13 +405,13 @@ def test_mvn_rsample_gradient_and_relaxed_rsample_gradient():
     nb.manual_seed(0)
     x = D.MultivariateNormal(loc, scale_tril=tril).rsample((4,))
     x.sum().backward()
-    _close(loc.grad, np.float32([4.0, 4.0]))
-    eps = np.linalg.solve(_np(tril), (_np(x) - _np(loc)).T).T  # x = loc + L eps
-    _close(tril.grad, np.ones((2, 1)) * eps.sum(0)[None, :], 1e-4)  # (as torch: the upper half too)
+    close(loc.grad, np.float32([4.0, 4.0]))
+    eps = np.linalg.solve(to_np(tril), (to_np(x) - to_np(loc)).T).T  # x = loc + L eps
+    close(tril.grad, np.ones((2, 1)) * eps.sum(0)[None, :], 1e-4)  # (as torch: the upper half too)
     logits = nb.tensor([0.0, 1.0, -1.0], requires_grad=True)
     y = D.RelaxedOneHotCategorical(nb.tensor(0.5), logits=logits).rsample()
     (y * nb.tensor([1.0, 0.0, 0.0])).sum().backward()
-    assert np.all(np.isfinite(_np(logits.grad))) and np.any(_np(logits.grad) != 0)
+    assert np.all(np.isfinite(to_np(logits.grad))) and np.any(to_np(logits.grad) != 0)
 
 
 @needs_torch
@@ -458,10 +420,10 @@ def test_gamma_rsample_gradient_matches_torch_for_the_same_draws():
     nb.manual_seed(6)
     x = D.Gamma(alpha, rate).rsample((300,))
     x.sum().backward()
-    xs, a, r = _np(x).astype(np.float64), _np(alpha).astype(np.float64), _np(rate).astype(np.float64)
+    xs, a, r = to_np(x).astype(np.float64), to_np(alpha).astype(np.float64), to_np(rate).astype(np.float64)
     dxda = torch._standard_gamma_grad(torch.tensor(a).expand(300, 3), torch.tensor(xs * r)).numpy() / r
-    _close(alpha.grad, dxda.sum(0), 2e-3)
-    _close(rate.grad, (-xs / r).sum(0), 1e-3)
+    close(alpha.grad, dxda.sum(0), 2e-3)
+    close(rate.grad, (-xs / r).sum(0), 1e-3)
     grid_a, grid_x = np.meshgrid(
         np.float32([0.3, 1.5, 7.9, 9.0, 100.0]), np.float32([0.05, 0.5, 0.81, 3, 9.5, 95, 105])
     )
@@ -469,7 +431,7 @@ def test_gamma_rsample_gradient_matches_torch_for_the_same_draws():
     ref = torch._standard_gamma_grad(
         torch.tensor(grid_a, dtype=torch.float64), torch.tensor(grid_x, dtype=torch.float64)
     )
-    _close(mine, ref.float(), 1e-3)
+    close(mine, ref.float(), 1e-3)
 
 
 @pytest.mark.parametrize(
@@ -487,7 +449,7 @@ def test_gamma_family_rsample_gradients_are_unbiased(make, param, expected):
     x = make(param).rsample((20000,))
     first = x[..., 0] if isinstance(make(param), D.Dirichlet) else x
     (first.sum() / 20000).backward()
-    np.testing.assert_allclose(_np(param.grad), np.float32(expected), rtol=0.05, atol=4e-3)
+    np.testing.assert_allclose(to_np(param.grad), np.float32(expected), rtol=0.05, atol=4e-3)
 
 
 def test_studentt_rsample_is_differentiable_in_every_parameter():
@@ -495,9 +457,9 @@ def test_studentt_rsample_is_differentiable_in_every_parameter():
     nb.manual_seed(9)
     x = D.StudentT(df, loc, scale).rsample((5,))
     x.sum().backward()
-    _close(loc.grad, np.float32([5.0, 5.0]), 1e-6)
-    _close(scale.grad, ((_np(x) - _np(loc)) / _np(scale)).sum(0), 1e-4)
-    assert np.all(np.isfinite(_np(df.grad))) and np.all(_np(df.grad) != 0)
+    close(loc.grad, np.float32([5.0, 5.0]), 1e-6)
+    close(scale.grad, ((to_np(x) - to_np(loc)) / to_np(scale)).sum(0), 1e-4)
+    assert np.all(np.isfinite(to_np(df.grad))) and np.all(to_np(df.grad) != 0)
 
 
 @needs_torch
@@ -508,11 +470,11 @@ def test_tanh_normal_sac_log_prob_matches_torch_with_cache():
     a = nd.rsample()
     pre = nd.transforms[0].inv(a)  # (the cached pre-tanh sample, exactly)
     td = TD.TransformedDistribution(TD.Normal(torch.tensor(loc), torch.tensor(scale)), [TD.TanhTransform()])
-    _close(nd.log_prob(a), td.log_prob(torch.tanh(torch.tensor(_np(pre)))), 2e-4)
+    close(nd.log_prob(a), td.log_prob(torch.tanh(torch.tensor(to_np(pre)))), 2e-4)
     big = nb.tensor([30.0])  # tanh rounds to 1: only the cache keeps log_prob finite
     t = D.TanhTransform(cache_size=1)
     assert t.inv(t(big)) is big
-    assert np.isfinite(_np(t.log_abs_det_jacobian(big, t(big)))).all()
+    assert np.isfinite(to_np(t.log_abs_det_jacobian(big, t(big)))).all()
 
 
 def test_transforms_round_trip_and_jacobians():
@@ -520,15 +482,15 @@ def test_transforms_round_trip_and_jacobians():
     parts = [D.AffineTransform(1.0, -2.0), D.SigmoidTransform(), D.AffineTransform(0.0, 3.0), D.ExpTransform()]
     t = D.ComposeTransform(parts)
     y = t(x)
-    _close(t.inv(y), _np(x), 1e-4)
-    xs = _np(x).astype(np.float64)
+    close(t.inv(y), to_np(x), 1e-4)
+    xs = to_np(x).astype(np.float64)
     ref_y = np.exp(3.0 / (1.0 + np.exp(-(1.0 - 2.0 * xs))))
-    _close(y, ref_y.astype(np.float32), 1e-4)
+    close(y, ref_y.astype(np.float32), 1e-4)
     h = 1e-3  # (central differences in float64 of the same map)
     dydx = (
         np.exp(3.0 / (1.0 + np.exp(-(1.0 - 2.0 * (xs + h))))) - np.exp(3.0 / (1.0 + np.exp(-(1.0 - 2.0 * (xs - h)))))
     ) / (2 * h)
-    _close(t.log_abs_det_jacobian(x, y), np.log(np.abs(dydx)).astype(np.float32), 1e-3)
+    close(t.log_abs_det_jacobian(x, y), np.log(np.abs(dydx)).astype(np.float32), 1e-3)
     assert t.sign == -1 and t.inv.inv is t and t.codomain is constraints.positive
 
 
@@ -606,7 +568,7 @@ def test_pending_parameters_are_not_evaluated_by_validation():
     lp.backward()
     r, x = np.float32([0.3, 0.7]), np.float32([0.0, 1.0])
     e = np.exp(-2 * r)  # d/dr of -(x - 2r)^2 e^(-2r) / 2 - r
-    _close(raw.grad, 2 * (x - 2 * r) * e + (x - 2 * r) ** 2 * e - 1, 1e-5)
+    close(raw.grad, 2 * (x - 2 * r) * e + (x - 2 * r) ** 2 * e - 1, 1e-5)
 
 
 def test_compile_and_vmap():
@@ -624,22 +586,22 @@ def test_compile_and_vmap():
     logp = nb.vmap(lambda lg, k: D.Categorical(logits=lg).log_prob(k))(
         nb.tensor(np.log([[0.2, 0.8], [0.5, 0.5]])), nb.tensor([1, 0])
     )
-    _close(logp, np.log(np.float32([0.8, 0.5])), 1e-5)
+    close(logp, np.log(np.float32([0.8, 0.5])), 1e-5)
     g = nb.grad(lambda lg: D.Categorical(logits=lg).log_prob(nb.tensor(1)))(nb.zeros(3))
-    _close(g, np.float32([-1 / 3, 2 / 3, -1 / 3]), 1e-6)  # (policy gradient: onehot - softmax)
+    close(g, np.float32([-1 / 3, 2 / 3, -1 / 3]), 1e-6)  # (policy gradient: onehot - softmax)
 
 
 def test_constraints_check():
     x = nb.tensor([-1.0, 0.0, 0.5, 1.0, 2.0])
-    assert _np(constraints.positive.check(x)).tolist() == [False, False, True, True, True]
-    assert _np(constraints.unit_interval.check(x)).tolist() == [False, True, True, True, False]
-    assert _np(constraints.nonnegative_integer.check(x)).tolist() == [False, True, False, True, True]
-    assert _np(constraints.integer_interval(0, 1).check(x)).tolist() == [False, True, False, True, False]
-    assert _np(constraints.simplex.check(nb.tensor([[0.2, 0.8], [0.5, 0.6]]))).tolist() == [True, False]
+    assert to_np(constraints.positive.check(x)).tolist() == [False, False, True, True, True]
+    assert to_np(constraints.unit_interval.check(x)).tolist() == [False, True, True, True, False]
+    assert to_np(constraints.nonnegative_integer.check(x)).tolist() == [False, True, False, True, True]
+    assert to_np(constraints.integer_interval(0, 1).check(x)).tolist() == [False, True, False, True, False]
+    assert to_np(constraints.simplex.check(nb.tensor([[0.2, 0.8], [0.5, 0.6]]))).tolist() == [True, False]
     spd = nb.tensor(np.stack([_SPD[0], -_SPD[0]]))
-    assert _np(constraints.positive_definite.check(spd)).tolist() == [True, False]
-    assert constraints.positive_definite.check(_np(spd)).tolist() == [True, False]
-    assert _np(constraints.lower_cholesky.check(nb.tensor(_TRIL))).tolist() == [True, True]
+    assert to_np(constraints.positive_definite.check(spd)).tolist() == [True, False]
+    assert constraints.positive_definite.check(to_np(spd)).tolist() == [True, False]
+    assert to_np(constraints.lower_cholesky.check(nb.tensor(_TRIL))).tolist() == [True, True]
     assert constraints.real_vector.event_dim == 1 and constraints.boolean.is_discrete
     assert constraints.is_dependent(constraints.dependent) and not constraints.is_dependent(constraints.real)
 
@@ -647,9 +609,9 @@ def test_constraints_check():
 @needs_torch
 def test_enumerate_support_matches_torch():
     for name in ("bernoulli_probs", "categorical_probs", "onehot", "binomial"):
-        nd, td, _, _ = _both(_case(name))
+        nd, td, _, _ = both(_case(name))
         for expand in (True, False):
-            _close(nd.enumerate_support(expand).astype(nb.float32), td.enumerate_support(expand).float())
+            close(nd.enumerate_support(expand).astype(nb.float32), td.enumerate_support(expand).float())
     with pytest.raises(NotImplementedError, match="Inhomogeneous"):
         D.Binomial(nb.tensor([2.0, 3.0]), nb.tensor([0.5, 0.5])).entropy()
 
