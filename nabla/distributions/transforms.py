@@ -84,6 +84,11 @@ class Transform:
         """This transform with a cache of `cache_size` (0 or 1)."""
         if self._cache_size == cache_size:
             return self
+        return self._with_cache(cache_size)
+
+    def _with_cache(self, cache_size: int) -> Transform:
+        """A copy of this transform with another cache size (transforms whose `__init__` takes
+        more than `cache_size` rebuild themselves here)."""
         if type(self).__init__ is Transform.__init__:
             return type(self)(cache_size=cache_size)
         raise NotImplementedError(f"{type(self).__name__}.with_cache is not implemented")
@@ -126,6 +131,14 @@ class Transform:
 
     def __repr__(self) -> str:
         return self.__class__.__name__ + "()"
+
+
+def _parameter_free(cls: type[Transform]) -> type[Transform]:
+    """Class decorator for a transform without parameters: all its instances are equal (`__eq__`
+    is `isinstance(other, cls)`, as torch writes in each such class) and hash alike."""
+    cls.__eq__ = lambda self, other: isinstance(other, cls)  # type: ignore[method-assign]
+    cls.__hash__ = lambda self: hash(cls)  # type: ignore[method-assign]
+    return cls
 
 
 class _InverseTransform(Transform):
@@ -206,9 +219,7 @@ class ComposeTransform(Transform):
     def __eq__(self, other: object) -> bool:
         return isinstance(other, ComposeTransform) and self.parts == other.parts
 
-    def with_cache(self, cache_size: int = 1) -> Transform:
-        if self._cache_size == cache_size:
-            return self
+    def _with_cache(self, cache_size: int) -> Transform:
         return ComposeTransform(self.parts, cache_size=cache_size)
 
     __hash__ = Transform.__hash__
@@ -262,18 +273,13 @@ class ComposeTransform(Transform):
         return f"{self.__class__.__name__}([{', '.join(repr(p) for p in self.parts)}])"
 
 
+@_parameter_free
 class ExpTransform(Transform):
     """y = exp(x)."""
 
     domain = constraints.real
     codomain = constraints.positive
     bijective = True
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, ExpTransform)
-
-    def __hash__(self) -> int:
-        return hash(ExpTransform)
 
     def _call(self, x: Tensor) -> Tensor:
         return x.exp()
@@ -285,18 +291,13 @@ class ExpTransform(Transform):
         return x
 
 
+@_parameter_free
 class SigmoidTransform(Transform):
     """y = sigmoid(x), clamped into [tiny, 1 - eps] so that its inverse stays finite."""
 
     domain = constraints.real
     codomain = constraints.unit_interval
     bijective = True
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, SigmoidTransform)
-
-    def __hash__(self) -> int:
-        return hash(SigmoidTransform)
 
     def _call(self, x: Tensor) -> Tensor:
         info = _finfo(x.dtype)
@@ -311,6 +312,7 @@ class SigmoidTransform(Transform):
         return -ops.softplus(-x) - ops.softplus(x)
 
 
+@_parameter_free
 class TanhTransform(Transform):
     """y = tanh(x) (squashing a Gaussian policy's actions into (-1, 1), as SAC does).
 
@@ -323,12 +325,6 @@ class TanhTransform(Transform):
     domain = constraints.real
     codomain = constraints.interval(-1.0, 1.0)
     bijective = True
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, TanhTransform)
-
-    def __hash__(self) -> int:
-        return hash(TanhTransform)
 
     def _call(self, x: Tensor) -> Tensor:
         return x.tanh()
@@ -435,6 +431,7 @@ def _same_values(a: Any, b: Any) -> bool:
     return ka is not None and kb is not None and ka.shape == kb.shape and bool(np.all(ka == kb))
 
 
+@_parameter_free
 class AbsTransform(Transform):
     """y = |x| (not injective: its `inv` is the identity on y >= 0, as torch's).
 
@@ -445,12 +442,6 @@ class AbsTransform(Transform):
 
     domain = constraints.real
     codomain = constraints.positive
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, AbsTransform)
-
-    def __hash__(self) -> int:
-        return hash(AbsTransform)
 
     def _call(self, x: Tensor) -> Tensor:
         return x.abs()
@@ -479,9 +470,7 @@ class PowerTransform(Transform):
         super().__init__(cache_size=cache_size)
         (self.exponent,) = broadcast_all(exponent)
 
-    def with_cache(self, cache_size: int = 1) -> Transform:
-        if self._cache_size == cache_size:
-            return self
+    def _with_cache(self, cache_size: int) -> Transform:
         return PowerTransform(self.exponent, cache_size=cache_size)
 
     @property
@@ -509,6 +498,7 @@ class PowerTransform(Transform):
         return ops.broadcast_shapes(tuple(shape), tuple(self.exponent.shape))
 
 
+@_parameter_free
 class SoftplusTransform(Transform):
     """y = log(1 + exp(x)) (linear for x > 20), onto the positive reals.
 
@@ -521,12 +511,6 @@ class SoftplusTransform(Transform):
     codomain = constraints.positive
     bijective = True
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, SoftplusTransform)
-
-    def __hash__(self) -> int:
-        return hash(SoftplusTransform)
-
     def _call(self, x: Tensor) -> Tensor:
         return ops.softplus(x)
 
@@ -537,6 +521,7 @@ class SoftplusTransform(Transform):
         return -ops.softplus(-x)
 
 
+@_parameter_free
 class SoftmaxTransform(Transform):
     """y = softmax(x) over the last dim, onto the simplex. Not bijective (adding a constant to x
     gives the same y); `inv` is log. For optimization, not for HMC (use StickBreakingTransform).
@@ -548,12 +533,6 @@ class SoftmaxTransform(Transform):
 
     domain = constraints.real_vector
     codomain = constraints.simplex
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, SoftmaxTransform)
-
-    def __hash__(self) -> int:
-        return hash(SoftmaxTransform)
 
     def _call(self, x: Tensor) -> Tensor:
         probs = (x - ops.amax(x, -1, True)).exp()
@@ -575,6 +554,7 @@ def _stick_offset(k: int, dtype: Any) -> Tensor:
     return ops.arange(k, 0, -1, dtype=dtype).log()
 
 
+@_parameter_free
 class StickBreakingTransform(Transform):
     """A bijection from R^K onto the (K+1)-simplex by stick breaking: each coordinate takes a
     sigmoid fraction of what is left (x = 0 maps to the uniform vector). Bijective, so fit for
@@ -588,12 +568,6 @@ class StickBreakingTransform(Transform):
     domain = constraints.real_vector
     codomain = constraints.simplex
     bijective = True
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, StickBreakingTransform)
-
-    def __hash__(self) -> int:
-        return hash(StickBreakingTransform)
 
     def _call(self, x: Tensor) -> Tensor:
         info = _finfo(x.dtype)
@@ -627,6 +601,7 @@ def _tril_exp_diag(x: Tensor, fn: str) -> Tensor:
     return ops.tril(x, -1) + ops.diag_embed(diag)
 
 
+@_parameter_free
 class LowerCholeskyTransform(Transform):
     """Square matrices onto lower-triangular ones with a positive diagonal: the strict lower
     triangle kept, the diagonal exponentiated (a Cholesky factor's parameterization). Its log
@@ -640,12 +615,6 @@ class LowerCholeskyTransform(Transform):
     domain = constraints.independent(constraints.real, 2)
     codomain = constraints.lower_cholesky
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, LowerCholeskyTransform)
-
-    def __hash__(self) -> int:
-        return hash(LowerCholeskyTransform)
-
     def _call(self, x: Tensor) -> Tensor:
         return _tril_exp_diag(x, "exp")
 
@@ -653,6 +622,7 @@ class LowerCholeskyTransform(Transform):
         return _tril_exp_diag(y, "log")
 
 
+@_parameter_free
 class PositiveDefiniteTransform(Transform):
     """Square matrices onto positive definite ones: L L^T of `LowerCholeskyTransform`'s L.
 
@@ -663,12 +633,6 @@ class PositiveDefiniteTransform(Transform):
 
     domain = constraints.independent(constraints.real, 2)
     codomain = constraints.positive_definite
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, PositiveDefiniteTransform)
-
-    def __hash__(self) -> int:
-        return hash(PositiveDefiniteTransform)
 
     def _call(self, x: Tensor) -> Tensor:
         lower = LowerCholeskyTransform()(x)
@@ -698,9 +662,7 @@ class IndependentTransform(Transform):
         self.base_transform = base_transform.with_cache(cache_size)
         self.reinterpreted_batch_ndims = reinterpreted_batch_ndims
 
-    def with_cache(self, cache_size: int = 1) -> Transform:
-        if self._cache_size == cache_size:
-            return self
+    def _with_cache(self, cache_size: int) -> Transform:
         return IndependentTransform(self.base_transform, self.reinterpreted_batch_ndims, cache_size=cache_size)
 
     def __eq__(self, other: object) -> bool:
@@ -773,9 +735,7 @@ class ReshapeTransform(Transform):
             raise ValueError("in_shape, out_shape have different numbers of elements")
         super().__init__(cache_size=cache_size)
 
-    def with_cache(self, cache_size: int = 1) -> Transform:
-        if self._cache_size == cache_size:
-            return self
+    def _with_cache(self, cache_size: int) -> Transform:
         return ReshapeTransform(self.in_shape, self.out_shape, cache_size=cache_size)
 
     def __eq__(self, other: object) -> bool:
@@ -833,7 +793,57 @@ def _check_dim(x: Tensor, dim: int, length: int, what: str) -> None:
         raise ValueError(f"{what}.size({dim}) = {x.shape[dim]} must equal {length}")
 
 
-class CatTransform(Transform):
+class _JoinTransform(Transform):
+    """What Cat and Stack share: `transforms[i]` applied to the i-th piece of x along `dim` and
+    the results joined again; subclasses say how x is cut (`_pieces`, `_size`) and joined
+    (`_join`, `_join_constraints`)."""
+
+    def __init__(self, tseq: Any, dim: int = 0, cache_size: int = 0) -> None:
+        if not all(isinstance(t, Transform) for t in tseq):
+            raise TypeError("All elements of tseq must be Transform instances")
+        if cache_size:
+            tseq = [t.with_cache(cache_size) for t in tseq]
+        super().__init__(cache_size=cache_size)
+        self.transforms = list(tseq)
+        self.dim = dim
+
+    @property
+    def _size(self) -> int:
+        raise NotImplementedError
+
+    def _pieces(self, z: Tensor) -> list[Tensor]:
+        raise NotImplementedError
+
+    def _join(self, parts: list[Tensor]) -> Tensor:
+        raise NotImplementedError
+
+    def _join_constraints(self, parts: list[constraints.Constraint]) -> constraints.Constraint:
+        raise NotImplementedError
+
+    def _split(self, z: Tensor, what: str) -> list[Tensor]:
+        _check_dim(z, self.dim, self._size, what)
+        return self._pieces(z)
+
+    def _call(self, x: Tensor) -> Tensor:
+        return self._join([t(p) for t, p in zip(self.transforms, self._split(x, "x"), strict=True)])
+
+    def _inverse(self, y: Tensor) -> Tensor:
+        return self._join([t.inv(p) for t, p in zip(self.transforms, self._split(y, "y"), strict=True)])
+
+    @property
+    def bijective(self) -> bool:  # type: ignore[override]
+        return all(t.bijective for t in self.transforms)
+
+    @property
+    def domain(self) -> constraints.Constraint:  # type: ignore[override]
+        return self._join_constraints([t.domain for t in self.transforms])
+
+    @property
+    def codomain(self) -> constraints.Constraint:  # type: ignore[override]
+        return self._join_constraints([t.codomain for t in self.transforms])
+
+
+class CatTransform(_JoinTransform):
     """Apply `tseq[i]` to the i-th block (of `lengths[i]` entries) along `dim`, as `torch.cat`
     joins them.
 
@@ -850,16 +860,10 @@ class CatTransform(Transform):
     """
 
     def __init__(self, tseq: Any, dim: int = 0, lengths: Any = None, cache_size: int = 0) -> None:
-        if not all(isinstance(t, Transform) for t in tseq):
-            raise TypeError("All elements of tseq must be Transform instances")
-        if cache_size:
-            tseq = [t.with_cache(cache_size) for t in tseq]
-        super().__init__(cache_size=cache_size)
-        self.transforms = list(tseq)
+        super().__init__(tseq, dim, cache_size)
         self.lengths = list(lengths) if lengths is not None else [1] * len(self.transforms)
         if len(self.lengths) != len(self.transforms):
             raise ValueError(f"lengths ({len(self.lengths)}) must match transforms ({len(self.transforms)})")
-        self.dim = dim
 
     @property
     def event_dim(self) -> int:
@@ -869,28 +873,24 @@ class CatTransform(Transform):
     def length(self) -> int:
         return sum(self.lengths)
 
-    def with_cache(self, cache_size: int = 1) -> Transform:
-        if self._cache_size == cache_size:
-            return self
+    _size = length
+
+    def _with_cache(self, cache_size: int) -> Transform:
         return CatTransform(self.transforms, self.dim, self.lengths, cache_size)
 
-    def _blocks(self, x: Tensor) -> list[Tensor]:
+    def _pieces(self, z: Tensor) -> list[Tensor]:
         starts = [sum(self.lengths[:i]) for i in range(len(self.lengths))]
-        return [narrow(x, self.dim, s, n) for s, n in zip(starts, self.lengths, strict=True)]
+        return [narrow(z, self.dim, s, n) for s, n in zip(starts, self.lengths, strict=True)]
 
-    def _call(self, x: Tensor) -> Tensor:
-        _check_dim(x, self.dim, self.length, "x")
-        return ops.cat([t(b) for t, b in zip(self.transforms, self._blocks(x), strict=True)], self.dim)
+    def _join(self, parts: list[Tensor]) -> Tensor:
+        return ops.cat(parts, self.dim)
 
-    def _inverse(self, y: Tensor) -> Tensor:
-        _check_dim(y, self.dim, self.length, "y")
-        return ops.cat([t.inv(b) for t, b in zip(self.transforms, self._blocks(y), strict=True)], self.dim)
+    def _join_constraints(self, parts: list[constraints.Constraint]) -> constraints.Constraint:
+        return constraints.cat(parts, self.dim, self.lengths)
 
     def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
-        _check_dim(x, self.dim, self.length, "x")
-        _check_dim(y, self.dim, self.length, "y")
         parts = []
-        for t, xb, yb in zip(self.transforms, self._blocks(x), self._blocks(y), strict=True):
+        for t, xb, yb in zip(self.transforms, self._split(x, "x"), self._split(y, "y"), strict=True):
             parts.append(sum_rightmost(t.log_abs_det_jacobian(xb, yb), self.event_dim - t.event_dim))
         dim = (self.dim - x.ndim if self.dim >= 0 else self.dim) + self.event_dim
         if dim < 0:  # (the dim is a batch dim of the log-Jacobian: join the blocks' values)
@@ -900,20 +900,8 @@ class CatTransform(Transform):
             total = total + part
         return total
 
-    @property
-    def bijective(self) -> bool:  # type: ignore[override]
-        return all(t.bijective for t in self.transforms)
 
-    @property
-    def domain(self) -> constraints.Constraint:  # type: ignore[override]
-        return constraints.cat([t.domain for t in self.transforms], self.dim, self.lengths)
-
-    @property
-    def codomain(self) -> constraints.Constraint:  # type: ignore[override]
-        return constraints.cat([t.codomain for t in self.transforms], self.dim, self.lengths)
-
-
-class StackTransform(Transform):
+class StackTransform(_JoinTransform):
     """Apply `tseq[i]` to the i-th slice along `dim`, as `torch.stack` joins them.
 
     Args:
@@ -926,45 +914,22 @@ class StackTransform(Transform):
         Tensor([1., 0.], dtype=float32)
     """
 
-    def __init__(self, tseq: Any, dim: int = 0, cache_size: int = 0) -> None:
-        if not all(isinstance(t, Transform) for t in tseq):
-            raise TypeError("All elements of tseq must be Transform instances")
-        if cache_size:
-            tseq = [t.with_cache(cache_size) for t in tseq]
-        super().__init__(cache_size=cache_size)
-        self.transforms = list(tseq)
-        self.dim = dim
+    @property
+    def _size(self) -> int:
+        return len(self.transforms)
 
-    def with_cache(self, cache_size: int = 1) -> Transform:
-        if self._cache_size == cache_size:
-            return self
+    def _with_cache(self, cache_size: int) -> Transform:
         return StackTransform(self.transforms, self.dim, cache_size)
 
-    def _slices(self, z: Tensor) -> list[Tensor]:
+    def _pieces(self, z: Tensor) -> list[Tensor]:
         return [select(z, self.dim, i) for i in range(z.shape[self.dim])]
 
-    def _call(self, x: Tensor) -> Tensor:
-        _check_dim(x, self.dim, len(self.transforms), "x")
-        return ops.stack([t(s) for t, s in zip(self.transforms, self._slices(x), strict=True)], self.dim)
+    def _join(self, parts: list[Tensor]) -> Tensor:
+        return ops.stack(parts, self.dim)
 
-    def _inverse(self, y: Tensor) -> Tensor:
-        _check_dim(y, self.dim, len(self.transforms), "y")
-        return ops.stack([t.inv(s) for t, s in zip(self.transforms, self._slices(y), strict=True)], self.dim)
+    def _join_constraints(self, parts: list[constraints.Constraint]) -> constraints.Constraint:
+        return constraints.stack(parts, self.dim)
 
     def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
-        _check_dim(x, self.dim, len(self.transforms), "x")
-        _check_dim(y, self.dim, len(self.transforms), "y")
-        parts = zip(self.transforms, self._slices(x), self._slices(y), strict=True)
+        parts = zip(self.transforms, self._split(x, "x"), self._split(y, "y"), strict=True)
         return ops.stack([t.log_abs_det_jacobian(a, b) for t, a, b in parts], self.dim)
-
-    @property
-    def bijective(self) -> bool:  # type: ignore[override]
-        return all(t.bijective for t in self.transforms)
-
-    @property
-    def domain(self) -> constraints.Constraint:  # type: ignore[override]
-        return constraints.stack([t.domain for t in self.transforms], self.dim)
-
-    @property
-    def codomain(self) -> constraints.Constraint:  # type: ignore[override]
-        return constraints.stack([t.codomain for t in self.transforms], self.dim)
