@@ -258,14 +258,31 @@ def _x_log_x(x: Tensor) -> Tensor:
     return ops.xlogy(x, x)  # (0 at x = 0)
 
 
+def _register_infinite(type_p: type, param: str, *types_q: type) -> None:
+    """Register KL(p || q) = inf, shaped like p's `param`, for p of `type_p` and each of `types_q`
+    (q's support misses part of p's: torch's `_kl_<family>_infinity` functions)."""
+
+    def kl(p: Distribution, q: Distribution) -> Tensor:
+        return _infinite_like(getattr(p, param))
+
+    kl.__name__ = kl.__qualname__ = f"_kl_{type_p.__name__.lower()}_infinity"
+    for type_q in types_q:
+        register_kl(type_p, type_q)(kl)
+
+
+_register_infinite(Beta, "concentration1", Pareto)
+_register_infinite(Exponential, "rate", Beta, Pareto, Uniform)
+_register_infinite(Gamma, "concentration", Beta, Pareto, Uniform)
+_register_infinite(Gumbel, "loc", Beta, Exponential, Gamma, Pareto, Uniform)
+_register_infinite(Laplace, "loc", Beta, Exponential, Gamma, Pareto, Uniform)
+_register_infinite(Normal, "loc", Beta, Exponential, Gamma, Pareto, Uniform)
+_register_infinite(Pareto, "scale", Beta, Uniform)
+_register_infinite(Poisson, "rate", Bernoulli, Binomial)
+
+
 @register_kl(Bernoulli, Poisson)
 def _kl_bernoulli_poisson(p: Bernoulli, q: Poisson) -> Tensor:
     return -p.entropy() - (p.probs * q.rate.log() - q.rate)
-
-
-@register_kl(Beta, Pareto)
-def _kl_beta_infinity(p: Beta, q: Distribution) -> Tensor:
-    return _infinite_like(p.concentration1)
 
 
 @register_kl(Beta, Exponential)
@@ -297,13 +314,6 @@ def _kl_beta_uniform(p: Beta, q: Uniform) -> Tensor:
     return _infinite_where(ops.logical_or(q.low > 0.0, q.high < 1.0), result)
 
 
-@register_kl(Exponential, Beta)
-@register_kl(Exponential, Pareto)
-@register_kl(Exponential, Uniform)
-def _kl_exponential_infinity(p: Exponential, q: Distribution) -> Tensor:
-    return _infinite_like(p.rate)
-
-
 @register_kl(Exponential, Gamma)
 def _kl_exponential_gamma(p: Exponential, q: Gamma) -> Tensor:
     ratio = q.rate / p.rate
@@ -325,13 +335,6 @@ def _kl_exponential_normal(p: Exponential, q: Normal) -> Tensor:
     var_normal, rate_sqr = q.scale.pow(2), p.rate.pow(2)
     t1 = 0.5 * (rate_sqr * var_normal * 2 * math.pi).log()
     return t1 - 1 + (rate_sqr.reciprocal() - q.loc / p.rate + q.loc.pow(2) * 0.5) / var_normal
-
-
-@register_kl(Gamma, Beta)
-@register_kl(Gamma, Pareto)
-@register_kl(Gamma, Uniform)
-def _kl_gamma_infinity(p: Gamma, q: Distribution) -> Tensor:
-    return _infinite_like(p.concentration)
 
 
 @register_kl(Gamma, Exponential)
@@ -360,15 +363,6 @@ def _kl_gamma_normal(p: Gamma, q: Normal) -> Tensor:
     return t1 + (c - 1) * ops.digamma(c) + (t2 - t3 + 0.5 * q.loc.pow(2)) / var_normal
 
 
-@register_kl(Gumbel, Beta)
-@register_kl(Gumbel, Exponential)
-@register_kl(Gumbel, Gamma)
-@register_kl(Gumbel, Pareto)
-@register_kl(Gumbel, Uniform)
-def _kl_gumbel_infinity(p: Gumbel, q: Distribution) -> Tensor:
-    return _infinite_like(p.loc)
-
-
 @register_kl(Gumbel, Normal)
 def _kl_gumbel_normal(p: Gumbel, q: Normal) -> Tensor:
     param_ratio = p.scale / q.scale
@@ -378,15 +372,6 @@ def _kl_gumbel_normal(p: Gumbel, q: Normal) -> Tensor:
     return -t1 + t2 + t3 - (_EULER + 1)
 
 
-@register_kl(Laplace, Beta)
-@register_kl(Laplace, Exponential)
-@register_kl(Laplace, Gamma)
-@register_kl(Laplace, Pareto)
-@register_kl(Laplace, Uniform)
-def _kl_laplace_infinity(p: Laplace, q: Distribution) -> Tensor:
-    return _infinite_like(p.loc)
-
-
 @register_kl(Laplace, Normal)
 def _kl_laplace_normal(p: Laplace, q: Normal) -> Tensor:
     var_normal = q.scale.pow(2)
@@ -394,15 +379,6 @@ def _kl_laplace_normal(p: Laplace, q: Normal) -> Tensor:
     t1 = 0.5 * (2 * scale_sqr_var_ratio / math.pi).log()
     t2 = 0.5 * p.loc.pow(2) - p.loc * q.loc + 0.5 * q.loc.pow(2)
     return -t1 + scale_sqr_var_ratio + t2 / var_normal - 1
-
-
-@register_kl(Normal, Beta)
-@register_kl(Normal, Exponential)
-@register_kl(Normal, Gamma)
-@register_kl(Normal, Pareto)
-@register_kl(Normal, Uniform)
-def _kl_normal_infinity(p: Normal, q: Distribution) -> Tensor:
-    return _infinite_like(p.loc)
 
 
 @register_kl(Normal, Gumbel)
@@ -424,12 +400,6 @@ def _kl_normal_laplace(p: Normal, q: Laplace) -> Tensor:
     t2 = math.sqrt(2 / math.pi) * p.scale * (-0.5 * loc_diff_scale_ratio.pow(2)).exp()
     t3 = loc_diff * ops.erf(math.sqrt(0.5) * loc_diff_scale_ratio)
     return -t1 + (t2 + t3) / q.scale - (0.5 * (1 + math.log(0.5 * math.pi)))
-
-
-@register_kl(Pareto, Beta)
-@register_kl(Pareto, Uniform)
-def _kl_pareto_infinity(p: Pareto, q: Distribution) -> Tensor:
-    return _infinite_like(p.scale)
 
 
 @register_kl(Pareto, Exponential)
@@ -458,12 +428,6 @@ def _kl_pareto_normal(p: Pareto, q: Normal) -> Tensor:
     t3 = p.alpha * common_term.pow(2) / (p.alpha - 2)
     t4 = (p.alpha * common_term - q.loc).pow(2)
     return _infinite_where(p.alpha <= 2, t1 - p.alpha.reciprocal() + (t3 + t4) / var_normal - 1)
-
-
-@register_kl(Poisson, Bernoulli)
-@register_kl(Poisson, Binomial)
-def _kl_poisson_infinity(p: Poisson, q: Distribution) -> Tensor:
-    return _infinite_like(p.rate)
 
 
 @register_kl(Uniform, Beta)
