@@ -8,7 +8,7 @@ from .. import ops
 from ..core.tensor import Size, Tensor
 from . import constraints
 from .distribution import Distribution
-from .utils import ProbsLogits, bce_with_logits, broadcast_all, probs_or_logits, support_values
+from .utils import ProbsLogits, bce_with_logits, broadcast_all, support_values
 
 __all__ = ["Bernoulli"]
 
@@ -33,10 +33,7 @@ class Bernoulli(ProbsLogits, Distribution):
     _expand_params = ("probs", "logits")
 
     def __init__(self, probs: Any = None, logits: Any = None, validate_args: bool | None = None) -> None:
-        name, given = probs_or_logits(probs, logits)
-        (param,) = broadcast_all(given)
-        setattr(self, name, param)
-        super().__init__(param.shape, validate_args=validate_args)
+        self._init_params(probs, logits, validate_args)
 
     @property
     def param_shape(self) -> Size:

@@ -11,7 +11,7 @@ from ..core.common import dtypes as _dt
 from ..core.tensor import Size, Tensor
 from . import constraints
 from .distribution import Distribution
-from .utils import ProbsLogits, broadcast_all, host_rng, host_values, probs_or_logits, support_values
+from .utils import ProbsLogits, host_rng, host_values, support_values
 
 __all__ = ["Binomial"]
 
@@ -48,11 +48,7 @@ class Binomial(ProbsLogits, Distribution):
     def __init__(
         self, total_count: Any = 1, probs: Any = None, logits: Any = None, validate_args: bool | None = None
     ) -> None:
-        name, given = probs_or_logits(probs, logits)
-        total_count, param = broadcast_all(total_count, given)
-        self.total_count = total_count.astype(param.dtype)
-        setattr(self, name, param)
-        super().__init__(param.shape, validate_args=validate_args)
+        self._init_params(probs, logits, validate_args, total_count)
 
     @constraints.dependent_property(is_discrete=True, event_dim=0)
     def support(self) -> constraints.Constraint:

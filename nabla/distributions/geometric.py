@@ -8,7 +8,7 @@ from .. import ops
 from ..core.tensor import Tensor
 from . import constraints
 from .distribution import Distribution, _known
-from .utils import ProbsLogits, _finfo, bce_with_logits, broadcast_all, probs_or_logits
+from .utils import ProbsLogits, _finfo, bce_with_logits, broadcast_all
 
 __all__ = ["Geometric"]
 
@@ -32,10 +32,7 @@ class Geometric(ProbsLogits, Distribution):
     _expand_params = ("probs", "logits")
 
     def __init__(self, probs: Any = None, logits: Any = None, validate_args: bool | None = None) -> None:
-        name, given = probs_or_logits(probs, logits)
-        (param,) = broadcast_all(given)
-        setattr(self, name, param)
-        super().__init__(param.shape, validate_args=validate_args)
+        self._init_params(probs, logits, validate_args)
         if self._validate_args and probs is not None:
             known = _known(self.probs)
             if known is not None and not (known > 0).all():

@@ -11,7 +11,7 @@ from ..core.tensor import Size, Tensor
 from . import constraints
 from .distribution import Distribution
 from .gamma import Gamma
-from .utils import ProbsLogits, broadcast_all, host_rng, host_values, lazy_property, probs_or_logits
+from .utils import ProbsLogits, host_rng, host_values, lazy_property
 
 __all__ = ["NegativeBinomial"]
 
@@ -45,11 +45,7 @@ class NegativeBinomial(ProbsLogits, Distribution):
     def __init__(
         self, total_count: Any, probs: Any = None, logits: Any = None, validate_args: bool | None = None
     ) -> None:
-        name, given = probs_or_logits(probs, logits)
-        total_count, param = broadcast_all(total_count, given)
-        self.total_count = total_count.astype(param.dtype)
-        setattr(self, name, param)
-        super().__init__(param.shape, validate_args=validate_args)
+        self._init_params(probs, logits, validate_args, total_count)
 
     @property
     def param_shape(self) -> Size:

@@ -204,3 +204,14 @@ class ProbsLogits:
     def _param(self) -> Tensor:
         """The parameter stored (either one when both are: they share shape and dtype)."""
         return self.__dict__["probs"] if "probs" in self.__dict__ else self.__dict__["logits"]
+
+    def _init_params(self, probs: Any, logits: Any, validate_args: bool | None, *total_count: Any) -> None:
+        """Store whichever of `probs` and `logits` was given (broadcast with `total_count`, which
+        is stored in its dtype, when one is passed) and initialize the distribution with its
+        shape as the batch shape (Bernoulli, Geometric, Binomial, NegativeBinomial)."""
+        name, given = probs_or_logits(probs, logits)
+        *counts, param = broadcast_all(*total_count, given)
+        if counts:
+            self.total_count = counts[0].astype(param.dtype)
+        setattr(self, name, param)
+        super().__init__(param.shape, validate_args=validate_args)  # type: ignore[call-arg]
