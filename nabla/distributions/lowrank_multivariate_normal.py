@@ -68,6 +68,9 @@ class LowRankMultivariateNormal(Distribution):
     }
     support = constraints.real_vector
     has_rsample = True
+    # (expand broadcasts the parameters; the unbroadcasted ones and the factor made from them are shared)
+    _expand_params = ("loc", "cov_factor", "cov_diag")
+    _expand_shared = ("_unbroadcasted_cov_factor", "_unbroadcasted_cov_diag", "_capacitance_tril")
 
     def __init__(self, loc: Tensor, cov_factor: Tensor, cov_diag: Tensor, validate_args: bool | None = None) -> None:
         for name, value, ndim in (("loc", loc, 1), ("cov_factor", cov_factor, 2), ("cov_diag", cov_diag, 1)):
@@ -94,19 +97,6 @@ class LowRankMultivariateNormal(Distribution):
         self._unbroadcasted_cov_factor, self._unbroadcasted_cov_diag = cov_factor, cov_diag
         self._capacitance_tril = _batch_capacitance_tril(cov_factor, cov_diag)
         super().__init__(self.loc.shape[:-1], event_shape, validate_args=validate_args)
-
-    def expand(self, batch_shape: Any, _instance: Any = None) -> LowRankMultivariateNormal:
-        new = self._get_checked_instance(LowRankMultivariateNormal, _instance)
-        loc_shape = (*tuple(batch_shape), *tuple(self._event_shape))
-        new.loc = ops.broadcast_to(self.loc, loc_shape)
-        new.cov_diag = ops.broadcast_to(self.cov_diag, loc_shape)
-        new.cov_factor = ops.broadcast_to(self.cov_factor, (*loc_shape, self.cov_factor.shape[-1]))
-        new._unbroadcasted_cov_factor = self._unbroadcasted_cov_factor
-        new._unbroadcasted_cov_diag = self._unbroadcasted_cov_diag
-        new._capacitance_tril = self._capacitance_tril
-        Distribution.__init__(new, batch_shape, self._event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
 
     def _full(self, x: Tensor, matrix: bool = False) -> Tensor:
         event = tuple(self._event_shape) * (2 if matrix else 1)
