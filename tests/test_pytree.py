@@ -153,3 +153,26 @@ def test_namedtuple_through_vmap_and_jacrev():
     assert isinstance(jac, Pair)
     np.testing.assert_allclose(jac.first.numpy(), np.diag([3.0, 4.0]))
     np.testing.assert_allclose(jac.second.numpy(), np.diag([1.0, 2.0]))
+
+
+def test_dicts_come_back_in_insertion_order_while_leaves_stay_sorted():
+    """Leaves follow the sorted keys (equal dicts flatten alike, as JAX's), but unflattening
+    rebuilds a dict in its insertion order, as torch's pytrees do: a functional-MAML step that
+    zips `params.values()` with `grads.values()` pairs the right tensors."""
+    d = {"q.weight": 1, "k.weight": 2, "10.bias": 3, "2.bias": 4}
+    leaves, treedef = nb.tree_flatten(d)
+    assert leaves == [3, 4, 2, 1]  # sorted by key
+    assert list(nb.tree_unflatten(treedef, leaves)) == list(d)
+    assert treedef == nb.tree_structure(dict(sorted(d.items())))  # (order is not structure)
+    assert list(nb.tree_map(lambda v: v * 10, d).items()) == [
+        ("q.weight", 10),
+        ("k.weight", 20),
+        ("10.bias", 30),
+        ("2.bias", 40),
+    ]
+    x = nb.ones(2)
+    params = {"q": nb.tensor([1.0, 2.0]), "k": nb.tensor([3.0, 4.0])}
+    grads = nb.func.grad(lambda p: (p["q"] * x).sum() + 2 * (p["k"] * x).sum())(params)
+    assert list(grads) == ["q", "k"] and [g.tolist() for g in grads.values()] == [[1.0, 1.0], [2.0, 2.0]]
+    out = nb.vmap(lambda t: {"z": t * 2, "a": t})(nb.ones(3))
+    assert list(out) == ["z", "a"]

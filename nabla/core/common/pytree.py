@@ -69,6 +69,11 @@ class PyTreeDef:
     kind: Any  # None for a leaf, else the node type
     aux: Any
     children: tuple[PyTreeDef, ...]
+    # A dict's keys in insertion order, where it differs from the sorted `aux` (leaves follow
+    # the sorted order, as JAX's, so equal dicts flatten alike): not part of equality, but
+    # `tree_unflatten` rebuilds the dict in this order, as torch's pytrees keep it (a
+    # `zip(params.values(), grads.values())` pairs the right tensors).
+    order: tuple | None = None
 
     # Compiled functions key every call by its treedef: each node hashes its subtree once.
     def __hash__(self) -> int:
@@ -140,7 +145,10 @@ def _flatten(node: Any, leaves: list[Any], is_leaf: Callable[[Any], bool] | None
         leaves.append(node)
         return _LEAF
     kind, aux, kids = info
-    return PyTreeDef(kind, aux, tuple(_flatten(k, leaves, is_leaf) for k in kids))
+    children = tuple(_flatten(k, leaves, is_leaf) for k in kids)
+    if kind is dict and (order := tuple(node)) != aux:
+        return PyTreeDef(kind, aux, children, order)
+    return PyTreeDef(kind, aux, children)
 
 
 # Module-level recursion (not nested closures): a recursive closure is a reference cycle,
@@ -160,7 +168,8 @@ def _unflatten(td: PyTreeDef, it: Iterator[Any]) -> Any:
     if td.kind is list:
         return kids
     if td.kind is dict or td.kind is OrderedDict:
-        return td.kind(zip(td.aux, kids, strict=True))
+        out = td.kind(zip(td.aux, kids, strict=True))
+        return out if td.order is None else {k: out[k] for k in td.order}
     if td.kind is type(None):
         return None
     entry = _registered(td.kind)
