@@ -311,3 +311,14 @@ def test_a_cuda_grad_scaler_without_an_accelerator_disables_itself_as_torchs():
     if torch is not None:
         with pytest.warns(UserWarning):
             assert torch.amp.GradScaler().is_enabled() == torch.cuda.is_available()
+
+
+def test_upsampling_inside_autocast_keeps_float32_as_torch():
+    """interpolate's linear modes are matmuls inside, and not on autocast's list: float32 in,
+    float32 out (they computed in bfloat16 and returned it)."""
+    x = nb.tensor(np.random.default_rng(0).random((1, 1, 3, 3)).astype(np.float32))
+    with nb.autocast("cpu"):
+        outs = {m: F.interpolate(x, scale_factor=2, mode=m) for m in ("bilinear", "bicubic", "nearest")}
+        up = nn.Upsample(scale_factor=2, mode="bilinear")(x)
+    assert all(o.dtype == nb.float32 for o in [*outs.values(), up])
+    np.testing.assert_allclose(outs["bilinear"].numpy(), F.interpolate(x, scale_factor=2, mode="bilinear").numpy())

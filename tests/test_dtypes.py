@@ -180,3 +180,20 @@ def test_mixed_dtype_values_are_computed_in_the_promoted_dtype():
     np.testing.assert_array_equal(out.numpy(), np.array([3.5, -3.5], np.float16))
     big = nb.tensor(np.array([2**31 - 1], np.int32)) + nb.tensor(np.array([1], np.int64))
     assert big.dtype == I64 and big.numpy()[0] == 2**31
+
+
+def test_python_types_as_dtypes_follow_torch():
+    """torch maps a Python float to float64 whatever the default dtype (a schedule built with
+    dtype=float wants doubles), int to int64 and bool to bool."""
+    assert nb.zeros(2, dtype=float).dtype == nb.ones(2).to(float).dtype == nb.float64
+    assert nb.tensor([1.0], dtype=float).dtype == nb.float64
+    assert nb.zeros(2, dtype=int).dtype == nb.int64 and nb.zeros(2, dtype=bool).dtype == nb.bool_
+    assert nb.zeros(2).dtype == nb.float32  # (the default float is unchanged)
+
+
+def test_flip_takes_torchs_dims_keyword():
+    x = nb.arange(6).reshape(2, 3)
+    assert x.flip(dims=[1]).tolist() == x.flip(1).tolist() == [[2, 1, 0], [5, 4, 3]]
+    assert x.flip(dims=(0, 1)).tolist() == x.flip(0, 1).tolist() == [[5, 4, 3], [2, 1, 0]]
+    with pytest.raises(TypeError, match="flip\\(\\) takes the dims positionally or as dims="):
+        x.flip(0, dims=[1])

@@ -27,6 +27,7 @@ import numpy as np
 
 import nabla as nb
 from nabla import Tensor
+from nabla.ops.linalg import raw_matmul
 
 from ._checks import check_float
 from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d
@@ -161,8 +162,8 @@ def _resample(x: Tensor, axis: int, w: np.ndarray) -> Tensor:
     if axis < x.ndim - 2:
         return nb.movedim(_resample(nb.movedim(x, axis, -2), x.ndim - 2, w), -2, axis)
     if axis == x.ndim - 2:
-        return nb.matmul(nb.tensor(w, dtype=x.dtype), x)
-    return nb.matmul(x, nb.tensor(np.ascontiguousarray(w.T), dtype=x.dtype))
+        return raw_matmul(nb.tensor(w, dtype=x.dtype), x)  # (raw: autocast keeps upsampling in x's dtype)
+    return raw_matmul(x, nb.tensor(np.ascontiguousarray(w.T), dtype=x.dtype))
 
 
 # -- argument handling, as torch.nn.functional.interpolate ----------------------------------------

@@ -128,8 +128,8 @@ def as_dtype(dtype: object, *, arg: str = "dtype") -> DType:
             return dtype
     elif isinstance(dtype, str) and dtype in _NAMES:
         return _NAMES[dtype]
-    elif dtype is float:
-        return DEFAULT_FLOAT
+    elif dtype is float:  # (torch's: a Python float is a double, whatever the default dtype)
+        return float64
     elif dtype is int:
         return DEFAULT_INT
     elif dtype is bool:

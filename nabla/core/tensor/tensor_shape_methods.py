@@ -90,7 +90,12 @@ class ShapeMethods:
     def expand_as(self, other: Tensor) -> Tensor:
         return OPS.broadcast_to(self, other.shape)
 
-    def flip(self, *dims: Any) -> Tensor:
+    def flip(self, *dims: Any, **kwargs: Any) -> Tensor:
+        """torch's `flip(dims)`: positional dims, a list of them, or the `dims=` keyword."""
+        if kwargs:
+            if set(kwargs) != {"dims"} or dims:
+                raise TypeError(f"flip() takes the dims positionally or as dims=, got {dims} and {sorted(kwargs)}")
+            dims = (kwargs["dims"],)
         return OPS.flip(self, dims[0] if len(dims) == 1 and isinstance(dims[0], tuple | list) else dims)
 
     def roll(self, shifts: Any, dims: Any = None) -> Tensor:
