@@ -64,6 +64,7 @@ __all__ = [
     "diff",
     "dist",
     "dstack",
+    "empty_strided",
     "fill",
     "frac",
     "frexp",
@@ -308,20 +309,93 @@ def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
     return ops.tensor(data, dtype=dtype, device=device)
 
 
-def scalar_tensor(s: Any, dtype: Any = None, device: Any = None) -> Tensor:
-    """torch.scalar_tensor: a 0-d tensor (float32 by default, as torch)."""
-    return ops.tensor(float(s) if dtype is None else s, dtype=dtype, device=device)
+def scalar_tensor(
+    s: Any,
+    dtype: Any = None,
+    device: Any = None,
+    *,
+    requires_grad: bool = False,
+    layout: Any = None,
+    pin_memory: bool = False,
+) -> Tensor:
+    """torch.scalar_tensor: a 0-d tensor (float32 by default, as torch).
+
+    Args:
+        s: the value, a Python number.
+        dtype: optional dtype.
+        device: where the result lives ("cpu", "gpu:0", a `nabla.device`, `x.device`).
+        requires_grad: make the result a leaf that requires grad (float dtypes only).
+        layout, pin_memory: accepted for PyTorch compatibility and ignored.
+    """
+    return ops.tensor(float(s) if dtype is None else s, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def empty_strided(
+    size: Any,
+    stride: Any,
+    *,
+    dtype: Any = None,
+    layout: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+    pin_memory: bool = False,
+) -> Tensor:
+    """torch.empty_strided for row-major (contiguous) strides: `empty(size)`, zeros here.
+
+    Args:
+        size: the shape.
+        stride: the strides in elements; only the row-major ones of `size` are supported.
+        dtype, device, requires_grad: as `nabla.empty`'s.
+        layout, pin_memory: accepted for PyTorch compatibility and ignored.
+    """
+    shape = tuple(size)
+    if len(tuple(stride)) != len(shape):
+        raise ValueError(f"empty_strided: stride {tuple(stride)} must have one entry per dim of size {shape}")
+    row_major = [int(np.prod(shape[i + 1 :], dtype=np.int64)) for i in range(len(shape))]
+    if any(n > 1 and int(st) != rm for n, st, rm in zip(shape, stride, row_major, strict=True)):
+        raise NotImplementedError(
+            f"empty_strided: only row-major strides are supported ({tuple(row_major)} for size {shape}), "
+            f"got {tuple(stride)}"
+        )
+    return ops.empty(shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def randint_like(
-    input: Any, low: int = 0, high: int | None = None, *, dtype: Any = None, generator: Any = None
+    input: Any,
+    low: int = 0,
+    high: int | None = None,
+    *,
+    dtype: Any = None,
+    generator: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+    layout: Any = None,
+    memory_format: Any = None,
 ) -> Tensor:
     """torch.randint_like: integers in [low, high) of input's shape (and dtype unless given);
-    `randint_like(x, high)` as in torch."""
+    `randint_like(x, high)` as in torch.
+
+    Args:
+        input: the tensor whose shape (and dtype) to take.
+        low, high: the bounds (high excluded).
+        dtype: optional dtype.
+        generator: a `nabla.Generator` to draw from (None: the global one).
+        device: where the result lives; None (torch's default) is input's device.
+        requires_grad: make the result a leaf that requires grad (a float dtype only, as torch).
+        layout, memory_format: accepted for PyTorch compatibility and ignored.
+    """
     x = _tensor(input, "randint_like")
     if high is None:
         low, high = 0, low
-    return ops.randint(low, high, tuple(x.shape), dtype=dtype or x.dtype, generator=generator)
+    return ops.randint(
+        low,
+        high,
+        tuple(x.shape),
+        dtype=dtype or x.dtype,
+        generator=generator,
+        device=x.device if device is None else device,
+        requires_grad=requires_grad,
+    )
 
 
 def _window(name: str, n: int, periodic: bool) -> tuple[np.ndarray, int]:
@@ -331,52 +405,100 @@ def _window(name: str, n: int, periodic: bool) -> tuple[np.ndarray, int]:
     return np.arange(m, dtype=np.float64), m
 
 
-def _finish_window(values: np.ndarray, n: int, dtype: Any) -> Tensor:
+def _finish_window(values: np.ndarray, n: int, dtype: Any, device: Any, requires_grad: bool) -> Tensor:
     if n == 1:  # torch: every window of length 1 is [1]
         values = np.ones(1)
-    return ops.tensor(values[:n], dtype=dtype or _dt.float32) if n else ops.zeros(0, dtype=dtype or _dt.float32)
+    dt = dtype or _dt.float32
+    if not n:
+        return ops.zeros(0, dtype=dt, device=device, requires_grad=requires_grad)
+    return ops.tensor(values[:n], dtype=dt, device=device, requires_grad=requires_grad)
 
 
-def _cosine_window(name: str, n: int, periodic: bool, dtype: Any, coeffs: tuple) -> Tensor:
+def _cosine_window(name: str, n: int, periodic: bool, dtype: Any, coeffs: tuple, *placement: Any) -> Tensor:
     k, m = _window(name, n, periodic)
     if m == 1:
-        return _finish_window(np.ones(1), n, dtype)
+        return _finish_window(np.ones(1), n, dtype, *placement)
     phase = 2 * math.pi * k / (m - 1)
     values = sum(c * (-1) ** i * np.cos(i * phase) for i, c in enumerate(coeffs))
-    return _finish_window(values, n, dtype)
+    return _finish_window(values, n, dtype, *placement)
 
 
-def hann_window(window_length: int, periodic: bool = True, *, dtype: Any = None) -> Tensor:
+# The windows' keywords after dtype (torch's): device=, requires_grad= (a leaf that requires
+# grad), and layout= (with hamming's pin_memory=) accepted and ignored.
+def hann_window(
+    window_length: int,
+    periodic: bool = True,
+    *,
+    dtype: Any = None,
+    layout: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
     """torch.hann_window: 0.5 - 0.5 cos(2 pi k / (N - 1)) (N = window_length + 1 when periodic)."""
-    return _cosine_window("hann_window", window_length, periodic, dtype, (0.5, 0.5))
+    return _cosine_window("hann_window", window_length, periodic, dtype, (0.5, 0.5), device, requires_grad)
 
 
 def hamming_window(
-    window_length: int, periodic: bool = True, alpha: float = 0.54, beta: float = 0.46, *, dtype: Any = None
+    window_length: int,
+    periodic: bool = True,
+    alpha: float = 0.54,
+    beta: float = 0.46,
+    *,
+    dtype: Any = None,
+    layout: Any = None,
+    device: Any = None,
+    pin_memory: bool = False,
+    requires_grad: bool = False,
 ) -> Tensor:
     """torch.hamming_window: alpha - beta cos(2 pi k / (N - 1))."""
-    return _cosine_window("hamming_window", window_length, periodic, dtype, (alpha, beta))
+    return _cosine_window("hamming_window", window_length, periodic, dtype, (alpha, beta), device, requires_grad)
 
 
-def blackman_window(window_length: int, periodic: bool = True, *, dtype: Any = None) -> Tensor:
+def blackman_window(
+    window_length: int,
+    periodic: bool = True,
+    *,
+    dtype: Any = None,
+    layout: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
     """torch.blackman_window: 0.42 - 0.5 cos(2 pi k / (N - 1)) + 0.08 cos(4 pi k / (N - 1))."""
-    return _cosine_window("blackman_window", window_length, periodic, dtype, (0.42, 0.5, 0.08))
+    coeffs = (0.42, 0.5, 0.08)
+    return _cosine_window("blackman_window", window_length, periodic, dtype, coeffs, device, requires_grad)
 
 
-def bartlett_window(window_length: int, periodic: bool = True, *, dtype: Any = None) -> Tensor:
+def bartlett_window(
+    window_length: int,
+    periodic: bool = True,
+    *,
+    dtype: Any = None,
+    layout: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
     """torch.bartlett_window: the triangle 1 - |2k / (N - 1) - 1|."""
     k, m = _window("bartlett_window", window_length, periodic)
     values = np.ones(1) if m == 1 else 1 - np.abs(2 * k / (m - 1) - 1)
-    return _finish_window(values, window_length, dtype)
+    return _finish_window(values, window_length, dtype, device, requires_grad)
 
 
-def kaiser_window(window_length: int, periodic: bool = True, beta: float = 12.0, *, dtype: Any = None) -> Tensor:
+def kaiser_window(
+    window_length: int,
+    periodic: bool = True,
+    beta: float = 12.0,
+    *,
+    dtype: Any = None,
+    layout: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
     """torch.kaiser_window: I0(beta sqrt(1 - (2k / (N - 1) - 1)^2)) / I0(beta)."""
     k, m = _window("kaiser_window", window_length, periodic)
     values = (
         np.ones(1) if m == 1 else np.i0(beta * np.sqrt(np.clip(1 - (2 * k / (m - 1) - 1) ** 2, 0, None))) / np.i0(beta)
     )
-    return _finish_window(values, window_length, dtype)
+    return _finish_window(values, window_length, dtype, device, requires_grad)
 
 
 # -- shapes ----------------------------------------------------------------------------------------
@@ -841,25 +963,30 @@ def _index_dtype(dtype: Any, op: str) -> Any:
     return dt
 
 
-def _triangle_indices(op: str, row: int, col: int, offset: int, dtype: Any, lower: bool) -> Tensor:
+def _triangle_indices(op: str, row: int, col: int, offset: int, dtype: Any, lower: bool, device: Any) -> Tensor:
     for name, v in (("row", row), ("col", col), ("offset", offset)):
         if isinstance(v, bool) or not isinstance(v, int | np.integer):
             raise TypeError(f"{op}: {name} must be an int, got {v!r}")
     if row < 0 or col < 0:
         raise ValueError(f"{op}: row and col must be non-negative, got {row} and {col}")
     rows, cols = (np.tril_indices if lower else np.triu_indices)(row, int(offset), col)
-    return ops.tensor(np.stack([rows, cols]).astype(np.int64), dtype=_index_dtype(dtype, op))
+    return ops.tensor(np.stack([rows, cols]).astype(np.int64), dtype=_index_dtype(dtype, op), device=device)
 
 
-def tril_indices(row: int, col: int, offset: int = 0, *, dtype: Any = None) -> Tensor:
+def tril_indices(
+    row: int, col: int, offset: int = 0, *, dtype: Any = None, device: Any = None, layout: Any = None
+) -> Tensor:
     """torch.tril_indices: the (2, N) row and column indices of the lower triangle of a row x col
-    matrix (diagonal `offset`), in row-major order."""
-    return _triangle_indices("tril_indices", row, col, offset, dtype, True)
+    matrix (diagonal `offset`), in row-major order; `device=` places them (`layout=` is ignored)."""
+    return _triangle_indices("tril_indices", row, col, offset, dtype, True, device)
 
 
-def triu_indices(row: int, col: int, offset: int = 0, *, dtype: Any = None) -> Tensor:
-    """torch.triu_indices: the (2, N) indices of the upper triangle (diagonal `offset`)."""
-    return _triangle_indices("triu_indices", row, col, offset, dtype, False)
+def triu_indices(
+    row: int, col: int, offset: int = 0, *, dtype: Any = None, device: Any = None, layout: Any = None
+) -> Tensor:
+    """torch.triu_indices: the (2, N) indices of the upper triangle (diagonal `offset`); `device=`
+    places them (`layout=` is ignored)."""
+    return _triangle_indices("triu_indices", row, col, offset, dtype, False, device)
 
 
 def unravel_index(indices: Any, shape: Any) -> tuple[Tensor, ...]:

@@ -107,13 +107,28 @@ def _placed(out: Tensor, device: Device) -> Tensor:
     return out
 
 
+def _finish(out: Tensor, device: Device, requires_grad: bool) -> Tensor:
+    """A factory's new tensor placed on `device` (from `_check_device`, checked before any
+    work) and, for torch's `requires_grad=True`, made a leaf that requires grad (float dtypes
+    only: an integer one raises, as torch does). On the CPU and without grad it is `out` as is."""
+    out = _placed(out, device)
+    return out.requires_grad_() if requires_grad else out
+
+
+def _like_device(x: Tensor, device: Any, op: str) -> Device:
+    """A `*_like` factory's device: `device`, or x's when None (torch's default)."""
+    return _check_device(x.device if device is None else device, op)
+
+
 def _check_tensor(x: Any, op: str, arg: str = "x") -> None:
     if not isinstance(x, Tensor):
         raise TypeError(f"{op}: {arg} must be a Tensor, got {type(x).__name__}")
 
 
 # -- data --------------------------------------------------------------------------------------
-def tensor(data: Any, dtype: Any = None, *, requires_grad: bool = False, device: Any = None) -> Tensor:
+def tensor(
+    data: Any, dtype: Any = None, *, requires_grad: bool = False, device: Any = None, pin_memory: bool = False
+) -> Tensor:
     """Create a tensor from a Python scalar, nested list, NumPy array or Tensor (always copies).
 
     Python floats default to float32 and ints to int64, as in PyTorch; NumPy arrays keep
@@ -123,6 +138,8 @@ def tensor(data: Any, dtype: Any = None, *, requires_grad: bool = False, device:
         data: the values.
         dtype: optional dtype (`nabla.float32`, `"float32"`, `np.float32`, ...).
         requires_grad: record operations on this tensor for autodiff.
+        device: where the tensor lives ("cpu", "gpu:0", a `nabla.device`, `x.device`).
+        pin_memory: accepted for PyTorch compatibility and ignored.
 
     Example:
         >>> nabla.tensor([[1, 2], [3, 4]], dtype=nabla.float32).shape
@@ -147,13 +164,25 @@ def tensor(data: Any, dtype: Any = None, *, requires_grad: bool = False, device:
     return _placed(Tensor.from_numpy(array, dtype=dtype, requires_grad=requires_grad), dev)
 
 
-def asarray(data: Any, dtype: Any = None) -> Tensor:
-    """Like `tensor` but without copying a NumPy array whose dtype and layout already fit."""
+def asarray(data: Any, dtype: Any = None, *, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """Like `tensor` but without copying a NumPy array whose dtype and layout already fit.
+
+    Args:
+        data: the values; a Tensor of that dtype and device is returned itself.
+        dtype: optional dtype.
+        device: where the result lives (None: the CPU, or a Tensor's own device); a Tensor
+            elsewhere is copied there, as `Tensor.to`.
+        requires_grad: make the result require grad (a Tensor returned itself is marked in
+            place, as torch.asarray does).
+    """
+    dev = _check_device(device, "asarray")
     if isinstance(data, Tensor):
-        return data if dtype is None else cast(data, dtype)
+        out = data if dtype is None else cast(data, dtype)
+        out = out if device is None else out.to(dev)
+        return out.requires_grad_() if requires_grad else out
     if isinstance(data, np.ndarray):
-        return Tensor.from_numpy(data, dtype=dtype)
-    return tensor(data, dtype)
+        return _finish(Tensor.from_numpy(data, dtype=dtype), dev, requires_grad)
+    return tensor(data, dtype, requires_grad=requires_grad, device=dev)
 
 
 def from_numpy(array: np.ndarray) -> Tensor:
@@ -209,8 +238,17 @@ def full(
     size: Any = None,
     requires_grad: bool = False,
     device: Any = None,
+    layout: Any = None,
 ) -> Tensor:
     """A tensor of `shape` filled with `fill_value` (dtype inferred from the value if omitted).
+
+    Args:
+        shape: the shape (or torch's `size=`).
+        fill_value: a Python scalar, or a 0-d tensor broadcast (torch's full(size, tensor)).
+        dtype: optional dtype.
+        requires_grad: make the result a leaf that requires grad (float dtypes only).
+        device: where the result lives ("cpu", "gpu:0", a `nabla.device`, `x.device`).
+        layout: accepted for PyTorch compatibility and ignored.
 
     Example:
         >>> nabla.full((2, 3), 1.5).dtype
@@ -228,8 +266,7 @@ def full(
         kind = _dt.DEFAULT_FLOAT if _dt.is_float(fill_value.dtype) else fill_value.dtype
         dt = _dt.as_dtype(dtype) if dtype is not None else (_dt.int64 if _dt.is_integer(kind) else kind)
         shape = _shape_arg((shape,) if isinstance(shape, int) else tuple(shape), "full")
-        out = _placed(OPS.broadcast_to(cast(fill_value, dt), shape), dev)
-        return out.requires_grad_() if requires_grad else out
+        return _finish(OPS.broadcast_to(cast(fill_value, dt), shape), dev, requires_grad)
     fill_value = _fill_value(fill_value, "full")
     dt = _dt.as_dtype(dtype) if dtype is not None else _dt.python_scalar_dtype(fill_value)
     if _dt.is_float(dt):
@@ -241,60 +278,166 @@ def full(
     out = _full(
         shape=_shape_arg((shape,) if isinstance(shape, int) else tuple(shape), "full"), value=fill_value, dtype=dt
     )
-    out = _placed(out, dev)
-    return out.requires_grad_() if requires_grad else out
+    return _finish(out, dev, requires_grad)
 
 
 @public()
-def zeros(*shape: Any, size: Any = None, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
-    """A tensor of zeros: `zeros(2, 3)` or `zeros((2, 3))`. float32 unless `dtype` says otherwise."""
+def zeros(
+    *shape: Any,
+    size: Any = None,
+    dtype: Any = None,
+    requires_grad: bool = False,
+    device: Any = None,
+    layout: Any = None,
+) -> Tensor:
+    """A tensor of zeros: `zeros(2, 3)` or `zeros((2, 3))`. float32 unless `dtype` says otherwise.
+
+    Args:
+        shape: the shape, positionally or as torch's `size=`.
+        dtype, requires_grad, device, layout: as `full`'s.
+    """
     dev = _check_device(device, "zeros")
     shape = _shape_or_size(shape, size, "zeros")
     return full(_shape_arg(shape, "zeros"), 0, dtype or _dt.DEFAULT_FLOAT, requires_grad=requires_grad, device=dev)
 
 
 @public()
-def ones(*shape: Any, size: Any = None, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
-    """A tensor of ones: `ones(2, 3)` or `ones((2, 3))`. float32 unless `dtype` says otherwise."""
+def ones(
+    *shape: Any,
+    size: Any = None,
+    dtype: Any = None,
+    requires_grad: bool = False,
+    device: Any = None,
+    layout: Any = None,
+) -> Tensor:
+    """A tensor of ones: `ones(2, 3)` or `ones((2, 3))`. float32 unless `dtype` says otherwise.
+
+    Args:
+        shape: the shape, positionally or as torch's `size=`.
+        dtype, requires_grad, device, layout: as `full`'s.
+    """
     dev = _check_device(device, "ones")
     shape = _shape_or_size(shape, size, "ones")
     return full(_shape_arg(shape, "ones"), 1, dtype or _dt.DEFAULT_FLOAT, requires_grad=requires_grad, device=dev)
 
 
 @public()
-def empty(*shape: Any, size: Any = None, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
-    """An uninitialized tensor in PyTorch; here (deterministically) zeros of `shape`."""
+def empty(
+    *shape: Any,
+    size: Any = None,
+    dtype: Any = None,
+    requires_grad: bool = False,
+    device: Any = None,
+    layout: Any = None,
+    pin_memory: bool = False,
+) -> Tensor:
+    """An uninitialized tensor in PyTorch; here (deterministically) zeros of `shape`.
+
+    Args:
+        shape: the shape, positionally or as torch's `size=`.
+        dtype, requires_grad, device, layout: as `full`'s.
+        pin_memory: accepted for PyTorch compatibility and ignored.
+    """
     dev = _check_device(device, "empty")
     shape = _shape_or_size(shape, size, "empty")
     return full(_shape_arg(shape, "empty"), 0, dtype or _dt.DEFAULT_FLOAT, requires_grad=requires_grad, device=dev)
 
 
 @public()
-def zeros_like(x: Tensor, dtype: Any = None) -> Tensor:
-    """Zeros with the shape of `x` (and its dtype unless `dtype` is given)."""
+def zeros_like(
+    x: Tensor,
+    dtype: Any = None,
+    *,
+    requires_grad: bool = False,
+    device: Any = None,
+    layout: Any = None,
+    memory_format: Any = None,
+) -> Tensor:
+    """Zeros with the shape of `x` (and its dtype unless `dtype` is given).
+
+    Args:
+        x: the tensor whose shape (and dtype) to take.
+        dtype: optional dtype.
+        requires_grad: make the result a leaf that requires grad (float dtypes only).
+        device: where the result lives; None (torch's default) is x's device.
+        layout, memory_format: accepted for PyTorch compatibility and ignored.
+    """
     _check_tensor(x, "zeros_like")
-    return full(x.shape, 0, dtype or x.dtype, device=x.device)
+    dev = _like_device(x, device, "zeros_like")
+    return full(x.shape, 0, dtype or x.dtype, requires_grad=requires_grad, device=dev)
 
 
 @public()
-def ones_like(x: Tensor, dtype: Any = None) -> Tensor:
-    """Ones with the shape of `x` (and its dtype unless `dtype` is given)."""
+def ones_like(
+    x: Tensor,
+    dtype: Any = None,
+    *,
+    requires_grad: bool = False,
+    device: Any = None,
+    layout: Any = None,
+    memory_format: Any = None,
+) -> Tensor:
+    """Ones with the shape of `x` (and its dtype unless `dtype` is given).
+
+    Args:
+        x: the tensor whose shape (and dtype) to take.
+        dtype: optional dtype.
+        requires_grad: make the result a leaf that requires grad (float dtypes only).
+        device: where the result lives; None (torch's default) is x's device.
+        layout, memory_format: accepted for PyTorch compatibility and ignored.
+    """
     _check_tensor(x, "ones_like")
-    return full(x.shape, 1, dtype or x.dtype, device=x.device)
+    dev = _like_device(x, device, "ones_like")
+    return full(x.shape, 1, dtype or x.dtype, requires_grad=requires_grad, device=dev)
 
 
 @public()
-def empty_like(x: Tensor, dtype: Any = None) -> Tensor:
-    """`empty` with the shape of `x`: zeros, as `zeros_like`."""
+def empty_like(
+    x: Tensor,
+    dtype: Any = None,
+    *,
+    requires_grad: bool = False,
+    device: Any = None,
+    layout: Any = None,
+    memory_format: Any = None,
+) -> Tensor:
+    """`empty` with the shape of `x`: zeros, as `zeros_like`.
+
+    Args:
+        x: the tensor whose shape (and dtype) to take.
+        dtype: optional dtype.
+        requires_grad: make the result a leaf that requires grad (float dtypes only).
+        device: where the result lives; None (torch's default) is x's device.
+        layout, memory_format: accepted for PyTorch compatibility and ignored.
+    """
     _check_tensor(x, "empty_like")
-    return full(x.shape, 0, dtype or x.dtype, device=x.device)
+    dev = _like_device(x, device, "empty_like")
+    return full(x.shape, 0, dtype or x.dtype, requires_grad=requires_grad, device=dev)
 
 
 @public()
-def full_like(x: Tensor, fill_value: Any, dtype: Any = None) -> Tensor:
-    """`fill_value` with the shape of `x`; the value is converted to x's dtype (2.5 -> 2 for ints)."""
+def full_like(
+    x: Tensor,
+    fill_value: Any,
+    dtype: Any = None,
+    *,
+    requires_grad: bool = False,
+    device: Any = None,
+    layout: Any = None,
+    memory_format: Any = None,
+) -> Tensor:
+    """`fill_value` with the shape of `x`; the value is converted to x's dtype (2.5 -> 2 for ints).
+
+    Args:
+        x: the tensor whose shape (and dtype) to take.
+        dtype: optional dtype.
+        requires_grad: make the result a leaf that requires grad (float dtypes only).
+        device: where the result lives; None (torch's default) is x's device.
+        layout, memory_format: accepted for PyTorch compatibility and ignored.
+    """
     _check_tensor(x, "full_like")
-    return full(x.shape, fill_value, dtype or x.dtype, device=x.device)
+    dev = _like_device(x, device, "full_like")
+    return full(x.shape, fill_value, dtype or x.dtype, requires_grad=requires_grad, device=dev)
 
 
 # -- ranges ------------------------------------------------------------------------------------
@@ -327,8 +470,24 @@ _arange = ArangeOp()
 
 
 @public()
-def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, device: Any = None) -> Tensor:
+def arange(
+    start: Any,
+    end: Any = None,
+    step: Any = 1,
+    *,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+    layout: Any = None,
+) -> Tensor:
     """Values from `start` to `end` (exclusive) by `step`, as `torch.arange` / `np.arange`.
+
+    Args:
+        start, end, step: Python numbers (or 0-d tensors); `arange(n)` is `arange(0, n)`.
+        dtype: optional dtype (int64 for all-int arguments, else float32).
+        device: where the result lives ("cpu", "gpu:0", a `nabla.device`, `x.device`).
+        requires_grad: make the result a leaf that requires grad (float dtypes only).
+        layout: accepted for PyTorch compatibility and ignored.
 
     Example:
         >>> nabla.arange(0, 5, 2).tolist()
@@ -349,7 +508,7 @@ def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, dev
     all_int = all(isinstance(v, int) for v in (start, end, step))
     dt = _dt.as_dtype(dtype) if dtype is not None else (_dt.int64 if all_int else _dt.DEFAULT_FLOAT)
     cast_num = float if _dt.is_float(dt) else int
-    return _placed(_arange(start=cast_num(start), step=cast_num(step), length=length, dtype=dt), dev)
+    return _finish(_arange(start=cast_num(start), step=cast_num(step), length=length, dtype=dt), dev, requires_grad)
 
 
 class LinspaceOp(Operation):
@@ -398,7 +557,10 @@ class LinspaceOp(Operation):
 _linspace = LinspaceOp()
 
 
-def _space(op: str, start: Any, end: Any, steps: Any, base: Any, dtype: Any) -> Tensor:
+def _space(
+    op: str, start: Any, end: Any, steps: Any, base: Any, dtype: Any, device: Any, requires_grad: bool
+) -> Tensor:
+    dev = _check_device(device, op)
     # (0-d tensor ends are read as numbers, as torch does: `linspace(t0, t1, n)`)
     start = float(_number_arg(start.item() if _scalar_tensor(start) else start, op, "start"))
     end = float(_number_arg(end.item() if _scalar_tensor(end) else end, op, "end"))
@@ -406,32 +568,68 @@ def _space(op: str, start: Any, end: Any, steps: Any, base: Any, dtype: Any) -> 
     if steps == 1:
         end = start  # PyTorch: a single step is `start`
     dt = _dt.as_dtype(dtype) if dtype is not None else _dt.DEFAULT_FLOAT
-    return _linspace(start=start, end=end, steps=steps, base=base, dtype=dt)
+    return _finish(_linspace(start=start, end=end, steps=steps, base=base, dtype=dt), dev, requires_grad)
 
 
 @public()
-def linspace(start: Any, end: Any, steps: int, dtype: Any = None) -> Tensor:
+def linspace(
+    start: Any,
+    end: Any,
+    steps: int,
+    dtype: Any = None,
+    *,
+    device: Any = None,
+    requires_grad: bool = False,
+    layout: Any = None,
+) -> Tensor:
     """`steps` evenly spaced values from `start` to `end` inclusive (`torch.linspace`).
 
     float32 unless `dtype` is given; integer dtypes truncate, as in PyTorch.
+
+    Args:
+        start, end: Python numbers (or 0-d tensors).
+        steps: how many values.
+        dtype: optional dtype (float32 by default).
+        device: where the result lives ("cpu", "gpu:0", a `nabla.device`, `x.device`).
+        requires_grad: make the result a leaf that requires grad (float dtypes only).
+        layout: accepted for PyTorch compatibility and ignored.
 
     Example:
         >>> nabla.linspace(0, 1, 5).tolist()
         [0.0, 0.25, 0.5, 0.75, 1.0]
     """
-    return _space("linspace", start, end, steps, None, dtype)
+    return _space("linspace", start, end, steps, None, dtype, device, requires_grad)
 
 
 @public()
-def logspace(start: Any, end: Any, steps: int, base: float = 10.0, dtype: Any = None) -> Tensor:
+def logspace(
+    start: Any,
+    end: Any,
+    steps: int,
+    base: float = 10.0,
+    dtype: Any = None,
+    *,
+    device: Any = None,
+    requires_grad: bool = False,
+    layout: Any = None,
+) -> Tensor:
     """`base ** linspace(start, end, steps)` (`torch.logspace`).
+
+    Args:
+        start, end: the first and last exponents.
+        steps: how many values.
+        base: the base of the powers.
+        dtype: optional dtype (float32 by default).
+        device: where the result lives ("cpu", "gpu:0", a `nabla.device`, `x.device`).
+        requires_grad: make the result a leaf that requires grad (float dtypes only).
+        layout: accepted for PyTorch compatibility and ignored.
 
     Example:
         >>> nabla.logspace(0, 2, 3).tolist()
         [1.0, 10.0, 100.0]
     """
     base = float(_number_arg(base, "logspace", "base"))
-    return _space("logspace", start, end, steps, base, dtype)
+    return _space("logspace", start, end, steps, base, dtype, device, requires_grad)
 
 
 # -- masks -------------------------------------------------------------------------------------
@@ -494,16 +692,33 @@ _eye, _tri = EyeOp(), TriOp()
 
 
 @public()
-def eye(n: int, m: int | None = None, dtype: Any = None) -> Tensor:
+def eye(
+    n: int,
+    m: int | None = None,
+    dtype: Any = None,
+    *,
+    device: Any = None,
+    requires_grad: bool = False,
+    layout: Any = None,
+) -> Tensor:
     """The (n, m) identity matrix (`torch.eye`); m defaults to n, float32 unless `dtype` is given.
+
+    Args:
+        n, m: the numbers of rows and columns.
+        dtype: optional dtype.
+        device: where the result lives ("cpu", "gpu:0", a `nabla.device`, `x.device`).
+        requires_grad: make the result a leaf that requires grad (float dtypes only).
+        layout: accepted for PyTorch compatibility and ignored.
 
     Example:
         >>> nabla.eye(2).tolist()
         [[1.0, 0.0], [0.0, 1.0]]
     """
+    dev = _check_device(device, "eye")
     n = _size_arg(n, "eye", "n")
     m = n if m is None else _size_arg(m, "eye", "m")
-    return _eye(n=n, m=m, k=0, dtype=_dt.as_dtype(dtype) if dtype is not None else _dt.DEFAULT_FLOAT)
+    dt = _dt.as_dtype(dtype) if dtype is not None else _dt.DEFAULT_FLOAT
+    return _finish(_eye(n=n, m=m, k=0, dtype=dt), dev, requires_grad)
 
 
 @public()
@@ -640,11 +855,20 @@ def _float_dtype(dtype: Any, op: str) -> Any:
 
 
 def _random_tensor(
-    distribution: str, shape: tuple, a: float, b: float, dtype: Any, requires_grad: bool, op: str, generator: Any
+    distribution: str,
+    shape: tuple,
+    a: float,
+    b: float,
+    dtype: Any,
+    requires_grad: bool,
+    op: str,
+    generator: Any,
+    device: Any = None,
 ) -> Tensor:
+    dev = _check_device(device, op)
     dt = _float_dtype(dtype, op)
     out = _draw(distribution, _shape_arg(shape, op), dt, float(a), float(b), generator_arg(generator, op))
-    return out.requires_grad_() if requires_grad else out
+    return _finish(out, dev, requires_grad)
 
 
 def _shape_or_size(shape: tuple, size: Any, op: str) -> tuple:
@@ -660,20 +884,52 @@ def _shape_or_size(shape: tuple, size: Any, op: str) -> tuple:
 
 @public()
 def rand(
-    *shape: Any, size: Any = None, generator: Any = None, dtype: Any = None, requires_grad: bool = False
+    *shape: Any,
+    size: Any = None,
+    generator: Any = None,
+    dtype: Any = None,
+    requires_grad: bool = False,
+    device: Any = None,
+    layout: Any = None,
+    pin_memory: bool = False,
 ) -> Tensor:
-    """Uniform samples in [0, 1): `rand(2, 3)`, `rand((2, 3))` or `rand(size=(2, 3))`; `generator=` a `nabla.Generator`."""
+    """Uniform samples in [0, 1): `rand(2, 3)`, `rand((2, 3))` or `rand(size=(2, 3))`.
+
+    Args:
+        shape: the shape, positionally or as torch's `size=`.
+        generator: a `nabla.Generator` to draw from (None: the global one).
+        dtype: a floating dtype (float32 by default).
+        requires_grad: make the result a leaf that requires grad.
+        device: where the result lives ("cpu", "gpu:0", a `nabla.device`, `x.device`).
+        layout, pin_memory: accepted for PyTorch compatibility and ignored.
+    """
     shape = _shape_or_size(shape, size, "rand")
-    return _random_tensor("uniform", shape, 0.0, 1.0, dtype, requires_grad, "rand", generator)
+    return _random_tensor("uniform", shape, 0.0, 1.0, dtype, requires_grad, "rand", generator, device)
 
 
 @public()
 def randn(
-    *shape: Any, size: Any = None, generator: Any = None, dtype: Any = None, requires_grad: bool = False
+    *shape: Any,
+    size: Any = None,
+    generator: Any = None,
+    dtype: Any = None,
+    requires_grad: bool = False,
+    device: Any = None,
+    layout: Any = None,
+    pin_memory: bool = False,
 ) -> Tensor:
-    """Standard normal samples: `randn(2, 3)`, `randn((2, 3))` or `randn(size=(2, 3))`; `generator=` a `nabla.Generator`."""
+    """Standard normal samples: `randn(2, 3)`, `randn((2, 3))` or `randn(size=(2, 3))`.
+
+    Args:
+        shape: the shape, positionally or as torch's `size=`.
+        generator: a `nabla.Generator` to draw from (None: the global one).
+        dtype: a floating dtype (float32 by default).
+        requires_grad: make the result a leaf that requires grad.
+        device: where the result lives ("cpu", "gpu:0", a `nabla.device`, `x.device`).
+        layout, pin_memory: accepted for PyTorch compatibility and ignored.
+    """
     shape = _shape_or_size(shape, size, "randn")
-    return _random_tensor("normal", shape, 0.0, 1.0, dtype, requires_grad, "randn", generator)
+    return _random_tensor("normal", shape, 0.0, 1.0, dtype, requires_grad, "randn", generator, device)
 
 
 @public()
@@ -700,6 +956,10 @@ def normal(
     shape: Any = _UNSET,
     dtype: Any = None,
     generator: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+    layout: Any = None,
+    pin_memory: bool = False,
 ) -> Tensor:
     """Normal samples, in either spelling:
 
@@ -708,6 +968,9 @@ def normal(
       per element of their broadcast shape, with that element's mean and std; numbers give
       `size` samples. A tensor or float first argument, `size=`, a tensor `mean=` or `std=`,
       or a sequence third means this. `mean=` and `std=` keywords mean the same in both.
+
+    `device=` and `requires_grad=` (with `layout=`/`pin_memory=`, ignored) are for samples of a
+    given shape or size, as torch's; with a tensor mean or std the result follows them.
 
     Example:
         >>> nabla.normal((2, 3), 0.0, 0.1).shape, nabla.normal(nabla.zeros(3), std=0.1).shape
@@ -734,19 +997,21 @@ def normal(
     if torch_form:  # PyTorch's normal(mean, std=1.0, size=None)
         if mean is _UNSET:
             raise TypeError("normal: mean is required in PyTorch's form normal(mean, std=1.0, size=None)")
-        return _normal_torch(mean, std, None if given["size"] is _UNSET else given["size"], dtype, generator)
+        size = None if given["size"] is _UNSET else given["size"]
+        return _normal_torch(mean, std, size, dtype, generator, device, requires_grad)
     shape = () if given["shape"] is _UNSET else given["shape"]
     mean = 0.0 if mean is _UNSET else mean
     for name, v in (("mean", mean), ("std", std)):
         _number_arg(v, "normal", name)
     if not std >= 0:  # (nan too)
         raise ValueError(f"normal: std must be non-negative, got {std}")
-    return _random_tensor(
-        "normal", (shape,) if isinstance(shape, int) else tuple(shape), mean, std, dtype, False, "normal", generator
-    )
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    return _random_tensor("normal", shape, mean, std, dtype, requires_grad, "normal", generator, device)
 
 
-def _normal_torch(mean: Any, std: Any, size: Any, dtype: Any, generator: Any) -> Tensor:
+def _normal_torch(
+    mean: Any, std: Any, size: Any, dtype: Any, generator: Any, device: Any, requires_grad: bool
+) -> Tensor:
     """PyTorch's `normal(mean, std, size)`: mean + std * N(0, 1) of their broadcast shape, or
     of `size` when both are numbers."""
     tensors = [v for v in (mean, std) if isinstance(v, Tensor)]
@@ -763,9 +1028,10 @@ def _normal_torch(mean: Any, std: Any, size: Any, dtype: Any, generator: Any) ->
     if not tensors:
         if size is None:
             raise TypeError("normal: with a number mean and std, pass size= (the shape of the samples)")
-        return _random_tensor(
-            "normal", (size,) if isinstance(size, int) else tuple(size), mean, std, dtype, False, "normal", generator
-        )
+        size = (size,) if isinstance(size, int) else tuple(size)
+        return _random_tensor("normal", size, mean, std, dtype, requires_grad, "normal", generator, device)
+    if device is not None or requires_grad:
+        raise TypeError("normal: device= and requires_grad= are for a number mean and std with size=, as in torch")
     if size is not None:
         raise TypeError(f"normal: size={size!r} is for a number mean and std; a tensor mean or std gives the shape")
     shape = np.broadcast_shapes(*(tuple(t.shape) for t in tensors))
@@ -775,17 +1041,55 @@ def _normal_torch(mean: Any, std: Any, size: Any, dtype: Any, generator: Any) ->
 
 
 @public()
-def rand_like(x: Tensor, dtype: Any = None, *, generator: Any = None) -> Tensor:
-    """Uniform [0, 1) samples with the shape (and dtype, unless given) of `x`."""
+def rand_like(
+    x: Tensor,
+    dtype: Any = None,
+    *,
+    generator: Any = None,
+    requires_grad: bool = False,
+    device: Any = None,
+    layout: Any = None,
+    memory_format: Any = None,
+) -> Tensor:
+    """Uniform [0, 1) samples with the shape (and dtype, unless given) of `x`.
+
+    Args:
+        x: the tensor whose shape (and dtype) to take.
+        dtype: optional floating dtype.
+        generator: a `nabla.Generator` to draw from (None: the global one).
+        requires_grad: make the result a leaf that requires grad.
+        device: where the result lives; None (torch's default) is x's device.
+        layout, memory_format: accepted for PyTorch compatibility and ignored.
+    """
     _check_tensor(x, "rand_like")
-    return rand(x.shape, dtype=dtype or x.dtype, generator=generator)
+    dev = _like_device(x, device, "rand_like")
+    return rand(x.shape, dtype=dtype or x.dtype, generator=generator, requires_grad=requires_grad, device=dev)
 
 
 @public()
-def randn_like(x: Tensor, dtype: Any = None, *, generator: Any = None) -> Tensor:
-    """Standard normal samples with the shape (and dtype, unless given) of `x`."""
+def randn_like(
+    x: Tensor,
+    dtype: Any = None,
+    *,
+    generator: Any = None,
+    requires_grad: bool = False,
+    device: Any = None,
+    layout: Any = None,
+    memory_format: Any = None,
+) -> Tensor:
+    """Standard normal samples with the shape (and dtype, unless given) of `x`.
+
+    Args:
+        x: the tensor whose shape (and dtype) to take.
+        dtype: optional floating dtype.
+        generator: a `nabla.Generator` to draw from (None: the global one).
+        requires_grad: make the result a leaf that requires grad.
+        device: where the result lives; None (torch's default) is x's device.
+        layout, memory_format: accepted for PyTorch compatibility and ignored.
+    """
     _check_tensor(x, "randn_like")
-    return randn(x.shape, dtype=dtype or x.dtype, generator=generator)
+    dev = _like_device(x, device, "randn_like")
+    return randn(x.shape, dtype=dtype or x.dtype, generator=generator, requires_grad=requires_grad, device=dev)
 
 
 def known_values(x: Tensor) -> np.ndarray | None:
@@ -871,15 +1175,28 @@ def randint(
     *,
     size: Any = None,
     generator: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+    layout: Any = None,
 ) -> Tensor:
     """Uniform random integers in [low, high) (`torch.randint`); `randint(high, shape)` uses low=0.
     The shape may be given as torch's `size=`: `randint(0, 10, size=(2, 3))`, `randint(10, size=(3,))`,
     `randint(high=10, size=(3,))`. [low, high) must fit in `dtype`, as torch checks.
 
+    Args:
+        low, high: the bounds, ints (high excluded).
+        shape: the shape (or torch's `size=`).
+        dtype: int64 unless given (any integer or floating dtype).
+        generator: a `nabla.Generator` to draw from (None: the global one).
+        device: where the result lives ("cpu", "gpu:0", a `nabla.device`, `x.device`).
+        requires_grad: make the result a leaf that requires grad (a float dtype only, as torch).
+        layout: accepted for PyTorch compatibility and ignored.
+
     Example:
         >>> nabla.randint(0, 10, (2, 3)).dtype
         int64
     """
+    dev = _check_device(device, "randint")
     if size is not None:
         if shape is not None or isinstance(high, tuple | list):
             raise TypeError(f"randint: pass the shape once, positionally or as size=, not both (size={size!r})")
@@ -903,22 +1220,41 @@ def randint(
         raise TypeError("randint: dtype must be an integer or floating dtype, got bool")
     _randint_bounds(low, high, dt, "randint")
     shape = _shape_arg((shape,) if isinstance(shape, int) else tuple(shape), "randint")
-    return _draw("randint", shape, dt, low, high, generator_arg(generator, "randint"))
+    return _finish(_draw("randint", shape, dt, low, high, generator_arg(generator, "randint")), dev, requires_grad)
 
 
 @public()
-def randperm(n: int, dtype: Any = None, *, generator: Any = None) -> Tensor:
+def randperm(
+    n: int,
+    dtype: Any = None,
+    *,
+    generator: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+    layout: Any = None,
+    pin_memory: bool = False,
+) -> Tensor:
     """A random permutation of `0 .. n-1` (`torch.randperm`), int64 unless `dtype` is given.
+
+    Args:
+        n: the length.
+        dtype: int64 unless given (any integer or floating dtype).
+        generator: a `nabla.Generator` to draw from (None: the global one).
+        device: where the result lives ("cpu", "gpu:0", a `nabla.device`, `x.device`).
+        requires_grad: make the result a leaf that requires grad (a float dtype only, as torch).
+        layout, pin_memory: accepted for PyTorch compatibility and ignored.
 
     Example:
         >>> sorted(nabla.randperm(4).tolist())
         [0, 1, 2, 3]
     """
+    dev = _check_device(device, "randperm")
     n = _size_arg(n, "randperm", "n")
     dt = _dt.as_dtype(dtype) if dtype is not None else _dt.int64
     if dt == _dt.bool_:
         raise TypeError("randperm: dtype must be an integer or floating dtype, got bool")
-    return _draw("permutation", (n,), dt, generator=generator_arg(generator, "randperm"))
+    out = _draw("permutation", (n,), dt, generator=generator_arg(generator, "randperm"))
+    return _finish(out, dev, requires_grad)
 
 
 @public()
