@@ -65,6 +65,7 @@ __all__ = [
     "dist",
     "dstack",
     "empty_strided",
+    "equal",
     "fill",
     "frac",
     "frexp",
@@ -248,6 +249,17 @@ def masked_select(input: Any, mask: Any) -> Tensor:
 def allclose(input: Any, other: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
     """torch.allclose: whether |input - other| <= atol + rtol |other| everywhere."""
     return _tensor(input, "allclose").allclose(other, rtol, atol, equal_nan)
+
+
+def equal(input: Any, other: Any) -> bool:  # (nabla.ops.equal / nabla.eq: the elementwise comparison)
+    """torch.equal: whether both have the same shape and the same values, a Python bool (reads
+    them). The elementwise comparison is `nabla.eq` (`nabla.ops.equal`), as torch's `eq`.
+
+    Example:
+        >>> nabla.equal(nabla.ones(2), nabla.ones(2)), nabla.eq(nabla.ones(2), nabla.ones(2)).tolist()
+        (True, [True, True])
+    """
+    return _tensor(input, "equal").equal(_tensor(other, "equal", "other"))
 
 
 def count_nonzero(input: Any, dim: Any = None) -> Tensor:

@@ -539,3 +539,12 @@ def test_cdist_p0_gives_zero_gradients_as_torch():
     a = nb.tensor(np.arange(6.0, dtype=np.float32).reshape(3, 2), requires_grad=True)
     nb.cdist(a, a * 2.0, p=0).sum().backward()
     np.testing.assert_array_equal(a.grad.numpy(), np.zeros((3, 2)))
+
+
+def test_equal_is_torchs_bool_and_eq_is_elementwise():
+    a, b = nb.tensor([1.0, 2.0]), nb.tensor([1.0, 2.0])
+    assert nb.equal(a, b) is True and nb.equal(a, nb.tensor([1.0, 3.0])) is False
+    assert nb.equal(a, nb.ones(3)) is False  # (different shapes: False, not a broadcast)
+    assert nb.eq(a, nb.tensor([1.0, 3.0])).tolist() == [True, False] and nb.ops.equal is nb.eq
+    if torch is not None:
+        assert torch.equal(torch.tensor([1.0, 2.0]), torch.tensor([1.0, 2.0])) is True

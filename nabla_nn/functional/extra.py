@@ -71,7 +71,7 @@ def gumbel_softmax(logits: Tensor, tau: float = 1.0, hard: bool = False, eps: fl
         return y_soft
     index = nb.argmax(y_soft, axis=axis, keepdims=True)
     classes = nb.reshape(nb.arange(logits.shape[axis]), [-1 if d == axis else 1 for d in range(logits.ndim)])
-    y_hard = nb.cast(nb.equal(classes, index), logits.dtype)
+    y_hard = nb.cast(nb.eq(classes, index), logits.dtype)
     return y_hard - nb.detach(y_soft) + y_soft
 
 
@@ -193,10 +193,10 @@ def multilabel_margin_loss(
     n = x.shape[0]
     t = nb.reshape(target, (n, c))
     # entry k is a target while no -1 came at or before it
-    valid = nb.equal(nb.cumsum(nb.cast(nb.equal(t, -1), nb.int64), axis=1), 0)
+    valid = nb.eq(nb.cumsum(nb.cast(nb.eq(t, -1), nb.int64), axis=1), 0)
     safe = nb.where(valid, t, 0)
     classes = nb.reshape(nb.arange(c), (1, 1, c))
-    is_target = nb.any(nb.logical_and(nb.unsqueeze(valid, 2), nb.equal(nb.unsqueeze(safe, 2), classes)), axis=1)
+    is_target = nb.any(nb.logical_and(nb.unsqueeze(valid, 2), nb.eq(nb.unsqueeze(safe, 2), classes)), axis=1)
     x_t = nb.take_along_axis(x, safe, 1)  # (N, K): the score of each target entry
     z = nb.relu(nb.unsqueeze(x, 1) - nb.unsqueeze(x_t, 2) + 1.0)  # (N, K, C); no gradient at z == 0, as PyTorch
     pair = nb.cast(nb.logical_and(nb.unsqueeze(valid, 2), nb.unsqueeze(nb.logical_not(is_target), 1)), x.dtype)

@@ -158,7 +158,7 @@ def _fractional_max_pool(
         nb.gather(nb.detach(flat), -1, nb.reshape(table, (n_batch, channels, windows * outs))),
         (n_batch, channels, windows, outs),
     )
-    is_max = nb.equal(win, nb.max(win, axis=2, keepdims=True))
+    is_max = nb.eq(win, nb.max(win, axis=2, keepdims=True))
     indices = _first_max_or_last_nan(is_max, nb.isnan(win), table, plane, 2)  # (N, C, O)
     values = nb.reshape(nb.gather(flat, -1, indices), (n_batch, channels, *size))
     indices = nb.reshape(indices, (n_batch, channels, *size))

@@ -78,7 +78,7 @@ def _max_targets(x: Any, t: Any, w: Any, ignore_index: int, smoothing: float) ->
 
 def _reference_targets(x: Tensor, t: Tensor, w: Tensor | None, ignore_index: int, smoothing: float) -> tuple:
     c = x.shape[-1]
-    onehot = nb.cast(nb.equal(nb.unsqueeze(t, 1), nb.arange(c, dtype=nb.int64)), x.dtype)
+    onehot = nb.cast(nb.eq(nb.unsqueeze(t, 1), nb.arange(c, dtype=nb.int64)), x.dtype)
     valid = nb.cast(nb.not_equal(t, ignore_index), x.dtype)
     w_row = nb.ones(c, dtype=x.dtype) if w is None else w
     wt = nb.sum(onehot * w_row, axis=1) * valid

@@ -340,7 +340,7 @@ def _pick_by_match(logp: Tensor, target: Tensor, weight: Tensor | None, ignore_i
     spec, c = logp.sharding, logp.shape[class_dim]
     classes = nb.shard(nb.arange(c), spec.mesh, nb.P(spec.dim_axes[class_dim]))
     shape = tuple(c if d == class_dim else 1 for d in range(logp.ndim))
-    match = nb.equal(nb.unsqueeze(safe, class_dim), nb.reshape(classes, shape))
+    match = nb.eq(nb.unsqueeze(safe, class_dim), nb.reshape(classes, shape))
     picked = nb.sum(nb.where(match, logp, nb.zeros((), dtype=logp.dtype)), axis=class_dim)
     return -(picked * w), w
 
@@ -483,7 +483,7 @@ def nll_loss(
 def _safe_log(x: Tensor) -> Tensor:
     """log(x) clamped at -100 (PyTorch's BCE rule), with a finite gradient at x == 0: the log is
     taken of x + 1 there and then replaced (arithmetic masks, no `where` around the log)."""
-    zero = nb.cast(nb.equal(x, 0), x.dtype)
+    zero = nb.cast(nb.eq(x, 0), x.dtype)
     return nb.clamp(nb.log(x + zero) * (1.0 - zero) - 100.0 * zero, min=-100.0)
 
 
@@ -575,7 +575,7 @@ def binary_cross_entropy_with_logits(
 
 def _xlogx(t: Tensor) -> Tensor:
     """t * log(t), 0 where t == 0 (the log is taken of 1 there, so the gradient stays finite)."""
-    zero = nb.cast(nb.equal(t, 0), t.dtype)
+    zero = nb.cast(nb.eq(t, 0), t.dtype)
     return t * nb.log(t + zero)
 
 

@@ -75,7 +75,7 @@ def cosine_embedding_loss(
     cos = prod / nb.sqrt(mag1 * mag2)
     t = _sign_target(target, input1, op)
     # arithmetic masks rather than `where` next to a sqrt (see nabla.ops.reduction._safe_root)
-    is_pos, is_neg = nb.cast(nb.equal(t, 1), cos.dtype), nb.cast(nb.equal(t, -1), cos.dtype)
+    is_pos, is_neg = nb.cast(nb.eq(t, 1), cos.dtype), nb.cast(nb.eq(t, -1), cos.dtype)
     neg = nb.clamp(cos - _number(margin, op, "margin"), min=0.0)
     return _reduce((1.0 - cos) * is_pos + neg * is_neg, red)
 

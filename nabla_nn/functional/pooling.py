@@ -98,7 +98,7 @@ def _window_argmax(x: Tensor, table: np.ndarray) -> Tensor:
     axis = len(lead)
     ok = None if valid.all() else nb.tensor(valid)
     top = nb.max(win if ok is None else nb.where(ok, win, float("-inf")), axis=axis, keepdims=True)
-    is_max, is_nan = nb.equal(win, top), nb.isnan(win)
+    is_max, is_nan = nb.eq(win, top), nb.isnan(win)
     if ok is not None:  # positions past the window (gathered from index 0) never win
         is_max, is_nan = nb.logical_and(ok, is_max), nb.logical_and(ok, is_nan)
     return _first_max_or_last_nan(is_max, is_nan, nb.tensor(table), plane, axis)

@@ -146,7 +146,7 @@ def embedding(
     if pad is None:
         return out
     # Same values; positions that read the padding row pass their gradient to a detached copy.
-    is_pad = nb.unsqueeze(nb.equal(input, pad), -1)
+    is_pad = nb.unsqueeze(nb.eq(input, pad), -1)
     return nb.where(is_pad, nb.detach(out), out)
 
 

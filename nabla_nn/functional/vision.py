@@ -133,7 +133,7 @@ def _reflect(coord: Tensor, twice_low: int, twice_high: int) -> Tensor:
     distance = nb.where(nb.less(shifted, 0.0), -shifted, shifted)  # |.|, gradient +1 at 0 as PyTorch
     extra = nb.fmod(distance, span)
     flips = nb.floor(distance / span)
-    even = nb.equal(nb.remainder(flips, 2.0), 0.0)
+    even = nb.eq(nb.remainder(flips, 2.0), 0.0)
     return nb.where(even, extra + low, (span - extra) + low)
 
 

@@ -64,7 +64,7 @@ def torch_like(np_fn, float_result: bool = False):
 def _binary(name: str, ref, low: float = -2.0, high: float = 2.0, torch_name: str | None = None, **kw) -> OpSpec:
     return OpSpec(
         name=name,
-        fn=getattr(nb, name),
+        fn=kw.pop("fn", None) or getattr(nb, name),
         ref=ref,
         samples=kw.pop("samples", None) or _samples(low, high, seed=name),
         family=FAMILY,
@@ -109,7 +109,9 @@ def _compare(name: str, ref) -> OpSpec:
     # ties matter for comparisons
     samples.append(Sample((np.array([1.0, 2.0, 3.0]), np.array([1.0, 0.0, 3.0])), label="ties"))
     samples.append(Sample((np.array([[1, 5, -2]], np.int32), np.array([[1], [3]], np.int64)), label="int"))
-    return _binary(name, ref, samples=samples, differentiable=False, torch_name={"equal": "eq"}.get(name, name))
+    # (nabla.equal is torch.equal, a bool; the elementwise op is nabla.eq = nabla.ops.equal)
+    fn = nb.ops.equal if name == "equal" else None
+    return _binary(name, ref, samples=samples, differentiable=False, torch_name={"equal": "eq"}.get(name, name), fn=fn)
 
 
 def _ties(seed: str) -> list[Sample]:
