@@ -1,7 +1,10 @@
 """torch.func's names for nabla's transforms: `nabla.func.vmap`, `grad`, `grad_and_value`,
-`jacrev`, `jacfwd`, `hessian`, `vjp`, `jvp`, `linearize`, and `functional_call`, which is
-`nabla_nn.utils.stateless.functional_call`: modules are the layer above this one, so nabla_nn
-registers it here when it is imported.
+`jacrev`, `jacfwd`, `hessian`, `vjp`, `jvp`, `linearize`, and
+`functional_call`, which is `nabla_nn.utils.stateless.functional_call`: modules are the layer
+above this one, so nabla_nn registers it here when it is imported.
+
+`vmap` takes torch.func's keywords and defaults (`vmap(f, in_dims, out_dims,
+randomness="error", chunk_size=None)`); `nabla.vmap` keeps JAX's (`in_axes`, `out_axes`).
 
 Example:
     >>> from nabla import func
@@ -16,7 +19,7 @@ from typing import Any
 
 from .transforms.grad import grad, jvp, value_and_grad, vjp
 from .transforms.jacobians import hessian, jacfwd, jacrev, linearize
-from .transforms.vmap import vmap
+from .transforms.vmap import vmap as _jax_vmap
 
 __all__ = [
     "functional_call",
@@ -71,3 +74,42 @@ def grad_and_value(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool
         return gradient, value
 
     return wrapped
+
+
+def _check_chunk_size(chunk_size: int | None, where: str) -> None:
+    """torch's check: `chunk_size` is None or a positive int."""
+    if chunk_size is None:
+        return
+    if not isinstance(chunk_size, int) or isinstance(chunk_size, bool) or chunk_size <= 0:
+        raise ValueError(f"{where}: chunk_size should be None or greater than 0. (got {chunk_size!r})")
+
+
+def vmap(
+    func: Callable,
+    in_dims: Any = 0,
+    out_dims: Any = 0,
+    randomness: str = "error",
+    *,
+    chunk_size: int | None = None,
+) -> Callable:
+    """torch.func.vmap: `nabla.vmap(func, in_axes=in_dims, out_axes=out_dims, randomness=...)`.
+
+    `chunk_size` is checked (None or a positive int) and otherwise has no effect: in torch it
+    only bounds memory by running the batch `chunk_size` elements at a time, and the whole
+    batch at once gives the same values (random draws with randomness="different" are
+    independent either way).
+
+    Args:
+        func: the function to vectorize; takes and returns pytrees of Tensors.
+        in_dims: the mapped dim of each positional argument: an int, None (not mapped), or a
+            pytree prefix of the arguments with ints/None as leaves.
+        out_dims: where the mapped dim goes in each output (same forms).
+        randomness: "error" (torch's default: a random op inside `func` raises),
+            "different" (independent draws per batch element) or "same".
+        chunk_size: accepted for torch's signature (see above).
+
+    Example:
+        >>> per_sample = nabla.func.vmap(nabla.func.grad(loss), in_dims=(None, 0, 0))(params, x, y)
+    """
+    _check_chunk_size(chunk_size, "vmap")
+    return _jax_vmap(func, in_axes=in_dims, out_axes=out_dims, randomness=randomness)
