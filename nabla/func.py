@@ -3,8 +3,9 @@
 `functional_call`, which is `nabla_nn.utils.stateless.functional_call`: modules are the layer
 above this one, so nabla_nn registers it here when it is imported.
 
-`vmap` takes torch.func's keywords and defaults (`vmap(f, in_dims, out_dims,
-randomness="error", chunk_size=None)`); `nabla.vmap` keeps JAX's (`in_axes`, `out_axes`).
+The transforms take torch.func's keywords and defaults (`vmap(f, in_dims, out_dims,
+randomness="error", chunk_size=None)`, `jacfwd(..., randomness="error")`, `jvp(...,
+strict=False)`); `nabla.vmap`, `nabla.jacfwd`, ... keep JAX's (`in_axes`, `out_axes`).
 
 Example:
     >>> from nabla import func
@@ -17,8 +18,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .transforms.grad import grad, jvp, value_and_grad, vjp
-from .transforms.jacobians import hessian, jacfwd, jacrev, linearize
+from .transforms.grad import grad, value_and_grad, vjp
+from .transforms.grad import jvp as _jax_jvp
+from .transforms.jacobians import jacfwd as _jax_jacfwd
+from .transforms.jacobians import jacrev as _jax_jacrev
+from .transforms.jacobians import linearize
 from .transforms.vmap import vmap as _jax_vmap
 
 __all__ = [
@@ -113,3 +117,94 @@ def vmap(
     """
     _check_chunk_size(chunk_size, "vmap")
     return _jax_vmap(func, in_axes=in_dims, out_axes=out_dims, randomness=randomness)
+
+
+def jacrev(
+    func: Callable,
+    argnums: int | tuple[int, ...] = 0,
+    *,
+    has_aux: bool = False,
+    chunk_size: int | None = None,
+    _preallocate_and_copy: bool = False,
+) -> Callable:
+    """torch.func.jacrev: the Jacobian of `func` by reverse mode (`nabla.jacrev`).
+
+    `chunk_size` (checked: None or a positive int) and `_preallocate_and_copy` are torch's
+    memory knobs and do not change the result; all rows are computed in one vmap.
+
+    Args:
+        func: the function; returns a Tensor or a pytree of Tensors (`(output, aux)` with has_aux).
+        argnums: the positional argument(s) to differentiate.
+        has_aux: `func` returns `(output, aux)`; the result is then `(jacobian, aux)`.
+        chunk_size: see above.
+        _preallocate_and_copy: see above.
+
+    Example:
+        >>> nabla.func.jacrev(nabla.sin)(nabla.zeros(3)).shape
+        (3, 3)
+    """
+    _check_chunk_size(chunk_size, "jacrev")
+    return _jax_jacrev(func, argnums, has_aux)
+
+
+def jacfwd(
+    func: Callable,
+    argnums: int | tuple[int, ...] = 0,
+    has_aux: bool = False,
+    *,
+    randomness: str = "error",
+) -> Callable:
+    """torch.func.jacfwd: the Jacobian of `func` by forward mode (`nabla.jacfwd`), whose
+    columns are computed under a vmap with the given `randomness`.
+
+    Args:
+        func: the function; returns a Tensor or a pytree of Tensors (`(output, aux)` with has_aux).
+        argnums: the positional argument(s) to differentiate.
+        has_aux: `func` returns `(output, aux)`; the result is then `(jacobian, aux)`.
+        randomness: "error" (torch's default: a random op inside `func` raises), "same"
+            (every column sees the same draws, one evaluation of `func`) or "different".
+
+    Example:
+        >>> nabla.func.jacfwd(lambda x: x * x)(nabla.tensor([1.0, 2.0])).tolist()
+        [[2.0, 0.0], [0.0, 4.0]]
+    """
+    return _jax_jacfwd(func, argnums, has_aux, randomness=randomness)
+
+
+def hessian(func: Callable, argnums: int | tuple[int, ...] = 0) -> Callable:
+    """torch.func.hessian: `jacfwd(jacrev(func, argnums), argnums)`, with torch's defaults
+    (a random op inside `func` raises, as torch's jacfwd's randomness="error").
+
+    Args:
+        func: a function returning a scalar Tensor.
+        argnums: the positional argument(s) to differentiate.
+
+    Example:
+        >>> nabla.func.hessian(lambda x: (x**3).sum())(nabla.tensor([1.0, 2.0])).tolist()
+        [[6.0, 0.0], [0.0, 12.0]]
+    """
+    return jacfwd(jacrev(func, argnums), argnums)
+
+
+def jvp(
+    func: Callable,
+    primals: Any,
+    tangents: Any,
+    *,
+    strict: bool = False,
+    has_aux: bool = False,
+) -> tuple:
+    """torch.func.jvp: `(func(*primals), J @ tangents)` (plus `aux` with has_aux).
+
+    Args:
+        func: the function; its positional arguments are the primals.
+        primals: a tuple of arguments (pytrees of Tensors).
+        tangents: a tuple of the same structure, shapes and dtypes.
+        strict: raise, as torch does, when an output does not depend on the primals (its
+            tangent would be zeros).
+        has_aux: `func` returns `(output, aux)`; the result is then `(output, tangent, aux)`.
+
+    Example:
+        >>> y, dy = nabla.func.jvp(nabla.sin, (x,), (nabla.ones_like(x),))   # dy = cos(x)
+    """
+    return _jax_jvp(func, primals, tangents, has_aux=has_aux, strict=strict)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _oracle import needs_torch, torch
+from _oracle import torch_func as tf
 
 import nabla as nb
 
@@ -53,3 +55,71 @@ def test_vmap_chunk_size_checked_and_gives_the_unchunked_values():
             nb.func.vmap(nb.sin, chunk_size=bad)
     with pytest.raises(TypeError):  # keyword-only, as torch's
         nb.func.vmap(nb.sin, 0, 0, "error", 2)
+
+
+# -- jacrev / jacfwd / hessian / jvp / vjp / grad ----------------------------------------------
+
+
+def test_jacrev_accepts_torch_keywords():
+    x = nb.tensor([0.5, 1.0, 2.0])
+    want = np.diag(np.cos([0.5, 1.0, 2.0])).astype(np.float32)
+    for kw in ({}, {"chunk_size": 1}, {"chunk_size": 2, "_preallocate_and_copy": True}):
+        np.testing.assert_allclose(nb.func.jacrev(nb.sin, **kw)(x).numpy(), want, rtol=1e-6)
+    jac, aux = nb.func.jacrev(lambda t: (nb.sin(t), t.sum()), has_aux=True)(x)
+    np.testing.assert_allclose(jac.numpy(), want, rtol=1e-6)
+    assert aux.item() == pytest.approx(3.5)
+    with pytest.raises(ValueError, match="chunk_size"):
+        nb.func.jacrev(nb.sin, chunk_size=0)
+    with pytest.raises(TypeError):  # has_aux is keyword-only in torch.func.jacrev
+        nb.func.jacrev(nb.sin, 0, True)
+
+
+def test_jacfwd_randomness_default_error_and_same():
+    x = nb.tensor([1.0, 2.0])
+    assert nb.func.jacfwd(lambda t: t * t)(x).tolist() == [[2.0, 0.0], [0.0, 4.0]]
+    with pytest.raises(RuntimeError, match="randomness='error'"):
+        nb.func.jacfwd(lambda t: t * nb.randn(2))(x)
+    nb.manual_seed(0)
+    noise = nb.randn(2).numpy()
+    nb.manual_seed(0)
+    jac = nb.func.jacfwd(lambda t: t * nb.randn(2), randomness="same")(x).numpy()
+    np.testing.assert_allclose(jac, np.diag(noise), rtol=1e-6)
+    assert nb.jacfwd(lambda t: t * nb.randn(2))(x).shape == (2, 2)  # nabla.jacfwd: "same"
+    with pytest.raises(ValueError, match="randomness must be"):
+        nb.func.jacfwd(lambda t: t, randomness="sometimes")
+
+
+def test_hessian_with_torch_defaults():
+    x = nb.tensor([1.0, 2.0])
+    assert nb.func.hessian(lambda t: (t**3).sum())(x).tolist() == [[6.0, 0.0], [0.0, 12.0]]
+    with pytest.raises(RuntimeError, match="randomness='error'"):
+        nb.func.hessian(lambda t: (t**2 * nb.randn(2)).sum())(x)
+
+
+def test_jvp_strict_raises_for_an_output_independent_of_the_inputs():
+    x = nb.tensor([0.0, 1.0])
+    y, dy = nb.func.jvp(nb.sin, (x,), (nb.ones(2),), strict=True)
+    np.testing.assert_allclose(dy.numpy(), np.cos([0.0, 1.0]), rtol=1e-6)
+    const = lambda t: nb.ones(2)  # noqa: E731
+    with pytest.raises(RuntimeError, match="independent of the inputs"):
+        nb.func.jvp(const, (x,), (nb.ones(2),), strict=True)
+    _, zero = nb.func.jvp(const, (x,), (nb.ones(2),))  # strict=False: zeros, as torch
+    assert zero.tolist() == [0.0, 0.0]
+    y, dy, aux = nb.func.jvp(lambda t: (t * 2, "aux"), (x,), (nb.ones(2),), has_aux=True)
+    assert dy.tolist() == [2.0, 2.0] and aux == "aux"
+    # after a strict failure the primal carries no leftover tangent
+    assert nb.func.jvp(lambda t: t * x, (x,), (nb.ones(2),))[1].tolist() == [0.0, 1.0]
+
+
+@needs_torch
+def test_jvp_strict_matches_torch():
+    with pytest.raises(RuntimeError, match="independent of the inputs"):
+        tf.jvp(lambda t: torch.ones(2), (torch.zeros(2),), (torch.ones(2),), strict=True)
+
+
+def test_vjp_grad_and_keywords_as_torch():
+    x = nb.tensor([1.0, 2.0])
+    g, aux = nb.func.grad(lambda t: ((t**2).sum(), t + 1), argnums=0, has_aux=True)(x)
+    assert g.tolist() == [2.0, 4.0] and aux.tolist() == [2.0, 3.0]
+    out, pull, aux = nb.func.vjp(lambda t: (t * 3, 7), x, has_aux=True)
+    assert pull(nb.ones(2))[0].tolist() == [3.0, 3.0] and aux == 7

@@ -226,7 +226,9 @@ def grad(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) 
     return wrapped
 
 
-def jvp(fn: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux: bool = False) -> tuple:
+def jvp(
+    fn: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux: bool = False, *, strict: bool = False
+) -> tuple:
     """Forward mode: `(fn(*primals), J @ tangents)`, with tangents pushed through each op's jvp_rule.
 
     Args:
@@ -234,6 +236,8 @@ def jvp(fn: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux: 
         primals: a tuple of arguments.
         tangents: a tuple of the same structure, shapes and dtypes.
         has_aux: fn returns `(output, aux)`; the result is then `(output, tangent, aux)`.
+        strict: raise (torch.func.jvp's strict=True) when an output does not depend on the
+            primals, instead of returning zeros as its tangent.
 
     Example:
         >>> y, dy = nabla.jvp(nabla.sin, (x,), (nabla.ones_like(x),))   # dy = cos(x)
@@ -274,6 +278,7 @@ def jvp(fn: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux: 
     for o in o_leaves:
         if not isinstance(o, Tensor):
             raise TypeError(f"jvp: fn must return Tensors, got {type(o).__name__}")
+    independent = any(level not in (o._impl.tangent or {}) for o in o_leaves)
     tans = [Tensor(o._impl.tangent[level]) if level in (o._impl.tangent or {}) else zeros_like(o) for o in o_leaves]
     if not any(isinstance(t, Tensor) and t.requires_grad for t in t_leaves):
         # a tangent of an output without autodiff history is a plain value too (it may have
@@ -283,6 +288,11 @@ def jvp(fn: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux: 
     if inputs:
         _clear_tangents(roots, min(x._impl.seq for x in inputs), level)
     _write_back_in_place_updates(p_leaves, inputs, before)  # (after: without this jvp's tangents)
+    if strict and independent:  # (torch's error, raised after the cleanup above)
+        raise RuntimeError(
+            "jvp(f, primals, tangents, strict=True): The output of f is independent of the inputs. "
+            "This is not allowed with strict=True."
+        )
     tangent_out = tree_unflatten(o_def, tans)
     return (out, tangent_out, aux) if has_aux else (out, tangent_out)
 

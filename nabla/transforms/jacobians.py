@@ -119,12 +119,22 @@ def jacrev(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False
     return wrapped
 
 
-def jacfwd(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
+def jacfwd(
+    fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, *, randomness: str = "same"
+) -> Callable:
     """The Jacobian of `fn` by forward mode: one JVP per input element, vectorized with vmap.
 
     Same result layout as `jacrev` (`S_out + S_in` per output and input); cheaper when inputs
-    are smaller than outputs.
+    are smaller than outputs. `randomness` is that vmap's: "same" (every column sees the same
+    random draws, as one evaluation of `fn`), "different", or "error" (torch.func.jacfwd's
+    default: a random op in `fn` raises).
+
+    Example:
+        >>> nabla.jacfwd(lambda x: x * x)(nabla.tensor([1.0, 2.0])).tolist()
+        [[2.0, 0.0], [0.0, 4.0]]
     """
+    if randomness not in ("different", "same", "error"):
+        raise ValueError(f"jacfwd: randomness must be 'different', 'same' or 'error', got {randomness!r}")
 
     def wrapped(*args: Any, **kwargs: Any) -> Any:
         nums = argnums_tuple(argnums, len(args), "jacfwd")
@@ -137,9 +147,9 @@ def jacfwd(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False
             out = jvp(flat_fn, tuple(flat), tangents, has_aux=has_aux)
             return (out[1], out[2]) if has_aux else out[1]
 
-        # fn runs once, unbatched, inside the vmap: every column (and aux) sees the same
-        # random draws, as one evaluation of fn does
-        pushed = vmap(push, out_axes=(0, None) if has_aux else 0, randomness="same")(*basis)
+        # fn runs once, unbatched, inside the vmap: with randomness="same" every column (and
+        # aux) sees the same random draws, as one evaluation of fn does
+        pushed = vmap(push, out_axes=(0, None) if has_aux else 0, randomness=randomness)(*basis)
         tangents, aux = pushed if has_aux else (pushed, None)
         tan_leaves, out_def = tree_flatten(tangents)
         per_out = []
