@@ -1,5 +1,5 @@
 """torch.func's names for nabla's transforms: `nabla.func.vmap`, `grad`, `grad_and_value`,
-`jacrev`, `jacfwd`, `hessian`, `vjp`, `jvp`, `linearize`, and
+`jacrev`, `jacfwd`, `hessian`, `vjp`, `jvp`, `linearize`, `stack_module_state` and
 `functional_call`, which is `nabla_nn.utils.stateless.functional_call`: modules are the layer
 above this one, so nabla_nn registers it here when it is imported.
 
@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .ops.shape import stack
 from .transforms.grad import grad, value_and_grad, vjp
 from .transforms.grad import jvp as _jax_jvp
 from .transforms.jacobians import jacfwd as _jax_jacfwd
@@ -34,6 +35,7 @@ __all__ = [
     "jacrev",
     "jvp",
     "linearize",
+    "stack_module_state",
     "vjp",
     "vmap",
 ]
@@ -208,3 +210,70 @@ def jvp(
         >>> y, dy = nabla.func.jvp(nabla.sin, (x,), (nabla.ones_like(x),))   # dy = cos(x)
     """
     return _jax_jvp(func, primals, tangents, has_aux=has_aux, strict=strict)
+
+
+def stack_module_state(models: Sequence[Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """torch.func.stack_module_state: the parameters and the buffers of same-structured modules,
+    each stacked along a new leading dim, for a vmap over `functional_call` (model ensembling).
+
+    Returns `(params, buffers)`, dicts in the modules' `named_parameters()` / `named_buffers()`
+    order. A stacked parameter is a new leaf that requires grad (when the modules' parameters
+    do); buffers and frozen parameters are stacked without grad.
+
+    torch's recipe takes its functional base from `copy.deepcopy(models[0]).to("meta")`;
+    nabla has no meta device (`Module.to("meta")` raises), so keep the deepcopy of a real
+    module as the base: `functional_call` replaces its tensors with the given ones anyway.
+
+    Args:
+        models: a non-empty sequence (or ModuleList) of modules of one class and structure,
+            all in training mode or all in eval mode.
+
+    Example:
+        >>> params, buffers = nabla.func.stack_module_state(models)
+        >>> base = copy.deepcopy(models[0])          # (torch: `.to("meta")`)
+        >>> fmodel = lambda p, b, x: nabla.func.functional_call(base, (p, b), (x,))
+        >>> out = nabla.func.vmap(fmodel, in_dims=(0, 0, None))(params, buffers, x)
+    """
+    models = list(models)
+    if len(models) == 0:
+        raise RuntimeError("stack_module_state: Expected at least one model, got 0.")
+    if not (all(m.training for m in models) or all(not m.training for m in models)):
+        modes = ["train" if m.training else "eval" for m in models]
+        raise RuntimeError(f"stack_module_state: Expected all models to have the same training/eval mode, got {modes}.")
+    kind = type(models[0])
+    for i, m in enumerate(models):
+        if type(m) is not kind:
+            raise RuntimeError(
+                "stack_module_state: Expected all models to be of the same class, "
+                f"got {kind.__name__} (models[0]) and {type(m).__name__} (models[{i}])."
+            )
+    params = _stack_named([dict(m.named_parameters()) for m in models], "parameters")
+    buffers = _stack_named([dict(m.named_buffers()) for m in models], "buffers")
+    return params, buffers
+
+
+def _stack_named(per_model: list[dict[str, Any]], what: str) -> dict[str, Any]:
+    """Stack each name's tensors across models (in models[0]'s order), checking the models
+    have the same names and shapes."""
+    first = per_model[0]
+    for i, named in enumerate(per_model[1:], start=1):
+        if list(named) != list(first):
+            raise RuntimeError(
+                f"stack_module_state: Expected all models to have the same {what}, got "
+                f"{list(first)} (models[0]) and {list(named)} (models[{i}])."
+            )
+    return {name: _stacked_leaf([named[name] for named in per_model], name) for name in first}
+
+
+def _stacked_leaf(tensors: list[Any], name: str) -> Any:
+    """torch's construct_stacked_leaf: the stack, a new leaf requiring grad if all do."""
+    wants = {bool(t.requires_grad) for t in tensors}
+    if len(wants) > 1:
+        raise RuntimeError(f"Expected {name} from each model to have the same .requires_grad")
+    shapes = {tuple(t.shape) for t in tensors}
+    if len(shapes) > 1:
+        raise RuntimeError(
+            f"stack_module_state: Expected {name} to have one shape in every model, got {sorted(shapes)}"
+        )
+    result = stack([t.detach() for t in tensors])
+    return result.requires_grad_() if wants == {True} else result

@@ -5,12 +5,16 @@ compared with torch.func where torch is importable."""
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 from _oracle import needs_torch, torch
 from _oracle import torch_func as tf
 
 import nabla as nb
+import nabla_nn as nn
+import nabla_nn.functional as F
 
 RNG = np.random.default_rng(5)
 
@@ -123,3 +127,136 @@ def test_vjp_grad_and_keywords_as_torch():
     assert g.tolist() == [2.0, 4.0] and aux.tolist() == [2.0, 3.0]
     out, pull, aux = nb.func.vjp(lambda t: (t * 3, 7), x, has_aux=True)
     assert pull(nb.ones(2))[0].tolist() == [3.0, 3.0] and aux == 7
+
+
+# -- stack_module_state -----------------------------------------------------------------------
+
+
+class _Net(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(3, 4)
+        self.bn = nn.BatchNorm1d(4)
+        self.out = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.out(nb.tanh(self.bn(self.fc(x))))
+
+
+def test_stack_module_state_order_leaves_and_buffers():
+    models = [_Net() for _ in range(3)]
+    params, buffers = nb.func.stack_module_state(models)
+    assert list(params) == [k for k, _ in models[0].named_parameters()]
+    assert list(buffers) == [k for k, _ in models[0].named_buffers()]
+    for name, p in params.items():
+        assert p.shape == (3, *dict(models[0].named_parameters())[name].shape)
+        assert p.requires_grad and p.is_leaf
+        np.testing.assert_array_equal(p[1].numpy(), dict(models[1].named_parameters())[name].numpy())
+    for b in buffers.values():
+        assert not b.requires_grad and b.shape[0] == 3
+    assert buffers["bn.num_batches_tracked"].dtype == nb.int64
+    params["fc.weight"].sum().backward()  # a new leaf: the models' parameters get no gradient
+    assert models[0].fc.weight.grad is None and params["fc.weight"].grad is not None
+
+
+def test_stack_module_state_frozen_parameters_stay_without_grad():
+    models = [nn.Linear(2, 2) for _ in range(2)]
+    for m in models:
+        m.bias.requires_grad_(False)
+    params, _ = nb.func.stack_module_state(models)
+    assert params["weight"].requires_grad and not params["bias"].requires_grad
+    models[1].weight.requires_grad_(False)
+    with pytest.raises(RuntimeError, match="Expected weight from each model to have the same .requires_grad"):
+        nb.func.stack_module_state(models)
+
+
+def test_stack_module_state_errors():
+    with pytest.raises(RuntimeError, match="Expected at least one model, got 0"):
+        nb.func.stack_module_state([])
+    with pytest.raises(RuntimeError, match="same training/eval mode"):
+        nb.func.stack_module_state([nn.Linear(2, 2), nn.Linear(2, 2).eval()])
+    with pytest.raises(RuntimeError, match="same class.*Linear.*Tanh"):
+        nb.func.stack_module_state([nn.Linear(2, 2), nn.Tanh()])
+    with pytest.raises(RuntimeError, match="fc.weight.*one shape"):
+        a, b = _Net(), _Net()
+        b.fc = nn.Linear(3, 4, bias=True)
+        b.fc.weight = nn.Parameter(nb.zeros((5, 3)))
+        nb.func.stack_module_state([a, b])
+    with pytest.raises(RuntimeError, match="same parameters"):
+        nb.func.stack_module_state([nn.Linear(2, 2), nn.Linear(2, 2, bias=False)])
+
+
+def test_stack_module_state_takes_a_module_list():
+    params, _ = nb.func.stack_module_state(nn.ModuleList([nn.Linear(2, 3) for _ in range(4)]))
+    assert params["weight"].shape == (4, 3, 2)
+
+
+# -- the meta-learning flows, against torch.func ---------------------------------------------
+
+
+def _pair(torch_model, nabla_model):
+    state = {k: nb.tensor(v.detach().numpy()) for k, v in torch_model.state_dict().items()}
+    nabla_model.load_state_dict(state)
+    return nabla_model
+
+
+@needs_torch
+def test_per_sample_gradients_match_torch_func():
+    torch.manual_seed(0)
+    tm = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 3))
+    nm = _pair(tm, nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 3)))
+    x, y = _r(6, 4), RNG.integers(0, 3, size=6)
+
+    def t_loss(p, xi, yi):
+        out = tf.functional_call(tm, p, (xi[None],))
+        return torch.nn.functional.cross_entropy(out, yi[None])
+
+    def n_loss(p, xi, yi):
+        out = nb.func.functional_call(nm, p, (xi[None],))
+        return F.cross_entropy(out, yi[None])
+
+    t_params = {k: v.detach() for k, v in tm.named_parameters()}
+    n_params = {k: v.detach() for k, v in nm.named_parameters()}
+    want = tf.vmap(tf.grad(t_loss), in_dims=(None, 0, 0))(t_params, torch.tensor(x), torch.tensor(y))
+    got = nb.func.vmap(nb.func.grad(n_loss), in_dims=(None, 0, 0))(n_params, nb.tensor(x), nb.tensor(y))
+    assert list(got) == list(want) == ["0.weight", "0.bias", "2.weight", "2.bias"]
+    for k in want:
+        assert got[k].shape == tuple(want[k].shape)
+        np.testing.assert_allclose(got[k].numpy(), want[k].numpy(), rtol=1e-4, atol=1e-6)
+
+
+class _TNet(torch.nn.Module if torch is not None else object):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = torch.nn.Linear(3, 4)
+        self.bn = torch.nn.BatchNorm1d(4)
+        self.out = torch.nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.out(torch.tanh(self.bn(self.fc(x))))
+
+
+@needs_torch
+def test_ensemble_with_stack_module_state_matches_torch_func():
+    torch.manual_seed(1)
+    t_models = [_TNet() for _ in range(3)]
+    for i, m in enumerate(t_models):  # distinct running stats, used in eval mode
+        m.bn.running_mean.fill_(0.1 * i)
+        m.bn.running_var.fill_(1.0 + i)
+        m.eval()
+    n_models = [_pair(t, _Net()).eval() for t in t_models]
+    x = _r(5, 3)
+
+    t_params, t_buffers = tf.stack_module_state(t_models)
+    t_base = copy.deepcopy(t_models[0]).to("meta")
+    want = tf.vmap(lambda p, b, xx: tf.functional_call(t_base, (p, b), (xx,)), in_dims=(0, 0, None))(
+        t_params, t_buffers, torch.tensor(x)
+    )
+    n_params, n_buffers = nb.func.stack_module_state(n_models)
+    n_base = copy.deepcopy(n_models[0])  # no meta device: a real copy serves as the base
+    got = nb.func.vmap(lambda p, b, xx: nb.func.functional_call(n_base, (p, b), (xx,)), in_dims=(0, 0, None))(
+        n_params, n_buffers, nb.tensor(x)
+    )
+    assert list(n_params) == list(t_params) and list(n_buffers) == list(t_buffers)
+    assert got.shape == tuple(want.shape) == (3, 5, 2)
+    np.testing.assert_allclose(got.numpy(), want.detach().numpy(), rtol=1e-5, atol=1e-6)
