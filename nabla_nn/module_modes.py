@@ -73,6 +73,7 @@ class _Modes:
         """
         if isinstance(dtype, Tensor):  # torch's to(tensor): its dtype and device
             dtype, device = dtype.dtype, dtype.device
+        _reject_meta(dtype, device)
         if names_device(dtype):
             dtype, device = device, dtype
         if device is not None:
@@ -212,3 +213,18 @@ def _forward_reads(cls: type) -> frozenset:
 def _hook_ids(pre: dict, forward: dict, backward: dict) -> tuple | None:
     """Which hooks are registered (their handles' ids; None when there are none)."""
     return (tuple(pre), tuple(forward), tuple(backward)) if pre or forward or backward else None
+
+
+def _reject_meta(*args: Any) -> None:
+    """`Module.to("meta")` (torch's shape-only skeleton for functional_call) has no nabla
+    equivalent: raise naming the alternative, a real copy of the module.
+
+    Example:
+        >>> base = copy.deepcopy(models[0])   # instead of copy.deepcopy(models[0]).to("meta")
+    """
+    if any(isinstance(a, str) and a.strip().lower() == "meta" for a in args):
+        raise NotImplementedError(
+            "Module.to: nabla has no 'meta' device (tensors without data). For a functional_call "
+            "base, as in torch.func's ensembling recipe, use a real copy instead: "
+            "base = copy.deepcopy(models[0]); functional_call replaces its parameters and buffers"
+        )

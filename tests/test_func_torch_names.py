@@ -260,3 +260,17 @@ def test_ensemble_with_stack_module_state_matches_torch_func():
     assert list(n_params) == list(t_params) and list(n_buffers) == list(t_buffers)
     assert got.shape == tuple(want.shape) == (3, 5, 2)
     np.testing.assert_allclose(got.numpy(), want.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_module_to_meta_raises_naming_the_deepcopy_alternative():
+    m = nn.Linear(2, 3)
+    before = m.weight.numpy().copy()
+    for call in (lambda: copy.deepcopy(m).to("meta"), lambda: m.to(device="meta"), lambda: m.to("meta", nb.float64)):
+        with pytest.raises(NotImplementedError, match=r"no 'meta' device.*copy\.deepcopy\(models\[0\]\)"):
+            call()
+    np.testing.assert_array_equal(m.weight.numpy(), before)
+    assert m.weight.dtype == nb.float32  # nothing changed before the error
+    out = nb.func.functional_call(
+        copy.deepcopy(m), {"weight": nb.zeros((3, 2)), "bias": nb.ones(3)}, (nb.ones((1, 2)),)
+    )
+    assert out.tolist() == [[1.0, 1.0, 1.0]]
