@@ -15,6 +15,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from . import autograd_forward_ad as forward_ad
 from . import autograd_functional as functional
 from . import autograd_gradcheck as _gradcheck_module
 from .autograd_gradcheck import gradcheck, gradgradcheck
@@ -39,6 +40,7 @@ from .transforms.vmap import vmap
 # torch's module path: `from nabla.autograd.gradcheck import GradcheckError` (the attribute
 # `nabla.autograd.gradcheck` is the function, as torch.autograd.gradcheck is)
 sys.modules[__name__ + ".gradcheck"] = _gradcheck_module
+sys.modules[__name__ + ".forward_ad"] = forward_ad  # (`import nabla.autograd.forward_ad as fwAD`)
 
 __all__ = [
     "Function",
@@ -46,6 +48,7 @@ __all__ = [
     "backward",
     "detect_anomaly",
     "enable_grad",
+    "forward_ad",
     "functional",
     "grad",
     "gradcheck",

@@ -15,6 +15,9 @@ from _oracle import torch_func as tf
 import nabla as nb
 import nabla_nn as nn
 import nabla_nn.functional as F
+from nabla.autograd import forward_ad as fwAD
+
+tfw = torch.autograd.forward_ad if torch is not None else None
 
 RNG = np.random.default_rng(5)
 
@@ -274,3 +277,89 @@ def test_module_to_meta_raises_naming_the_deepcopy_alternative():
         copy.deepcopy(m), {"weight": nb.zeros((3, 2)), "bias": nb.ones(3)}, (nb.ones((1, 2)),)
     )
     assert out.tolist() == [[1.0, 1.0, 1.0]]
+
+
+# -- nabla.autograd.forward_ad ----------------------------------------------------------------
+
+
+def test_forward_ad_dual_tangent_through_ops():
+    x = nb.tensor([0.0, 1.0, 2.0])
+    with fwAD.dual_level():
+        d = fwAD.make_dual(x, nb.ones(3))
+        y = nb.sin(d) * d
+        out = fwAD.unpack_dual(y)
+        assert isinstance(out, fwAD.UnpackedDualTensor) and out == (out.primal, out.tangent)
+        v = np.array([0.0, 1.0, 2.0])
+        np.testing.assert_allclose(out.primal.numpy(), np.sin(v) * v, rtol=1e-6)
+        np.testing.assert_allclose(out.tangent.numpy(), np.cos(v) * v + np.sin(v), rtol=1e-6)
+        assert fwAD.unpack_dual(out.primal).tangent is None  # the primal is not dual
+        assert fwAD.unpack_dual(x).tangent is None  # make_dual left x as it was
+    assert fwAD.unpack_dual(y).tangent is None and fwAD.unpack_dual(d).tangent is None  # level closed
+    assert y._impl.tangent is None and d._impl.tangent is None
+    np.testing.assert_allclose((nb.sin(d) * 2).numpy(), np.sin(v) * 2, rtol=1e-6)
+
+
+def test_forward_ad_errors_as_torch():
+    with pytest.raises(RuntimeError, match="no level exists"):
+        fwAD.make_dual(nb.ones(2), nb.ones(2))
+    with fwAD.dual_level():
+        with pytest.raises(RuntimeError, match="Nested forward mode AD"):
+            fwAD.enter_dual_level()
+        with pytest.raises(RuntimeError, match="different size.*size \\[2\\].*size \\[3\\]"):
+            fwAD.make_dual(nb.ones(2), nb.ones(3))
+        with pytest.raises(ValueError, match="Expected primal to be floating point"):
+            fwAD.make_dual(nb.ones(2, dtype=nb.int64), nb.ones(2))
+    level = fwAD.enter_dual_level()  # the level is free again after the error inside
+    fwAD.exit_dual_level(level=level)
+    with pytest.raises(RuntimeError, match="not the last one"):
+        fwAD.exit_dual_level()
+
+
+def test_forward_ad_decorator_and_nested_func_jvp():
+    x = nb.tensor([1.0, 2.0])
+
+    @fwAD.dual_level()
+    def tangent_of_square(v):
+        return fwAD.unpack_dual(fwAD.make_dual(x, v) ** 2).tangent
+
+    assert tangent_of_square(nb.tensor([1.0, 0.0])).tolist() == [2.0, 0.0]
+    with fwAD.dual_level():
+        d = fwAD.make_dual(x, nb.ones(2))
+        _, jt = nb.func.jvp(lambda a: a * d, (x,), (nb.ones(2),))
+        assert jt.tolist() == [1.0, 2.0]  # d/da (a * d) . 1 = d's primal
+        assert fwAD.unpack_dual(jt).tangent.tolist() == [1.0, 1.0]  # d(jt)/d(level) = 1
+
+
+@needs_torch
+def test_forward_ad_module_jvp_matches_torch():
+    """torch's forward-AD tutorial: dual parameters through functional_call."""
+    torch.manual_seed(2)
+    tm = torch.nn.Sequential(torch.nn.Linear(4, 5), torch.nn.Tanh(), torch.nn.Linear(5, 2))
+    nm = _pair(tm, nn.Sequential(nn.Linear(4, 5), nn.Tanh(), nn.Linear(5, 2)))
+    x = _r(3, 4)
+    dirs = {k: _r(*v.shape) for k, v in tm.named_parameters()}
+    with tfw.dual_level():
+        p = {k: tfw.make_dual(v.detach(), torch.tensor(dirs[k])) for k, v in tm.named_parameters()}
+        want = tfw.unpack_dual(tf.functional_call(tm, p, (torch.tensor(x),))).tangent
+    with fwAD.dual_level():
+        p = {k: fwAD.make_dual(v.detach(), nb.tensor(dirs[k])) for k, v in nm.named_parameters()}
+        got = fwAD.unpack_dual(nb.func.functional_call(nm, p, (nb.tensor(x),))).tangent
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
+    assert all(v._impl.tangent is None for v in nm.parameters())
+
+
+@needs_torch
+def test_forward_over_reverse_hvp_matches_torch():
+    xv, vv = _r(3), _r(3)
+    tx = torch.tensor(xv, requires_grad=True)
+    with tfw.dual_level():
+        d = tfw.make_dual(tx, torch.tensor(vv))
+        (g,) = torch.autograd.grad((d**3).sum(), d, create_graph=True)
+        want = tfw.unpack_dual(g).tangent
+    nx = nb.tensor(xv, requires_grad=True)
+    with fwAD.dual_level():
+        d = fwAD.make_dual(nx, nb.tensor(vv))
+        (g,) = nb.autograd.grad((d**3).sum(), d, create_graph=True)
+        got = fwAD.unpack_dual(g).tangent
+    np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-5)
+    np.testing.assert_allclose(got.detach().numpy(), 6 * xv * vv, rtol=1e-5)
