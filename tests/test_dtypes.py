@@ -123,7 +123,7 @@ def test_arithmetic_ops_produce_the_promoted_dtype(pair):
     float_want = want if _dt.is_float(want) else F32
     _check(x / _tensor(b, (1, 1, 1)), float_want)
     _check(nb.atan2(x, y), float_want)
-    for cmp in (nb.equal, nb.less, nb.greater_equal, nb.logical_and, nb.logical_xor):
+    for cmp in (nb.eq, nb.less, nb.greater_equal, nb.logical_and, nb.logical_xor):
         _check(cmp(x, y), B)
 
 

@@ -37,7 +37,7 @@ def _message(excinfo: pytest.ExceptionInfo) -> str:
         ("pow", lambda x, y: x**y),
         ("maximum", nb.maximum),
         ("minimum", nb.minimum),
-        ("equal", nb.equal),
+        ("equal", nb.ops.equal),  # (nb.equal is torch.equal: a bool)
         ("greater", lambda x, y: x > y),
         ("less_equal", lambda x, y: x <= y),
     ],

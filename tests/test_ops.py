@@ -461,7 +461,7 @@ def test_division_by_zero_and_log_of_nonpositive():
 # comparisons
 # =============================================================================================
 COMPARISONS = {
-    "equal": (nb.equal, np.equal, lambda a, b: a == b, nb.eq),
+    "equal": (nb.ops.equal, np.equal, lambda a, b: a == b, nb.eq),  # (nb.equal is torch.equal: a bool)
     "not_equal": (nb.not_equal, np.not_equal, lambda a, b: a != b, nb.ne),
     "greater": (nb.greater, np.greater, lambda a, b: a > b, nb.gt),
     "greater_equal": (nb.greater_equal, np.greater_equal, lambda a, b: a >= b, nb.ge),
@@ -872,7 +872,7 @@ def test_where_promotes_and_accepts_non_bool_condition():
         ("bool", np.bool_),
         (np.float64, np.float64),
         (np.int32, np.int32),
-        (float, np.float32),
+        (float, np.float64),  # (a Python float is a double, as in torch and NumPy)
         (int, np.int64),
         (bool, np.bool_),
     ],
