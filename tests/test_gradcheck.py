@@ -10,10 +10,9 @@ import warnings
 import numpy as np
 import pytest
 from _oracle import needs_torch, torch
-from nabla.autograd.gradcheck import GradcheckError
 
 import nabla as nb
-from nabla.autograd_gradcheck import _numerical
+from nabla.autograd.gradcheck import GradcheckError, _numerical
 
 X = np.array([0.3, -1.2, 2.0])
 Y = np.array([[1.0, 2.0], [0.5, -0.1]])

@@ -11,15 +11,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .core.common.context import enable_grad
-from .core.common.pytree import tree_flatten, tree_unflatten
-from .core.tensor import Tensor
-from .ops import ones_like
-from .transforms.grad import grad as _grad
-from .transforms.grad import jvp as _jvp
-from .transforms.grad import vjp as _vjp
-from .transforms.jacobians import hessian as _hessian
-from .transforms.jacobians import jacfwd, jacrev
+from ..core.common.context import enable_grad
+from ..core.common.pytree import tree_flatten, tree_unflatten
+from ..core.tensor import Tensor
+from ..ops import ones_like
+from ..transforms.grad import grad as _grad
+from ..transforms.grad import jvp as _jvp
+from ..transforms.grad import vjp as _vjp
+from ..transforms.jacobians import hessian as _hessian
+from ..transforms.jacobians import jacfwd, jacrev
 
 __all__ = ["hessian", "hvp", "jacobian", "jvp", "vhp", "vjp"]
 

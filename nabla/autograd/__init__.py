@@ -12,17 +12,12 @@ Example:
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
-from . import autograd_forward_ad as forward_ad
-from . import autograd_functional as functional
-from . import autograd_gradcheck as _gradcheck_module
-from .autograd_gradcheck import gradcheck, gradgradcheck
-from .core.autograd import tensor_grad
-from .core.autograd.engine import as_tensor_list, tensors_backward
-from .core.common import dtypes as _dt
-from .core.common.context import (
+from ..core.autograd import tensor_grad
+from ..core.autograd.engine import as_tensor_list, tensors_backward
+from ..core.common import dtypes as _dt
+from ..core.common.context import (
     anomaly_enabled,
     decorated,
     enable_grad,
@@ -31,16 +26,16 @@ from .core.common.context import (
     set_anomaly_enabled,
     set_grad_enabled,
 )
-from .core.tensor import Tensor
-from .ops import broadcast_shapes as _broadcast_shapes
-from .ops import detach, grad_hook, zeros_like
-from .ops.view import sum_to_shape
-from .transforms.vmap import vmap
-
-# torch's module path: `from nabla.autograd.gradcheck import GradcheckError` (the attribute
-# `nabla.autograd.gradcheck` is the function, as torch.autograd.gradcheck is)
-sys.modules[__name__ + ".gradcheck"] = _gradcheck_module
-sys.modules[__name__ + ".forward_ad"] = forward_ad  # (`import nabla.autograd.forward_ad as fwAD`)
+from ..core.tensor import Tensor
+from ..ops import broadcast_shapes as _broadcast_shapes
+from ..ops import detach, grad_hook, zeros_like
+from ..ops.view import sum_to_shape
+from ..transforms.vmap import vmap
+from . import forward_ad, functional
+from .gradcheck import (  # (the attribute is the function, as torch's; the module stays importable)
+    gradcheck,
+    gradgradcheck,
+)
 
 __all__ = [
     "Function",

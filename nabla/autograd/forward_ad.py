@@ -23,11 +23,11 @@ import weakref
 from types import TracebackType
 from typing import Any, NamedTuple
 
-from .core.common import dtypes as _dt
-from .core.tensor import Tensor
-from .ops.base import new_jvp_level
-from .ops.view import identity
-from .transforms.grad import _clear_tangents
+from ..core.common import dtypes as _dt
+from ..core.tensor import Tensor
+from ..ops.base import new_jvp_level
+from ..ops.view import identity
+from ..transforms.grad import _clear_tangents
 
 __all__ = ["UnpackedDualTensor", "dual_level", "enter_dual_level", "exit_dual_level", "make_dual", "unpack_dual"]
 

@@ -22,13 +22,13 @@ from typing import Any
 
 import numpy as np
 
-from .core.autograd.engine import tensor_grad
-from .core.common import dtypes as _dt
-from .core.tensor import Tensor
-from .ops import tensor as _tensor
-from .ops import zeros_like
-from .transforms.grad import jvp as _jvp
-from .transforms.vmap import vmap
+from ..core.autograd.engine import tensor_grad
+from ..core.common import dtypes as _dt
+from ..core.tensor import Tensor
+from ..ops import tensor as _tensor
+from ..ops import zeros_like
+from ..transforms.grad import jvp as _jvp
+from ..transforms.vmap import vmap
 
 __all__ = ["GradcheckError", "gradcheck", "gradgradcheck"]
 
