@@ -29,16 +29,9 @@ import numpy as np
 from . import ops
 from .core.common import dtypes as _dt
 from .core.tensor import Tensor
+from .ops.linalg import _as_tensor
 
 __all__ = ["FloatTensor", "addmm", "mm", "sparse_coo_tensor", "sparse_csr_tensor", "sum"]
-
-
-def _as_tensor(x: Any, op: str, arg: str, dtype: Any = None) -> Tensor:
-    if isinstance(x, Tensor):
-        return x if dtype is None else x.to(dtype)
-    if isinstance(x, np.ndarray | list | tuple | int | float):
-        return ops.tensor(x, dtype=dtype)
-    raise TypeError(f"{op}: {arg} must be a Tensor or array-like, got {type(x).__name__}")
 
 
 def sparse_coo_tensor(
@@ -63,7 +56,8 @@ def sparse_coo_tensor(
         requires_grad: make the result a leaf that requires grad.
     """
     idx = _as_tensor(indices, "sparse_coo_tensor", "indices")
-    vals = _as_tensor(values, "sparse_coo_tensor", "values", dtype)
+    vals = _as_tensor(values, "sparse_coo_tensor", "values")
+    vals = vals if dtype is None else vals.to(dtype)
     if idx.ndim != 2 or not _dt.is_integer(idx.dtype):
         raise ValueError(f"sparse_coo_tensor: indices must be a 2-D integer tensor, got {idx.dtype.name} {idx.shape}")
     sparse_dims, nnz = idx.shape
